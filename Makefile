@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# gpuleak: find GPU memory leaks in running processes with uprobes on libcuda.
+#
+#   make            build ./gpuleak (BPF object embedded as a skeleton)
+#   make STATIC=1   build a fully static ./gpuleak for copying onto GPU nodes
+#   make SAN=1      build with ASan and UBSan (make test SAN=1 runs every test so)
+#   make demo       install what is missing, build, run gpuleak on a leaking program
+#   make test       install what is missing, build, run every test
+#   make bench      run the CPU benchmarks
+#   V=1             show full commands
+
+VERSION := 0.1.0
+ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+ifeq ($(STATIC),1)
+FLAVOUR := static
+else ifeq ($(SAN),1)
+FLAVOUR := san
+else
+FLAVOUR := default
+endif
+
+OUTPUT ?= .output
+BUILD := $(OUTPUT)/$(FLAVOUR)
+CLANG ?= clang
+BPFTOOL ?= bpftool
+CC ?= cc
+PYTHON ?= python3
+
+CFLAGS ?= -g -O2
+CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
+	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
+INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
+LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
+
+ifeq ($(STATIC),1)
+LDFLAGS += -static
+LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lpthread -lm
+endif
+ifeq ($(SAN),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+SRCS := $(wildcard src/*/*.c)
+OBJS := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS))
+LIB_OBJS := $(filter-out $(BUILD)/src/cmd/main.o,$(OBJS))
+BPF_SRCS := $(wildcard bpf/*.bpf.c bpf/*.bpf.h) include/gpuleak_abi.h
+BPF_OBJ := $(OUTPUT)/gpuleak.bpf.o
+SKEL := $(OUTPUT)/gpuleak.skel.h
+DEPS_STAMP := $(OUTPUT)/.deps-installed
+
+.PHONY: all deps demo test unit integration check-static bench clean format fakecuda
+.DEFAULT_GOAL := all
+
+all: gpuleak
+
+deps: $(DEPS_STAMP)
+
+$(DEPS_STAMP): scripts/install-deps
+	$(Q)mkdir -p $(OUTPUT)
+	$(Q)scripts/install-deps
+	$(Q)touch $@
+
+$(BPF_OBJ): bpf/gpuleak.bpf.c $(BPF_SRCS) | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
+		-Ibpf -c $< -o $@.tmp
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp
+	$(Q)rm -f $@.tmp
+
+$(SKEL): $(BPF_OBJ)
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name gpuleak > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/src/%.o: src/%.c $(SKEL)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+
+$(BUILD)/gpuleak: $(OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+gpuleak: $(BUILD)/gpuleak
+	$(Q)cp $< $@
+ifeq ($(STATIC),1)
+	$(Q)scripts/check-static $@
+endif
+
+$(OUTPUT):
+	$(Q)mkdir -p $@
+
+-include $(OBJS:.o=.d)
+
+# The CUDA driver stand-in and the workloads that drive it.
+include tests/fakecuda/fakecuda.mk
+
+# Unit tests: one cmocka binary per module.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $(LDFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka \
+		-o $@
+
+unit: deps $(UNIT_BINS)
+	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
+
+integration: deps gpuleak fakecuda
+	$(Q)GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(CURDIR)/$(OUTPUT) $(PYTHON) tests/integration/run.py
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory integration
+
+check-static: gpuleak
+	$(Q)scripts/check-static gpuleak
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
+	$(Q)scripts/demo
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
+	$(Q)bench/run
+
+format:
+	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h) bpf/*.c bpf/*.h include/*.h
+
+clean:
+	$(Q)rm -rf $(OUTPUT) gpuleak

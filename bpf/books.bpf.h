@@ -1,0 +1,585 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * books.bpf.h - what a returning call does to the exact in-kernel books.
+ *
+ * allocs holds every outstanding allocation, handle, mapping and reservation
+ * of every traced process with its size; procs holds per-process counters.
+ * Only successful calls change them. Each change is also written to the ring
+ * buffer (struct gl_call) so that user space can attribute it to a stack;
+ * comparing user space's totals with procs proves no record was lost.
+ */
+#ifndef GPULEAK_BOOKS_BPF_H
+#define GPULEAK_BOOKS_BPF_H
+
+#define CUDA_SUCCESS 0
+
+struct gl_call_ctx {
+	struct gl_slot *slot;
+	struct gl_inflight *inf;
+	struct task_struct *task;
+	struct gl_proc_stats *st;
+	struct gl_api_desc desc;
+	__u64 pid_tgid;
+	__u64 ctx; /* context current on the thread */
+	__s32 dev;
+	__u32 api;
+	int rc;
+};
+
+static __always_inline __u32 tgid_of(struct gl_call_ctx *c)
+{
+	return c->pid_tgid >> 32;
+}
+
+static __always_inline struct gl_proc_stats *proc_stats(struct task_struct *task, __u32 tgid)
+{
+	struct gl_proc_stats *st = bpf_map_lookup_elem(&procs, &tgid), fresh = {};
+	__u64 start = proc_start_time(task);
+
+	if (st && st->start_time == start)
+		return st;
+	/* first call of this process, or a reused PID whose exit we missed */
+	fresh.start_time = start;
+	if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY)) {
+		stat_inc(GL_STAT_PROC_TABLE_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u64 key, __u64 bytes,
+				      __u8 cls, __u16 flags, __s16 dev)
+{
+	struct gl_call *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		stat_inc(GL_STAT_LOST_CALL);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
+	r->seq = c->slot->seq;
+	r->key = key;
+	r->bytes = bytes;
+	r->ctx = c->ctx;
+	r->dur_ns = r->hdr.ts - c->slot->ts;
+	r->rc = c->rc;
+	r->api = c->api;
+	r->op = op;
+	r->cls = cls;
+	r->dev = dev;
+	r->flags = flags;
+	bpf_ringbuf_submit(r, 0);
+}
+
+/* A class as an index the verifier can bound (the compiler drops a plain mask). */
+static __always_inline __u32 class_slot(__u8 cls)
+{
+	__u32 i = cls;
+
+	asm volatile("%0 &= 7" : "+r"(i));
+	return i;
+}
+
+static __always_inline void count(struct gl_proc_stats *st, __u8 cls, __s64 bytes, __s64 n)
+{
+	if (!st || cls >= GL_NR_CLASSES)
+		return;
+	__sync_fetch_and_add(&st->bytes[class_slot(cls)], bytes);
+	__sync_fetch_and_add(&st->allocs[class_slot(cls)], n);
+}
+
+static __always_inline __u64 read_user_u64(__u64 addr, bool narrow)
+{
+	__u64 v = 0;
+	__u32 v32 = 0;
+
+	if (narrow) {
+		if (bpf_probe_read_user(&v32, sizeof(v32), (void *)addr))
+			stat_inc(GL_STAT_READ_ERROR);
+		return v32;
+	}
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		stat_inc(GL_STAT_READ_ERROR);
+	return v;
+}
+
+/* A successful allocation: key gains size bytes of class cls. */
+static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
+				       __u8 cls, __s16 dev)
+{
+	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
+	struct gl_alloc_val v = { .size = size, .ctx = c->ctx, .refs = 1, .cls = cls, .dev = dev };
+	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
+	__u16 flags = 0;
+
+	c->st = proc_stats(c->task, tgid_of(c));
+	if (c->st)
+		__sync_fetch_and_add(&c->st->alloc_calls, 1);
+	if (old) {
+		/* the driver reused a key whose release we never saw */
+		count(c->st, old->cls, -(__s64)old->size, -1);
+		bpf_map_delete_elem(&allocs, &k);
+	}
+	if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY)) {
+		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
+		flags |= GL_CALL_TABLE_FULL;
+	} else {
+		count(c->st, cls, size, 1);
+	}
+	emit_call(c, GL_OP_ALLOC, key, size, cls, flags, dev);
+}
+
+/* The allocation under (kind, key) is gone. */
+static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 key)
+{
+	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
+	struct gl_alloc_val *v = bpf_map_lookup_elem(&allocs, &k);
+	__u64 size;
+	__u8 cls;
+	__s16 dev;
+
+	c->st = proc_stats(c->task, tgid_of(c));
+	if (c->st)
+		__sync_fetch_and_add(&c->st->free_calls, 1);
+	if (!v) {
+		if (c->st)
+			__sync_fetch_and_add(&c->st->unmatched_frees, 1);
+		emit_call(c, GL_OP_UNMATCHED_FREE, key, 0, c->desc.cls, 0, -1);
+		return;
+	}
+	size = v->size;
+	cls = v->cls;
+	dev = v->dev;
+	if (bpf_map_delete_elem(&allocs, &k) == 0)
+		count(c->st, cls, -(__s64)size, -1);
+	emit_call(c, GL_OP_FREE, key, size, cls, 0, dev);
+}
+
+/* A handle loses one reference (release or unmap): freed at the last one. */
+static __always_inline void handle_unref(struct gl_call_ctx *c, __u64 handle)
+{
+	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = GL_KIND_HANDLE, .key = handle };
+	struct gl_alloc_val *v = bpf_map_lookup_elem(&allocs, &k);
+
+	if (v && v->refs > 1) {
+		__sync_fetch_and_add(&v->refs, -1);
+		emit_call(c, GL_OP_NONE, handle, v->size, v->cls, GL_CALL_DEFERRED, v->dev);
+		return;
+	}
+	book_free(c, GL_KIND_HANDLE, handle);
+}
+
+static __always_inline void handle_ref(struct gl_call_ctx *c, __u64 handle)
+{
+	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = GL_KIND_HANDLE, .key = handle };
+	struct gl_alloc_val *v = bpf_map_lookup_elem(&allocs, &k);
+
+	if (v)
+		__sync_fetch_and_add(&v->refs, 1);
+}
+
+struct unmap_walk {
+	struct gl_call_ctx *c;
+	__u64 cur, end;
+};
+
+/* One mapping inside an unmapped range: drop it and its handle reference. */
+static long unmap_one(__u32 i, void *data)
+{
+	struct unmap_walk *w = data;
+	struct gl_alloc_key k = { .tgid = tgid_of(w->c), .kind = GL_KIND_MAPPING, .key = w->cur };
+	struct gl_alloc_val *v;
+	__u64 handle, size;
+
+	if (w->cur >= w->end)
+		return 1;
+	v = bpf_map_lookup_elem(&allocs, &k);
+	if (!v)
+		return 1; /* mapped before attach, or a gap */
+	handle = v->handle;
+	size = v->size ? v->size : w->end - w->cur;
+	bpf_map_delete_elem(&allocs, &k);
+	handle_unref(w->c, handle);
+	w->cur += size;
+	return 0;
+}
+
+static __always_inline __u64 array_elem_size(__u32 format)
+{
+	switch (format) {
+	case 0x01: case 0x08: return 1;	/* (un)signed int8 */
+	case 0x02: case 0x09: case 0x10: return 2; /* int16, half */
+	case 0x03: case 0x0a: case 0x20: return 4; /* int32, float */
+	default: return 4;
+	}
+}
+
+struct array3d_desc {
+	__u64 width, height, depth;
+	__u32 format, channels, flags;
+};
+
+/* Bytes of a CUDA array: width x height x depth x element size, summed over mip levels. */
+static __noinline __u64 array_bytes(__u64 desc_ptr, bool is3d, __u32 levels)
+{
+	struct array3d_desc d = {};
+	__u64 total = 0;
+
+	if (is3d) {
+		if (bpf_probe_read_user(&d, sizeof(d), (void *)desc_ptr))
+			return 0;
+	} else {
+		struct { __u64 width, height; __u32 format, channels; } d2;
+
+		if (bpf_probe_read_user(&d2, sizeof(d2), (void *)desc_ptr))
+			return 0;
+		d.width = d2.width;
+		d.height = d2.height;
+		d.format = d2.format;
+		d.channels = d2.channels;
+	}
+	for (int i = 0; i < 16 && i < levels; i++) {
+		total += d.width * (d.height ? d.height : 1) * (d.depth ? d.depth : 1) *
+			 array_elem_size(d.format) * d.channels;
+		d.width = d.width > 1 ? d.width / 2 : 1;
+		d.height = d.height > 1 ? d.height / 2 : d.height;
+		d.depth = d.depth > 1 ? d.depth / 2 : d.depth;
+	}
+	return total;
+}
+
+struct drop_walk {
+	__u32 tgid;
+	__u32 all_kinds; /* exit/exec: everything; context teardown: non-VMM only */
+	__u64 ctx;	 /* drop this context's allocations (and unknown-context ones) */
+	__s32 dev;	 /* primary reset: drop this device's primary context's (-1: none) */
+	__u32 n;
+	__u64 bytes[GL_CLASS_SLOTS];
+	__u64 allocs[GL_CLASS_SLOTS];
+};
+
+static __always_inline bool ctx_is_primary_of(__u32 tgid, __u64 ctx, __s32 dev)
+{
+	struct gl_ctx_key k = { .tgid = tgid, .ctx = ctx };
+	__s32 *d = bpf_map_lookup_elem(&ctx_dev, &k);
+
+	return d && (*d & 0xffff) == dev && (*d & 0x10000);
+}
+
+static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
+		     struct drop_walk *w)
+{
+	__u8 cls = v->cls;
+
+	if (k->tgid != w->tgid)
+		return 0;
+	if (!w->all_kinds) {
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+			return 0;
+		if (v->ctx && w->dev < 0 && v->ctx != w->ctx)
+			return 0;
+		if (v->ctx && w->dev >= 0 && !ctx_is_primary_of(w->tgid, v->ctx, w->dev))
+			return 0;
+	}
+	if (cls < GL_NR_CLASSES && k->kind != GL_KIND_MAPPING) {
+		w->bytes[class_slot(cls)] += v->size;
+		w->allocs[class_slot(cls)] += 1;
+	}
+	w->n++;
+	bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+/* Drop allocations the driver freed by itself; returns the walk's totals in w. */
+static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_walk *w)
+{
+	bpf_for_each_map_elem(&allocs, drop_one, w, 0);
+	if (!st)
+		return;
+	for (int i = 0; i < GL_NR_CLASSES; i++) {
+		__sync_fetch_and_add(&st->bytes[i], -w->bytes[i]);
+		__sync_fetch_and_add(&st->allocs[i], -w->allocs[i]);
+		if (i != GL_CLASS_ADDRESS && i != GL_CLASS_IMPORTED)
+			__sync_fetch_and_add(&st->dropped_bytes, w->bytes[i]);
+	}
+}
+
+static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
+{
+	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
+	struct gl_call *r;
+
+	c->st = proc_stats(c->task, tgid_of(c));
+	drop_books(c->st, &w);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(GL_STAT_LOST_CALL);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
+	r->seq = c->slot->seq;
+	r->key = ctx;
+	r->ctx = ctx;
+	r->api = c->api;
+	r->op = GL_OP_CTX_DROP;
+	r->dev = dev;
+	r->dropped_allocs = w.n;
+	for (int i = 0; i < GL_NR_CLASSES; i++)
+		r->dropped[i] = w.bytes[i];
+	bpf_ringbuf_submit(r, 0);
+}
+
+static __always_inline void ctx_push(struct gl_inflight *inf, __u64 ctx)
+{
+	__u32 d = inf->ctx_depth;
+
+	if (d >= GL_MAX_NEST) {
+		/* keep the newest: shift is not worth it, overwrite the top */
+		d = GL_MAX_NEST - 1;
+	}
+	inf->ctx[d & (GL_MAX_NEST - 1)] = ctx;
+	inf->ctx_depth = d + 1;
+}
+
+static __always_inline void ctx_remember(struct gl_call_ctx *c, __u64 ctx, __s32 dev, bool primary)
+{
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
+	__s32 v = (dev & 0xffff) | (primary ? 0x10000 : 0);
+
+	bpf_map_update_elem(&ctx_dev, &k, &v, BPF_ANY);
+	emit_call(c, GL_OP_CTX_NEW, ctx, 0, 0, primary, dev);
+}
+
+static __noinline void apply_ctx_call(struct gl_call_ctx *c)
+{
+	struct gl_inflight *inf = c->inf;
+	__u64 *a = c->slot->args, ctx;
+	__u32 d = inf->ctx_depth;
+
+	switch (c->desc.role) {
+	case GL_ROLE_CTX_CREATE: {
+		/* the device is the last argument: 3rd (v1, v2), 5th (v3), 4th (v4) */
+		__s32 dev = c->api == GL_API_cuCtxCreate_v3 ? a[4] :
+			    c->api == GL_API_cuCtxCreate_v4 ? a[3] : a[2];
+
+		ctx = read_user_u64(a[0], false);
+		ctx_push(inf, ctx);
+		ctx_remember(c, ctx, dev, false);
+		break;
+	}
+	case GL_ROLE_PRIMARY_RETAIN:
+		ctx_remember(c, read_user_u64(a[0], false), a[1], true);
+		break;
+	case GL_ROLE_CTX_SET:
+		if (d == 0)
+			ctx_push(inf, a[0]);
+		else
+			inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] = a[0];
+		break;
+	case GL_ROLE_CTX_PUSH:
+		ctx_push(inf, a[0]);
+		break;
+	case GL_ROLE_CTX_POP:
+		if (d > 0)
+			inf->ctx_depth = d - 1;
+		break;
+	case GL_ROLE_CTX_DESTROY: {
+		struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = a[0] };
+
+		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] == a[0])
+			inf->ctx_depth = d - 1;
+		book_ctx_drop(c, a[0], -1);
+		bpf_map_delete_elem(&ctx_dev, &k);
+		break;
+	}
+	case GL_ROLE_PRIMARY_RESET:
+		book_ctx_drop(c, 0, (__s32)a[0]);
+		break;
+	}
+}
+
+static __always_inline __s16 ctx_device(struct gl_call_ctx *c)
+{
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = c->ctx };
+	__s32 *d;
+
+	if (!c->ctx)
+		return -1;
+	d = bpf_map_lookup_elem(&ctx_dev, &k);
+	return d ? (__s16)(*d & 0xffff) : -1;
+}
+
+struct mem_location {
+	__s32 type, id;
+};
+
+/* Apply a returning call to the books and tell user space what changed. */
+static __always_inline void apply_call(struct gl_call_ctx *c)
+{
+	__u64 *a = c->slot->args;
+	bool v1 = c->desc.flags & GL_API_V1;
+	bool v1_size = c->desc.flags & (GL_API_V1 | GL_API_V1_SIZE);
+	__u8 role = c->desc.role, cls = c->desc.cls, kind = c->desc.kind;
+	__u32 d = c->inf->ctx_depth;
+	__u64 key, size;
+
+	c->ctx = d > 0 ? c->inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] : 0;
+	c->dev = ctx_device(c);
+
+	if (role >= GL_ROLE_CTX_CREATE) {
+		if (c->rc == CUDA_SUCCESS)
+			apply_ctx_call(c);
+		return;
+	}
+
+	if (c->rc != CUDA_SUCCESS) {
+		switch (role) {
+		case GL_ROLE_ALLOC:
+		case GL_ROLE_ALLOC_PITCH:
+		case GL_ROLE_HOST_REGISTER:
+		case GL_ROLE_VMM_CREATE:
+		case GL_ROLE_ARRAY_CREATE:
+		case GL_ROLE_ARRAY3D_CREATE:
+		case GL_ROLE_MIPMAP_CREATE:
+			c->st = proc_stats(c->task, tgid_of(c));
+			if (c->st)
+				__sync_fetch_and_add(&c->st->failures, 1);
+			size = role == GL_ROLE_ALLOC_PITCH ? a[2] * a[3] : a[1];
+			if (role >= GL_ROLE_ARRAY_CREATE)
+				size = 0;
+			emit_call(c, GL_OP_FAIL, 0, v1_size ? (__u32)size : size, cls, 0, c->dev);
+			break;
+		default:
+			/* a failed free changes nothing; still worth a line */
+			emit_call(c, GL_OP_NONE, a[0], 0, cls, 0, c->dev);
+		}
+		return;
+	}
+
+	switch (role) {
+	case GL_ROLE_ALLOC:
+		key = read_user_u64(a[0], v1);
+		book_alloc(c, kind, key, v1_size ? (__u32)a[1] : a[1], cls, c->dev);
+		break;
+	case GL_ROLE_ALLOC_PITCH:
+		key = read_user_u64(a[0], v1);
+		size = read_user_u64(a[1], v1) * (v1 ? (__u32)a[3] : a[3]);
+		book_alloc(c, kind, key, size, cls, c->dev);
+		break;
+	case GL_ROLE_HOST_REGISTER:
+		book_alloc(c, kind, a[0], a[1], cls, c->dev);
+		break;
+	case GL_ROLE_FREE:
+		key = v1 ? (__u32)a[0] : a[0];
+		if (key == 0 && kind == GL_KIND_DPTR)
+			break; /* cuMemFree(0) is not a free */
+		book_free(c, kind, key);
+		break;
+	case GL_ROLE_VMM_CREATE: {
+		struct mem_location loc = {};
+		__s16 dev = -1;
+
+		/* CUmemAllocationProp: type, requestedHandleTypes, location {type, id} */
+		bpf_probe_read_user(&loc, sizeof(loc), (void *)(a[2] + 8));
+		if (loc.type == 1)
+			dev = loc.id;
+		else if (loc.type >= 2)
+			cls = GL_CLASS_HOST_PINNED;
+		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, dev);
+		break;
+	}
+	case GL_ROLE_VMM_RELEASE:
+		handle_unref(c, a[0]);
+		break;
+	case GL_ROLE_VMM_MAP: {
+		struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = GL_KIND_MAPPING, .key = a[0] };
+		struct gl_alloc_val v = { .size = a[1], .handle = a[3], .refs = 1,
+					  .cls = GL_NR_CLASSES, .dev = -1 };
+
+		handle_ref(c, a[3]);
+		if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY))
+			stat_inc(GL_STAT_ALLOC_TABLE_FULL);
+		emit_call(c, GL_OP_NONE, a[0], a[1], cls, 0, -1);
+		break;
+	}
+	case GL_ROLE_VMM_UNMAP: {
+		struct unmap_walk w = { .c = c, .cur = a[0], .end = a[0] + a[1] };
+
+		bpf_loop(1 << 16, unmap_one, &w, 0);
+		break;
+	}
+	case GL_ROLE_VMM_RETAIN:
+		handle_ref(c, read_user_u64(a[0], false));
+		break;
+	case GL_ROLE_VA_RESERVE:
+		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, -1);
+		break;
+	case GL_ROLE_VA_FREE:
+		book_free(c, kind, a[0]);
+		break;
+	case GL_ROLE_IMPORT:
+	case GL_ROLE_IPC_OPEN:
+		book_alloc(c, kind, read_user_u64(a[0], false), 0, cls, c->dev);
+		break;
+	case GL_ROLE_ARRAY_CREATE:
+	case GL_ROLE_ARRAY3D_CREATE:
+	case GL_ROLE_MIPMAP_CREATE:
+		size = array_bytes(a[1], role != GL_ROLE_ARRAY_CREATE,
+				   role == GL_ROLE_MIPMAP_CREATE ? a[2] : 1);
+		book_alloc(c, kind, read_user_u64(a[0], false), size, cls, c->dev);
+		break;
+	}
+}
+
+static __always_inline void emit_proc(struct task_struct *task, __u32 tgid, __u32 event,
+				      __u32 ppid, struct gl_proc_stats *st)
+{
+	struct gl_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+
+	if (!r) {
+		stat_inc(GL_STAT_LOST_PROC);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), task, ((__u64)tgid << 32) | task->pid);
+	r->event = event;
+	r->ppid = ppid;
+	BPF_CORE_READ_STR_INTO(&r->comm, task, group_leader, comm);
+	if (st)
+		r->stats = *st;
+	bpf_ringbuf_submit(r, 0);
+}
+
+static long drop_ctx_one(struct bpf_map *map, struct gl_ctx_key *k, __s32 *v, __u32 *tgid)
+{
+	if (k->tgid == *tgid)
+		bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+/* Exit or exec: report the final books, then drop everything the process held. */
+static __always_inline void close_books(struct task_struct *task, __u32 tgid, __u32 event)
+{
+	struct gl_proc_stats *st = bpf_map_lookup_elem(&procs, &tgid);
+	struct drop_walk w = { .tgid = tgid, .all_kinds = 1, .dev = -1 };
+
+	if (!st && !bpf_map_lookup_elem(&targets, &tgid))
+		return;
+	emit_proc(task, tgid, event, 0, st);
+	if (!st)
+		return;
+	drop_books(NULL, &w);
+	bpf_for_each_map_elem(&ctx_dev, drop_ctx_one, &tgid, 0);
+	if (event == GL_PROC_EXIT) {
+		bpf_map_delete_elem(&procs, &tgid);
+	} else {
+		__u64 start = st->start_time;
+
+		__builtin_memset(st, 0, sizeof(*st));
+		st->start_time = start;
+	}
+}
+
+#endif /* GPULEAK_BOOKS_BPF_H */

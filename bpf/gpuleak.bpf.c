@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * gpuleak.bpf.c - uprobes on the CUDA driver's memory API.
+ *
+ * One entry program and one return program serve every traced function: the
+ * probe's BPF cookie is the API id, and the probe table in gpuleak_abi.h says
+ * what the function means. The entry saves the arguments per thread and, for
+ * allocating calls, writes the caller's stack to the ring buffer. The return
+ * checks the result, updates the exact per-process books (allocs, procs) and
+ * writes a call record saying what changed. Scheduler tracepoints close the
+ * books of processes that exit or exec and follow forks of targets.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
+#include "stack.bpf.h"
+#include "books.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define GL_API_DESC(sym, role, cls, kind, flags) \
+	{ GL_ROLE_##role, GL_CLASS_##cls, GL_KIND_##kind, (flags) },
+static const struct gl_api_desc apis[GL_NR_APIS] = { GL_APIS(GL_API_DESC) };
+#undef GL_API_DESC
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return targ_all || bpf_map_lookup_elem(&targets, &tgid);
+}
+
+static __always_inline __u64 arg_of(struct pt_regs *ctx, int i)
+{
+	switch (i) {
+	case 0: return PT_REGS_PARM1(ctx);
+	case 1: return PT_REGS_PARM2(ctx);
+	case 2: return PT_REGS_PARM3(ctx);
+	case 3: return PT_REGS_PARM4(ctx);
+	default: return PT_REGS_PARM5(ctx);
+	}
+}
+
+/* uprobe on every traced libcuda function: remember the call, capture the stack. */
+SEC("uprobe")
+int call_enter(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task;
+	struct gl_inflight *inf;
+	struct gl_slot *slot;
+	__u32 depth;
+
+	if (api >= GL_NR_APIS || !is_target(pid_tgid >> 32))
+		return 0;
+	task = bpf_get_current_task_btf();
+	inf = bpf_task_storage_get(&inflight, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!inf) {
+		stat_inc(GL_STAT_INFLIGHT_FULL);
+		return 0;
+	}
+	depth = inf->depth;
+	if (depth >= GL_MAX_NEST) {
+		stat_inc(GL_STAT_NESTED_OVERFLOW);
+		return 0;
+	}
+	slot = &inf->slot[depth];
+	for (int i = 0; i < 5; i++)
+		slot->args[i] = arg_of(ctx, i);
+	slot->sp = PT_REGS_SP(ctx);
+	slot->seq = ++inf->seq;
+	slot->ts = bpf_ktime_get_ns();
+	slot->api = api;
+	inf->depth = depth + 1;
+
+	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
+		emit_stack(ctx, task, pid_tgid, slot->seq, api);
+	return 0;
+}
+
+/*
+ * Find the entry this return belongs to. Entries above it whose stack pointer
+ * lies below the returning frame were abandoned (longjmp, or the kernel's
+ * uretprobe depth limit) and are dropped. Returns the slot index or -1.
+ */
+static __always_inline int pop_slot(struct gl_inflight *inf, __u32 api, __u64 ret_sp)
+{
+	for (int i = 0; i < GL_MAX_NEST; i++) {
+		__u32 d = inf->depth;
+		struct gl_slot *s;
+
+		if (d == 0 || d > GL_MAX_NEST)
+			break;
+		s = &inf->slot[(d - 1) & (GL_MAX_NEST - 1)];
+		if (s->sp + 8 < ret_sp) {
+			/* deeper than the returning frame: abandoned */
+			inf->depth = d - 1;
+			stat_inc(GL_STAT_STALE_ENTRY);
+			continue;
+		}
+		if (s->sp + 8 == ret_sp && s->api == api) {
+			inf->depth = d - 1;
+			return (d - 1) & (GL_MAX_NEST - 1);
+		}
+		break; /* an outer call: this return's entry was never saved */
+	}
+	stat_inc(GL_STAT_UNPAIRED_RETURN);
+	return -1;
+}
+
+/* uretprobe on every traced libcuda function: apply the result to the books. */
+SEC("uretprobe")
+int call_exit(struct pt_regs *ctx)
+{
+	__u64 api = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct gl_inflight *inf;
+	struct gl_call_ctx c = {};
+	int idx;
+
+	if (api >= GL_NR_APIS)
+		return 0;
+	inf = bpf_task_storage_get(&inflight, task, NULL, 0);
+	if (!inf)
+		return 0;
+	idx = pop_slot(inf, api, PT_REGS_SP(ctx));
+	if (idx < 0)
+		return 0;
+	c.slot = &inf->slot[idx & (GL_MAX_NEST - 1)];
+	c.inf = inf;
+	c.desc = apis[api];
+	c.api = api;
+	c.rc = (int)PT_REGS_RC(ctx);
+	c.pid_tgid = pid_tgid;
+	c.task = task;
+	apply_call(&c);
+	return 0;
+}
+
+/* A thread exits: when it is the last of its process, the driver frees everything. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(proc_exit, struct task_struct *exiting)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	close_books(task, tgid, GL_PROC_EXIT);
+	bpf_map_delete_elem(&targets, &tgid);
+	return 0;
+}
+
+/* exec replaces the address space: the old image's CUDA memory is gone. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(proc_exec, struct task_struct *execing)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	close_books(task, tgid, GL_PROC_EXEC);
+	return 0;
+}
+
+/* A target forks: its child is traced too (its books start empty). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (targ_all || !targ_follow_forks || ctgid != child->pid || ptgid == ctgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	emit_proc(child, ctgid, GL_PROC_FORK, ptgid, NULL);
+	return 0;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * maps.bpf.h - the maps and settings of gpuleak's BPF programs.
+ *
+ * Settings are const volatile globals that user space writes through the
+ * skeleton's rodata before load; map sizes are set with
+ * bpf_map__set_max_entries() before load as well.
+ */
+#ifndef GPULEAK_MAPS_BPF_H
+#define GPULEAK_MAPS_BPF_H
+
+#include "gpuleak_abi.h"
+
+const volatile bool targ_all = false;	     /* trace every process, not only targets */
+const volatile bool targ_follow_forks = true; /* children of targets become targets */
+const volatile __u32 targ_stack_mode = GL_STACK_FP;
+const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
+const volatile bool targ_python = false;
+
+/* Processes to trace when !targ_all: tgid -> 1. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 32 << 20);
+} events SEC(".maps");
+
+/* One traced call between its entry and its return. */
+struct gl_slot {
+	__u64 args[5];
+	__u64 sp; /* at entry: points at the return address */
+	__u64 seq;
+	__u64 ts;
+	__u32 api;
+	__u32 pad;
+};
+
+/* Per-thread calls in flight; freed by the kernel when the thread exits. */
+struct gl_inflight {
+	__u64 seq;
+	__u32 depth;
+	__u32 pad;
+	__u64 ctx[GL_MAX_NEST]; /* the thread's context stack, top at ctx_depth-1 */
+	__u32 ctx_depth;
+	__u32 pad2;
+	struct gl_slot slot[GL_MAX_NEST];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gl_inflight);
+} inflight SEC(".maps");
+
+struct gl_alloc_key {
+	__u32 tgid;
+	__u32 kind; /* enum gl_kind */
+	__u64 key;
+};
+
+struct gl_alloc_val {
+	__u64 size;
+	__u64 ctx;
+	__u64 handle; /* GL_KIND_MAPPING: the handle mapped here */
+	__u32 refs;   /* GL_KIND_HANDLE: handle references + mappings */
+	__u8 cls;
+	__u8 pad;
+	__s16 dev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20);
+	__type(key, struct gl_alloc_key);
+	__type(value, struct gl_alloc_val);
+} allocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct gl_proc_stats);
+} procs SEC(".maps");
+
+struct gl_ctx_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 ctx;
+};
+
+/* Contexts seen being created or retained: (tgid, ctx) -> device ordinal. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct gl_ctx_key);
+	__type(value, __s32);
+} ctx_dev SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GL_NR_STATS);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+#define GL_STACK_DATA (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + \
+		       GL_MAX_FP_FRAMES * 8 + GL_MAX_STACK_COPY + GL_PAGE_SIZE)
+
+struct gl_stack_buf {
+	struct gl_stack rec;
+	__u8 data[GL_STACK_DATA];
+};
+
+/*
+ * Scratch space for building a stack record, one per CPU (index = CPU id;
+ * user space sizes it to the number of possible CPUs). A plain array because
+ * a per-CPU value is limited to 32 KiB.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gl_stack_buf);
+} scratch SEC(".maps");
+
+static __always_inline void stat_inc(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &which);
+
+	if (v)
+		*v += 1;
+}
+
+#endif /* GPULEAK_MAPS_BPF_H */

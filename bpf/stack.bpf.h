@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * stack.bpf.h - the caller's stack at the entry of an allocating call.
+ *
+ * FP mode asks the kernel for a frame-pointer walk (bpf_get_stack). DWARF mode
+ * copies the registers and the live part of the user stack, page by page so
+ * that a fault at the stack's end still leaves what was read, for user space
+ * to unwind with the CFI. Python frames, when enabled, come first.
+ */
+#ifndef GPULEAK_STACK_BPF_H
+#define GPULEAK_STACK_BPF_H
+
+#include "python.bpf.h"
+
+#define GL_PY_BYTES (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame))
+
+static __always_inline __u64 proc_start_time(struct task_struct *task)
+{
+	return BPF_CORE_READ(task, group_leader, start_boottime);
+}
+
+static __always_inline void fill_hdr(struct gl_hdr *h, __u32 type, __u32 size,
+				     struct task_struct *task, __u64 pid_tgid)
+{
+	h->type = type;
+	h->size = size;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->start_time = proc_start_time(task);
+	h->ts = bpf_ktime_get_ns();
+}
+
+struct vma_end_ctx {
+	__u64 end;
+};
+
+static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	((struct vma_end_ctx *)data)->end = vma->vm_end;
+	return 0;
+}
+
+/* Copy [sp, min(sp + targ_stack_bytes, end of its mapping)) to buf; returns bytes copied. */
+static __always_inline __u32 copy_user_stack(struct task_struct *task, __u64 sp, __u8 *buf)
+{
+	struct vma_end_ctx vc = {};
+	__u64 want = targ_stack_bytes, done = 0;
+
+	if (want > GL_MAX_STACK_COPY)
+		want = GL_MAX_STACK_COPY;
+	if (bpf_find_vma(task, sp, vma_end_cb, &vc, 0) == 0 && vc.end > sp && vc.end - sp < want)
+		want = vc.end - sp;
+	for (int i = 0; i < GL_MAX_STACK_COPY / GL_PAGE_SIZE + 1; i++) {
+		__u64 chunk = GL_PAGE_SIZE - ((sp + done) & (GL_PAGE_SIZE - 1));
+
+		if (done >= want)
+			break;
+		if (chunk > want - done)
+			chunk = want - done;
+		if (done > GL_MAX_STACK_COPY || chunk > GL_PAGE_SIZE)
+			break;
+		if (bpf_probe_read_user(buf + done, chunk, (void *)(sp + done)))
+			break;
+		done += chunk;
+	}
+	return done;
+}
+
+/* Write a GL_REC_STACK record for the call that just entered. */
+static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
+				       __u64 pid_tgid, __u64 seq, __u32 api)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), off = 0, size;
+	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
+	struct gl_stack *r;
+	long n;
+
+	if (!b)
+		return;
+	r = &b->rec;
+	r->seq = seq;
+	r->ip = PT_REGS_IP(ctx);
+	r->sp = PT_REGS_SP(ctx);
+	r->bp = PT_REGS_FP(ctx);
+	r->api = api;
+	r->nr_ips = 0;
+	r->nr_py = 0;
+	r->stack_bytes = 0;
+	r->py_status = 0;
+
+	if (targ_python) {
+		r->nr_py = py_walk(task, pid_tgid, (struct gl_py_frame *)b->data, &r->py_status);
+		off = r->nr_py * sizeof(struct gl_py_frame);
+		if (off > GL_PY_BYTES)
+			off = GL_PY_BYTES;
+	}
+	if (targ_stack_mode == GL_STACK_FP) {
+		n = bpf_get_stack(ctx, b->data + off, GL_MAX_FP_FRAMES * 8, BPF_F_USER_STACK);
+		if (n < 0) {
+			stat_inc(GL_STAT_STACK_ERROR);
+			n = 0;
+		}
+		r->nr_ips = n / 8;
+		off += r->nr_ips * 8;
+	} else if (targ_stack_mode == GL_STACK_DWARF) {
+		r->stack_bytes = copy_user_stack(task, r->sp, b->data + off);
+		off += r->stack_bytes;
+	}
+	size = sizeof(*r) + off;
+	if (size > sizeof(*b))
+		return;
+	fill_hdr(&r->hdr, GL_REC_STACK, size, task, pid_tgid);
+	if (bpf_ringbuf_output(&events, b, size, 0))
+		stat_inc(GL_STAT_LOST_STACK);
+}
+
+#endif /* GPULEAK_STACK_BPF_H */

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * gpuleak_abi.h - the one header shared by the BPF programs and user space.
+ *
+ * It owns the probe table (which libcuda functions are traced and what each
+ * one means), the records the BPF programs write to the ring buffer, and the
+ * per-process counters BPF keeps so that user space can prove it lost nothing.
+ * Plain __u32/__u64 only: it is compiled by clang for BPF and by the host
+ * compiler for user space, and must not include anything.
+ */
+#ifndef GPULEAK_ABI_H
+#define GPULEAK_ABI_H
+
+#define GL_ABI_VERSION 1
+
+/* Memory classes. Counters are indexed by class. */
+enum gl_class {
+	GL_CLASS_DEVICE = 0,	  /* device memory: cuMemAlloc*, cuMemCreate on a device, arrays */
+	GL_CLASS_MANAGED = 1,	  /* cuMemAllocManaged: physical pages appear on first touch */
+	GL_CLASS_HOST_PINNED = 2, /* cuMemHostAlloc, cuMemAllocHost, cuMemHostRegister */
+	GL_CLASS_TORCH_BLOCK = 3, /* reserved for PyTorch caching-allocator blocks */
+	GL_CLASS_ADDRESS = 4,	  /* cuMemAddressReserve: address space, never memory */
+	GL_CLASS_IMPORTED = 5,	  /* another process's memory: never charged */
+	GL_NR_CLASSES = 6,
+};
+#define GL_CLASS_SLOTS 8 /* arrays indexed by class are this long (a power of two) */
+
+/*
+ * What a traced function does to the books. The BPF programs switch on the
+ * role; the argument positions and widths below are the CUDA driver API's.
+ */
+enum gl_role {
+	GL_ROLE_ALLOC = 1,	 /* (T *out, size_t size, ...)         key=*out  */
+	GL_ROLE_ALLOC_PITCH,	 /* (dptr *out, size_t *pitch, w, h, e) size=*pitch*h */
+	GL_ROLE_HOST_REGISTER,	 /* (void *p, size_t size, flags)       key=p     */
+	GL_ROLE_FREE,		 /* (T key, ...)                                  */
+	GL_ROLE_VMM_CREATE,	 /* (handle *out, size, prop *, flags)  key=*out  */
+	GL_ROLE_VMM_RELEASE,	 /* (handle)                                      */
+	GL_ROLE_VMM_MAP,	 /* (va, size, offset, handle, flags)             */
+	GL_ROLE_VMM_UNMAP,	 /* (va, size)                                    */
+	GL_ROLE_VMM_RETAIN,	 /* (handle *out, void *addr)                     */
+	GL_ROLE_VA_RESERVE,	 /* (dptr *out, size, align, addr, flags)         */
+	GL_ROLE_VA_FREE,	 /* (dptr, size)                                  */
+	GL_ROLE_IMPORT,		 /* (handle *out, ...): another process's memory  */
+	GL_ROLE_IPC_OPEN,	 /* (dptr *out, CUipcMemHandle by value, flags)   */
+	GL_ROLE_ARRAY_CREATE,	 /* (CUarray *out, const CUDA_ARRAY_DESCRIPTOR *) */
+	GL_ROLE_ARRAY3D_CREATE,	 /* (CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *) */
+	GL_ROLE_MIPMAP_CREATE,	 /* (CUmipmappedArray *out, 3D desc *, levels)    */
+	GL_ROLE_CTX_CREATE,	 /* (CUcontext *out, ..., CUdevice dev last)      */
+	GL_ROLE_CTX_DESTROY,	 /* (CUcontext)                                   */
+	GL_ROLE_PRIMARY_RETAIN,	 /* (CUcontext *out, CUdevice)                    */
+	GL_ROLE_PRIMARY_RESET,	 /* (CUdevice)                                    */
+	GL_ROLE_CTX_SET,	 /* (CUcontext): becomes current on this thread   */
+	GL_ROLE_CTX_PUSH,	 /* (CUcontext)                                   */
+	GL_ROLE_CTX_POP,	 /* (CUcontext *out)                              */
+};
+
+/* Allocation namespaces: a free only matches an allocation of its own kind. */
+enum gl_kind {
+	GL_KIND_DPTR = 0,    /* device pointers (cuMemFree, cuMemFreeAsync) */
+	GL_KIND_HOST = 1,    /* cuMemHostAlloc/cuMemAllocHost (cuMemFreeHost) */
+	GL_KIND_HOSTREG = 2, /* cuMemHostRegister (cuMemHostUnregister) */
+	GL_KIND_HANDLE = 3,  /* VMM allocation handles */
+	GL_KIND_MAPPING = 4, /* VMM mappings va -> handle */
+	GL_KIND_VA = 5,	     /* address reservations */
+	GL_KIND_ARRAY = 6,   /* CUarray */
+	GL_KIND_MIPMAP = 7,  /* CUmipmappedArray */
+	GL_KIND_IPC = 8,     /* cuIpcOpenMemHandle pointers */
+};
+
+/* Probe-table flags. */
+#define GL_API_V1 0x1	    /* legacy 32-bit CUdeviceptr_v1 pointers and unsigned int sizes */
+#define GL_API_REQUIRED 0x2 /* warn loudly when the library does not export it */
+#define GL_API_STACK 0x4    /* capture the caller's stack at entry */
+#define GL_API_V1_SIZE 0x8  /* legacy unsigned int size, full-width pointer */
+
+/*
+ * The probe table: X(symbol, role, class, kind, flags). The API id is the
+ * position in this list; it is the BPF cookie of each attached probe.
+ */
+#define GL_APIS(X)                                                                    \
+	X(cuMemAlloc, ALLOC, DEVICE, DPTR, GL_API_V1 | GL_API_STACK)                  \
+	X(cuMemAlloc_v2, ALLOC, DEVICE, DPTR, GL_API_REQUIRED | GL_API_STACK)         \
+	X(cuMemAllocPitch, ALLOC_PITCH, DEVICE, DPTR, GL_API_V1 | GL_API_STACK)       \
+	X(cuMemAllocPitch_v2, ALLOC_PITCH, DEVICE, DPTR, GL_API_STACK)                \
+	X(cuMemAllocManaged, ALLOC, MANAGED, DPTR, GL_API_STACK)                      \
+	X(cuMemAllocAsync, ALLOC, DEVICE, DPTR, GL_API_STACK)                         \
+	X(cuMemAllocAsync_ptsz, ALLOC, DEVICE, DPTR, GL_API_STACK)                    \
+	X(cuMemAllocFromPoolAsync, ALLOC, DEVICE, DPTR, GL_API_STACK)                 \
+	X(cuMemAllocFromPoolAsync_ptsz, ALLOC, DEVICE, DPTR, GL_API_STACK)            \
+	X(cuMemFree, FREE, DEVICE, DPTR, GL_API_V1)                                   \
+	X(cuMemFree_v2, FREE, DEVICE, DPTR, GL_API_REQUIRED)                          \
+	X(cuMemFreeAsync, FREE, DEVICE, DPTR, 0)                                      \
+	X(cuMemFreeAsync_ptsz, FREE, DEVICE, DPTR, 0)                                 \
+	X(cuMemHostAlloc, ALLOC, HOST_PINNED, HOST, GL_API_STACK)                     \
+	X(cuMemAllocHost, ALLOC, HOST_PINNED, HOST, GL_API_V1_SIZE | GL_API_STACK)         \
+	X(cuMemAllocHost_v2, ALLOC, HOST_PINNED, HOST, GL_API_STACK)                  \
+	X(cuMemFreeHost, FREE, HOST_PINNED, HOST, 0)                                  \
+	X(cuMemHostRegister, HOST_REGISTER, HOST_PINNED, HOSTREG, GL_API_STACK)       \
+	X(cuMemHostRegister_v2, HOST_REGISTER, HOST_PINNED, HOSTREG, GL_API_STACK)    \
+	X(cuMemHostUnregister, FREE, HOST_PINNED, HOSTREG, 0)                         \
+	X(cuMemCreate, VMM_CREATE, DEVICE, HANDLE, GL_API_STACK)                      \
+	X(cuMemRelease, VMM_RELEASE, DEVICE, HANDLE, 0)                               \
+	X(cuMemMap, VMM_MAP, DEVICE, MAPPING, 0)                                      \
+	X(cuMemUnmap, VMM_UNMAP, DEVICE, MAPPING, 0)                                  \
+	X(cuMemRetainAllocationHandle, VMM_RETAIN, DEVICE, HANDLE, 0)                 \
+	X(cuMemAddressReserve, VA_RESERVE, ADDRESS, VA, 0)                            \
+	X(cuMemAddressFree, VA_FREE, ADDRESS, VA, 0)                                  \
+	X(cuMemImportFromShareableHandle, IMPORT, IMPORTED, HANDLE, 0)                \
+	X(cuIpcOpenMemHandle, IPC_OPEN, IMPORTED, IPC, 0)                             \
+	X(cuIpcOpenMemHandle_v2, IPC_OPEN, IMPORTED, IPC, 0)                          \
+	X(cuIpcCloseMemHandle, FREE, IMPORTED, IPC, 0)                                \
+	X(cuArrayCreate_v2, ARRAY_CREATE, DEVICE, ARRAY, GL_API_STACK)                \
+	X(cuArray3DCreate_v2, ARRAY3D_CREATE, DEVICE, ARRAY, GL_API_STACK)            \
+	X(cuArrayDestroy, FREE, DEVICE, ARRAY, 0)                                     \
+	X(cuMipmappedArrayCreate, MIPMAP_CREATE, DEVICE, MIPMAP, GL_API_STACK)        \
+	X(cuMipmappedArrayDestroy, FREE, DEVICE, MIPMAP, 0)                           \
+	X(cuCtxCreate, CTX_CREATE, DEVICE, DPTR, 0)                                   \
+	X(cuCtxCreate_v2, CTX_CREATE, DEVICE, DPTR, 0)                                \
+	X(cuCtxCreate_v3, CTX_CREATE, DEVICE, DPTR, 0)                                \
+	X(cuCtxCreate_v4, CTX_CREATE, DEVICE, DPTR, 0)                                \
+	X(cuCtxDestroy, CTX_DESTROY, DEVICE, DPTR, 0)                                 \
+	X(cuCtxDestroy_v2, CTX_DESTROY, DEVICE, DPTR, 0)                              \
+	X(cuDevicePrimaryCtxRetain, PRIMARY_RETAIN, DEVICE, DPTR, 0)                  \
+	X(cuDevicePrimaryCtxReset, PRIMARY_RESET, DEVICE, DPTR, 0)                    \
+	X(cuDevicePrimaryCtxReset_v2, PRIMARY_RESET, DEVICE, DPTR, 0)                 \
+	X(cuCtxSetCurrent, CTX_SET, DEVICE, DPTR, 0)                                  \
+	X(cuCtxPushCurrent, CTX_PUSH, DEVICE, DPTR, 0)                                \
+	X(cuCtxPushCurrent_v2, CTX_PUSH, DEVICE, DPTR, 0)                             \
+	X(cuCtxPopCurrent, CTX_POP, DEVICE, DPTR, 0)                                  \
+	X(cuCtxPopCurrent_v2, CTX_POP, DEVICE, DPTR, 0)
+
+#define GL_API_ENUM(sym, role, cls, kind, flags) GL_API_##sym,
+enum gl_api { GL_APIS(GL_API_ENUM) GL_NR_APIS };
+#undef GL_API_ENUM
+
+struct gl_api_desc {
+	__u8 role;
+	__u8 cls;
+	__u8 kind;
+	__u8 flags;
+};
+
+/* Ring-buffer records. Every record starts with struct gl_hdr. */
+enum gl_rec_type {
+	GL_REC_STACK = 1, /* caller's stack at the entry of an allocating call */
+	GL_REC_CALL = 2,  /* a traced call returned: what it did to the books */
+	GL_REC_PROC = 3,  /* a traced process exited, exec'd or forked */
+	GL_NR_REC_TYPES = 4,
+};
+
+struct gl_hdr {
+	__u32 type;
+	__u32 size; /* whole record, header included */
+	__u32 pid;  /* tgid */
+	__u32 tid;
+	__u64 start_time; /* process start (boot-time ns): with pid, names a process */
+	__u64 ts;	  /* bpf_ktime_get_ns() */
+};
+
+/* What a call did to the books (gl_call.op). */
+enum gl_op {
+	GL_OP_NONE = 0,		  /* no change (mapping, retain, context switch) */
+	GL_OP_ALLOC = 1,	  /* key gained bytes */
+	GL_OP_FREE = 2,		  /* key's bytes were given back */
+	GL_OP_FAIL = 3,		  /* an allocation failed: rc says why */
+	GL_OP_UNMATCHED_FREE = 4, /* freed a key made before attach (not in the books) */
+	GL_OP_CTX_DROP = 5,	  /* context teardown dropped allocations (key = ctx) */
+	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
+};
+
+/* gl_call.flags */
+#define GL_CALL_DEFERRED 0x1	  /* release of a handle still mapped: freed at last unmap */
+#define GL_CALL_TABLE_FULL 0x2	  /* BPF's allocation table was full: not tracked in BPF */
+#define GL_CALL_NO_STACK 0x4	  /* no stack record was emitted for this call */
+#define GL_CALL_ALL_CONTEXTS 0x8  /* CTX_DROP: the context was unknown, all were dropped */
+
+struct gl_call {
+	struct gl_hdr hdr;
+	__u64 seq;   /* per-thread call number; the stack record carries the same */
+	__u64 key;   /* address, handle or context */
+	__u64 bytes; /* size added or removed (for FAIL: the size asked for) */
+	__u64 ctx;   /* context current on the calling thread, 0 if unknown */
+	__u64 dur_ns;
+	__u64 dropped[GL_CLASS_SLOTS]; /* CTX_DROP: bytes dropped per class */
+	__u32 dropped_allocs;
+	__s32 rc;
+	__u16 api;
+	__u8 op;
+	__u8 cls;
+	__s16 dev; /* device ordinal, -1 if unknown */
+	__u16 flags;
+};
+
+/* Stack capture modes (targ_stack_mode). */
+enum gl_stack_mode {
+	GL_STACK_NONE = 0,
+	GL_STACK_FP = 1,    /* bpf_get_stack: frame pointers, walked in the kernel */
+	GL_STACK_DWARF = 2, /* registers + a copy of the user stack, unwound in user space */
+};
+
+#define GL_MAX_FP_FRAMES 127
+#define GL_MAX_PY_FRAMES 64
+#define GL_MAX_STACK_COPY 32768
+#define GL_PAGE_SIZE 4096
+
+struct gl_py_frame {
+	__u64 code; /* PyCodeObject * in the target */
+	__u32 lasti; /* instruction offset in code units, or line for 3.10 (see python.c) */
+	__u32 flags;
+};
+
+/*
+ * The stack record: header, then ips[nr_ips], then py[nr_py], then
+ * stack_bytes of the user stack starting at regs.sp.
+ */
+struct gl_stack {
+	struct gl_hdr hdr;
+	__u64 seq;
+	__u64 ip, sp, bp; /* user registers at the call's entry */
+	__u32 stack_bytes;
+	__u16 nr_ips;
+	__u16 nr_py;
+	__u16 api;
+	__u16 py_status; /* 0 ok, else why the Python walk stopped (enum gl_py_status) */
+	__u32 pad;
+};
+
+enum gl_proc_event {
+	GL_PROC_EXIT = 1,
+	GL_PROC_EXEC = 2,
+	GL_PROC_FORK = 3,
+};
+
+/* Exact per-process counters kept by BPF (map procs, key = tgid). */
+struct gl_proc_stats {
+	__u64 start_time;
+	__u64 bytes[GL_CLASS_SLOTS];  /* outstanding */
+	__u64 allocs[GL_CLASS_SLOTS]; /* outstanding allocations */
+	__u64 alloc_calls;
+	__u64 free_calls;
+	__u64 failures;
+	__u64 unmatched_frees;
+	__u64 dropped_bytes; /* dropped by context teardown */
+};
+
+struct gl_proc {
+	struct gl_hdr hdr;
+	__u32 event; /* enum gl_proc_event */
+	__u32 ppid;  /* FORK: the parent */
+	char comm[16];
+	struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */
+};
+
+/* Global counters (per-CPU array stats, summed by user space). */
+enum gl_stat {
+	GL_STAT_LOST_STACK = 0,	   /* ring buffer full: stack record dropped */
+	GL_STAT_LOST_CALL,	   /* ring buffer full: call record dropped */
+	GL_STAT_LOST_PROC,	   /* ring buffer full: process record dropped */
+	GL_STAT_INFLIGHT_FULL,	   /* entry not saved: too many threads in calls */
+	GL_STAT_NESTED_OVERFLOW,   /* entry not saved: nesting deeper than GL_MAX_NEST */
+	GL_STAT_UNPAIRED_RETURN,   /* a return with no matching entry */
+	GL_STAT_STALE_ENTRY,	   /* an entry abandoned (longjmp, uretprobe depth limit) */
+	GL_STAT_ALLOC_TABLE_FULL,  /* BPF allocation table full */
+	GL_STAT_STACK_ERROR,	   /* stack capture failed */
+	GL_STAT_READ_ERROR,	   /* could not read an out-argument */
+	GL_STAT_PROC_TABLE_FULL,   /* BPF process table full */
+	GL_NR_STATS,
+};
+
+#define GL_MAX_NEST 4
+
+#endif /* GPULEAK_ABI_H */

@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * books.c - applying records to the books.
+ *
+ * A stack record (at the entry of an allocating call) is unwound, interned and
+ * parked per thread; the call record (at its return) with the same sequence
+ * number picks it up. BPF has already decided what a call did (struct
+ * gl_call.op); user space repeats it on its own tables so that the two can be
+ * compared, and attributes each byte to a stack.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis.h"
+#include "books.h"
+#include "stacks/unwind.h"
+#include "trace/event.h"
+#include "trace/probes.h"
+#include "util/log.h"
+
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define MAP_REFRESH_MIN_NS 10000000ULL
+#define MAP_REFRESH_MAX_NS 1000000000ULL
+
+struct pending {
+	uint64_t seq;
+	uint32_t stack;
+	uint32_t pad;
+};
+
+struct books {
+	struct modules *mods;
+	struct stacks *stacks;
+	struct unwinder *unwinder;
+	struct procs *procs;
+	struct books_opts opts;
+	struct books_hooks hooks;
+	struct books_counters counters;
+	uint64_t now;
+};
+
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
+			 const struct books_opts *o)
+{
+	struct books *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->mods = m;
+	b->stacks = s;
+	b->unwinder = u;
+	b->opts = *o;
+	b->procs = procs__new();
+	if (!b->procs) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void books__free(struct books *b)
+{
+	if (!b)
+		return;
+	procs__free(b->procs);
+	free(b);
+}
+
+void books__set_hooks(struct books *b, const struct books_hooks *h)
+{
+	b->hooks = *h;
+}
+
+struct procs *books__procs(struct books *b)
+{
+	return b->procs;
+}
+
+struct stacks *books__stacks(struct books *b)
+{
+	return b->stacks;
+}
+
+struct modules *books__modules(struct books *b)
+{
+	return b->mods;
+}
+
+const struct books_counters *books__counters(const struct books *b)
+{
+	return &b->counters;
+}
+
+uint64_t books__now(const struct books *b)
+{
+	return b->now;
+}
+
+static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
+{
+	struct proc *proc, *old;
+	bool created;
+
+	proc = procs__get(b->procs, h->pid, h->start_time, &created);
+	if (!proc || !created)
+		return proc;
+	/* a new process with the PID of one whose exit record was lost */
+	for (uint32_t i = 0; (old = procs__at(b->procs, i)); i++) {
+		if (old != proc && old->pid == proc->pid && !old->exited) {
+			old->exited = true;
+			old->exit_ns = h->ts;
+			proc__retire(old);
+		}
+	}
+	proc->first_ns = h->ts;
+	if (!b->opts.no_proc_files) {
+		proc->am = addr_map__new(b->mods, h->pid);
+		proc->am_refreshed_ns = h->ts;
+		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
+	}
+	return proc;
+}
+
+/*
+ * Address -> frame. On a miss the process's maps are read again (a library
+ * was loaded), backing off while misses persist (JIT code has no file).
+ */
+static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint64_t addr,
+			  struct frame *f)
+{
+	uint64_t off;
+	uint32_t mod = addr_map__resolve(proc->am, addr, &off);
+
+	if (!mod && !b->opts.no_proc_files && now - proc->am_refreshed_ns >= proc->am_backoff_ns) {
+		proc->am_refreshed_ns = now;
+		if (!proc->am)
+			proc->am = addr_map__new(b->mods, proc->pid);
+		else
+			addr_map__refresh(proc->am);
+		mod = addr_map__resolve(proc->am, addr, &off);
+		if (mod)
+			proc->am_backoff_ns = MAP_REFRESH_MIN_NS;
+		else if (proc->am_backoff_ns < MAP_REFRESH_MAX_NS)
+			proc->am_backoff_ns = proc->am_backoff_ns * 2 ?: MAP_REFRESH_MIN_NS;
+	}
+	if (mod)
+		*f = (struct frame){ .addr = off, .mod = mod, .kind = FRAME_NATIVE };
+	else
+		*f = (struct frame){ .addr = addr, .kind = FRAME_UNKNOWN };
+}
+
+static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
+{
+	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	int n_ips, n = 0;
+
+	n_ips = unwind__stack(b->unwinder, proc, v, ips, UNWIND_MAX_FRAMES);
+	if (n_ips <= 0) {
+		/* no stack: the traced function itself still tells something */
+		frames[0] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
+		return stacks__intern(b->stacks, frames, 1);
+	}
+	for (int i = 0; i < n_ips && n < (int)(sizeof(frames) / sizeof(frames[0])); i++) {
+		/* return addresses point after the call: symbolize the call itself */
+		uint64_t addr = i == 0 ? ips[i] : ips[i] - 1;
+
+		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
+	}
+	n = unwind__merge_python(b->unwinder, proc, v, frames, n,
+				 sizeof(frames) / sizeof(frames[0]));
+	return stacks__intern(b->stacks, frames, n);
+}
+
+static void apply_stack(struct books *b, const void *data)
+{
+	struct stack_view v;
+	struct pending *p;
+	struct proc *proc;
+	uint32_t tid;
+
+	event__stack_view(data, &v);
+	proc = proc_of(b, &v.rec->hdr);
+	if (!proc || !proc->pending)
+		return;
+	tid = v.rec->hdr.tid;
+	p = htab__upsert(proc->pending, &tid, NULL);
+	if (!p)
+		return;
+	p->seq = v.rec->seq;
+	p->stack = intern_stack(b, proc, &v);
+}
+
+/* The stack parked by this call's entry, or a stack naming the API alone. */
+static uint32_t take_stack(struct books *b, struct proc *proc, const struct gl_call *c)
+{
+	uint32_t tid = c->hdr.tid;
+	struct pending *p = htab__lookup(proc->pending, &tid);
+	struct frame api = { .mod = c->api, .kind = FRAME_API };
+	uint32_t stack;
+
+	if (p && p->seq == c->seq) {
+		stack = p->stack;
+		htab__delete(proc->pending, &tid);
+		return stack;
+	}
+	if (probe__desc(c->api)->flags & GL_API_STACK)
+		b->counters.stack_missing++;
+	return stacks__intern(b->stacks, &api, 1);
+}
+
+static struct agg *agg_of(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls)
+{
+	struct agg_key k = { .stack = stack, .cls = cls };
+	bool created;
+	struct agg *a = htab__upsert(proc->aggs, &k, &created);
+
+	if (a && created)
+		a->series = series__new(b->opts.series_width_ns);
+	return a;
+}
+
+static void account(struct proc *proc, struct agg *a, uint8_t cls, int64_t bytes, int64_t n,
+		    uint64_t ts)
+{
+	if (cls >= GL_CLASS_SLOTS)
+		return;
+	proc->bytes[cls] += bytes;
+	proc->nallocs[cls] += n;
+	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
+		proc->peak_device = proc->bytes[cls];
+	if (!a)
+		return;
+	a->bytes += bytes;
+	a->allocs += n;
+	if (a->bytes > a->peak_bytes)
+		a->peak_bytes = a->bytes;
+	series__add(a->series, ts, a->bytes);
+}
+
+static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_key *k,
+			 const struct alloc_val *v, uint64_t ts)
+{
+	struct agg *a = agg_of(b, proc, v->stack, v->cls);
+
+	if (a) {
+		a->total_frees++;
+		a->free_bytes += v->size;
+	}
+	account(proc, a, v->cls, -(int64_t)v->size, -1, ts);
+	htab__delete(proc->allocs, k);
+}
+
+static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
+{
+	struct alloc_key k = { .key = c->key, .kind = probe__desc(c->api)->kind };
+	uint32_t stack = take_stack(b, proc, c);
+	struct alloc_val *v, old;
+	struct agg *a;
+
+	proc->alloc_calls++;
+	if (c->flags & GL_CALL_TABLE_FULL)
+		return; /* BPF does not hold it either: both books leave it out */
+	v = htab__lookup(proc->allocs, &k);
+	if (v) {
+		old = *v;
+		remove_alloc(b, proc, &k, &old, c->hdr.ts);
+	}
+	v = htab__upsert(proc->allocs, &k, NULL);
+	if (!v)
+		return;
+	*v = (struct alloc_val){
+		.size = c->bytes,
+		.stack = stack,
+		.ctx = proc__ctx_index(proc, c->ctx),
+		.cls = c->cls,
+		.dev = (int8_t)c->dev,
+	};
+	a = agg_of(b, proc, stack, c->cls);
+	if (a) {
+		a->total_allocs++;
+		a->alloc_bytes += c->bytes;
+		if (!a->first_ns)
+			a->first_ns = c->hdr.ts;
+		a->last_ns = c->hdr.ts;
+	}
+	account(proc, a, c->cls, c->bytes, 1, c->hdr.ts);
+}
+
+static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
+{
+	struct alloc_key k = { .key = c->key, .kind = probe__desc(c->api)->kind };
+	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
+
+	proc->free_calls++;
+	if (!v) {
+		b->counters.user_unmatched++;
+		return;
+	}
+	copy = *v;
+	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+}
+
+static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
+{
+	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
+
+	proc->failures++;
+	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
+		proc->oom_failures++;
+	*f = (struct failure){
+		.ts = c->hdr.ts,
+		.bytes = c->bytes,
+		.stack = take_stack(b, proc, c),
+		.api = c->api,
+		.cls = c->cls,
+		.rc = c->rc,
+		.held_device = proc->bytes[GL_CLASS_DEVICE],
+	};
+	if (b->hooks.failure)
+		b->hooks.failure(b->hooks.ctx, proc, f);
+}
+
+static bool ctx_is_primary_of(const struct proc *proc, uint16_t idx, int dev)
+{
+	const struct proc_ctx *pc = idx ? &proc->ctxs[idx - 1] : NULL;
+
+	return pc && pc->primary && pc->dev == dev;
+}
+
+/* Context teardown: drop exactly what BPF dropped (the same rule as drop_one()). */
+static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_call *c)
+{
+	uint16_t idx = proc__ctx_index(proc, c->ctx);
+	struct alloc_key *drop = NULL;
+	const struct alloc_key *k;
+	struct alloc_val *v;
+	size_t it = 0, n = 0;
+
+	drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
+	if (!drop)
+		return;
+	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+			continue;
+		if (v->ctx && c->dev < 0 && v->ctx != idx)
+			continue;
+		if (v->ctx && c->dev >= 0 && !ctx_is_primary_of(proc, v->ctx, c->dev))
+			continue;
+		drop[n++] = *k;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs, &drop[i]);
+
+		if (val.cls != GL_CLASS_ADDRESS && val.cls != GL_CLASS_IMPORTED)
+			proc->dropped_bytes += val.size;
+		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
+	}
+	free(drop);
+	if (c->dev < 0 && idx)
+		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */
+}
+
+static void apply_call(struct books *b, const struct gl_call *c)
+{
+	struct proc *proc = proc_of(b, &c->hdr);
+	uint16_t idx;
+
+	if (!proc || !proc->allocs)
+		return;
+	proc->last_ns = c->hdr.ts;
+	switch (c->op) {
+	case GL_OP_ALLOC:
+		apply_alloc(b, proc, c);
+		break;
+	case GL_OP_FREE:
+		apply_free(b, proc, c);
+		break;
+	case GL_OP_UNMATCHED_FREE:
+		proc->free_calls++;
+		proc->unmatched_frees++;
+		break;
+	case GL_OP_FAIL:
+		apply_failure(b, proc, c);
+		break;
+	case GL_OP_CTX_DROP:
+		apply_ctx_drop(b, proc, c);
+		break;
+	case GL_OP_CTX_NEW:
+		idx = proc__ctx_index(proc, c->key);
+		if (idx) {
+			proc->ctxs[idx - 1].dev = c->dev;
+			proc->ctxs[idx - 1].primary = c->flags & 1;
+		}
+		break;
+	case GL_OP_NONE:
+		if (c->rc && probe__desc(c->api)->role == GL_ROLE_FREE)
+			proc->failed_frees++;
+		break;
+	}
+}
+
+static void apply_proc(struct books *b, const struct gl_proc *r)
+{
+	struct proc *proc = proc_of(b, &r->hdr);
+
+	if (!proc)
+		return;
+	switch (r->event) {
+	case GL_PROC_FORK:
+		return;
+	case GL_PROC_EXEC:
+		proc->final = r->stats;
+		proc->has_final = true;
+		if (b->hooks.proc_end)
+			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
+		proc__clear_books(proc);
+		memcpy(proc->comm, r->comm, sizeof(proc->comm));
+		proc->comm[sizeof(proc->comm) - 1] = '\0';
+		proc->has_final = false;
+		if (proc->am)
+			addr_map__refresh(proc->am);
+		return;
+	case GL_PROC_EXIT:
+		proc->exited = true;
+		proc->exit_ns = r->hdr.ts;
+		proc->final = r->stats;
+		proc->has_final = true;
+		if (r->comm[0]) {
+			memcpy(proc->comm, r->comm, sizeof(proc->comm));
+			proc->comm[sizeof(proc->comm) - 1] = '\0';
+		}
+		proc__retire(proc);
+		if (b->hooks.proc_end)
+			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
+		return;
+	}
+}
+
+int books__apply(struct books *b, const void *data, size_t size)
+{
+	int type = event__validate(data, size);
+
+	if (type < 0) {
+		b->counters.malformed++;
+		return -EINVAL;
+	}
+	b->counters.records[type]++;
+	if (((const struct gl_hdr *)data)->ts > b->now)
+		b->now = ((const struct gl_hdr *)data)->ts;
+	switch (type) {
+	case GL_REC_STACK:
+		apply_stack(b, data);
+		break;
+	case GL_REC_CALL:
+		apply_call(b, data);
+		break;
+	case GL_REC_PROC:
+		apply_proc(b, data);
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * books.h - user space's books: every record from BPF applied to the process
+ * table, the allocation tables and the per-stack aggregates.
+ */
+#ifndef GL_BOOKS_H
+#define GL_BOOKS_H
+
+#include <stdint.h>
+#include "procs.h"
+#include "stacks/modules.h"
+#include "stacks/stacks.h"
+
+struct books;
+struct unwinder;
+
+struct books_opts {
+	uint64_t series_width_ns; /* initial resolution of per-stack history */
+	bool no_proc_files;	  /* do not read /proc (offline report) */
+};
+
+struct books_counters {
+	uint64_t records[GL_NR_REC_TYPES];
+	uint64_t malformed;	 /* records that failed validation */
+	uint64_t stack_missing;	 /* allocations whose stack record never came */
+	uint64_t user_unmatched; /* frees BPF matched but user space had no record of */
+};
+
+struct books_hooks {
+	/* a process exited or exec'd (final books in proc) */
+	void (*proc_end)(void *ctx, struct proc *proc, uint32_t event);
+	/* an allocation failed */
+	void (*failure)(void *ctx, struct proc *proc, const struct failure *f);
+	void *ctx;
+};
+
+/* NULL with errno on failure. The books do not own m, s or u. */
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
+			 const struct books_opts *o);
+void books__free(struct books *b);
+void books__set_hooks(struct books *b, const struct books_hooks *h);
+
+/* Applies one record. Returns 0, or -EINVAL for a malformed record (counted). */
+int books__apply(struct books *b, const void *data, size_t size);
+
+struct procs *books__procs(struct books *b);
+struct stacks *books__stacks(struct books *b);
+struct modules *books__modules(struct books *b);
+const struct books_counters *books__counters(const struct books *b);
+/* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
+uint64_t books__now(const struct books *b);
+
+#endif /* GL_BOOKS_H */

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * procs.c - process table. Processes live in an array (creation order, for
+ * stable reports) with a hash index on (pid, start time).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis.h"
+#include "procs.h"
+#include "util/procfs.h"
+
+struct proc_key {
+	uint64_t start_time;
+	int32_t pid;
+	int32_t pad;
+};
+
+struct pending {
+	uint64_t seq;
+	uint32_t stack;
+	uint32_t pad;
+};
+
+struct procs {
+	struct proc **list;
+	uint32_t nr, cap;
+	struct htab *index; /* proc_key -> struct proc * */
+};
+
+struct procs *procs__new(void)
+{
+	struct procs *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->index = htab__new(sizeof(struct proc_key), sizeof(struct proc *));
+	if (!p->index) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void free_aggs(struct htab *aggs)
+{
+	struct agg *a;
+	size_t it = 0;
+
+	if (!aggs)
+		return;
+	while ((a = htab__next(aggs, &it, NULL)))
+		series__free(a->series);
+}
+
+static void proc_free(struct proc *proc)
+{
+	if (!proc)
+		return;
+	proc__retire(proc);
+	free_aggs(proc->aggs);
+	htab__free(proc->aggs);
+	free(proc->ctxs);
+	free(proc);
+}
+
+void procs__free(struct procs *p)
+{
+	if (!p)
+		return;
+	for (uint32_t i = 0; i < p->nr; i++)
+		proc_free(p->list[i]);
+	free(p->list);
+	htab__free(p->index);
+	free(p);
+}
+
+static struct proc *proc_new(int pid, uint64_t start_time)
+{
+	struct proc *proc = calloc(1, sizeof(*proc));
+
+	if (!proc)
+		return NULL;
+	proc->pid = pid;
+	proc->start_time = start_time;
+	proc->allocs = htab__new(sizeof(struct alloc_key), sizeof(struct alloc_val));
+	proc->aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
+	proc->pending = htab__new(sizeof(uint32_t), sizeof(struct pending));
+	if (!proc->allocs || !proc->aggs || !proc->pending) {
+		proc_free(proc);
+		return NULL;
+	}
+	if (procfs__comm(pid, proc->comm, sizeof(proc->comm)))
+		snprintf(proc->comm, sizeof(proc->comm), "?");
+	proc->ns_pid = procfs__ns_pid(pid);
+	return proc;
+}
+
+struct proc *procs__get(struct procs *p, int pid, uint64_t start_time, bool *created)
+{
+	struct proc_key k = { .start_time = start_time, .pid = pid };
+	struct proc **slot, *proc;
+	bool fresh;
+
+	if (created)
+		*created = false;
+	slot = htab__upsert(p->index, &k, &fresh);
+	if (!slot)
+		return NULL;
+	if (!fresh)
+		return *slot;
+	if (p->nr == p->cap) {
+		uint32_t cap = p->cap ? p->cap * 2 : 16;
+		struct proc **list = realloc(p->list, cap * sizeof(*list));
+
+		if (!list) {
+			htab__delete(p->index, &k);
+			return NULL;
+		}
+		p->list = list;
+		p->cap = cap;
+	}
+	proc = proc_new(pid, start_time);
+	if (!proc) {
+		htab__delete(p->index, &k);
+		return NULL;
+	}
+	*slot = proc;
+	p->list[p->nr++] = proc;
+	if (created)
+		*created = true;
+	return proc;
+}
+
+struct proc *procs__find_pid(struct procs *p, int pid)
+{
+	for (uint32_t i = p->nr; i > 0; i--)
+		if (p->list[i - 1]->pid == pid)
+			return p->list[i - 1];
+	return NULL;
+}
+
+void procs__remove(struct procs *p, struct proc *proc)
+{
+	struct proc_key k = { .start_time = proc->start_time, .pid = proc->pid };
+
+	htab__delete(p->index, &k);
+	for (uint32_t i = 0; i < p->nr; i++) {
+		if (p->list[i] != proc)
+			continue;
+		memmove(&p->list[i], &p->list[i + 1], (p->nr - i - 1) * sizeof(*p->list));
+		p->nr--;
+		break;
+	}
+	proc_free(proc);
+}
+
+struct proc *procs__at(struct procs *p, uint32_t i)
+{
+	return i < p->nr ? p->list[i] : NULL;
+}
+
+uint32_t procs__count(const struct procs *p)
+{
+	return p->nr;
+}
+
+void proc__clear_books(struct proc *proc)
+{
+	if (proc->allocs)
+		htab__clear(proc->allocs);
+	if (proc->pending)
+		htab__clear(proc->pending);
+	free_aggs(proc->aggs);
+	htab__clear(proc->aggs);
+	memset(proc->bytes, 0, sizeof(proc->bytes));
+	memset(proc->nallocs, 0, sizeof(proc->nallocs));
+	proc->nr_ctxs = 0;
+	proc->nr_fails = 0;
+}
+
+void proc__retire(struct proc *proc)
+{
+	htab__free(proc->allocs);
+	htab__free(proc->pending);
+	addr_map__free(proc->am);
+	proc->allocs = NULL;
+	proc->pending = NULL;
+	proc->am = NULL;
+}
+
+uint16_t proc__ctx_index(struct proc *proc, uint64_t ctx)
+{
+	if (!ctx)
+		return 0;
+	for (uint16_t i = 0; i < proc->nr_ctxs; i++)
+		if (proc->ctxs[i].ctx == ctx)
+			return i + 1;
+	if (proc->nr_ctxs == UINT16_MAX - 1)
+		return 0;
+	if (proc->nr_ctxs == proc->cap_ctxs) {
+		uint16_t cap = proc->cap_ctxs ? proc->cap_ctxs * 2 : 4;
+		struct proc_ctx *ctxs = realloc(proc->ctxs, cap * sizeof(*ctxs));
+
+		if (!ctxs)
+			return 0;
+		proc->ctxs = ctxs;
+		proc->cap_ctxs = cap;
+	}
+	proc->ctxs[proc->nr_ctxs] = (struct proc_ctx){ .ctx = ctx, .dev = -1 };
+	return ++proc->nr_ctxs;
+}
+
+size_t proc__mem(const struct proc *proc)
+{
+	return sizeof(*proc) + (proc->allocs ? htab__mem(proc->allocs) : 0) +
+	       htab__mem(proc->aggs) + (proc->pending ? htab__mem(proc->pending) : 0);
+}

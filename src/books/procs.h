@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * procs.h - the process table: one entry per traced process, keyed by
+ * (pid, start time) so that a reused PID starts with empty books.
+ *
+ * Each process owns its allocation table (what is outstanding, under which
+ * stack), its per-stack aggregates and its address map.
+ */
+#ifndef GL_PROCS_H
+#define GL_PROCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+#include "stacks/modules.h"
+#include "util/htab.h"
+
+#define PROC_MAX_FAILURES 16
+
+struct alloc_key {
+	uint64_t key;
+	uint32_t kind; /* enum gl_kind */
+	uint32_t pad;
+};
+
+struct alloc_val {
+	uint64_t size;
+	uint32_t stack;
+	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
+	uint8_t cls;
+	int8_t dev;
+};
+
+struct agg_key {
+	uint32_t stack;
+	uint32_t cls;
+};
+
+/* What one (stack, class) holds and has done. */
+struct agg {
+	uint64_t bytes, allocs;		    /* outstanding */
+	uint64_t total_allocs, total_frees; /* calls */
+	uint64_t alloc_bytes, free_bytes;   /* cumulative */
+	uint64_t peak_bytes;
+	uint64_t first_ns, last_ns; /* first and last allocation */
+	struct series *series;	    /* outstanding bytes over time (analysis.h) */
+};
+
+struct proc_ctx {
+	uint64_t ctx;
+	int16_t dev;
+	bool primary;
+};
+
+struct failure {
+	uint64_t ts;
+	uint64_t bytes;
+	uint32_t stack;
+	uint16_t api;
+	uint8_t cls;
+	int32_t rc;
+	uint64_t held_device; /* device bytes outstanding at that moment */
+};
+
+struct proc {
+	int pid;
+	int ns_pid;
+	uint64_t start_time; /* boot-time ns */
+	char comm[16];
+	bool exited;
+	uint64_t first_ns, last_ns, exit_ns;
+
+	struct htab *allocs;  /* alloc_key -> alloc_val */
+	struct htab *aggs;    /* agg_key -> agg */
+	struct htab *pending; /* tid -> pending stack (books.c) */
+	struct addr_map *am;
+	uint64_t am_refreshed_ns;
+	uint64_t am_backoff_ns; /* wait before re-reading the maps after a miss */
+
+	struct proc_ctx *ctxs;
+	uint16_t nr_ctxs, cap_ctxs;
+
+	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
+	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
+	uint64_t peak_device;
+	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
+	uint64_t failed_frees, dropped_bytes, no_stack;
+
+	struct gl_proc_stats final; /* BPF's books at exit */
+	bool has_final;
+
+	struct failure fails[PROC_MAX_FAILURES]; /* the most recent failures, a ring */
+	uint32_t nr_fails;
+};
+
+struct procs;
+
+/* NULL with errno on failure. */
+struct procs *procs__new(void);
+void procs__free(struct procs *p);
+
+/* The process (pid, start_time), created (empty books, comm read) if new; NULL on ENOMEM. */
+struct proc *procs__get(struct procs *p, int pid, uint64_t start_time, bool *created);
+/* The most recent process with this pid, or NULL. */
+struct proc *procs__find_pid(struct procs *p, int pid);
+/* Removes and frees a process. */
+void procs__remove(struct procs *p, struct proc *proc);
+/* Iteration in creation order: i from 0 while it returns non-NULL. */
+struct proc *procs__at(struct procs *p, uint32_t i);
+uint32_t procs__count(const struct procs *p);
+
+/* Drops all books of a process (exec, or exit when asked to forget). */
+void proc__clear_books(struct proc *proc);
+/* Frees what only a running process needs (alloc table, pending stacks, address map). */
+void proc__retire(struct proc *proc);
+/* Context index (1-based) of ctx, added if new; 0 if ctx is 0 or on ENOMEM. */
+uint16_t proc__ctx_index(struct proc *proc, uint64_t ctx);
+/* Bytes the process's tables hold. */
+size_t proc__mem(const struct proc *proc);
+
+#endif /* GL_PROCS_H */

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * books/snapshot.c - copies the books into a snapshot: per process totals,
+ * the comparison with BPF's exact counters, stacks ranked most suspicious
+ * first with their verdicts, and symbolized frames.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "analysis.h"
+#include "snapshot.h"
+#include "stacks/python.h"
+#include "trace/probes.h"
+
+static const uint8_t checked_classes[] = {
+	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,
+};
+
+void snapshot__free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		struct snap_proc *p = &s->procs[i];
+
+		for (uint32_t j = 0; j < p->nstacks; j++) {
+			free(p->stacks[j].frames);
+			free((char *)p->stacks[j].why);
+		}
+		free(p->stacks);
+		for (uint32_t j = 0; j < p->nfailures; j++) {
+			if (p->failures_list[j].stack)
+				free(p->failures_list[j].stack->frames);
+			free(p->failures_list[j].stack);
+		}
+		free(p->failures_list);
+	}
+	free(s->procs);
+	free(s);
+}
+
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+static void fill_frame(struct books *b, struct symbolizer *sym, struct python *py,
+		       const struct frame *f, struct snap_frame *out)
+{
+	const struct module_info *mi;
+	struct sym_result r;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = "native";
+	switch (f->kind) {
+	case FRAME_NATIVE:
+		mi = modules__info(books__modules(b), f->mod);
+		out->offset = f->addr;
+		if (mi) {
+			out->module = mi->path;
+			out->build_id = mi->build_id[0] ? mi->build_id : NULL;
+		}
+		if (sym && symbolizer__lookup(sym, f->mod, f->addr, &r) == 0) {
+			out->function = r.function;
+			out->sym_off = r.sym_off;
+			out->file = r.file;
+			out->line = r.line;
+		}
+		break;
+	case FRAME_API:
+		out->function = probe__name(f->mod);
+		out->module = "libcuda";
+		break;
+	case FRAME_PYTHON:
+		out->kind = "python";
+		out->line = (int)f->addr;
+		if (py)
+			python__code_info(py, f->mod, &out->function, &out->file);
+		break;
+	default:
+		out->address = f->addr;
+		break;
+	}
+}
+
+static int fill_frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
+		       struct snap_stack *st)
+{
+	const struct frame *frames = stacks__get(books__stacks(b), id, &st->nframes);
+
+	st->id = id;
+	st->frames = calloc(st->nframes ? st->nframes : 1, sizeof(*st->frames));
+	if (!st->frames)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < st->nframes; i++)
+		fill_frame(b, sym, py, &frames[i], &st->frames[i]);
+	return 0;
+}
+
+static int verdict_rank(const char *v)
+{
+	return !strcmp(v, "leak") ? 0 : !strcmp(v, "unknown") ? 1 : 2;
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+	const struct snap_stack *x = a, *y = b;
+	int rx = verdict_rank(x->verdict), ry = verdict_rank(y->verdict);
+
+	if (rx != ry)
+		return rx - ry;
+	if (x->growth_bytes_per_s != y->growth_bytes_per_s)
+		return x->growth_bytes_per_s > y->growth_bytes_per_s ? -1 : 1;
+	if (x->outstanding_bytes != y->outstanding_bytes)
+		return x->outstanding_bytes > y->outstanding_bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
+		       const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	const struct agg_key *k;
+	struct agg *a;
+	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
+	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
+	struct verdict_info vi;
+
+	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
+	if (!sp->stacks)
+		return -ENOMEM;
+	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
+		struct snap_stack *st = &sp->stacks[n];
+
+		if (!o->all_stacks && a->allocs == 0)
+			continue;
+		series__classify(a->series, now, &vi);
+		*st = (struct snap_stack){
+			.id = k->stack,
+			.cls = k->cls,
+			.outstanding_bytes = a->bytes,
+			.outstanding_allocs = a->allocs,
+			.allocs = a->total_allocs,
+			.frees = a->total_frees,
+			.alloc_bytes = a->alloc_bytes,
+			.peak_bytes = a->peak_bytes,
+			.first_ns = a->first_ns,
+			.last_ns = a->last_ns,
+			.verdict = verdict__name(vi.verdict),
+			.growth_bytes_per_s = vi.growth_bytes_per_s,
+		};
+		st->why = strdup(vi.why);
+		n++;
+	}
+	qsort(sp->stacks, n, sizeof(*sp->stacks), cmp_stack);
+	if (o->max_stacks && n > o->max_stacks) {
+		for (size_t i = o->max_stacks; i < n; i++)
+			free((char *)sp->stacks[i].why);
+		n = o->max_stacks;
+	}
+	sp->nstacks = n;
+	for (size_t i = 0; i < n; i++)
+		if (fill_frames(b, sym, o->python, sp->stacks[i].id, &sp->stacks[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *proc,
+			 const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	uint32_t n = proc->nr_fails < PROC_MAX_FAILURES ? proc->nr_fails : PROC_MAX_FAILURES;
+	uint32_t first = proc->nr_fails - n;
+
+	sp->failures_list = calloc(n ? n : 1, sizeof(*sp->failures_list));
+	if (!sp->failures_list)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct failure *f = &proc->fails[(first + i) % PROC_MAX_FAILURES];
+		struct snap_failure *sf = &sp->failures_list[i];
+
+		sf->ts = f->ts;
+		sf->bytes = f->bytes;
+		sf->held_device = f->held_device;
+		sf->api = probe__name(f->api);
+		sf->error = cuda__error_name(f->rc);
+		sf->rc = f->rc;
+		sf->cls = f->cls;
+		sf->stack = calloc(1, sizeof(*sf->stack));
+		if (!sf->stack || fill_frames(b, sym, o->python, f->stack, sf->stack))
+			return -ENOMEM;
+		sp->nfailures++;
+	}
+	return 0;
+}
+
+static bool books_agree(const struct snap_proc *sp)
+{
+	const struct gl_proc_stats *s = &sp->bpf;
+
+	for (size_t i = 0; i < sizeof(checked_classes); i++) {
+		uint8_t c = checked_classes[i];
+
+		if (s->bytes[c] != sp->bytes[c] || s->allocs[c] != sp->nallocs[c])
+			return false;
+	}
+	return s->unmatched_frees == sp->unmatched_frees && s->failures == sp->failures;
+}
+
+static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
+		     const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	uint64_t begin, end;
+
+	sp->pid = proc->pid;
+	sp->ns_pid = proc->ns_pid;
+	memcpy(sp->comm, proc->comm, sizeof(sp->comm));
+	sp->exited = proc->exited;
+	sp->start_time = proc->start_time;
+	begin = o->start_ns ? o->start_ns : proc->first_ns;
+	end = proc->exited ? proc->exit_ns : o->now_ns;
+	sp->duration_ns = end > begin ? end - begin : 0;
+	memcpy(sp->bytes, proc->bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, proc->nallocs, sizeof(sp->nallocs));
+	sp->outstanding_allocs = proc->nallocs[GL_CLASS_DEVICE] + proc->nallocs[GL_CLASS_MANAGED] +
+				 proc->nallocs[GL_CLASS_HOST_PINNED];
+	sp->peak_device = proc->peak_device;
+	sp->alloc_calls = proc->alloc_calls;
+	sp->free_calls = proc->free_calls;
+	sp->failures = proc->failures;
+	sp->oom_failures = proc->oom_failures;
+	sp->unmatched_frees = proc->unmatched_frees;
+	sp->dropped_bytes = proc->dropped_bytes;
+	sp->failed_frees = proc->failed_frees;
+	if (proc->has_final) {
+		sp->bpf = proc->final;
+		sp->bpf_valid = true;
+	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, proc->pid, &sp->bpf) == 0 &&
+		   sp->bpf.start_time == proc->start_time) {
+		sp->bpf_valid = true;
+	} else if (proc->alloc_calls == 0 && proc->free_calls == 0 && proc->failures == 0) {
+		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
+		memset(&sp->bpf, 0, sizeof(sp->bpf));
+	}
+	sp->consistent = sp->bpf_valid && books_agree(sp);
+	if (fill_stacks(b, sym, proc, o, sp))
+		return -ENOMEM;
+	return fill_failures(b, sym, proc, o, sp);
+}
+
+struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
+				 const struct snapshot_opts *o)
+{
+	struct procs *procs = books__procs(b);
+	const struct books_counters *bc = books__counters(b);
+	struct snapshot *s = calloc(1, sizeof(*s));
+	uint32_t n = procs__count(procs);
+	struct proc *proc;
+
+	if (!s)
+		return NULL;
+	s->now_ns = o->now_ns;
+	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 : 0;
+	if (o->stats)
+		memcpy(s->stats, o->stats, sizeof(s->stats));
+	s->lost_events = s->stats[GL_STAT_LOST_STACK] + s->stats[GL_STAT_LOST_CALL] +
+			 s->stats[GL_STAT_LOST_PROC];
+	s->malformed = bc->malformed;
+	s->stack_missing = bc->stack_missing;
+	s->stack_mode = o->stack_mode;
+	s->nr_probes = o->nr_probes;
+	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
+	if (!s->procs)
+		goto fail;
+	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
+		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 && s->stats[GL_STAT_NESTED_OVERFLOW] == 0 &&
+		      s->malformed == 0;
+	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
+		struct snap_proc *sp = &s->procs[s->nprocs++];
+
+		if (fill_proc(b, sym, proc, o, sp))
+			goto fail;
+		s->unmatched_frees += sp->unmatched_frees;
+		if (!sp->consistent)
+			s->complete = false;
+	}
+	return s;
+fail:
+	snapshot__free(s);
+	errno = ENOMEM;
+	return NULL;
+}

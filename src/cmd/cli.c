@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * cli.c - subcommands and options. Every number goes through util/parse.h;
+ * every error is one line on stderr and exit status 2.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "util/log.h"
+#include "util/parse.h"
+
+#ifndef GPULEAK_VERSION
+#define GPULEAK_VERSION "0.1.0"
+#endif
+
+enum {
+	OPT_JSON = 256,
+	OPT_STACKS,
+	OPT_STACK_BYTES,
+	OPT_TOP,
+	OPT_FRAMES,
+	OPT_RINGBUF,
+	OPT_MAX_ALLOCS,
+	OPT_LIBCUDA,
+	OPT_NO_FOLLOW,
+	OPT_PYTHON,
+	OPT_NO_PYTHON,
+};
+
+static const struct option long_opts[] = {
+	{ "all", no_argument, NULL, 'a' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "wait", required_argument, NULL, 'w' },
+	{ "json", required_argument, NULL, OPT_JSON },
+	{ "stacks", required_argument, NULL, OPT_STACKS },
+	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "frames", required_argument, NULL, OPT_FRAMES },
+	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },
+	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
+	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
+	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW },
+	{ "python", no_argument, NULL, OPT_PYTHON },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void cli__usage(FILE *f)
+{
+	fputs("usage: gpuleak attach [options] PID [PID...]   trace running processes\n"
+	      "       gpuleak attach [options] -a              trace every process using CUDA\n"
+	      "       gpuleak run [options] -- CMD [ARG...]    start CMD and trace it from its "
+	      "first call\n"
+	      "       gpuleak version | help\n"
+	      "\n"
+	      "options:\n"
+	      "  -a, --all             every process that maps libcuda, now and later\n"
+	      "  -i, --interval T      print a summary every T (10s; 0 = never)\n"
+	      "  -d, --duration T      stop after T (default: when the targets exit)\n"
+	      "  -w, --wait T          how long to wait for a target to load libcuda (30s)\n"
+	      "      --json FILE       write the final report as JSON to FILE ('-' = stdout)\n"
+	      "      --stacks MODE     fp, dwarf or none (fp)\n"
+	      "      --stack-bytes N   user stack copied per call in dwarf mode (16k, max 32k)\n"
+	      "      --top N           stacks shown per process in text (10; 0 = all)\n"
+	      "      --frames N        frames shown per stack in text (32; 0 = all)\n"
+	      "      --ringbuf-size N  ring buffer size, a power of two (32M)\n"
+	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
+	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
+	      "      --no-follow-forks do not trace children of the targets\n"
+	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
+	      "  -q, --quiet           errors only on stderr\n"
+	      "\n"
+	      "T is a duration: 10, 10s, 500ms, 2m, 1h. Sizes take k, M, G suffixes.\n"
+	      "exit status: 0 ok, 1 runtime error, 2 usage error, 4 missing privileges\n",
+	      f);
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "gpuleak: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see 'gpuleak help')\n", stderr);
+	return EXIT_USAGE;
+}
+
+static void defaults(struct gl_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->interval_ms = 10000;
+	o->wait_ms = 30000;
+	o->stack_mode = GL_STACK_FP;
+	o->stack_bytes = 16384;
+	o->top = 10;
+	o->frames = 32;
+	o->ringbuf_bytes = 32 << 20;
+	o->max_allocs = 1 << 20;
+	o->follow_forks = true;
+}
+
+static int parse_option(struct gl_opts *o, int c, const char *arg)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'a':
+		o->all = true;
+		return 0;
+	case 'i':
+		return parse_duration_ms(arg, 0, 86400000ULL * 365, &o->interval_ms) ?
+			       usage_error("invalid --interval '%s': expected a duration", arg) : 0;
+	case 'd':
+		return parse_duration_ms(arg, 1, 86400000ULL * 365, &o->duration_ms) ?
+			       usage_error("invalid --duration '%s': expected a positive duration", arg) : 0;
+	case 'w':
+		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
+			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
+	case OPT_JSON:
+		o->json_path = arg;
+		return 0;
+	case OPT_STACKS:
+		if (!strcmp(arg, "fp"))
+			o->stack_mode = GL_STACK_FP;
+		else if (!strcmp(arg, "dwarf"))
+			o->stack_mode = GL_STACK_DWARF;
+		else if (!strcmp(arg, "none"))
+			o->stack_mode = GL_STACK_NONE;
+		else
+			return usage_error("invalid --stacks '%s': expected fp, dwarf or none", arg);
+		return 0;
+	case OPT_STACK_BYTES:
+		if (parse_size(arg, 256, GL_MAX_STACK_COPY, &v))
+			return usage_error("invalid --stack-bytes '%s': expected 256 to 32k", arg);
+		o->stack_bytes = v;
+		return 0;
+	case OPT_TOP:
+		return parse_u32(arg, 0, 1000000, &o->top) ?
+			       usage_error("invalid --top '%s': expected 0 to 1000000", arg) : 0;
+	case OPT_FRAMES:
+		return parse_u32(arg, 0, 4096, &o->frames) ?
+			       usage_error("invalid --frames '%s': expected 0 to 4096", arg) : 0;
+	case OPT_RINGBUF:
+		if (parse_size(arg, 4096, 1ULL << 31, &v) || (v & (v - 1)))
+			return usage_error("invalid --ringbuf-size '%s': expected a power of two "
+					   "from 4k to 2G", arg);
+		o->ringbuf_bytes = v;
+		return 0;
+	case OPT_MAX_ALLOCS:
+		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
+			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
+	case OPT_LIBCUDA:
+		o->libcuda = arg;
+		return 0;
+	case OPT_NO_FOLLOW:
+		o->follow_forks = false;
+		return 0;
+	case OPT_PYTHON:
+		o->python = true;
+		return 0;
+	case OPT_NO_PYTHON:
+		o->python = false;
+		return 0;
+	case 'v':
+		o->verbosity++;
+		return 0;
+	case 'q':
+		o->verbosity = -1;
+		return 0;
+	case 'h':
+		o->cmd = CMD_HELP;
+		return 0;
+	default:
+		return EXIT_USAGE;
+	}
+}
+
+static int parse_pids(struct gl_opts *o, int argc, char **argv)
+{
+	for (int i = optind; i < argc; i++) {
+		if (o->nr_pids == GL_MAX_PIDS)
+			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
+		if (parse_pid(argv[i], &o->pids[o->nr_pids]))
+			return usage_error("invalid PID '%s': expected a process id", argv[i]);
+		o->nr_pids++;
+	}
+	if (!o->nr_pids && !o->all)
+		return usage_error("attach needs PIDs or -a");
+	if (o->nr_pids && o->all)
+		return usage_error("give PIDs or -a, not both");
+	return EXIT_OK;
+}
+
+int cli__parse(int argc, char **argv, struct gl_opts *o)
+{
+	const char *sub;
+	int c, err;
+
+	defaults(o);
+	if (argc < 2)
+		return usage_error("missing command");
+	sub = argv[1];
+	if (!strcmp(sub, "attach"))
+		o->cmd = CMD_ATTACH;
+	else if (!strcmp(sub, "run"))
+		o->cmd = CMD_RUN;
+	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
+		o->cmd = CMD_HELP;
+	else if (!strcmp(sub, "version") || !strcmp(sub, "--version"))
+		o->cmd = CMD_VERSION;
+	else
+		return usage_error("unknown command '%s'", sub);
+	if (o->cmd == CMD_HELP || o->cmd == CMD_VERSION)
+		return EXIT_OK;
+
+	optind = 2;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+ai:d:w:vqh", long_opts, NULL)) != -1) {
+		if (c == '?') {
+			if (optopt)
+				return usage_error("option '-%c' is unknown or needs a value",
+						   optopt);
+			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+		err = parse_option(o, c, optarg);
+		if (err)
+			return err;
+		if (o->cmd == CMD_HELP)
+			return EXIT_OK;
+	}
+	if (o->cmd == CMD_RUN) {
+		if (o->all)
+			return usage_error("run traces its command; -a belongs to attach");
+		if (optind >= argc)
+			return usage_error("run needs a command: gpuleak run -- CMD [ARG...]");
+		o->argv = &argv[optind];
+		return EXIT_OK;
+	}
+	return parse_pids(o, argc, argv);
+}

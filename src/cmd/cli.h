@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * cli.h - command-line parsing into struct gl_opts.
+ */
+#ifndef GL_CLI_H
+#define GL_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+
+/* Exit statuses (documented in the README and in --help). */
+enum {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1, /* the tracing could not be done: no such process, no libcuda, ... */
+	EXIT_USAGE = 2,	  /* bad command line */
+	EXIT_PRIV = 4,	  /* missing privileges (capabilities) */
+};
+
+enum gl_cmd {
+	CMD_NONE = 0,
+	CMD_ATTACH,
+	CMD_RUN,
+	CMD_HELP,
+	CMD_VERSION,
+};
+
+#define GL_MAX_PIDS 256
+
+struct gl_opts {
+	enum gl_cmd cmd;
+	int pids[GL_MAX_PIDS];
+	int nr_pids;
+	bool all;
+	char **argv; /* run: the command */
+	uint64_t interval_ms; /* 0: no interim summaries */
+	uint64_t duration_ms; /* 0: until the targets exit or a signal */
+	uint64_t wait_ms;     /* for libcuda to be loaded */
+	const char *json_path;
+	const char *libcuda;
+	enum gl_stack_mode stack_mode;
+	uint32_t stack_bytes;
+	bool python;
+	uint32_t top;
+	uint32_t frames;
+	uint64_t ringbuf_bytes;
+	uint32_t max_allocs;
+	bool follow_forks;
+	int verbosity;
+};
+
+/*
+ * Parses argv into o. Returns EXIT_OK, or EXIT_USAGE after printing one line
+ * saying what is wrong.
+ */
+int cli__parse(int argc, char **argv, struct gl_opts *o);
+void cli__usage(FILE *f);
+
+#endif /* GL_CLI_H */

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * json.c - the JSON report. Field names are a contract read by other tools
+ * and by gpuleak's own commands: add fields, never rename them.
+ */
+#include <errno.h>
+#include "report.h"
+#include "trace/probes.h"
+#include "util/jsonw.h"
+
+bool report__is_memory_class(uint8_t cls)
+{
+	return cls == GL_CLASS_DEVICE || cls == GL_CLASS_MANAGED || cls == GL_CLASS_HOST_PINNED ||
+	       cls == GL_CLASS_TORCH_BLOCK;
+}
+
+static void write_frame(struct jsonw *w, const struct snap_frame *f)
+{
+	jsonw__start_object(w);
+	jsonw__field_string(w, "kind", f->kind);
+	jsonw__field_string(w, "function", f->function);
+	if (f->module)
+		jsonw__field_string(w, "module", f->module);
+	if (f->kind[0] == 'n') {
+		jsonw__field_u64(w, "offset", f->offset);
+		if (f->function)
+			jsonw__field_u64(w, "symbol_offset", f->sym_off);
+		if (f->build_id)
+			jsonw__field_string(w, "build_id", f->build_id);
+		if (!f->module)
+			jsonw__field_u64(w, "address", f->address);
+	}
+	if (f->file)
+		jsonw__field_string(w, "file", f->file);
+	if (f->line)
+		jsonw__field_s64(w, "line", f->line);
+	jsonw__end_object(w);
+}
+
+static void write_frames(struct jsonw *w, const struct snap_stack *st)
+{
+	jsonw__name(w, "frames");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < st->nframes; i++)
+		write_frame(w, &st->frames[i]);
+	jsonw__end_array(w);
+}
+
+static void write_stack(struct jsonw *w, const struct snap_stack *st)
+{
+	jsonw__start_object(w);
+	jsonw__field_string(w, "memory", class__name(st->cls));
+	jsonw__field_u64(w, "outstanding_bytes", st->outstanding_bytes);
+	jsonw__field_u64(w, "outstanding_allocs", st->outstanding_allocs);
+	jsonw__field_u64(w, "allocs", st->allocs);
+	jsonw__field_u64(w, "frees", st->frees);
+	jsonw__field_u64(w, "alloc_bytes", st->alloc_bytes);
+	jsonw__field_u64(w, "peak_bytes", st->peak_bytes);
+	jsonw__field_string(w, "verdict", st->verdict);
+	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
+	if (st->why)
+		jsonw__field_string(w, "why", st->why);
+	jsonw__field_u64(w, "stack_id", st->id);
+	write_frames(w, st);
+	jsonw__end_object(w);
+}
+
+static void write_bpf(struct jsonw *w, const struct snap_proc *p)
+{
+	jsonw__name(w, "bpf");
+	if (!p->bpf_valid) {
+		jsonw__null(w);
+		return;
+	}
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "device_bytes", p->bpf.bytes[GL_CLASS_DEVICE]);
+	jsonw__field_u64(w, "managed_bytes", p->bpf.bytes[GL_CLASS_MANAGED]);
+	jsonw__field_u64(w, "host_pinned_bytes", p->bpf.bytes[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "address_space_bytes", p->bpf.bytes[GL_CLASS_ADDRESS]);
+	jsonw__field_u64(w, "outstanding_allocs", p->bpf.allocs[GL_CLASS_DEVICE] +
+						       p->bpf.allocs[GL_CLASS_MANAGED] +
+						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "alloc_calls", p->bpf.alloc_calls);
+	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
+	jsonw__field_u64(w, "failures", p->bpf.failures);
+	jsonw__field_u64(w, "unmatched_frees", p->bpf.unmatched_frees);
+	jsonw__end_object(w);
+}
+
+static void write_failures(struct jsonw *w, const struct snap_proc *p)
+{
+	jsonw__name(w, "failures_list");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < p->nfailures; i++) {
+		const struct snap_failure *f = &p->failures_list[i];
+
+		jsonw__start_object(w);
+		jsonw__field_string(w, "api", f->api);
+		jsonw__field_string(w, "error", f->error);
+		jsonw__field_s64(w, "rc", f->rc);
+		jsonw__field_string(w, "memory", class__name(f->cls));
+		jsonw__field_u64(w, "bytes", f->bytes);
+		jsonw__field_u64(w, "held_device_bytes", f->held_device);
+		jsonw__field_u64(w, "ts_ns", f->ts);
+		if (f->stack)
+			write_frames(w, f->stack);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+}
+
+static void write_proc(struct jsonw *w, const struct snap_proc *p)
+{
+	jsonw__start_object(w);
+	jsonw__field_s64(w, "pid", p->pid);
+	if (p->ns_pid && p->ns_pid != p->pid)
+		jsonw__field_s64(w, "ns_pid", p->ns_pid);
+	jsonw__field_string(w, "comm", p->comm);
+	jsonw__field_string(w, "state", p->exited ? "exited" : "running");
+	jsonw__field_u64(w, "device_bytes", p->bytes[GL_CLASS_DEVICE]);
+	jsonw__field_u64(w, "managed_bytes", p->bytes[GL_CLASS_MANAGED]);
+	jsonw__field_u64(w, "host_pinned_bytes", p->bytes[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "address_space_bytes", p->bytes[GL_CLASS_ADDRESS]);
+	jsonw__field_u64(w, "outstanding_allocs", p->outstanding_allocs);
+	jsonw__field_u64(w, "peak_device_bytes", p->peak_device);
+	jsonw__field_u64(w, "alloc_calls", p->alloc_calls);
+	jsonw__field_u64(w, "free_calls", p->free_calls);
+	jsonw__field_u64(w, "failures", p->failures);
+	jsonw__field_u64(w, "oom_failures", p->oom_failures);
+	jsonw__field_u64(w, "failed_frees", p->failed_frees);
+	jsonw__field_u64(w, "unmatched_frees", p->unmatched_frees);
+	jsonw__field_u64(w, "context_dropped_bytes", p->dropped_bytes);
+	jsonw__field_double(w, "observed_s", p->duration_ns / 1e9);
+	jsonw__field_bool(w, "consistent", p->consistent);
+	write_bpf(w, p);
+	jsonw__name(w, "stacks");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		if (report__is_memory_class(p->stacks[i].cls))
+			write_stack(w, &p->stacks[i]);
+	jsonw__end_array(w);
+	write_failures(w, p);
+	jsonw__end_object(w);
+}
+
+static void write_stats(struct jsonw *w, const struct snapshot *s)
+{
+	static const char *const names[GL_NR_STATS] = {
+		[GL_STAT_LOST_STACK] = "lost_stack_records",
+		[GL_STAT_LOST_CALL] = "lost_call_records",
+		[GL_STAT_LOST_PROC] = "lost_process_records",
+		[GL_STAT_INFLIGHT_FULL] = "inflight_full",
+		[GL_STAT_NESTED_OVERFLOW] = "nested_overflow",
+		[GL_STAT_UNPAIRED_RETURN] = "unpaired_returns",
+		[GL_STAT_STALE_ENTRY] = "stale_entries",
+		[GL_STAT_ALLOC_TABLE_FULL] = "alloc_table_full",
+		[GL_STAT_STACK_ERROR] = "stack_errors",
+		[GL_STAT_READ_ERROR] = "read_errors",
+		[GL_STAT_PROC_TABLE_FULL] = "proc_table_full",
+	};
+
+	jsonw__name(w, "stats");
+	jsonw__start_object(w);
+	for (int i = 0; i < GL_NR_STATS; i++)
+		jsonw__field_u64(w, names[i], s->stats[i]);
+	jsonw__field_u64(w, "malformed_records", s->malformed);
+	jsonw__field_u64(w, "stacks_missing", s->stack_missing);
+	jsonw__end_object(w);
+}
+
+int report__json(FILE *f, const struct snapshot *s)
+{
+	struct jsonw *w = jsonw__new(f, false);
+
+	if (!w)
+		return -ENOMEM;
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "version", 1);
+	jsonw__field_u64(w, "lost_events", s->lost_events);
+	jsonw__field_u64(w, "unmatched_frees", s->unmatched_frees);
+	jsonw__field_bool(w, "complete", s->complete);
+	jsonw__field_double(w, "duration_s", s->duration_s);
+	if (s->stack_mode)
+		jsonw__field_string(w, "stack_mode", s->stack_mode);
+	jsonw__field_u64(w, "probes", s->nr_probes);
+	write_stats(w, s);
+	jsonw__name(w, "processes");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		write_proc(w, &s->procs[i]);
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+	return jsonw__free(w);
+}

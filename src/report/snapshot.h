@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * snapshot.h - what reporters read: a self-contained, symbolized copy of the
+ * books at one moment. Reporters are pure functions of a snapshot.
+ */
+#ifndef GL_SNAPSHOT_H
+#define GL_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+
+struct snap_frame {
+	const char *kind;     /* "native" or "python" */
+	const char *function; /* NULL if unknown */
+	const char *module;   /* path, NULL if unknown */
+	const char *build_id; /* hex, NULL if unknown */
+	const char *file;     /* source file, NULL if unknown */
+	uint64_t offset;      /* native: file offset in module; python: 0 */
+	uint64_t sym_off;     /* offset inside function */
+	uint64_t address;     /* absolute address when no module is known */
+	int line;
+};
+
+struct snap_stack {
+	uint32_t id;
+	uint8_t cls; /* enum gl_class */
+	uint64_t outstanding_bytes, outstanding_allocs;
+	uint64_t allocs, frees; /* calls */
+	uint64_t alloc_bytes, peak_bytes;
+	uint64_t first_ns, last_ns;
+	const char *verdict; /* "leak", "steady", "unknown" */
+	double growth_bytes_per_s;
+	const char *why; /* one line explaining the verdict */
+	uint32_t nframes;
+	struct snap_frame *frames;
+};
+
+struct snap_failure {
+	uint64_t ts;
+	uint64_t bytes;
+	uint64_t held_device;
+	const char *api;
+	const char *error;
+	int rc;
+	uint8_t cls;
+	struct snap_stack *stack; /* frames only */
+};
+
+struct snap_proc {
+	int pid, ns_pid;
+	char comm[16];
+	bool exited;
+	uint64_t start_time;
+	uint64_t duration_ns; /* observed */
+	uint64_t bytes[GL_CLASS_SLOTS];
+	uint64_t nallocs[GL_CLASS_SLOTS];
+	uint64_t outstanding_allocs; /* device + managed + host_pinned */
+	uint64_t peak_device;
+	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
+	uint64_t failed_frees;
+	bool bpf_valid;		     /* bpf below holds BPF's own books */
+	struct gl_proc_stats bpf;
+	bool consistent;	     /* user-space books equal BPF's */
+	uint32_t nstacks;
+	struct snap_stack *stacks; /* most suspicious first */
+	uint32_t nfailures;
+	struct snap_failure *failures_list;
+};
+
+struct snapshot {
+	uint64_t now_ns;
+	double duration_s;
+	uint64_t lost_events;	  /* ring-buffer records dropped */
+	uint64_t unmatched_frees; /* all processes */
+	uint64_t stats[GL_NR_STATS];
+	uint64_t malformed, stack_missing;
+	bool complete; /* nothing lost, books agree */
+	uint32_t nprocs;
+	struct snap_proc *procs;
+	const char *stack_mode;
+	uint32_t nr_probes;
+};
+
+void snapshot__free(struct snapshot *s);
+
+/* Human-readable byte count ("1.50 GiB") into buf. */
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+
+#endif /* GL_SNAPSHOT_H */

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * text.c - the human report: per process, outstanding memory per class and
+ * the most suspicious stacks with symbolized frames.
+ */
+#include <errno.h>
+#include <string.h>
+#include "report.h"
+#include "trace/probes.h"
+
+static const char *basename_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+static void print_frame(FILE *f, uint32_t i, const struct snap_frame *fr)
+{
+	fprintf(f, "      #%-2u ", i);
+	if (fr->kind[0] == 'p') {
+		fprintf(f, "%s (%s:%d) [python]\n", fr->function ? fr->function : "?",
+			fr->file ? fr->file : "?", fr->line);
+		return;
+	}
+	if (fr->function)
+		fprintf(f, "%s+0x%llx", fr->function, (unsigned long long)fr->sym_off);
+	else if (fr->module)
+		fprintf(f, "0x%llx", (unsigned long long)fr->offset);
+	else
+		fprintf(f, "[unknown 0x%llx]", (unsigned long long)fr->address);
+	if (fr->module)
+		fprintf(f, " (%s)", basename_of(fr->module));
+	if (fr->file && fr->line)
+		fprintf(f, " %s:%d", fr->file, fr->line);
+	fputc('\n', f);
+}
+
+static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
+			const struct text_opts *o)
+{
+	char b1[32], b2[32];
+	uint32_t n = st->nframes;
+
+	fprintf(f, "  [%u] %s %s in %llu allocation%s (%llu allocs, %llu frees, %s total) - %s",
+		rank, class__name(st->cls), fmt_bytes(st->outstanding_bytes, b1, sizeof(b1)),
+		(unsigned long long)st->outstanding_allocs, st->outstanding_allocs == 1 ? "" : "s",
+		(unsigned long long)st->allocs, (unsigned long long)st->frees,
+		fmt_bytes(st->alloc_bytes, b2, sizeof(b2)), st->verdict);
+	if (st->why && strcmp(st->verdict, "unknown"))
+		fprintf(f, ": %s", st->why);
+	fputc('\n', f);
+	if (o->max_frames && n > o->max_frames)
+		n = o->max_frames;
+	for (uint32_t i = 0; i < n; i++)
+		print_frame(f, i, &st->frames[i]);
+	if (n < st->nframes)
+		fprintf(f, "      ... %u more frames\n", st->nframes - n);
+}
+
+static void print_proc_line(FILE *f, const struct snap_proc *p)
+{
+	char d[32], m[32], h[32], pk[32];
+
+	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocations "
+		   "(peak device %s)\n",
+		p->pid, p->comm, p->exited ? "exited" : "running",
+		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
+		fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
+		fmt_bytes(p->bytes[GL_CLASS_HOST_PINNED], h, sizeof(h)),
+		(unsigned long long)p->outstanding_allocs,
+		fmt_bytes(p->peak_device, pk, sizeof(pk)));
+}
+
+static void print_proc_notes(FILE *f, const struct snap_proc *p)
+{
+	char b[32];
+
+	if (p->bytes[GL_CLASS_ADDRESS])
+		fprintf(f, "  address space reserved: %s (not memory)\n",
+			fmt_bytes(p->bytes[GL_CLASS_ADDRESS], b, sizeof(b)));
+	if (p->unmatched_frees)
+		fprintf(f, "  %llu free%s of memory allocated before gpuleak attached "
+			   "(not in these figures)\n",
+			(unsigned long long)p->unmatched_frees, p->unmatched_frees == 1 ? "" : "s");
+	if (p->failures)
+		fprintf(f, "  %llu failed allocation%s (%llu out of memory)\n",
+			(unsigned long long)p->failures, p->failures == 1 ? "" : "s",
+			(unsigned long long)p->oom_failures);
+	if (p->dropped_bytes)
+		fprintf(f, "  %s freed by context teardown\n",
+			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
+	if (p->bpf_valid && !p->consistent)
+		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
+			   "(device %s there): events were lost\n",
+			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+}
+
+static void print_failures(FILE *f, const struct snap_proc *p)
+{
+	char b1[32], b2[32];
+
+	for (uint32_t i = 0; i < p->nfailures; i++) {
+		const struct snap_failure *fl = &p->failures_list[i];
+
+		fprintf(f, "  failed: %s(%s) -> %s with %s of device memory held\n", fl->api,
+			fmt_bytes(fl->bytes, b1, sizeof(b1)), fl->error,
+			fmt_bytes(fl->held_device, b2, sizeof(b2)));
+		for (uint32_t j = 0; fl->stack && j < fl->stack->nframes && j < 8; j++)
+			print_frame(f, j, &fl->stack->frames[j]);
+	}
+}
+
+int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		uint32_t shown = 0;
+
+		print_proc_line(f, p);
+		if (o->summary)
+			continue;
+		print_proc_notes(f, p);
+		for (uint32_t j = 0; j < p->nstacks; j++) {
+			if (!report__is_memory_class(p->stacks[j].cls))
+				continue;
+			if (o->max_stacks && shown >= o->max_stacks) {
+				fprintf(f, "  ... %u more stacks\n", p->nstacks - j);
+				break;
+			}
+			print_stack(f, ++shown, &p->stacks[j], o);
+		}
+		print_failures(f, p);
+		fputc('\n', f);
+	}
+	if (!s->nprocs)
+		fprintf(f, "no CUDA allocations seen\n");
+	if (s->lost_events)
+		fprintf(f, "WARNING: %llu events were lost (ring buffer full); figures are "
+			   "incomplete. Raise --ringbuf-size.\n",
+			(unsigned long long)s->lost_events);
+	else if (!s->complete)
+		fprintf(f, "WARNING: figures are incomplete (see the stats in --json).\n");
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return 0;
+}

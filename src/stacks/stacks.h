@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * stacks.h - interned call stacks. A stack is a sequence of frames, innermost
+ * first; equal sequences get the same id, so aggregates are keyed by id and
+ * each distinct stack is stored, unwound and symbolized once.
+ */
+#ifndef GL_STACKS_H
+#define GL_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum frame_kind {
+	FRAME_NATIVE = 0,  /* mod = module id, addr = file offset in the module */
+	FRAME_UNKNOWN = 1, /* addr = absolute address outside any file mapping */
+	FRAME_PYTHON = 2,  /* mod = Python code id (python.h), addr = line number */
+	FRAME_API = 3,	   /* the traced libcuda function itself: mod = API id */
+};
+
+struct frame {
+	uint64_t addr;
+	uint32_t mod;
+	uint32_t kind;
+};
+
+#define STACK_NONE 0 /* id of "no stack was captured" */
+
+struct stacks;
+
+/* NULL with errno on failure. */
+struct stacks *stacks__new(void);
+void stacks__free(struct stacks *s);
+
+/* Id (>= 1) of the stack made of frames[0..n), interned; 0 on allocation failure. */
+uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n);
+/* Frames of stack id, innermost first; NULL (and *n = 0) for STACK_NONE or a bad id. */
+const struct frame *stacks__get(const struct stacks *s, uint32_t id, uint32_t *n);
+uint32_t stacks__count(const struct stacks *s);
+/* Bytes held. */
+size_t stacks__mem(const struct stacks *s);
+
+#endif /* GL_STACKS_H */

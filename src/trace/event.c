@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * event.c - record validation. Everything after this check may trust the
+ * counts inside a record; nothing before it may.
+ */
+#include <errno.h>
+#include "event.h"
+
+int event__validate(const void *data, size_t size)
+{
+	const struct gl_hdr *h = data;
+	const struct gl_stack *s = data;
+	uint64_t need;
+
+	if (!data || size < sizeof(*h) || h->size > size || h->size < sizeof(*h))
+		return -EINVAL;
+	switch (h->type) {
+	case GL_REC_CALL:
+		if (h->size != sizeof(struct gl_call) || ((const struct gl_call *)data)->api >= GL_NR_APIS)
+			return -EINVAL;
+		return GL_REC_CALL;
+	case GL_REC_PROC:
+		return h->size == sizeof(struct gl_proc) ? GL_REC_PROC : -EINVAL;
+	case GL_REC_STACK:
+		if (h->size < sizeof(*s) || s->nr_ips > GL_MAX_FP_FRAMES ||
+		    s->nr_py > GL_MAX_PY_FRAMES || s->stack_bytes > GL_MAX_STACK_COPY ||
+		    s->api >= GL_NR_APIS)
+			return -EINVAL;
+		need = sizeof(*s) + (uint64_t)s->nr_py * sizeof(struct gl_py_frame) +
+		       (uint64_t)s->nr_ips * 8 + s->stack_bytes;
+		return need == h->size ? GL_REC_STACK : -EINVAL;
+	default:
+		return -EINVAL;
+	}
+}
+
+void event__stack_view(const void *data, struct stack_view *v)
+{
+	const uint8_t *p = data;
+
+	v->rec = data;
+	p += sizeof(struct gl_stack);
+	v->py = (const struct gl_py_frame *)p;
+	p += v->rec->nr_py * sizeof(struct gl_py_frame);
+	v->ips = (const uint64_t *)p;
+	p += v->rec->nr_ips * 8;
+	v->stack = p;
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libcuda.c - locating the CUDA driver library and its exported functions.
+ *
+ * A process's libcuda is found in /proc/PID/maps and reached through
+ * /proc/PID/root so that containers with their own copy work; the file's
+ * (dev, inode) as the tracer sees it identifies it. Symbol offsets come from
+ * .dynsym (and .symtab where present), converted to file offsets through the
+ * PT_LOAD segments, as uprobes want them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "libcuda.h"
+#include "probes.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+bool libcuda__is_driver_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libcuda.so", 10) && (base[10] == '\0' || base[10] == '.');
+}
+
+/* File offset of virtual address vaddr, from the PT_LOAD segment holding it. */
+static int vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *off)
+{
+	size_t n;
+
+	if (elf_getphdrnum(e, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X))
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
+			*off = vaddr - ph.p_vaddr + ph.p_offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void scan_symbols(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct cuda_lib *lib)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t n;
+
+	if (!data || !sh->sh_entsize)
+		return;
+	n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+		uint64_t off;
+		int api;
+
+		if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		name = elf_strptr(e, sh->sh_link, sym.st_name);
+		if (!name || name[0] != 'c' || name[1] != 'u')
+			continue;
+		api = probe__lookup(name);
+		if (api < 0 || lib->offsets[api])
+			continue;
+		if (vaddr_to_offset(e, sym.st_value, &off))
+			continue;
+		lib->offsets[api] = off;
+		lib->nr_found++;
+	}
+}
+
+int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
+{
+	struct stat st;
+	Elf_Scn *scn = NULL;
+	Elf *e = NULL;
+	int fd, err = 0;
+
+	memset(lib, 0, sizeof(*lib));
+	if (snprintf(lib->path, sizeof(lib->path), "%s", path) >= (int)sizeof(lib->path) ||
+	    snprintf(lib->display, sizeof(lib->display), "%s", display ? display : path) >=
+		    (int)sizeof(lib->display))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	lib->dev = st.st_dev;
+	lib->ino = st.st_ino;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+			scan_symbols(e, scn, &sh, lib);
+	}
+	if (!lib->nr_found)
+		err = -ENOENT;
+cleanup:
+	elf_end(e);
+	close(fd);
+	return err;
+}
+
+struct find_ctx {
+	int pid;
+	char display[PATH_MAX];
+	char path[PATH_MAX];
+};
+
+static int find_map(const struct map_entry *m, void *data)
+{
+	struct find_ctx *fc = data;
+	int n;
+
+	if (!m->inode || !libcuda__is_driver_name(m->path))
+		return 0;
+	if (m->deleted)
+		n = snprintf(fc->path, sizeof(fc->path), "%s/%d/map_files/%llx-%llx", procfs_root,
+			     fc->pid, (unsigned long long)m->start, (unsigned long long)m->end);
+	else
+		n = snprintf(fc->path, sizeof(fc->path), "%s/%d/root%s", procfs_root, fc->pid,
+			     m->path);
+	if (n >= (int)sizeof(fc->path))
+		return 0;
+	snprintf(fc->display, sizeof(fc->display), "%s", m->path);
+	return 1;
+}
+
+int libcuda__find_in_process(int pid, struct cuda_lib *lib)
+{
+	struct find_ctx fc = { .pid = pid };
+	int ret = procfs__for_each_map(pid, find_map, &fc);
+
+	if (ret == -ENOENT)
+		return -ESRCH;
+	if (ret < 0)
+		return ret;
+	if (ret == 0)
+		return -ENOENT;
+	return libcuda__open(fc.path, fc.display, lib);
+}
+
+/* The ld.so cache (glibc's "glibc-ld.so.cache1.1" format): a 64-bit libcuda.so.1. */
+static int search_ld_cache(char *path, size_t len)
+{
+	static const char magic[] = "glibc-ld.so.cache1.1";
+	const size_t hdr = 48, entry = 24;
+	struct stat st;
+	const char *base;
+	size_t size, start = 0;
+	int fd, err = -ENOENT;
+	uint32_t nlibs;
+
+	fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) || st.st_size < (off_t)hdr) {
+		close(fd);
+		return -ENOENT;
+	}
+	size = st.st_size;
+	base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return -ENOENT;
+	/* an old-format header may come first; the new one follows it */
+	for (start = 0; start + hdr <= size; start += 8)
+		if (!memcmp(base + start, magic, sizeof(magic) - 1))
+			break;
+	if (start + hdr > size)
+		goto cleanup;
+	memcpy(&nlibs, base + start + 20, sizeof(nlibs));
+	for (uint32_t i = 0; i < nlibs; i++) {
+		size_t e = start + hdr + (size_t)i * entry;
+		int32_t flags;
+		uint32_t key, value;
+
+		if (e + entry > size)
+			break;
+		memcpy(&flags, base + e, 4);
+		memcpy(&key, base + e + 4, 4);
+		memcpy(&value, base + e + 8, 4);
+		if ((flags & 0xff00) != 0x0300 || start + key >= size || start + value >= size)
+			continue; /* not an x86-64 library */
+		if (strnlen(base + start + key, size - start - key) == size - start - key ||
+		    strnlen(base + start + value, size - start - value) == size - start - value)
+			continue;
+		if (strcmp(base + start + key, "libcuda.so.1"))
+			continue;
+		if (access(base + start + value, R_OK) == 0 &&
+		    snprintf(path, len, "%s", base + start + value) < (int)len) {
+			err = 0;
+			break;
+		}
+	}
+cleanup:
+	munmap((void *)base, size);
+	return err;
+}
+
+static int try_dir(const char *dir, size_t dirlen, char *path, size_t len)
+{
+	if (dirlen == 0)
+		return -ENOENT;
+	if (snprintf(path, len, "%.*s/libcuda.so.1", (int)dirlen, dir) >= (int)len)
+		return -ENAMETOOLONG;
+	return access(path, R_OK) ? -ENOENT : 0;
+}
+
+int libcuda__search(const char *ld_library_path, char *path, size_t len)
+{
+	static const char *const dirs[] = {
+		"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
+		"/usr/lib", "/usr/lib/wsl/lib",
+	};
+	const char *p = ld_library_path;
+
+	while (p && *p) {
+		size_t n = strcspn(p, ":;");
+
+		if (!try_dir(p, n, path, len))
+			return 0;
+		p += n;
+		if (*p)
+			p++;
+	}
+	if (!search_ld_cache(path, len))
+		return 0;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (!try_dir(dirs[i], strlen(dirs[i]), path, len))
+			return 0;
+	return -ENOENT;
+}
+
+void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (int i = 0; i < GL_NR_APIS; i++) {
+		int n;
+
+		if (lib->offsets[i] || (required_only && !(probe__desc(i)->flags & GL_API_REQUIRED)))
+			continue;
+		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", probe__name(i));
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += n;
+	}
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libcuda.h - finding the CUDA driver library a process uses and the file
+ * offsets of the functions in the probe table.
+ */
+#ifndef GL_LIBCUDA_H
+#define GL_LIBCUDA_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+
+struct cuda_lib {
+	dev_t dev; /* identity of the file, as the tracer sees it */
+	ino_t ino;
+	char path[PATH_MAX];	/* path the tracer attaches through */
+	char display[PATH_MAX]; /* path as the process sees it */
+	uint64_t offsets[GL_NR_APIS]; /* file offset of each function; 0 = not exported */
+	int nr_found;
+};
+
+/* Whether a mapped file's name is the CUDA driver (libcuda.so, libcuda.so.1, libcuda.so.580.x). */
+bool libcuda__is_driver_name(const char *path);
+
+/*
+ * Finds the libcuda mapped by pid. Returns 0 and fills lib (symbols resolved),
+ * -ENOENT if pid maps none (yet), -ESRCH if pid is gone, or another -errno.
+ */
+int libcuda__find_in_process(int pid, struct cuda_lib *lib);
+
+/* Opens path and resolves the probe table's symbols. Returns 0 or -errno. */
+int libcuda__open(const char *path, const char *display, struct cuda_lib *lib);
+
+/*
+ * The libcuda.so.1 a new program would load: LD_LIBRARY_PATH (from env), the
+ * ld.so cache, then the usual directories. Returns 0 and the path, or -ENOENT.
+ */
+int libcuda__search(const char *ld_library_path, char *path, size_t len);
+
+/* Comma-separated names of the REQUIRED functions lib lacks (empty if none). */
+void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len);
+
+#endif /* GL_LIBCUDA_H */

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * loader.c - owns the BPF skeleton, the probe links and the ring buffer.
+ *
+ * Lifecycle: open the skeleton, configure (rodata settings, map sizes), load
+ * (the kernel verifies the programs), attach (scheduler tracepoints now;
+ * uprobes per libcuda as libraries are found). Links close with the tracer's
+ * file descriptors, so a crashed tracer leaves no probes behind.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "gpuleak.skel.h"
+#include "loader.h"
+#include "probes.h"
+#include "util/log.h"
+
+#define MAX_LIBS 64
+
+struct attached_lib {
+	dev_t dev;
+	ino_t ino;
+	int nr_links;
+	struct bpf_link **links;
+};
+
+struct tracer {
+	struct gpuleak *skel;
+	struct ring_buffer *rb;
+	tracer_record_fn fn;
+	void *fn_ctx;
+	struct attached_lib libs[MAX_LIBS];
+	int nr_libs;
+	int nr_probes;
+	int ncpus;
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if ((level == LIBBPF_DEBUG && log_level < LOG_TRACE) ||
+	    (level == LIBBPF_INFO && log_level < LOG_DEBUG) ||
+	    (level == LIBBPF_WARN && log_level < LOG_DEBUG))
+		return 0;
+	fputs("gpuleak: libbpf: ", stderr);
+	return vfprintf(stderr, fmt, ap);
+}
+
+static bool has_cap(int cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+void tracer__explain_eperm(const char *what)
+{
+	bool admin = has_cap(CAP_SYS_ADMIN), bpf = has_cap(39 /* CAP_BPF */),
+	     perfmon = has_cap(38 /* CAP_PERFMON */);
+
+	if (!admin && !(bpf && perfmon))
+		log_error("%s: Operation not permitted (needs CAP_BPF and CAP_PERFMON, or "
+			  "CAP_SYS_ADMIN; missing:%s%s%s)",
+			  what, bpf ? "" : " CAP_BPF", perfmon ? "" : " CAP_PERFMON",
+			  admin ? "" : " CAP_SYS_ADMIN");
+	else if (!admin)
+		log_error("%s: Operation not permitted (needs CAP_SYS_ADMIN: kernels with the "
+			  "CVE-2025-38466 fix require it for uprobes)",
+			  what);
+	else
+		log_error("%s: Operation not permitted (capabilities present; a security module "
+			  "or kernel.perf_event_paranoid / unprivileged_bpf_disabled may refuse it)",
+			  what);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct tracer *t = ctx;
+
+	return t->fn(t->fn_ctx, data, size);
+}
+
+static int configure(struct tracer *t, const struct tracer_opts *o)
+{
+	struct gpuleak *s = t->skel;
+	int err;
+
+	s->rodata->targ_all = o->all;
+	s->rodata->targ_follow_forks = o->follow_forks;
+	s->rodata->targ_stack_mode = o->stack_mode;
+	s->rodata->targ_stack_bytes = o->stack_bytes;
+	s->rodata->targ_python = o->python;
+	t->ncpus = libbpf_num_possible_cpus();
+	if (t->ncpus <= 0)
+		return -EINVAL;
+	err = bpf_map__set_max_entries(s->maps.scratch, t->ncpus);
+	err = err ?: bpf_map__set_max_entries(s->maps.events, o->ringbuf_bytes);
+	err = err ?: bpf_map__set_max_entries(s->maps.allocs, o->max_allocs);
+	err = err ?: bpf_map__set_max_entries(s->maps.procs, o->max_procs);
+	err = err ?: bpf_map__set_max_entries(s->maps.targets, o->max_procs);
+	return err;
+}
+
+struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx)
+{
+	struct tracer *t = calloc(1, sizeof(*t));
+	int err = 0;
+
+	if (!t)
+		return NULL;
+	t->fn = fn;
+	t->fn_ctx = ctx;
+	libbpf_set_print(libbpf_log);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
+			  "built with CONFIG_DEBUG_INFO_BTF=y");
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+
+	/* open: parse the embedded object */
+	t->skel = gpuleak__open();
+	if (!t->skel) {
+		err = -errno;
+		log_error("failed to open the BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	/* configure: settings and map sizes, before the kernel sees them */
+	err = configure(t, opts);
+	if (err) {
+		log_error("failed to configure the BPF object: %s", strerror(-err));
+		goto cleanup;
+	}
+	/* load: the verifier checks every program */
+	err = gpuleak__load(t->skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			tracer__explain_eperm("failed to load the BPF programs");
+		else
+			log_error("failed to load the BPF programs: %s (run with -vv for the "
+				  "verifier's log)",
+				  strerror(-err));
+		goto cleanup;
+	}
+	/* attach: process lifecycle tracepoints; uprobes come per library */
+	err = gpuleak__attach(t->skel);
+	if (err) {
+		if (err == -EPERM || err == -EACCES)
+			tracer__explain_eperm("failed to attach the scheduler tracepoints");
+		else
+			log_error("failed to attach the scheduler tracepoints: %s", strerror(-err));
+		goto cleanup;
+	}
+	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
+	if (!t->rb) {
+		err = -errno;
+		log_error("failed to open the ring buffer: %s", strerror(-err));
+		goto cleanup;
+	}
+	return t;
+cleanup:
+	tracer__free(t);
+	errno = err == -EACCES ? EPERM : -err;
+	return NULL;
+}
+
+void tracer__free(struct tracer *t)
+{
+	if (!t)
+		return;
+	ring_buffer__free(t->rb);
+	for (int i = 0; i < t->nr_libs; i++) {
+		for (int j = 0; j < t->libs[i].nr_links; j++)
+			bpf_link__destroy(t->libs[i].links[j]);
+		free(t->libs[i].links);
+	}
+	gpuleak__destroy(t->skel);
+	free(t);
+}
+
+int tracer__add_target(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(t->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tracer__remove_target(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+
+	if (bpf_map__delete_elem(t->skel->maps.targets, &key, sizeof(key), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_libs; i++)
+		if (t->libs[i].dev == dev && t->libs[i].ino == ino)
+			return true;
+	return false;
+}
+
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
+				   bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
+	struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+
+	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
+}
+
+int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
+{
+	struct attached_lib *al;
+	int attached = 0, err = 0;
+
+	if (t->nr_libs >= MAX_LIBS)
+		return -ENOSPC;
+	al = &t->libs[t->nr_libs];
+	memset(al, 0, sizeof(*al));
+	al->links = calloc(2 * GL_NR_APIS, sizeof(*al->links));
+	if (!al->links)
+		return -ENOMEM;
+	al->dev = lib->dev;
+	al->ino = lib->ino;
+	for (int api = 0; api < GL_NR_APIS; api++) {
+		struct bpf_link *in, *out;
+
+		if (!lib->offsets[api])
+			continue;
+		in = attach_one(t, lib, api, false);
+		out = in ? attach_one(t, lib, api, true) : NULL;
+		if (!in || !out) {
+			err = -errno;
+			bpf_link__destroy(in);
+			if (err == -EPERM || err == -EACCES) {
+				char what[PATH_MAX + 64];
+
+				snprintf(what, sizeof(what), "failed to attach %s in %s",
+					 probe__name(api), lib->display);
+				tracer__explain_eperm(what);
+				break;
+			}
+			log_warn("failed to attach %s in %s: %s", probe__name(api), lib->display,
+				 strerror(-err));
+			continue;
+		}
+		al->links[al->nr_links++] = in;
+		al->links[al->nr_links++] = out;
+		attached++;
+	}
+	if (!attached) {
+		for (int j = 0; j < al->nr_links; j++)
+			bpf_link__destroy(al->links[j]);
+		free(al->links);
+		return err ? (err == -EACCES ? -EPERM : err) : -ENOENT;
+	}
+	t->nr_libs++;
+	t->nr_probes += al->nr_links;
+	return attached;
+}
+
+int tracer__nr_probes(const struct tracer *t)
+{
+	return t->nr_probes;
+}
+
+int tracer__nr_libs(const struct tracer *t)
+{
+	return t->nr_libs;
+}
+
+int tracer__poll(struct tracer *t, int timeout_ms)
+{
+	int n = ring_buffer__poll(t->rb, timeout_ms);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int tracer__drain(struct tracer *t)
+{
+	int n = ring_buffer__consume(t->rb);
+
+	return n == -EINTR ? 0 : n;
+}
+
+int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
+{
+	uint64_t *vals = calloc(t->ncpus, sizeof(*vals));
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 i = 0; i < GL_NR_STATS; i++) {
+		out[i] = 0;
+		if (bpf_map__lookup_elem(t->skel->maps.stats, &i, sizeof(i), vals,
+					 sizeof(*vals) * t->ncpus, 0)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < t->ncpus; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+	return err;
+}
+
+int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)
+{
+	__u32 key = tgid;
+
+	if (bpf_map__lookup_elem(t->skel->maps.procs, &key, sizeof(key), out, sizeof(*out), 0))
+		return -errno;
+	return 0;
+}

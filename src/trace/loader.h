@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loader.h - the BPF side's lifecycle: open, configure, load, attach; the
+ * ring buffer; and the in-kernel counters.
+ */
+#ifndef GL_LOADER_H
+#define GL_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+#include "libcuda.h"
+
+struct tracer;
+
+struct tracer_opts {
+	bool all;	   /* every process, else only targets */
+	bool follow_forks; /* children of targets become targets */
+	enum gl_stack_mode stack_mode;
+	uint32_t stack_bytes;  /* DWARF mode */
+	bool python;	       /* walk CPython frames */
+	uint64_t ringbuf_bytes; /* power of two */
+	uint32_t max_allocs;   /* BPF allocation table size */
+	uint32_t max_procs;
+};
+
+/* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
+typedef int (*tracer_record_fn)(void *ctx, const void *data, size_t size);
+
+/*
+ * Opens, configures and loads the BPF programs. NULL with errno set:
+ * EPERM (privileges; a message naming the capability was logged), ENOTSUP
+ * (kernel lacks BTF or a needed feature), or another error.
+ */
+struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx);
+void tracer__free(struct tracer *t);
+
+/* Starts (or stops) tracing pid. Returns 0 or -errno. */
+int tracer__add_target(struct tracer *t, int pid);
+int tracer__remove_target(struct tracer *t, int pid);
+
+/* Whether a library with this identity is attached already. */
+bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino);
+/*
+ * Attaches entry and return probes to every function of lib. Returns the
+ * number of functions attached (> 0), or -errno if none could be (-EPERM:
+ * privileges, explained in the log).
+ */
+int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib);
+/* Number of probes (entry + return) attached over all libraries. */
+int tracer__nr_probes(const struct tracer *t);
+int tracer__nr_libs(const struct tracer *t);
+
+/* Waits up to timeout_ms for records and hands them to the callback. Returns count or -errno. */
+int tracer__poll(struct tracer *t, int timeout_ms);
+/* Handles every record available now. */
+int tracer__drain(struct tracer *t);
+
+/* Global BPF counters (enum gl_stat), summed over CPUs. */
+int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);
+/* The in-kernel books of tgid. Returns 0, or -ENOENT if BPF holds none. */
+int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
+
+/* Explains a failure to load or attach in terms of capabilities (logged). */
+void tracer__explain_eperm(const char *what);
+
+#endif /* GL_LOADER_H */

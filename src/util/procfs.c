@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * procfs.c - parsing of /proc/PID/{maps,stat,comm,status}. Every parser takes
+ * what a hostile or vanishing process may leave there: short reads, odd
+ * names with spaces or parentheses, missing fields.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "procfs.h"
+#include "parse.h"
+
+const char *procfs_root = "/proc";
+
+ssize_t read_small_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n, total = 0;
+	int fd;
+
+	if (len == 0)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < len - 1) {
+		n = read(fd, buf + total, len - 1 - total);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			total = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		total += n;
+	}
+	close(fd);
+	if (total >= 0)
+		buf[total] = '\0';
+	return total;
+}
+
+static int hex_field(char **p, char stop, uint64_t *out)
+{
+	char *s = *p, *end;
+	unsigned long long v;
+
+	if (!isxdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (errno || *end != stop)
+		return -EINVAL;
+	*out = v;
+	*p = end + 1;
+	return 0;
+}
+
+int procfs__parse_map_line(char *line, struct map_entry *e)
+{
+	static const char deleted[] = " (deleted)";
+	uint64_t maj, min;
+	char *p = line, *end;
+	size_t len;
+
+	memset(e, 0, sizeof(*e));
+	if (hex_field(&p, '-', &e->start) || hex_field(&p, ' ', &e->end))
+		return -EINVAL;
+	if (strlen(p) < 5 || p[4] != ' ')
+		return -EINVAL;
+	memcpy(e->perms, p, 4);
+	e->perms[4] = '\0';
+	p += 5;
+	if (hex_field(&p, ' ', &e->offset) || hex_field(&p, ':', &maj) || hex_field(&p, ' ', &min))
+		return -EINVAL;
+	if (maj > 0xfff || min > 0xfffff)
+		return -EINVAL;
+	e->dev_major = maj;
+	e->dev_minor = min;
+	if (!isdigit((unsigned char)*p))
+		return -EINVAL;
+	errno = 0;
+	e->inode = strtoull(p, &end, 10);
+	if (errno || (*end != ' ' && *end != '\0'))
+		return -EINVAL;
+	p = end;
+	while (*p == ' ')
+		p++;
+	len = strlen(p);
+	if (len > sizeof(deleted) - 1 && !strcmp(p + len - (sizeof(deleted) - 1), deleted)) {
+		p[len - (sizeof(deleted) - 1)] = '\0';
+		e->deleted = true;
+	}
+	e->path = p;
+	return 0;
+}
+
+int procfs__for_each_map(int pid, int (*cb)(const struct map_entry *e, void *ctx), void *ctx)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+	int ret = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%d/maps", procfs_root, pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		struct map_entry e;
+
+		if (line[n - 1] == '\n')
+			line[n - 1] = '\0';
+		if (procfs__parse_map_line(line, &e))
+			continue;
+		ret = cb(&e, ctx);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+int procfs__comm(int pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%d/comm", procfs_root, pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	n = read_small_file(path, buf, len);
+	if (n < 0)
+		return (int)n;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
+}
+
+/* Fields after the command name, which may itself hold spaces and parentheses. */
+static int stat_fields(int pid, char *buf, size_t len, char **after_comm)
+{
+	char path[64], *p;
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", procfs_root, pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	n = read_small_file(path, buf, len);
+	if (n < 0)
+		return (int)n;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EINVAL;
+	*after_comm = p + 2;
+	return 0;
+}
+
+int procfs__stat(int pid, int *ppid, char *state)
+{
+	char buf[1024], *p;
+	int err = stat_fields(pid, buf, sizeof(buf), &p);
+
+	if (err)
+		return err;
+	if (sscanf(p, "%c %d", state, ppid) != 2)
+		return -EINVAL;
+	return 0;
+}
+
+int procfs__start_ticks(int pid, uint64_t *ticks)
+{
+	char buf[1024], *p, *tok, *save = NULL;
+	int err = stat_fields(pid, buf, sizeof(buf), &p), field = 3;
+
+	if (err)
+		return err;
+	/* p starts at field 3 (state); start time is field 22 */
+	for (tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
+		if (field == 22)
+			return parse_u64(tok, 0, UINT64_MAX, ticks) ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
+bool procfs__same_process(int pid, uint64_t start_ns)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t ticks;
+
+	if (procfs__start_ticks(pid, &ticks))
+		return false;
+	if (hz <= 0)
+		hz = 100;
+	return ticks == start_ns / (1000000000ULL / (uint64_t)hz);
+}
+
+int procfs__ns_pid(int pid)
+{
+	char path[64], buf[4096], *line, *save = NULL, *last;
+	int nspid = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%d/status", procfs_root, pid) >= (int)sizeof(path))
+		return 0;
+	if (read_small_file(path, buf, sizeof(buf)) < 0)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "NSpid:", 6))
+			continue;
+		last = strrchr(line, '\t');
+		if (!last)
+			last = strrchr(line, ' ');
+		if (last && parse_pid(last + 1, &nspid))
+			nspid = 0;
+		break;
+	}
+	return nspid;
+}
+
+int procfs__for_each_pid(int (*cb)(int pid, void *ctx), void *ctx)
+{
+	DIR *d = opendir(procfs_root);
+	struct dirent *de;
+	int ret = 0, pid;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (parse_pid(de->d_name, &pid))
+			continue;
+		ret = cb(pid, ctx);
+		if (ret)
+			break;
+	}
+	closedir(d);
+	return ret;
+}

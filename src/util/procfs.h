@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * procfs.h - what gpuleak reads from /proc about other processes.
+ *
+ * Functions returning int return 0 or -errno (-ENOENT: the process is gone).
+ */
+#ifndef GL_PROCFS_H
+#define GL_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Root of procfs; tests may point it elsewhere. */
+extern const char *procfs_root;
+
+struct map_entry {
+	uint64_t start, end, offset;
+	uint64_t inode;
+	unsigned int dev_major, dev_minor;
+	char perms[5];
+	bool deleted;	  /* the path ends in " (deleted)" (stripped from path) */
+	const char *path; /* "" for anonymous mappings */
+};
+
+/* Parses one line of /proc/PID/maps (without the newline). Returns 0 or -EINVAL. */
+int procfs__parse_map_line(char *line, struct map_entry *e);
+
+/* Calls cb for each mapping of pid; stops early and returns cb's value if non-zero. */
+int procfs__for_each_map(int pid, int (*cb)(const struct map_entry *e, void *ctx), void *ctx);
+
+int procfs__comm(int pid, char *buf, size_t len);
+/* Process start time in clock ticks since boot (/proc/PID/stat field 22). */
+int procfs__start_ticks(int pid, uint64_t *ticks);
+/* Parent pid and state letter from /proc/PID/stat. */
+int procfs__stat(int pid, int *ppid, char *state);
+/* Whether pid is the process that started at start_ns (boot-time nanoseconds). */
+bool procfs__same_process(int pid, uint64_t start_ns);
+/* The PID of pid in its own (innermost) PID namespace, from NSpid; 0 if unknown. */
+int procfs__ns_pid(int pid);
+
+/*
+ * Calls cb for each numeric entry of /proc (every process).
+ * Returns 0, or cb's non-zero value.
+ */
+int procfs__for_each_pid(int (*cb)(int pid, void *ctx), void *ctx);
+
+/* Reads a whole small file into buf (NUL-terminated). Returns bytes read or -errno. */
+ssize_t read_small_file(const char *path, char *buf, size_t len);
+
+#endif /* GL_PROCFS_H */
