@@ -104,6 +104,12 @@ $(OUTPUT):
 # The CUDA driver stand-in and the workloads that drive it.
 include tests/fakecuda/fakecuda.mk
 
+# A "libcuda.so.1" lacking most functions, for the missing-symbols test.
+PARTIAL_LIB := $(OUTPUT)/partial/libcuda.so.1
+$(PARTIAL_LIB): tests/fakecuda/partial.c
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -O2 -fPIC -shared -fvisibility=hidden -Wl,-soname,libcuda.so.1 $< -o $@
+
 # Unit tests: one cmocka binary per module.
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -117,11 +123,12 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
-integration: deps gpuleak fakecuda
+integration: deps gpuleak fakecuda $(PARTIAL_LIB)
 	$(Q)GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(CURDIR)/$(OUTPUT) $(PYTHON) tests/integration/run.py
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory fakecuda-selftest
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory integration
 

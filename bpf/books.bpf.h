@@ -47,8 +47,8 @@ static __always_inline struct gl_proc_stats *proc_stats(struct task_struct *task
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
 
-static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u64 key, __u64 bytes,
-				      __u8 cls, __u16 flags, __s16 dev)
+static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind, __u64 key,
+				      __u64 bytes, __u8 cls, __u16 flags, __s16 dev)
 {
 	struct gl_call *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
@@ -69,6 +69,7 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u64 key,
 	r->cls = cls;
 	r->dev = dev;
 	r->flags = flags;
+	r->kind = kind;
 	bpf_ringbuf_submit(r, 0);
 }
 
@@ -127,7 +128,7 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 	} else {
 		count(c->st, cls, size, 1);
 	}
-	emit_call(c, GL_OP_ALLOC, key, size, cls, flags, dev);
+	emit_call(c, GL_OP_ALLOC, kind, key, size, cls, flags, dev);
 }
 
 /* The allocation under (kind, key) is gone. */
@@ -145,7 +146,7 @@ static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 k
 	if (!v) {
 		if (c->st)
 			__sync_fetch_and_add(&c->st->unmatched_frees, 1);
-		emit_call(c, GL_OP_UNMATCHED_FREE, key, 0, c->desc.cls, 0, -1);
+		emit_call(c, GL_OP_UNMATCHED_FREE, kind, key, 0, c->desc.cls, 0, -1);
 		return;
 	}
 	size = v->size;
@@ -153,7 +154,7 @@ static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 k
 	dev = v->dev;
 	if (bpf_map_delete_elem(&allocs, &k) == 0)
 		count(c->st, cls, -(__s64)size, -1);
-	emit_call(c, GL_OP_FREE, key, size, cls, 0, dev);
+	emit_call(c, GL_OP_FREE, kind, key, size, cls, 0, dev);
 }
 
 /* A handle loses one reference (release or unmap): freed at the last one. */
@@ -164,7 +165,8 @@ static __always_inline void handle_unref(struct gl_call_ctx *c, __u64 handle)
 
 	if (v && v->refs > 1) {
 		__sync_fetch_and_add(&v->refs, -1);
-		emit_call(c, GL_OP_NONE, handle, v->size, v->cls, GL_CALL_DEFERRED, v->dev);
+		emit_call(c, GL_OP_NONE, GL_KIND_HANDLE, handle, v->size, v->cls, GL_CALL_DEFERRED,
+			  v->dev);
 		return;
 	}
 	book_free(c, GL_KIND_HANDLE, handle);
@@ -349,7 +351,7 @@ static __always_inline void ctx_remember(struct gl_call_ctx *c, __u64 ctx, __s32
 	__s32 v = (dev & 0xffff) | (primary ? 0x10000 : 0);
 
 	bpf_map_update_elem(&ctx_dev, &k, &v, BPF_ANY);
-	emit_call(c, GL_OP_CTX_NEW, ctx, 0, 0, primary, dev);
+	emit_call(c, GL_OP_CTX_NEW, 0, ctx, 0, 0, primary, dev);
 }
 
 static __noinline void apply_ctx_call(struct gl_call_ctx *c)
@@ -449,11 +451,11 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 			size = role == GL_ROLE_ALLOC_PITCH ? a[2] * a[3] : a[1];
 			if (role >= GL_ROLE_ARRAY_CREATE)
 				size = 0;
-			emit_call(c, GL_OP_FAIL, 0, v1_size ? (__u32)size : size, cls, 0, c->dev);
+			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls, 0, c->dev);
 			break;
 		default:
 			/* a failed free changes nothing; still worth a line */
-			emit_call(c, GL_OP_NONE, a[0], 0, cls, 0, c->dev);
+			emit_call(c, GL_OP_NONE, kind, a[0], 0, cls, 0, c->dev);
 		}
 		return;
 	}
@@ -501,7 +503,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		handle_ref(c, a[3]);
 		if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY))
 			stat_inc(GL_STAT_ALLOC_TABLE_FULL);
-		emit_call(c, GL_OP_NONE, a[0], a[1], cls, 0, -1);
+		emit_call(c, GL_OP_NONE, kind, a[0], a[1], cls, 0, -1);
 		break;
 	}
 	case GL_ROLE_VMM_UNMAP: {

@@ -82,6 +82,8 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	r->ip = PT_REGS_IP(ctx);
 	r->sp = PT_REGS_SP(ctx);
 	r->bp = PT_REGS_FP(ctx);
+	r->ret_addr = 0;
+	bpf_probe_read_user(&r->ret_addr, sizeof(r->ret_addr), (void *)r->sp);
 	r->api = api;
 	r->nr_ips = 0;
 	r->nr_py = 0;

@@ -190,6 +190,8 @@ struct gl_call {
 	__u8 cls;
 	__s16 dev; /* device ordinal, -1 if unknown */
 	__u16 flags;
+	__u8 kind; /* enum gl_kind of key */
+	__u8 pad[7];
 };
 
 /* Stack capture modes (targ_stack_mode). */
@@ -218,6 +220,7 @@ struct gl_stack {
 	struct gl_hdr hdr;
 	__u64 seq;
 	__u64 ip, sp, bp; /* user registers at the call's entry */
+	__u64 ret_addr;	  /* the word at sp: the return address into the caller */
 	__u32 stack_bytes;
 	__u16 nr_ips;
 	__u16 nr_py;

@@ -253,7 +253,7 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 
 static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	struct alloc_key k = { .key = c->key, .kind = probe__desc(c->api)->kind };
+	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	uint32_t stack = take_stack(b, proc, c);
 	struct alloc_val *v, old;
 	struct agg *a;
@@ -289,7 +289,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	struct alloc_key k = { .key = c->key, .kind = probe__desc(c->api)->kind };
+	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
 	proc->free_calls++;
@@ -366,6 +366,12 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	struct proc *proc = proc_of(b, &c->hdr);
 	uint16_t idx;
 
+	if (log_level >= LOG_TRACE)
+		log_msg(LOG_TRACE, "call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
+			"ctx=0x%llx dev=%d flags=0x%x", c->hdr.pid, c->hdr.tid, probe__name(c->api),
+			c->rc, c->op, c->kind, (unsigned long long)c->key,
+			(unsigned long long)c->bytes, c->cls, (unsigned long long)c->ctx, c->dev,
+			c->flags);
 	if (!proc || !proc->allocs)
 		return;
 	proc->last_ns = c->hdr.ts;
@@ -394,7 +400,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		}
 		break;
 	case GL_OP_NONE:
-		if (c->rc && probe__desc(c->api)->role == GL_ROLE_FREE)
+		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
+			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
 			proc->failed_frees++;
 		break;
 	}

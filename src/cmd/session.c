@@ -240,11 +240,8 @@ static int attach_lib(struct session *s, const struct cuda_lib *lib, int pid)
 		return 0;
 	}
 	n = tracer__attach_lib(s->tracer, lib);
-	if (n < 0) {
-		if (n != -EPERM)
-			log_error("failed to attach to %s: %s", lib->display, strerror(-n));
-		return n;
-	}
+	if (n < 0)
+		return n; /* explained by the tracer */
 	report_attached(s, lib, n, pid);
 	return 0;
 }
@@ -264,6 +261,10 @@ static int try_attach_target(struct session *s, struct target *t)
 		err = attach_lib(s, lib, t->pid);
 		if (!err)
 			t->state = T_ATTACHED;
+	} else if (err == -EACCES || err == -EPERM) {
+		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
+			  "to run as the target's user)", t->pid);
+		err = -EPERM;
 	} else if (err != -ESRCH) {
 		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
 	}
@@ -388,7 +389,8 @@ static int start_child(struct session *s)
 	if (!err && lib) {
 		if (s->o->libcuda)
 			snprintf(path, sizeof(path), "%s", s->o->libcuda);
-		if (!s->o->libcuda && libcuda__search(getenv("LD_LIBRARY_PATH"), path, sizeof(path))) {
+		if (!s->o->libcuda && libcuda__search(s->o->argv[0], getenv("LD_LIBRARY_PATH"), path,
+						  sizeof(path))) {
 			log_warn("libcuda.so.1 is not on the library path; gpuleak will attach when "
 				 "%s loads one (calls before that are not seen)", s->o->argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {

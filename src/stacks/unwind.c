@@ -39,6 +39,15 @@ int unwind__stack(struct unwinder *u, struct proc *proc, const struct stack_view
 		if (!v->ips[i])
 			break;
 		ips[n++] = v->ips[i];
+		/*
+		 * At a function's first instruction the caller's return address is at
+		 * sp, not yet behind a frame pointer: a frame-pointer walk skips the
+		 * caller unless the kernel adds it (6.12+ does, for functions that
+		 * start with push %rbp). Add it where it is missing.
+		 */
+		if (i == 0 && v->rec->ret_addr && n < max &&
+		    (v->rec->nr_ips < 2 || v->ips[1] != v->rec->ret_addr))
+			ips[n++] = v->rec->ret_addr;
 	}
 	return n;
 }

@@ -16,7 +16,8 @@ int event__validate(const void *data, size_t size)
 		return -EINVAL;
 	switch (h->type) {
 	case GL_REC_CALL:
-		if (h->size != sizeof(struct gl_call) || ((const struct gl_call *)data)->api >= GL_NR_APIS)
+		if (h->size != sizeof(struct gl_call) || ((const struct gl_call *)data)->api >= GL_NR_APIS ||
+		    ((const struct gl_call *)data)->kind > GL_KIND_IPC)
 			return -EINVAL;
 		return GL_REC_CALL;
 	case GL_REC_PROC:

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <libgen.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,23 +229,107 @@ static int try_dir(const char *dir, size_t dirlen, char *path, size_t len)
 	return access(path, R_OK) ? -ENOENT : 0;
 }
 
-int libcuda__search(const char *ld_library_path, char *path, size_t len)
+/* Tries each directory of a ':'-separated list; $ORIGIN expands to origin. */
+static int try_dirs(const char *list, const char *origin, char *path, size_t len)
 {
-	static const char *const dirs[] = {
-		"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
-		"/usr/lib", "/usr/lib/wsl/lib",
-	};
-	const char *p = ld_library_path;
+	const char *p = list;
 
 	while (p && *p) {
 		size_t n = strcspn(p, ":;");
+		char dir[PATH_MAX];
+		int m;
 
-		if (!try_dir(p, n, path, len))
+		if (n >= 7 && !strncmp(p, "$ORIGIN", 7) && origin)
+			m = snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(n - 7), p + 7);
+		else if (n >= 9 && !strncmp(p, "${ORIGIN}", 9) && origin)
+			m = snprintf(dir, sizeof(dir), "%s%.*s", origin, (int)(n - 9), p + 9);
+		else
+			m = snprintf(dir, sizeof(dir), "%.*s", (int)n, p);
+		if (m > 0 && m < (int)sizeof(dir) && !try_dir(dir, strlen(dir), path, len))
 			return 0;
 		p += n;
 		if (*p)
 			p++;
 	}
+	return -ENOENT;
+}
+
+/* DT_RPATH and DT_RUNPATH of an executable (either may be empty). */
+static void read_rpaths(const char *exe, char *rpath, char *runpath, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	Elf *e = NULL;
+	int fd;
+
+	rpath[0] = runpath[0] = '\0';
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Dyn dyn;
+			const char *str;
+
+			if (!gelf_getdyn(data, i, &dyn) ||
+			    (dyn.d_tag != DT_RPATH && dyn.d_tag != DT_RUNPATH))
+				continue;
+			str = elf_strptr(e, sh.sh_link, dyn.d_un.d_val);
+			if (str)
+				snprintf(dyn.d_tag == DT_RPATH ? rpath : runpath, len, "%s", str);
+		}
+	}
+	elf_end(e);
+	close(fd);
+}
+
+/* The executable a command name runs: itself if it has a '/', else found in $PATH. */
+static int resolve_exe(const char *cmd, char *out, size_t len)
+{
+	const char *p = getenv("PATH");
+
+	if (strchr(cmd, '/'))
+		return snprintf(out, len, "%s", cmd) < (int)len ? 0 : -ENAMETOOLONG;
+	while (p && *p) {
+		size_t n = strcspn(p, ":");
+
+		if (snprintf(out, len, "%.*s/%s", (int)n, n ? p : ".", cmd) < (int)len &&
+		    access(out, X_OK) == 0)
+			return 0;
+		p += n;
+		if (*p)
+			p++;
+	}
+	return -ENOENT;
+}
+
+int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path, size_t len)
+{
+	static const char *const dirs[] = {
+		"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
+		"/usr/lib", "/usr/lib/wsl/lib",
+	};
+	char exe[PATH_MAX], real[PATH_MAX], rpath[PATH_MAX], runpath[PATH_MAX], *origin = NULL;
+
+	rpath[0] = runpath[0] = '\0';
+	if (exe_cmd && !resolve_exe(exe_cmd, exe, sizeof(exe)) && realpath(exe, real)) {
+		read_rpaths(real, rpath, runpath, sizeof(rpath));
+		origin = dirname(real);
+	}
+	/* the dynamic loader's order: RPATH (without RUNPATH), LD_LIBRARY_PATH, RUNPATH */
+	if (!runpath[0] && !try_dirs(rpath, origin, path, len))
+		return 0;
+	if (!try_dirs(ld_library_path, NULL, path, len))
+		return 0;
+	if (!try_dirs(runpath, origin, path, len))
+		return 0;
 	if (!search_ld_cache(path, len))
 		return 0;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)

@@ -35,10 +35,12 @@ int libcuda__find_in_process(int pid, struct cuda_lib *lib);
 int libcuda__open(const char *path, const char *display, struct cuda_lib *lib);
 
 /*
- * The libcuda.so.1 a new program would load: LD_LIBRARY_PATH (from env), the
- * ld.so cache, then the usual directories. Returns 0 and the path, or -ENOENT.
+ * The libcuda.so.1 the program exe_cmd (a command name or path, may be NULL)
+ * would load, searched as the dynamic loader does: the executable's RPATH,
+ * LD_LIBRARY_PATH, its RUNPATH, the ld.so cache, then the usual directories.
+ * Returns 0 and the path, or -ENOENT.
  */
-int libcuda__search(const char *ld_library_path, char *path, size_t len);
+int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path, size_t len);
 
 /* Comma-separated names of the REQUIRED functions lib lacks (empty if none). */
 void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len);

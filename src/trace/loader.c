@@ -23,11 +23,16 @@
 
 #define MAX_LIBS 64
 
+/* UAPI values of kernel 6.6+, absent from older headers. */
+#define GL_BPF_TRACE_UPROBE_MULTI 48
+#define GL_BPF_F_UPROBE_MULTI_RETURN 1
+
 struct attached_lib {
 	dev_t dev;
 	ino_t ino;
 	int nr_links;
-	struct bpf_link **links;
+	struct bpf_link **links; /* perf-event uprobes, one per probe */
+	int multi_fds[2];	 /* uprobe_multi links: entries, returns (-1 if none) */
 };
 
 struct tracer {
@@ -39,6 +44,7 @@ struct tracer {
 	int nr_libs;
 	int nr_probes;
 	int ncpus;
+	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -98,6 +104,10 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_mode = o->stack_mode;
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
+	/* uprobe_multi links attach and detach all functions at once (kernel 6.6+);
+	 * older kernels ignore the type and take the per-probe perf events instead */
+	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.call_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0)
 		return -EINVAL;
@@ -181,6 +191,9 @@ void tracer__free(struct tracer *t)
 		for (int j = 0; j < t->libs[i].nr_links; j++)
 			bpf_link__destroy(t->libs[i].links[j]);
 		free(t->libs[i].links);
+		for (int j = 0; j < 2; j++)
+			if (t->libs[i].multi_fds[j] >= 0)
+				close(t->libs[i].multi_fds[j]);
 	}
 	gpuleak__destroy(t->skel);
 	free(t);
@@ -223,20 +236,74 @@ static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib,
 	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
 }
 
-int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
+/* BPF_LINK_CREATE of a uprobe_multi link: every offset in one call. Returns fd or -errno. */
+static int link_uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
+			     const uint64_t *cookies, uint32_t cnt, bool ret)
 {
-	struct attached_lib *al;
+	struct {
+		__u32 prog_fd, target_fd, attach_type, flags;
+		__u64 path, offsets, ref_ctr_offsets, cookies;
+		__u32 cnt, multi_flags, pid, pad;
+	} attr = {
+		.prog_fd = prog_fd,
+		.attach_type = GL_BPF_TRACE_UPROBE_MULTI,
+		.path = (uintptr_t)path,
+		.offsets = (uintptr_t)offsets,
+		.cookies = (uintptr_t)cookies,
+		.cnt = cnt,
+		.multi_flags = ret ? GL_BPF_F_UPROBE_MULTI_RETURN : 0,
+	};
+	long fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static void explain_attach_error(const struct cuda_lib *lib, const char *what, int err)
+{
+	char msg[PATH_MAX + 128];
+
+	snprintf(msg, sizeof(msg), "failed to attach %s in %s", what, lib->display);
+	if (err == -EPERM || err == -EACCES)
+		tracer__explain_eperm(msg);
+	else
+		log_error("%s: %s", msg, strerror(-err));
+}
+
+/* All functions at once through two uprobe_multi links. Returns count, or -errno. */
+static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+{
+	uint64_t offsets[GL_NR_APIS], cookies[GL_NR_APIS];
+	uint32_t n = 0;
+	int fd;
+
+	for (int api = 0; api < GL_NR_APIS; api++) {
+		if (!lib->offsets[api])
+			continue;
+		offsets[n] = lib->offsets[api];
+		cookies[n++] = api;
+	}
+	if (!n)
+		return -ENOENT;
+	for (int ret = 0; ret < 2; ret++) {
+		struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+
+		fd = link_uprobe_multi(bpf_program__fd(prog), lib->path, offsets, cookies, n, ret);
+		if (fd < 0)
+			return fd;
+		al->multi_fds[ret] = fd;
+	}
+	al->nr_links = 0;
+	return n;
+}
+
+/* One perf-event uprobe per function and direction (kernels before 6.6). */
+static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+{
 	int attached = 0, err = 0;
 
-	if (t->nr_libs >= MAX_LIBS)
-		return -ENOSPC;
-	al = &t->libs[t->nr_libs];
-	memset(al, 0, sizeof(*al));
 	al->links = calloc(2 * GL_NR_APIS, sizeof(*al->links));
 	if (!al->links)
 		return -ENOMEM;
-	al->dev = lib->dev;
-	al->ino = lib->ino;
 	for (int api = 0; api < GL_NR_APIS; api++) {
 		struct bpf_link *in, *out;
 
@@ -247,31 +314,56 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 		if (!in || !out) {
 			err = -errno;
 			bpf_link__destroy(in);
-			if (err == -EPERM || err == -EACCES) {
-				char what[PATH_MAX + 64];
-
-				snprintf(what, sizeof(what), "failed to attach %s in %s",
-					 probe__name(api), lib->display);
-				tracer__explain_eperm(what);
-				break;
-			}
-			log_warn("failed to attach %s in %s: %s", probe__name(api), lib->display,
-				 strerror(-err));
+			explain_attach_error(lib, probe__name(api), err);
+			if (err == -EPERM || err == -EACCES)
+				return -EPERM;
 			continue;
 		}
 		al->links[al->nr_links++] = in;
 		al->links[al->nr_links++] = out;
 		attached++;
 	}
-	if (!attached) {
+	return attached ? attached : (err ? err : -ENOENT);
+}
+
+int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
+{
+	struct attached_lib *al;
+	int n = -EINVAL;
+
+	if (t->nr_libs >= MAX_LIBS)
+		return -ENOSPC;
+	al = &t->libs[t->nr_libs];
+	memset(al, 0, sizeof(*al));
+	al->multi_fds[0] = al->multi_fds[1] = -1;
+	al->dev = lib->dev;
+	al->ino = lib->ino;
+	if (!t->no_multi) {
+		n = attach_multi(t, lib, al);
+		if (n == -EINVAL || n == -EOPNOTSUPP || n == -E2BIG || n == -ENOSYS) {
+			log_debug("uprobe_multi links unavailable (%s): one perf event per probe",
+				  strerror(-n));
+			t->no_multi = true;
+			for (int j = 0; j < 2; j++)
+				if (al->multi_fds[j] >= 0)
+					close(al->multi_fds[j]);
+			al->multi_fds[0] = al->multi_fds[1] = -1;
+		} else if (n < 0) {
+			explain_attach_error(lib, "the uprobes", n);
+			return n == -EACCES ? -EPERM : n;
+		}
+	}
+	if (t->no_multi)
+		n = attach_perf(t, lib, al);
+	if (n < 0) {
 		for (int j = 0; j < al->nr_links; j++)
 			bpf_link__destroy(al->links[j]);
 		free(al->links);
-		return err ? (err == -EACCES ? -EPERM : err) : -ENOENT;
+		return n == -EACCES ? -EPERM : n;
 	}
 	t->nr_libs++;
-	t->nr_probes += al->nr_links;
-	return attached;
+	t->nr_probes += 2 * n;
+	return n;
 }
 
 int tracer__nr_probes(const struct tracer *t)

@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Helpers for gpuleak's integration tests: start workloads and the tracer for real,
+wait for their handshakes, and compare gpuleak's JSON with the workloads' ground truth.
+
+Every wait has a deadline; every failure raises AssertionError with what was expected
+and what was seen, plus the tail of the tracer's stderr.
+"""
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
+OUTPUT = os.environ.get("OUTPUT", os.path.join(ROOT, ".output"))
+WORKLOADS = os.path.join(OUTPUT, "workloads")
+FAKECUDA = os.path.join(OUTPUT, "fakecuda", "libcuda.so.1")
+
+CLASSES = ("device", "managed", "host_pinned")
+
+
+class TestFailure(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def check_eq(got, want, what):
+    if got != want:
+        raise TestFailure(f"{what}: got {got!r}, want {want!r}")
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise TestFailure(f"timed out after {timeout} s waiting for {what}")
+
+
+class Workload:
+    """A workload from tests/workloads, speaking the ready/go/hold protocol of wl.h."""
+
+    def __init__(self, name, *args, tmp, wait=True, hold=False, env=None):
+        self.name = name
+        self.truth_path = os.path.join(tmp, f"{name}.{time.monotonic_ns()}.truth.json")
+        argv = [os.path.join(WORKLOADS, name), "--truth", self.truth_path, *args]
+        if not wait:
+            argv.append("--no-wait")
+        if hold:
+            argv.append("--hold")
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env)
+        self.pid = self.proc.pid
+
+    def wait_ready(self, timeout=10):
+        line = _readline(self.proc.stdout, timeout, f"{self.name} to say ready")
+        check(line.startswith("ready "), f"{self.name} said {line!r}, not 'ready <pid>'")
+        return int(line.split()[1])
+
+    def go(self):
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+
+    def truth(self, timeout=30):
+        wait_until(lambda: os.path.exists(self.truth_path) or self.proc.poll() is not None,
+                   timeout, f"{self.name}'s ground truth")
+        if not os.path.exists(self.truth_path):
+            err = self.proc.stderr.read().decode(errors="replace")
+            raise TestFailure(f"{self.name} exited with {self.proc.returncode} without "
+                              f"writing its truth: {err}")
+        with open(self.truth_path) as f:
+            return json.load(f)
+
+    def release(self):
+        """Ends --hold: the workload exits."""
+        try:
+            self.proc.stdin.write(b"exit\n")
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def wait(self, timeout=30):
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise TestFailure(f"{self.name} did not exit within {timeout} s")
+        return rc
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc.poll() is None:
+            os.kill(self.pid, sig)
+
+
+def _readline(stream, timeout, what):
+    deadline = time.monotonic() + timeout
+    buf = b""
+    fd = stream.fileno()
+    while time.monotonic() < deadline:
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if not r:
+            continue
+        c = os.read(fd, 1)
+        if not c:
+            break
+        if c == b"\n":
+            return buf.decode(errors="replace")
+        buf += c
+    raise TestFailure(f"timed out after {timeout} s waiting for {what} (read {buf!r})")
+
+
+class Tracer:
+    """A running gpuleak. Its stderr is collected; report() stops it and parses the JSON."""
+
+    def __init__(self, args, tmp, json_report=True, env=None, stdin=None):
+        self.json_path = os.path.join(tmp, f"gpuleak.{time.monotonic_ns()}.json")
+        argv = [GPULEAK] + list(args)
+        if json_report:
+            # options go after the subcommand, before any '--'
+            argv[2:2] = ["--json", self.json_path]
+        self.argv = argv
+        self.err_path = self.json_path + ".err"
+        self.out_path = self.json_path + ".out"
+        self._err = open(self.err_path, "wb")
+        self._out = open(self.out_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._out, stderr=self._err, env=env,
+                                     stdin=stdin if stdin is not None else subprocess.DEVNULL)
+        self.returncode = None
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stdout(self):
+        with open(self.out_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait_attached(self, timeout=20, count=1):
+        def attached():
+            if self.proc.poll() is not None:
+                raise TestFailure(f"gpuleak exited with {self.proc.returncode} before "
+                                  f"attaching:\n{self.stderr()}")
+            return self.stderr().count("attached") >= count
+        wait_until(attached, timeout, "gpuleak to attach")
+
+    def wait(self, timeout=30):
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise TestFailure(f"gpuleak did not exit within {timeout} s:\n{self.stderr()}")
+        self._err.close()
+        self._out.close()
+        return self.returncode
+
+    def stop(self, sig=signal.SIGINT, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.wait(timeout)
+
+    def report(self):
+        check(os.path.exists(self.json_path),
+              f"gpuleak wrote no JSON (exit {self.returncode}):\n{self.stderr()}")
+        with open(self.json_path) as f:
+            return json.load(f)
+
+
+def run_gpuleak(args, timeout=30, env=None):
+    """Runs gpuleak to completion; returns (exit status, stdout, stderr)."""
+    p = subprocess.run([GPULEAK] + list(args), capture_output=True, timeout=timeout, env=env)
+    return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+
+
+def process(report, pid):
+    found = [p for p in report["processes"] if p["pid"] == pid]
+    check(found, f"PID {pid} is not in the report (processes: "
+                 f"{[p['pid'] for p in report['processes']]})")
+    return found[0]
+
+
+def check_books(report, proc, truth, extra=("unmatched_frees",)):
+    """gpuleak's per-process figures equal the workload's ground truth, to the byte."""
+    check_eq(report["lost_events"], 0, "lost_events")
+    for cls in CLASSES:
+        check_eq(proc[f"{cls}_bytes"], truth[f"{cls}_bytes"], f"{cls}_bytes")
+    check_eq(proc["outstanding_allocs"], truth["outstanding_allocs"], "outstanding_allocs")
+    for key in extra:
+        check_eq(proc[key], truth[key], key)
+    check(proc["consistent"], f"user-space books differ from BPF's: {proc['bpf']}")
+
+
+def site_bytes(proc, site):
+    """Outstanding bytes of every stack that passes through the function `site`."""
+    total = 0
+    for st in proc["stacks"]:
+        if any(f.get("function") == site for f in st["frames"]):
+            total += st["outstanding_bytes"]
+    return total
+
+
+def check_sites(proc, truth):
+    for site, want in truth.get("sites", {}).items():
+        check_eq(site_bytes(proc, site), want, f"outstanding bytes under {site}")
+
+
+def tmpdir():
+    return tempfile.mkdtemp(prefix="gpuleak-test-")

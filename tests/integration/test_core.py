@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The core promise: every libcuda allocation of a traced process is accounted,
+exactly, per process and per call site, against the CUDA driver stand-in's own
+ground truth."""
+import os
+import signal
+
+from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
+                     check_sites, process, run_gpuleak, site_bytes, wait_until)
+
+
+def run_workload(tmp, name, *args, tracer_args=()):
+    """gpuleak run -- workload: traced from its first call."""
+    tr = Tracer(["run", "-i", "0", *tracer_args, "--", os.path.join(WORKLOADS, name),
+                 "--no-wait", "--hold", *args], tmp)
+    return tr
+
+
+def attach_workload(tmp, name, *args, tracer_args=(), hold=True):
+    """Start the workload, attach gpuleak while it waits, then let it run."""
+    wl = Workload(name, *args, tmp=tmp, hold=hold)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    return wl, tr
+
+
+def finish_attached(wl, tr):
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    return truth, tr.report()
+
+
+def test_every_family_attached(tmp):
+    wl, tr = attach_workload(tmp, "wl_basic")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_eq(p["state"], "running", "state of a held process")
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+    check_eq(p["free_calls"], truth["free_calls"], "free_calls")
+
+
+def test_every_family_run_mode(tmp):
+    """gpuleak run holds the program until attached, then traces it from its first call.
+    The pinned host buffer registered before the mark is not lost."""
+    wl = Workload("wl_basic", tmp=tmp, wait=False)  # reference truth of a plain run
+    base = wl.truth()
+    wl.wait()
+    truth_path = os.path.join(tmp, "run.truth.json")
+    tr = Tracer(["run", "-i", "0", "--", os.path.join(WORKLOADS, "wl_basic"), "--no-wait",
+                 "--truth", truth_path], tmp)
+    check_eq(tr.wait(), 0, "gpuleak run exit status")
+    rep = tr.report()
+    import json
+    truth = json.load(open(truth_path))
+    p = process(rep, truth["pid"])
+    check_eq(p["state"], "exited", "state")
+    check_books(rep, p, truth)
+    check_eq(truth["device_bytes"], base["device_bytes"], "same work in both runs")
+    check("attached" in tr.stderr(), "run mode says it attached")
+
+
+def test_vmm_handles_mappings_reservations(tmp):
+    wl, tr = attach_workload(tmp, "wl_vmm")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    check(truth["reserved_bytes"] > 0, "the workload reserves address space")
+    check_eq(p["address_space_bytes"], truth["reserved_bytes"], "address space reserved")
+    check(all(s["memory"] != "address_space" for s in p["stacks"]),
+          "address space is never listed as memory")
+
+
+def test_eight_threads_exact(tmp):
+    wl, tr = attach_workload(tmp, "wl_threads", "--threads", "8", "--iters", "3000")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check(truth["alloc_calls"] >= 8 * 3000, f"the threads made {truth['alloc_calls']} calls")
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+    check_eq(p["free_calls"], truth["free_calls"], "free_calls")
+    check_eq(rep["stats"]["lost_call_records"] + rep["stats"]["lost_stack_records"], 0,
+             "ring-buffer records lost")
+
+
+def test_failures_and_bad_frees(tmp):
+    """OOM and invalid-value failures are failures, not allocations; double frees and
+    frees of unknown pointers (rejected by the driver) change nothing."""
+    wl, tr = attach_workload(tmp, "wl_oom")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["oom_failures"], truth["oom_failures"], "oom_failures")
+    check_eq(p["failures"], truth["oom_failures"] + truth["other_failures"], "failures")
+    check_eq(p["failed_frees"], truth["free_failures"], "failed frees")
+    ooms = [f for f in p["failures_list"] if f["error"] == "CUDA_ERROR_OUT_OF_MEMORY"]
+    check(ooms, "OOM failures are listed")
+    check(ooms[0]["frames"] and ooms[0]["frames"][0]["function"].startswith("cuMem"),
+          f"an OOM keeps the failing call's stack: {ooms[0]['frames'][:2]}")
+    check("CUDA_ERROR_OUT_OF_MEMORY" in tr.stderr(), "an OOM is reported on stderr at once")
+
+
+def test_memory_from_before_attach(tmp):
+    """Frees of memory allocated before attach are counted as unmatched, never as
+    negative memory."""
+    wl, tr = attach_workload(tmp, "wl_preattach")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check(truth["unmatched_frees"] > 0, "the workload frees pre-attach memory")
+    check_books(rep, p, truth)
+    check_eq(rep["unmatched_frees"], truth["unmatched_frees"], "top-level unmatched_frees")
+    check_eq(p["bpf"]["unmatched_frees"], truth["unmatched_frees"], "BPF's unmatched_frees")
+
+
+def test_context_teardown(tmp):
+    wl, tr = attach_workload(tmp, "wl_ctx")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check(truth["ctx_dropped_bytes"] > 0, "the workload tears down contexts")
+    check_books(rep, p, truth)
+    check_eq(p["context_dropped_bytes"], truth["ctx_dropped_bytes"], "context_dropped_bytes")
+
+
+def test_imported_memory_not_charged(tmp):
+    wl, tr = attach_workload(tmp, "wl_ipc")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+
+
+def test_fork_child_has_own_books(tmp):
+    tr = Tracer(["run", "-i", "0", "--", os.path.join(WORKLOADS, "wl_fork"), "--no-wait",
+                 "--truth", os.path.join(tmp, "fork.json")], tmp)
+    check_eq(tr.wait(), 0, "gpuleak exit status")
+    rep = tr.report()
+    import json
+    parent = json.load(open(os.path.join(tmp, "fork.json")))
+    child = json.load(open(os.path.join(tmp, "fork.json.child")))
+    check_books(rep, process(rep, parent["pid"]), parent)
+    check_books(rep, process(rep, child["pid"]), child)
+
+
+def test_target_killed_with_outstanding_memory(tmp):
+    wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "20", tmp=tmp)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    wait_until(lambda: "leak" in open(tr.err_path).read() or True, 1, "")
+    import time
+    time.sleep(0.5)
+    wl.kill(signal.SIGKILL)
+    wl.wait()
+    check_eq(tr.wait(timeout=15), 0, "gpuleak exits by itself when its target dies")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_eq(p["state"], "exited", "state")
+    check(p["device_bytes"] > 0, "the books at exit show what the process held")
+    check(p["consistent"], f"books agree with BPF's at exit: {p['bpf']}")
+    check(site_bytes(p, "leak_site") > 0 or any(
+        "leak" in (f.get("function") or "") for s in p["stacks"] for f in s["frames"]),
+        "the leaking site is named")
+
+
+def test_errors_have_status_and_one_line(tmp):
+    cases = [
+        (["attach", "4194303"], 1, "no such process"),
+        (["attach", "-i", "x", "1"], 2, "invalid --interval"),
+        (["attach", "--top", "-1", "1"], 2, "invalid --top"),
+        (["attach", "--ringbuf-size", "3000", "1"], 2, "power of two"),
+        (["attach", "--ringbuf-size", "99999999999G", "1"], 2, "invalid --ringbuf-size"),
+        (["attach", "--stacks", "lbr", "1"], 2, "invalid --stacks"),
+        (["attach"], 2, "needs PIDs"),
+        (["attach", "12ab"], 2, "invalid PID"),
+        (["frobnicate"], 2, "unknown command"),
+        (["run"], 2, "needs a command"),
+        (["run", "--libcuda", "/bin/true", "--", "/bin/true"], 1, "/bin/true"),
+    ]
+    for args, status, text in cases:
+        rc, out, err = run_gpuleak(args)
+        check_eq(rc, status, f"exit status of gpuleak {' '.join(args)}")
+        check(text in err, f"gpuleak {' '.join(args)} says {text!r}; it said {err!r}")
+        check(err.count("\n") <= 2, f"one clear line, not {err!r}")
+
+
+def test_process_without_libcuda_times_out(tmp):
+    import subprocess
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        rc, out, err = run_gpuleak(["attach", "--wait", "1", str(sleeper.pid)], timeout=20)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    check_eq(rc, 1, "exit status")
+    check("did not load libcuda within 1 s" in err, f"message: {err!r}")
+
+
+def test_missing_symbols_are_named(tmp):
+    """A library lacking expected functions: what exists is attached, the rest named."""
+    lib = os.path.join(os.path.dirname(FAKECUDA), "..", "partial", "libcuda.so.1")
+    check(os.path.exists(lib), f"{lib} is built by the test makefile")
+    rc, out, err = run_gpuleak(["run", "--libcuda", lib, "--", "/bin/true"])
+    check_eq(rc, 0, "exit status")
+    check("lacks cuMemFree_v2" in err, f"the missing required function is named: {err!r}")
+    check("attached: 1 functions" in err, f"what exists is attached: {err!r}")
+
+
+def test_without_privileges(tmp):
+    """Without CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN: exit status 4 and what is missing."""
+    import shutil
+    import subprocess
+    setpriv = shutil.which("setpriv")
+    check(setpriv, "setpriv (util-linux) is installed")
+    p = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+                        "--inh-caps=-all", "--", os.path.abspath(run_gpuleak.__globals__["GPULEAK"]),
+                        "attach", "1"], capture_output=True, timeout=30)
+    err = p.stderr.decode()
+    check_eq(p.returncode, 4, f"exit status without privileges ({err!r})")
+    check("CAP_BPF" in err or "CAP_SYS_ADMIN" in err, f"names the capability: {err!r}")
