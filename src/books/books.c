@@ -13,6 +13,7 @@
 #include <string.h>
 #include "analysis.h"
 #include "books.h"
+#include "stacks/python.h"
 #include "stacks/unwind.h"
 #include "trace/event.h"
 #include "trace/probes.h"
@@ -32,6 +33,7 @@ struct books {
 	struct modules *mods;
 	struct stacks *stacks;
 	struct unwinder *unwinder;
+	struct python *python;
 	struct procs *procs;
 	struct books_opts opts;
 	struct books_hooks hooks;
@@ -40,7 +42,7 @@ struct books {
 };
 
 struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 const struct books_opts *o)
+			 struct python *py, const struct books_opts *o)
 {
 	struct books *b = calloc(1, sizeof(*b));
 
@@ -49,6 +51,7 @@ struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u
 	b->mods = m;
 	b->stacks = s;
 	b->unwinder = u;
+	b->python = py;
 	b->opts = *o;
 	b->procs = procs__new();
 	if (!b->procs) {
@@ -118,6 +121,8 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		proc->am_refreshed_ns = h->ts;
 		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
 	}
+	if (b->hooks.proc_new)
+		b->hooks.proc_new(b->hooks.ctx, proc);
 	return proc;
 }
 
@@ -167,8 +172,8 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 
 		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
 	}
-	n = unwind__merge_python(b->unwinder, proc, v, frames, n,
-				 sizeof(frames) / sizeof(frames[0]));
+	if (b->python)
+		n = python__merge(b->python, proc, v, frames, n, sizeof(frames) / sizeof(frames[0]));
 	return stacks__intern(b->stacks, frames, n);
 }
 

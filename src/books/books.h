@@ -13,6 +13,7 @@
 
 struct books;
 struct unwinder;
+struct python;
 
 struct books_opts {
 	uint64_t series_width_ns; /* initial resolution of per-stack history */
@@ -27,6 +28,8 @@ struct books_counters {
 };
 
 struct books_hooks {
+	/* a process appeared in the books (its first record) */
+	void (*proc_new)(void *ctx, struct proc *proc);
 	/* a process exited or exec'd (final books in proc) */
 	void (*proc_end)(void *ctx, struct proc *proc, uint32_t event);
 	/* an allocation failed */
@@ -34,9 +37,9 @@ struct books_hooks {
 	void *ctx;
 };
 
-/* NULL with errno on failure. The books do not own m, s or u. */
+/* NULL with errno on failure. The books own none of m, s, u, py (py may be NULL). */
 struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 const struct books_opts *o);
+			 struct python *py, const struct books_opts *o);
 void books__free(struct books *b);
 void books__set_hooks(struct books *b, const struct books_hooks *h);
 

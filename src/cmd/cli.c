@@ -25,7 +25,6 @@ enum {
 	OPT_MAX_ALLOCS,
 	OPT_LIBCUDA,
 	OPT_NO_FOLLOW,
-	OPT_PYTHON,
 	OPT_NO_PYTHON,
 };
 
@@ -43,7 +42,6 @@ static const struct option long_opts[] = {
 	{ "max-allocs", required_argument, NULL, OPT_MAX_ALLOCS },
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW },
-	{ "python", no_argument, NULL, OPT_PYTHON },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -73,6 +71,7 @@ void cli__usage(FILE *f)
 	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
+	      "      --no-python       do not walk CPython frames\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -163,11 +162,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_FOLLOW:
 		o->follow_forks = false;
 		return 0;
-	case OPT_PYTHON:
-		o->python = true;
-		return 0;
 	case OPT_NO_PYTHON:
-		o->python = false;
+		o->no_python = true;
 		return 0;
 	case 'v':
 		o->verbosity++;

@@ -42,7 +42,7 @@ struct gl_opts {
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
-	bool python;
+	bool no_python; /* do not walk CPython frames */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

@@ -110,6 +110,14 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 	}
 }
 
+static void on_proc_new(void *ctx, struct proc *proc)
+{
+	struct session *s = ctx;
+
+	if (!s->o->no_python)
+		python__attach(s->python, s->tracer, proc->pid);
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	char b1[32], b2[32];
@@ -259,8 +267,11 @@ static int try_attach_target(struct session *s, struct target *t)
 		err = 1;
 	} else if (err == 0) {
 		err = attach_lib(s, lib, t->pid);
-		if (!err)
+		if (!err) {
 			t->state = T_ATTACHED;
+			if (!s->o->no_python)
+				python__attach(s->python, s->tracer, t->pid);
+		}
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)", t->pid);
@@ -539,21 +550,26 @@ static int setup(struct session *s)
 		.follow_forks = o->follow_forks,
 		.stack_mode = o->stack_mode,
 		.stack_bytes = o->stack_bytes,
-		.python = o->python,
+		.python = !o->no_python,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = 8192,
 	};
 	struct books_opts bo = { .series_width_ns = 1000000000ULL };
-	struct books_hooks hooks = { .proc_end = on_proc_end, .failure = on_failure, .ctx = s };
+	struct books_hooks hooks = {
+		.proc_new = on_proc_new,
+		.proc_end = on_proc_end,
+		.failure = on_failure,
+		.ctx = s,
+	};
 
 	raise_fd_limit();
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
 	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
-	s->python = python__new();
-	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, &bo) : NULL;
+	s->python = s->mods ? python__new(s->mods) : NULL;
+	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
 	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
 		log_error("out of memory");
 		return EXIT_RUNTIME;

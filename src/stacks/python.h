@@ -1,21 +1,49 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * python.h - CPython frames: finding the interpreter in a process, telling
- * BPF where its thread states live, and resolving (code object, instruction
- * offset) to function, file and line.
+ * BPF where its thread states are and how its frames are laid out, turning
+ * the (code object, instruction offset) pairs BPF records into function,
+ * file and line, and merging them into the native stack.
  */
 #ifndef GL_PYTHON_H
 #define GL_PYTHON_H
 
 #include <stdint.h>
+#include "stacks/stacks.h"
+#include "trace/event.h"
 
 struct python;
+struct tracer;
+struct proc;
+struct modules;
 
-/* NULL with errno on failure. */
-struct python *python__new(void);
+/* NULL with errno on failure. m is not owned. */
+struct python *python__new(struct modules *m);
 void python__free(struct python *py);
 
-/* Function and file of a Python code id (from a FRAME_PYTHON frame). */
+/*
+ * Looks for a CPython interpreter in pid (the python binary or libpython);
+ * when one of a supported version is found, tells the BPF side (through the
+ * tracer's maps) how to walk its frames. Returns 0, -ENOENT if pid runs no
+ * supported CPython, or another -errno. Calling it again for the same
+ * process is cheap.
+ */
+int python__attach(struct python *py, struct tracer *t, int pid);
+/* Forgets pid (exited or exec'd); removes its BPF configuration. */
+void python__detach(struct python *py, struct tracer *t, int pid);
+
+/*
+ * Merges the Python frames of record v into frames[0..n) (native frames,
+ * innermost first): each native frame of the interpreter's eval loop is
+ * replaced by the Python frames it was running. Python frames are resolved
+ * (reading the code objects from the process's memory) and interned as
+ * FRAME_PYTHON frames (mod = code id, addr = line). Returns the new count
+ * (<= max). A record without Python frames leaves frames unchanged.
+ */
+int python__merge(struct python *py, struct proc *proc, const struct stack_view *v,
+		  struct frame *frames, int n, int max);
+
+/* Qualified function name and file of a Python code id; NULLs if unknown. */
 void python__code_info(struct python *py, uint32_t id, const char **function, const char **file);
 
 #endif /* GL_PYTHON_H */

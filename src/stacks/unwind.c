@@ -51,13 +51,3 @@ int unwind__stack(struct unwinder *u, struct proc *proc, const struct stack_view
 	}
 	return n;
 }
-
-int unwind__merge_python(struct unwinder *u, struct proc *proc, const struct stack_view *v,
-			 struct frame *frames, int n, int max)
-{
-	(void)u;
-	(void)proc;
-	(void)v;
-	(void)max;
-	return n;
-}

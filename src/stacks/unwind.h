@@ -29,11 +29,4 @@ void unwinder__free(struct unwinder *u);
 int unwind__stack(struct unwinder *u, struct proc *proc, const struct stack_view *v,
 		  uint64_t *ips, int max);
 
-/*
- * Replaces the interpreter's frames in frames[0..n) by the Python frames of
- * the record. Returns the new count (<= max).
- */
-int unwind__merge_python(struct unwinder *u, struct proc *proc, const struct stack_view *v,
-			 struct frame *frames, int n, int max);
-
 #endif /* GL_UNWIND_H */

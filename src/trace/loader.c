@@ -419,3 +419,10 @@ int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)
 		return -errno;
 	return 0;
 }
+
+int tracer__map_fd(struct tracer *t, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(t->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -ENOENT;
+}

@@ -63,6 +63,9 @@ int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);
 /* The in-kernel books of tgid. Returns 0, or -ENOENT if BPF holds none. */
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
 
+/* File descriptor of the BPF map called name (e.g. "py_procs"), or -ENOENT. */
+int tracer__map_fd(struct tracer *t, const char *name);
+
 /* Explains a failure to load or attach in terms of capabilities (logged). */
 void tracer__explain_eperm(const char *what);
 
