@@ -124,7 +124,7 @@ unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
 integration: deps gpuleak fakecuda $(PARTIAL_LIB)
-	$(Q)GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(CURDIR)/$(OUTPUT) $(PYTHON) tests/integration/run.py
+	$(Q)GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(abspath $(OUTPUT)) $(PYTHON) tests/integration/run.py
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
