@@ -55,6 +55,9 @@ OBJS := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/src/cmd/main.o,$(OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c bpf/*.bpf.h) include/gpuleak_abi.h
 BPF_OBJ := $(OUTPUT)/gpuleak.bpf.o
+# The host's system include directories, after BPF's own (usdt.bpf.h includes <linux/errno.h>).
+CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
+	sed -n '/<...> search starts here:/,/End of search list./{ s| \(/.*\)|-idirafter \1|p }')
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
@@ -73,7 +76,7 @@ $(DEPS_STAMP): scripts/install-deps
 $(BPF_OBJ): bpf/gpuleak.bpf.c $(BPF_SRCS) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
-		-Ibpf -c $< -o $@.tmp
+		-Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
 	$(Q)$(BPFTOOL) gen object $@ $@.tmp
 	$(Q)rm -f $@.tmp
 

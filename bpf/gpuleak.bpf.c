@@ -76,7 +76,7 @@ int call_enter(struct pt_regs *ctx)
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
-		emit_stack(ctx, task, pid_tgid, slot->seq, api);
+		emit_stack(ctx, task, pid_tgid, slot->seq, api, true);
 	return 0;
 }
 
@@ -139,6 +139,8 @@ int call_exit(struct pt_regs *ctx)
 	apply_call(&c);
 	return 0;
 }
+
+#include "torch.bpf.h"
 
 /* A thread exits: when it is the last of its process, the driver frees everything. */
 SEC("tp_btf/sched_process_exit")

@@ -66,9 +66,13 @@ static __always_inline __u32 copy_user_stack(struct task_struct *task, __u64 sp,
 	return done;
 }
 
-/* Write a GL_REC_STACK record for the call that just entered. */
+/*
+ * Write a GL_REC_STACK record for the call that just entered (at_entry: the
+ * probe sits on a function's first instruction, so sp points at the return
+ * address) or for a probe inside a function (USDT).
+ */
 static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
-				       __u64 pid_tgid, __u64 seq, __u32 api)
+				       __u64 pid_tgid, __u64 seq, __u32 api, bool at_entry)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), off = 0, size;
 	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
@@ -83,7 +87,8 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	r->sp = PT_REGS_SP(ctx);
 	r->bp = PT_REGS_FP(ctx);
 	r->ret_addr = 0;
-	bpf_probe_read_user(&r->ret_addr, sizeof(r->ret_addr), (void *)r->sp);
+	if (at_entry)
+		bpf_probe_read_user(&r->ret_addr, sizeof(r->ret_addr), (void *)r->sp);
 	r->api = api;
 	r->nr_ips = 0;
 	r->nr_py = 0;

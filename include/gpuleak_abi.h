@@ -66,6 +66,8 @@ enum gl_kind {
 	GL_KIND_ARRAY = 6,   /* CUarray */
 	GL_KIND_MIPMAP = 7,  /* CUmipmappedArray */
 	GL_KIND_IPC = 8,     /* cuIpcOpenMemHandle pointers */
+	GL_KIND_TORCH = 9,   /* PyTorch caching-allocator blocks (USDT pytorch:malloc/free) */
+	GL_NR_KINDS = 10,
 };
 
 /* Probe-table flags. */
@@ -73,6 +75,7 @@ enum gl_kind {
 #define GL_API_REQUIRED 0x2 /* warn loudly when the library does not export it */
 #define GL_API_STACK 0x4    /* capture the caller's stack at entry */
 #define GL_API_V1_SIZE 0x8  /* legacy unsigned int size, full-width pointer */
+#define GL_API_USDT 0x10    /* a USDT probe of PyTorch's allocator, not a libcuda function */
 
 /*
  * The probe table: X(symbol, role, class, kind, flags). The API id is the
@@ -128,7 +131,9 @@ enum gl_kind {
 	X(cuCtxPushCurrent, CTX_PUSH, DEVICE, DPTR, 0)                                \
 	X(cuCtxPushCurrent_v2, CTX_PUSH, DEVICE, DPTR, 0)                             \
 	X(cuCtxPopCurrent, CTX_POP, DEVICE, DPTR, 0)                                  \
-	X(cuCtxPopCurrent_v2, CTX_POP, DEVICE, DPTR, 0)
+	X(cuCtxPopCurrent_v2, CTX_POP, DEVICE, DPTR, 0)                               \
+	X(pytorch_malloc, ALLOC, TORCH_BLOCK, TORCH, GL_API_USDT | GL_API_STACK)       \
+	X(pytorch_free, FREE, TORCH_BLOCK, TORCH, GL_API_USDT)
 
 #define GL_API_ENUM(sym, role, cls, kind, flags) GL_API_##sym,
 enum gl_api { GL_APIS(GL_API_ENUM) GL_NR_APIS };

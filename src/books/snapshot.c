@@ -15,7 +15,37 @@
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,
+	GL_CLASS_TORCH_BLOCK,
 };
+
+/* Whether a frame is in PyTorch's CUDA caching allocator (libc10_cuda.so). */
+static bool in_torch_allocator(const struct snap_frame *f)
+{
+	const char *base = f->module ? strrchr(f->module, '/') : NULL;
+
+	base = base ? base + 1 : f->module;
+	return base && !strncmp(base, "libc10_cuda.so", 14);
+}
+
+/* Device memory whose stack passes through the caching allocator: its segments. */
+static uint64_t torch_reserved(const struct snap_proc *sp)
+{
+	uint64_t total = 0;
+
+	for (uint32_t i = 0; i < sp->nstacks; i++) {
+		const struct snap_stack *st = &sp->stacks[i];
+
+		if (st->cls != GL_CLASS_DEVICE)
+			continue;
+		for (uint32_t j = 0; j < st->nframes; j++) {
+			if (in_torch_allocator(&st->frames[j])) {
+				total += st->outstanding_bytes;
+				break;
+			}
+		}
+	}
+	return total;
+}
 
 void snapshot__free(struct snapshot *s)
 {
@@ -256,6 +286,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->consistent = sp->bpf_valid && books_agree(sp);
 	if (fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
+	sp->torch_reserved_bytes = torch_reserved(sp);
 	return fill_failures(b, sym, proc, o, sp);
 }
 

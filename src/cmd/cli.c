@@ -26,6 +26,8 @@ enum {
 	OPT_LIBCUDA,
 	OPT_NO_FOLLOW,
 	OPT_NO_PYTHON,
+	OPT_TORCH,
+	OPT_NO_TORCH,
 };
 
 static const struct option long_opts[] = {
@@ -43,6 +45,8 @@ static const struct option long_opts[] = {
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "torch", no_argument, NULL, OPT_TORCH },
+	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -72,6 +76,9 @@ void cli__usage(FILE *f)
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
 	      "      --no-python       do not walk CPython frames\n"
+	      "      --torch           PyTorch tensor blocks through libc10_cuda's USDT probes\n"
+	      "                        (on by default when the target maps libc10_cuda.so)\n"
+	      "      --no-torch        driver level only\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -164,6 +171,14 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_NO_PYTHON:
 		o->no_python = true;
+		return 0;
+	case OPT_TORCH:
+		o->torch = true;
+		o->no_torch = false;
+		return 0;
+	case OPT_NO_TORCH:
+		o->no_torch = true;
+		o->torch = false;
 		return 0;
 	case 'v':
 		o->verbosity++;

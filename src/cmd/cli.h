@@ -43,6 +43,8 @@ struct gl_opts {
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
 	bool no_python; /* do not walk CPython frames */
+	bool no_torch;	/* do not attach to PyTorch's allocator probes */
+	bool torch;	/* --torch: say so loudly when the probes are missing */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

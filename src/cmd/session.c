@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@ struct target {
 	uint64_t start_ticks;
 	enum target_state state;
 	uint64_t gone_ns; /* when /proc said it was gone */
+	bool torch_done;  /* its libc10_cuda.so was found (attached or not) */
 };
 
 struct session {
@@ -254,6 +256,42 @@ static int attach_lib(struct session *s, const struct cuda_lib *lib, int pid)
 	return 0;
 }
 
+/*
+ * Attaches to PyTorch's allocator probes if pid maps libc10_cuda.so. Returns
+ * 1 when the library was found (attached or without probes), 0 when pid maps
+ * none (yet), -EPERM on privileges.
+ */
+static int attach_torch(struct session *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (s->o->no_torch)
+		return 1;
+	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
+		return 0;
+	if (tracer__has_torch(s->tracer, dev, ino))
+		return 1;
+	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM) {
+		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
+		return -EPERM;
+	}
+	if (err == -ENOENT || err == -ESRCH)
+		log_msg(s->o->torch ? LOG_WARN : LOG_INFO,
+			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
+			"driver-level accounting only", display);
+	else if (err)
+		log_warn("failed to attach PyTorch's allocator probes in %s: %s", display,
+			 strerror(-err));
+	else
+		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
+			 display);
+	return 1;
+}
+
 /* Looks for the target's libcuda; attaches when found. Returns 0, 1 (not yet) or -errno. */
 static int try_attach_target(struct session *s, struct target *t)
 {
@@ -271,6 +309,10 @@ static int try_attach_target(struct session *s, struct target *t)
 			t->state = T_ATTACHED;
 			if (!s->o->no_python)
 				python__attach(s->python, s->tracer, t->pid);
+			if (!t->torch_done)
+				err = attach_torch(s, t->pid);
+			t->torch_done = err == 1;
+			err = err < 0 ? err : 0;
 		}
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
@@ -342,10 +384,12 @@ static int scan_one(int pid, void *data)
 	lib = malloc(sizeof(*lib));
 	if (!lib)
 		return -ENOMEM;
-	if (libcuda__find_in_process(pid, lib) == 0 &&
-	    !tracer__has_lib(sc->s->tracer, lib->dev, lib->ino)) {
-		int err = attach_lib(sc->s, lib, -1);
+	if (libcuda__find_in_process(pid, lib) == 0) {
+		int err = tracer__has_lib(sc->s->tracer, lib->dev, lib->ino) ?
+				  0 : attach_lib(sc->s, lib, -1);
 
+		if (!err)
+			err = attach_torch(sc->s, pid) < 0 ? -EPERM : 0;
 		if (err == -EPERM) {
 			free(lib);
 			sc->err = err;
@@ -461,6 +505,17 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 			continue;
 		}
 		all_done = false;
+		if (t->state == T_ATTACHED && !t->torch_done) {
+			int r = attach_torch(s, t->pid);
+
+			if (r == -EPERM) {
+				*status = EXIT_PRIV;
+				return true;
+			}
+			t->torch_done = r == 1;
+			if (t->torch_done && !s->o->no_python)
+				python__attach(s->python, s->tracer, t->pid);
+		}
 		if (t->state != T_WAITING)
 			continue;
 		if (try_attach_target(s, t) == -EPERM) {

@@ -77,6 +77,7 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "managed_bytes", p->bpf.bytes[GL_CLASS_MANAGED]);
 	jsonw__field_u64(w, "host_pinned_bytes", p->bpf.bytes[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "address_space_bytes", p->bpf.bytes[GL_CLASS_ADDRESS]);
+	jsonw__field_u64(w, "torch_allocated_bytes", p->bpf.bytes[GL_CLASS_TORCH_BLOCK]);
 	jsonw__field_u64(w, "outstanding_allocs", p->bpf.allocs[GL_CLASS_DEVICE] +
 						       p->bpf.allocs[GL_CLASS_MANAGED] +
 						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
@@ -121,6 +122,9 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "managed_bytes", p->bytes[GL_CLASS_MANAGED]);
 	jsonw__field_u64(w, "host_pinned_bytes", p->bytes[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "address_space_bytes", p->bytes[GL_CLASS_ADDRESS]);
+	jsonw__field_u64(w, "torch_allocated_bytes", p->bytes[GL_CLASS_TORCH_BLOCK]);
+	jsonw__field_u64(w, "torch_blocks", p->nallocs[GL_CLASS_TORCH_BLOCK]);
+	jsonw__field_u64(w, "torch_reserved_bytes", p->torch_reserved_bytes);
 	jsonw__field_u64(w, "outstanding_allocs", p->outstanding_allocs);
 	jsonw__field_u64(w, "peak_device_bytes", p->peak_device);
 	jsonw__field_u64(w, "alloc_calls", p->alloc_calls);

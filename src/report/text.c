@@ -76,6 +76,18 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 {
 	char b[32];
 
+	if (p->nallocs[GL_CLASS_TORCH_BLOCK] || p->torch_reserved_bytes) {
+		char a[32], r[32], c[32];
+		uint64_t alloc = p->bytes[GL_CLASS_TORCH_BLOCK], res = p->torch_reserved_bytes;
+
+		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks", fmt_bytes(alloc, a, sizeof(a)),
+			(unsigned long long)p->nallocs[GL_CLASS_TORCH_BLOCK]);
+		if (res)
+			fprintf(f, "; %s reserved in segments (%s cached, not in tensors)",
+				fmt_bytes(res, r, sizeof(r)),
+				fmt_bytes(res > alloc ? res - alloc : 0, c, sizeof(c)));
+		fputc('\n', f);
+	}
 	if (p->bytes[GL_CLASS_ADDRESS])
 		fprintf(f, "  address space reserved: %s (not memory)\n",
 			fmt_bytes(p->bytes[GL_CLASS_ADDRESS], b, sizeof(b)));

@@ -17,7 +17,7 @@ int event__validate(const void *data, size_t size)
 	switch (h->type) {
 	case GL_REC_CALL:
 		if (h->size != sizeof(struct gl_call) || ((const struct gl_call *)data)->api >= GL_NR_APIS ||
-		    ((const struct gl_call *)data)->kind > GL_KIND_IPC)
+		    ((const struct gl_call *)data)->kind >= GL_NR_KINDS)
 			return -EINVAL;
 		return GL_REC_CALL;
 	case GL_REC_PROC:

@@ -125,16 +125,25 @@ cleanup:
 
 struct find_ctx {
 	int pid;
+	bool (*match)(const char *path);
 	char display[PATH_MAX];
 	char path[PATH_MAX];
 };
+
+static bool is_torch_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libc10_cuda.so", 14);
+}
 
 static int find_map(const struct map_entry *m, void *data)
 {
 	struct find_ctx *fc = data;
 	int n;
 
-	if (!m->inode || !libcuda__is_driver_name(m->path))
+	if (!m->inode || !fc->match(m->path))
 		return 0;
 	if (m->deleted)
 		n = snprintf(fc->path, sizeof(fc->path), "%s/%d/map_files/%llx-%llx", procfs_root,
@@ -150,7 +159,7 @@ static int find_map(const struct map_entry *m, void *data)
 
 int libcuda__find_in_process(int pid, struct cuda_lib *lib)
 {
-	struct find_ctx fc = { .pid = pid };
+	struct find_ctx fc = { .pid = pid, .match = libcuda__is_driver_name };
 	int ret = procfs__for_each_map(pid, find_map, &fc);
 
 	if (ret == -ENOENT)
@@ -160,6 +169,35 @@ int libcuda__find_in_process(int pid, struct cuda_lib *lib)
 	if (ret == 0)
 		return -ENOENT;
 	return libcuda__open(fc.path, fc.display, lib);
+}
+
+int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
+			ino_t *ino)
+{
+	struct find_ctx *fc = calloc(1, sizeof(*fc));
+	struct stat st;
+	int ret;
+
+	if (!fc)
+		return -ENOMEM;
+	fc->pid = pid;
+	fc->match = is_torch_name;
+	ret = procfs__for_each_map(pid, find_map, fc);
+	if (ret == -ENOENT)
+		ret = -ESRCH;
+	else if (ret == 0)
+		ret = -ENOENT;
+	else if (ret == 1)
+		ret = stat(fc->path, &st) ? -errno : 0;
+	if (!ret) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+		if (snprintf(path, len, "%s", fc->path) >= (int)len ||
+		    snprintf(display, dlen, "%s", fc->display) >= (int)dlen)
+			ret = -ENAMETOOLONG;
+	}
+	free(fc);
+	return ret;
 }
 
 /* The ld.so cache (glibc's "glibc-ld.so.cache1.1" format): a 64-bit libcuda.so.1. */

@@ -42,6 +42,14 @@ int libcuda__open(const char *path, const char *display, struct cuda_lib *lib);
  */
 int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path, size_t len);
 
+/*
+ * Finds PyTorch's libc10_cuda.so mapped by pid: fills path (to attach
+ * through), display (as the process sees it) and the file's identity.
+ * Returns 0, -ENOENT if pid maps none, -ESRCH if pid is gone, or -errno.
+ */
+int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
+			ino_t *ino);
+
 /* Comma-separated names of the REQUIRED functions lib lacks (empty if none). */
 void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len);
 

@@ -35,8 +35,16 @@ struct attached_lib {
 	int multi_fds[2];	 /* uprobe_multi links: entries, returns (-1 if none) */
 };
 
+struct torch_lib {
+	dev_t dev;
+	ino_t ino;
+	struct bpf_link *links[2]; /* pytorch:malloc, pytorch:free */
+};
+
 struct tracer {
 	struct gpuleak *skel;
+	struct torch_lib torch[MAX_LIBS];
+	int nr_torch;
 	struct ring_buffer *rb;
 	tracer_record_fn fn;
 	void *fn_ctx;
@@ -195,6 +203,9 @@ void tracer__free(struct tracer *t)
 			if (t->libs[i].multi_fds[j] >= 0)
 				close(t->libs[i].multi_fds[j]);
 	}
+	for (int i = 0; i < t->nr_torch; i++)
+		for (int j = 0; j < 2; j++)
+			bpf_link__destroy(t->torch[i].links[j]);
 	gpuleak__destroy(t->skel);
 	free(t);
 }
@@ -364,6 +375,43 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 	t->nr_libs++;
 	t->nr_probes += 2 * n;
 	return n;
+}
+
+bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_torch; i++)
+		if (t->torch[i].dev == dev && t->torch[i].ino == ino)
+			return true;
+	return false;
+}
+
+int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino)
+{
+	struct torch_lib *tl;
+	int err;
+
+	if (t->nr_torch >= MAX_LIBS)
+		return -ENOSPC;
+	tl = &t->torch[t->nr_torch];
+	memset(tl, 0, sizeof(*tl));
+	tl->dev = dev;
+	tl->ino = ino;
+	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
+	tl->links[0] = bpf_program__attach_usdt(t->skel->progs.torch_malloc, -1, path, "pytorch",
+						"malloc", NULL);
+	err = tl->links[0] ? 0 : -errno;
+	if (!err) {
+		tl->links[1] = bpf_program__attach_usdt(t->skel->progs.torch_free, -1, path,
+							"pytorch", "free", NULL);
+		err = tl->links[1] ? 0 : -errno;
+	}
+	if (err) {
+		bpf_link__destroy(tl->links[0]);
+		return err == -EACCES ? -EPERM : err;
+	}
+	t->nr_torch++;
+	t->nr_probes += 2;
+	return 0;
 }
 
 int tracer__nr_probes(const struct tracer *t)

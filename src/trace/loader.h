@@ -49,6 +49,15 @@ bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino);
  * privileges, explained in the log).
  */
 int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib);
+/* Whether PyTorch's allocator probes are attached in this library file. */
+bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino);
+/*
+ * Attaches to the USDT probes pytorch:malloc and pytorch:free of path (a
+ * libc10_cuda.so), in every process that maps it. Returns 0, -ENOENT when the
+ * library has no such probes, -EPERM (privileges), or another -errno.
+ */
+int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino);
+
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);
 int tracer__nr_libs(const struct tracer *t);

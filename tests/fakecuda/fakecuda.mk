@@ -72,6 +72,20 @@ $(FAKECUDA_WL_OUT)/wl.o: $(FAKECUDA_WL_SRC)/wl.c
 
 # wl_dlopen loads the stand-in itself: it must not be linked to it.
 $(FAKECUDA_WL_OUT)/wl_dlopen: FAKECUDA_WL_LIBS := -rdynamic -ldl
+# The demo loads whichever libcuda it is given, the real one included.
+$(FAKECUDA_WL_OUT)/wl_demo: FAKECUDA_WL_LIBS := -ldl
+
+# PyTorch's libc10_cuda.so as far as its USDT probes go, and the workload using it.
+FAKECUDA_TORCH_LIB := $(OUTPUT)/faketorch/libc10_cuda.so
+$(FAKECUDA_TORCH_LIB): $(FAKECUDA_SRC)/faketorch.c
+	$(call fakecuda_msg,LD,$@)
+	$(FAKECUDA_Q)mkdir -p $(@D)
+	$(FAKECUDA_Q)$(CC) $(CFLAGS) $(FAKECUDA_WARN) -fPIC -shared -fvisibility=hidden \
+		-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $<
+$(FAKECUDA_WL_OUT)/wl_torch: $(FAKECUDA_TORCH_LIB)
+$(FAKECUDA_WL_OUT)/wl_torch: FAKECUDA_WL_LIBS += -L$(OUTPUT)/faketorch -lc10_cuda \
+	-Wl,-rpath,'$$ORIGIN/../faketorch'
+fakecuda: $(FAKECUDA_TORCH_LIB)
 
 $(FAKECUDA_WL_OUT)/%: $(FAKECUDA_WL_SRC)/%.c $(FAKECUDA_WL_OUT)/wl.o $(FAKECUDA_OUT)/libcuda.so
 	$(call fakecuda_msg,CC,$@)

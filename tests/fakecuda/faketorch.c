@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * faketorch.c - a stand-in for PyTorch's libc10_cuda.so as gpuleak sees it: the
+ * caching allocator's USDT probes pytorch:malloc (ptr, device, size, stream)
+ * and pytorch:free (ptr), each guarded by a semaphore that a tracer raises.
+ *
+ * The "allocator" hands out blocks inside segments the caller got from the
+ * CUDA driver (stand-in): faketorch_malloc() fires pytorch:malloc for a block
+ * the caller chose, faketorch_free() fires pytorch:free. It keeps no books:
+ * workloads keep the ground truth.
+ */
+#define _SDT_HAS_SEMAPHORES 1
+#include <stdint.h>
+#include <sys/sdt.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* Raised by the kernel (uprobe reference counters) while a tracer listens. */
+EXPORT unsigned short pytorch_malloc_semaphore __attribute__((section(".probes")));
+EXPORT unsigned short pytorch_free_semaphore __attribute__((section(".probes")));
+
+static uint64_t handed_out;
+
+/* The allocator's bookkeeping: makes the probing functions real, framed callers. */
+static __attribute__((noinline)) void book(int64_t n)
+{
+	__atomic_add_fetch(&handed_out, n, __ATOMIC_RELAXED);
+}
+
+EXPORT __attribute__((noinline)) void faketorch_malloc(void *ptr, int device, uint64_t size,
+						      uint64_t stream)
+{
+	book(1);
+	if (pytorch_malloc_semaphore)
+		STAP_PROBE4(pytorch, malloc, ptr, (long)device, size, stream);
+}
+
+EXPORT __attribute__((noinline)) void faketorch_free(void *ptr)
+{
+	book(-1);
+	if (pytorch_free_semaphore)
+		STAP_PROBE1(pytorch, free, ptr);
+}
+
+/* Whether a tracer is listening (for the workload's own checks). */
+EXPORT int faketorch_traced(void)
+{
+	return pytorch_malloc_semaphore > 0;
+}

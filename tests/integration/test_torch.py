@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Tensor-level attribution through PyTorch's caching-allocator USDT probes
+(pytorch:malloc / pytorch:free in libc10_cuda.so), against a stand-in library
+that carries the same probes and semaphores."""
+import time
+
+from harness import Tracer, Workload, check, check_books, check_eq, process
+
+
+def _attach(tmp, *tracer_args):
+    wl = Workload("wl_torch", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
+    tr.wait_attached()
+    return wl, tr
+
+
+def _finish(wl, tr):
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    return truth, tr.report()
+
+
+def test_tensor_blocks_exact(tmp):
+    wl, tr = _attach(tmp)
+    check("attached PyTorch's allocator probes" in tr.stderr(),
+          f"the probes are attached automatically: {tr.stderr()!r}")
+    wl.go()
+    truth, rep = _finish(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "torch_allocated_bytes")
+    check_eq(p["torch_blocks"], truth["torch_blocks"], "torch_blocks")
+    check_eq(p["bpf"]["torch_allocated_bytes"], truth["torch_block_bytes"],
+             "BPF's torch block bytes")
+    blocks = [s for s in p["stacks"] if s["memory"] == "torch_block"]
+    check(blocks, "torch_block stacks are reported")
+    leak = [s for s in blocks if any(f.get("function") == "torch_site_leak" for f in s["frames"])]
+    check_eq(sum(s["outstanding_bytes"] for s in leak), truth["torch_block_bytes"],
+             "tensor blocks attributed to the leaking site")
+    scratch = [s for s in blocks if any(f.get("function") == "torch_site_scratch"
+                                        for f in s["frames"])]
+    check(all(s["outstanding_bytes"] == 0 for s in scratch),
+          "freed scratch blocks hold nothing")
+
+
+def test_no_torch_stays_at_driver_level(tmp):
+    wl, tr = _attach(tmp, "--no-torch")
+    time.sleep(0.5)
+    wl.go()
+    truth, rep = _finish(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], 0, "no tensor blocks with --no-torch")
+    check("allocator probes" not in tr.stderr(), "no probes attached")

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * wl_torch.c - a caching allocator over the CUDA driver stand-in, announcing
+ * its blocks through PyTorch's USDT probes (libc10_cuda.so stand-in).
+ *
+ * Like PyTorch, it asks the driver for segments (20 MiB, cuMemAlloc_v2) and
+ * carves tensor blocks out of them: after warm-up the driver sees nothing,
+ * while torch_site_leak keeps one block per step (the leak the driver cannot
+ * see) and torch_site_scratch allocates and frees one per step. The truth
+ * adds "torch_block_bytes" and "torch_blocks": the blocks outstanding.
+ *
+ * Options: --iters N steps (default 40), --size N block bytes (256 KiB).
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wl.h"
+
+void faketorch_malloc(void *ptr, int device, uint64_t size, uint64_t stream);
+void faketorch_free(void *ptr);
+
+#define SEGMENT (20 * WL_MIB)
+
+enum { S_SEGMENT, S_LEAK, S_SCRATCH };
+
+static struct wl_site sites[] = {
+	[S_SEGMENT] = { "torch_site_segment", FAKECUDA_DEVICE, 0, 0 },
+	[S_LEAK] = { "torch_site_leak", -1, 0, 0 },
+	[S_SCRATCH] = { "torch_site_scratch", -1, 0, 0 },
+};
+
+static CUdeviceptr seg_base;
+static uint64_t seg_used;
+static long long blocks, block_bytes;
+
+WL_SITE static void torch_site_segment(void)
+{
+	wl_check(cuMemAlloc_v2(&seg_base, SEGMENT), "cuMemAlloc_v2(segment)");
+	wl_site_alloc(&sites[S_SEGMENT], SEGMENT);
+	seg_used = 0;
+}
+
+/* A block from the current segment; a new segment when it is full. */
+static void *carve(uint64_t size)
+{
+	void *p;
+
+	if (!seg_base || seg_used + size > SEGMENT)
+		torch_site_segment();
+	p = (void *)(uintptr_t)(seg_base + seg_used);
+	seg_used += size;
+	return p;
+}
+
+WL_SITE void *torch_site_leak(uint64_t size)
+{
+	void *p = carve(size);
+
+	faketorch_malloc(p, 0, size, 0);
+	blocks++;
+	block_bytes += size;
+	return p;
+}
+
+WL_SITE void torch_site_scratch(uint64_t size)
+{
+	void *p = carve(size);
+
+	faketorch_malloc(p, 0, size, 7);
+	faketorch_free(p);
+}
+
+int main(int argc, char **argv)
+{
+	struct wl_opts o = { .iters = 40, .size = 256 * 1024 };
+	char extra[128];
+
+	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
+	wl_cuda_start(0);
+	wl_ready(&o);
+	fakecuda_mark();
+	for (unsigned long long i = 0; i < o.iters; i++) {
+		torch_site_leak(o.size);
+		torch_site_scratch(2 * o.size);
+	}
+	snprintf(extra, sizeof(extra), "\"torch_block_bytes\":%lld,\"torch_blocks\":%lld", block_bytes,
+		 blocks);
+	wl_finish(&o, fakecuda_truth_json, sites, 1, extra);
+	return 0;
+}
