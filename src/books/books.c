@@ -306,6 +306,30 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
 }
 
+/* The stacks holding the most memory of the failing call's class, largest first. */
+static void top_holders(struct proc *proc, struct failure *f)
+{
+	const struct agg_key *k;
+	struct agg *a;
+	size_t it = 0;
+
+	f->nr_holders = 0;
+	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
+		uint32_t i;
+
+		if (!a->bytes || k->cls != f->cls)
+			continue;
+		for (i = f->nr_holders; i > 0 && f->holders[i - 1].bytes < a->bytes; i--)
+			if (i < FAILURE_HOLDERS)
+				f->holders[i] = f->holders[i - 1];
+		if (i >= FAILURE_HOLDERS)
+			continue;
+		f->holders[i] = (struct holder){ k->stack, k->cls, a->bytes, a->allocs };
+		if (f->nr_holders < FAILURE_HOLDERS)
+			f->nr_holders++;
+	}
+}
+
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
@@ -322,6 +346,8 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 		.rc = c->rc,
 		.held_device = proc->bytes[GL_CLASS_DEVICE],
 	};
+	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
+		top_holders(proc, f);
 	if (b->hooks.failure)
 		b->hooks.failure(b->hooks.ctx, proc, f);
 }

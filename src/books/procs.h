@@ -53,7 +53,18 @@ struct proc_ctx {
 	bool primary;
 };
 
+#define FAILURE_HOLDERS 5
+
+/* A stack holding memory when an allocation failed. */
+struct holder {
+	uint32_t stack;
+	uint8_t cls;
+	uint64_t bytes, allocs;
+};
+
 struct failure {
+	struct holder holders[FAILURE_HOLDERS]; /* largest first; out-of-memory failures only */
+	uint32_t nr_holders;
 	uint64_t ts;
 	uint64_t bytes;
 	uint32_t stack;

@@ -60,9 +60,14 @@ void snapshot__free(struct snapshot *s)
 		}
 		free(p->stacks);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
-			if (p->failures_list[j].stack)
-				free(p->failures_list[j].stack->frames);
-			free(p->failures_list[j].stack);
+			struct snap_failure *f = &p->failures_list[j];
+
+			if (f->stack)
+				free(f->stack->frames);
+			free(f->stack);
+			for (uint32_t h = 0; h < f->nholders; h++)
+				free(f->holders[h].frames);
+			free(f->holders);
 		}
 		free(p->failures_list);
 	}
@@ -231,6 +236,21 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 		if (!sf->stack || fill_frames(b, sym, o->python, f->stack, sf->stack))
 			return -ENOMEM;
 		sp->nfailures++;
+		if (!f->nr_holders)
+			continue;
+		sf->holders = calloc(f->nr_holders, sizeof(*sf->holders));
+		if (!sf->holders)
+			return -ENOMEM;
+		for (uint32_t h = 0; h < f->nr_holders; h++) {
+			struct snap_stack *hs = &sf->holders[h];
+
+			hs->cls = f->holders[h].cls;
+			hs->outstanding_bytes = f->holders[h].bytes;
+			hs->outstanding_allocs = f->holders[h].allocs;
+			sf->nholders++;
+			if (fill_frames(b, sym, o->python, f->holders[h].stack, hs))
+				return -ENOMEM;
+		}
 	}
 	return 0;
 }

@@ -120,14 +120,56 @@ static void on_proc_new(void *ctx, struct proc *proc)
 		python__attach(s->python, s->tracer, proc->pid);
 }
 
+/* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
+static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
+{
+	uint32_t n;
+	const struct frame *fr = stacks__get(s->stacks, id, &n);
+	struct sym_result r;
+
+	snprintf(buf, len, "an unknown site");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct module_info *mi;
+
+		if (fr[i].kind == FRAME_PYTHON) {
+			const char *fn, *file;
+
+			python__code_info(s->python, fr[i].mod, &fn, &file);
+			snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
+				 (unsigned long long)fr[i].addr);
+			return;
+		}
+		if (fr[i].kind != FRAME_NATIVE)
+			continue;
+		mi = modules__info(s->mods, fr[i].mod);
+		if (mi && libcuda__is_driver_name(mi->path))
+			continue;
+		if (symbolizer__lookup(s->sym, fr[i].mod, fr[i].addr, &r) == 0 && r.function) {
+			snprintf(buf, len, "%s", r.function);
+			return;
+		}
+	}
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
-	char b1[32], b2[32];
+	struct session *s = ctx;
+	char b1[32], b2[32], b3[32], site[256], holder[256];
 
-	(void)ctx;
-	log_warn("PID %d (%s): %s of %s failed with %s while %s of device memory was held",
-		 proc->pid, proc->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)),
-		 cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
+	describe_stack(s, f->stack, site, sizeof(site));
+	if (!f->nr_holders) {
+		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
+			 "held", proc->pid, proc->comm, probe__name(f->api),
+			 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
+			 fmt_bytes(f->held_device, b2, sizeof(b2)));
+		return;
+	}
+	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
+	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
+		 "most (%s) by %s", proc->pid, proc->comm, probe__name(f->api),
+		 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
+		 fmt_bytes(f->held_device, b2, sizeof(b2)),
+		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
 }
 
 static int tracer_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)

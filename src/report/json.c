@@ -105,6 +105,17 @@ static void write_failures(struct jsonw *w, const struct snap_proc *p)
 		jsonw__field_u64(w, "ts_ns", f->ts);
 		if (f->stack)
 			write_frames(w, f->stack);
+		jsonw__name(w, "top_holders");
+		jsonw__start_array(w);
+		for (uint32_t h = 0; h < f->nholders; h++) {
+			jsonw__start_object(w);
+			jsonw__field_string(w, "memory", class__name(f->holders[h].cls));
+			jsonw__field_u64(w, "outstanding_bytes", f->holders[h].outstanding_bytes);
+			jsonw__field_u64(w, "outstanding_allocs", f->holders[h].outstanding_allocs);
+			write_frames(w, &f->holders[h]);
+			jsonw__end_object(w);
+		}
+		jsonw__end_array(w);
 		jsonw__end_object(w);
 	}
 	jsonw__end_array(w);

@@ -46,6 +46,8 @@ struct snap_failure {
 	int rc;
 	uint8_t cls;
 	struct snap_stack *stack; /* frames only */
+	uint32_t nholders;	  /* out of memory: the largest holders at that moment */
+	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
 };
 
 struct snap_proc {

@@ -120,6 +120,16 @@ static void print_failures(FILE *f, const struct snap_proc *p)
 			fmt_bytes(fl->held_device, b2, sizeof(b2)));
 		for (uint32_t j = 0; fl->stack && j < fl->stack->nframes && j < 8; j++)
 			print_frame(f, j, &fl->stack->frames[j]);
+		for (uint32_t h = 0; h < fl->nholders; h++) {
+			const struct snap_stack *hs = &fl->holders[h];
+
+			fprintf(f, "    holder %u: %s in %llu allocation%s\n", h + 1,
+				fmt_bytes(hs->outstanding_bytes, b1, sizeof(b1)),
+				(unsigned long long)hs->outstanding_allocs,
+				hs->outstanding_allocs == 1 ? "" : "s");
+			for (uint32_t j = 0; j < hs->nframes && j < 6; j++)
+				print_frame(f, j, &hs->frames[j]);
+		}
 	}
 }
 

@@ -106,6 +106,15 @@ def test_failures_and_bad_frees(tmp):
     check(ooms[0]["frames"] and ooms[0]["frames"][0]["function"].startswith("cuMem"),
           f"an OOM keeps the failing call's stack: {ooms[0]['frames'][:2]}")
     check("CUDA_ERROR_OUT_OF_MEMORY" in tr.stderr(), "an OOM is reported on stderr at once")
+    dev_oom = [f for f in ooms if f["memory"] == "device"]
+    check(dev_oom and dev_oom[0]["top_holders"], "a device OOM lists the top holders")
+    top = dev_oom[0]["top_holders"]
+    check_eq(sum(h["outstanding_bytes"] for h in top), dev_oom[0]["held_device_bytes"],
+             "the holders account for the device memory held at the failure")
+    check(all(any(f.get("function") == "oom_site_fill" for f in h["frames"]) for h in top),
+          "each holder is named by its stack")
+    check("the most" in tr.stderr() and "oom_site_fill" in tr.stderr(),
+          f"the stderr line names the largest holder: {tr.stderr()!r}")
 
 
 def test_memory_from_before_attach(tmp):
