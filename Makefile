@@ -77,8 +77,8 @@ $(BPF_OBJ): bpf/gpuleak.bpf.c $(BPF_SRCS) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
 		-Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
-	$(Q)$(BPFTOOL) gen object $@ $@.tmp
-	$(Q)rm -f $@.tmp
+	$(Q)$(BPFTOOL) gen object $@.linked $@.tmp && rm -f $@.tmp && mv $@.linked $@ || \
+		{ rm -f $@.tmp $@.linked; exit 1; }
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)

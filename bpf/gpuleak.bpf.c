@@ -182,3 +182,47 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	emit_proc(child, ctgid, GL_PROC_FORK, ptgid, NULL);
 	return 0;
 }
+
+/* Whether name starts with prefix (at most 15 characters). */
+static __always_inline bool has_prefix(const char *name, const char *prefix, int len)
+{
+	for (int i = 0; i < 15 && i < len; i++)
+		if (name[i] != prefix[i])
+			return false;
+	return true;
+}
+
+#define NAME_HAS_PREFIX(name, prefix) has_prefix(name, prefix, sizeof(prefix) - 1)
+
+/*
+ * A file is about to be mmapped: when it is the CUDA driver or PyTorch's
+ * libc10_cuda and the process is traced, tell user space at once, so that it
+ * attaches to a library loaded late (dlopen) before the process uses it.
+ */
+SEC("fentry/vm_mmap_pgoff")
+int BPF_PROG(watch_mmap, struct file *file)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	char name[32] = {};
+	struct gl_proc *r;
+
+	if (!file || !is_target(tgid))
+		return 0;
+	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry,
+									d_name.name)) < 0)
+		return 0;
+	if (!NAME_HAS_PREFIX(name, "libcuda.so") && !NAME_HAS_PREFIX(name, "libc10_cuda.so"))
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		stat_inc(GL_STAT_LOST_PROC);
+		return 0;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), bpf_get_current_task_btf(),
+		 bpf_get_current_pid_tgid());
+	r->event = GL_PROC_LIBLOAD;
+	__builtin_memcpy(r->lib, name, sizeof(r->lib));
+	bpf_ringbuf_submit(r, 0);
+	return 0;
+}

@@ -238,6 +238,7 @@ enum gl_proc_event {
 	GL_PROC_EXIT = 1,
 	GL_PROC_EXEC = 2,
 	GL_PROC_FORK = 3,
+	GL_PROC_LIBLOAD = 4, /* a process maps libcuda or libc10_cuda: gl_proc.lib */
 };
 
 /* Exact per-process counters kept by BPF (map procs, key = tgid). */
@@ -258,6 +259,7 @@ struct gl_proc {
 	__u32 ppid;  /* FORK: the parent */
 	char comm[16];
 	struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */
+	char lib[32];		    /* LIBLOAD: the file's name */
 };
 
 /* Global counters (per-CPU array stats, summed by user space). */

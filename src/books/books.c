@@ -447,6 +447,15 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	switch (r->event) {
 	case GL_PROC_FORK:
 		return;
+	case GL_PROC_LIBLOAD:
+		if (b->hooks.lib_loaded) {
+			char lib[sizeof(r->lib) + 1];
+
+			memcpy(lib, r->lib, sizeof(r->lib));
+			lib[sizeof(r->lib)] = '\0';
+			b->hooks.lib_loaded(b->hooks.ctx, proc, lib);
+		}
+		return;
 	case GL_PROC_EXEC:
 		proc->final = r->stats;
 		proc->has_final = true;

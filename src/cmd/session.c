@@ -37,6 +37,13 @@
 
 enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
 
+#define PENDING_ATTEMPTS 20
+
+struct pending_scan {
+	int pid;
+	int attempts;
+};
+
 struct target {
 	int pid;
 	uint64_t start_ticks;
@@ -61,6 +68,8 @@ struct session {
 	bool child_done;
 	uint64_t start_ns, deadline_ns, next_summary_ns, next_liveness_ns, next_rescan_ns;
 	uint64_t wait_deadline_ns;
+	struct pending_scan pending[64];
+	int nr_pending;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -411,45 +420,108 @@ static int add_targets(struct session *s)
 	return EXIT_OK;
 }
 
-struct scan_ctx {
-	struct session *s;
-	int attached, err;
-};
+/*
+ * Attaches to whatever pid maps that is not attached yet: its libcuda,
+ * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
+ * -EPERM on privileges.
+ */
+static int scan_pid(struct session *s, int pid)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	struct target *t = find_target(s, pid);
+	int ret = 0, err = 0;
+
+	if (!lib)
+		return 0;
+	if (libcuda__find_in_process(pid, lib) == 0) {
+		ret = 1;
+		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
+			err = attach_lib(s, lib, t ? pid : -1);
+		if (!err && t && t->state == T_WAITING)
+			t->state = T_ATTACHED;
+	}
+	free(lib);
+	if (!err && attach_torch(s, pid) < 0)
+		err = -EPERM;
+	if (!err && !s->o->no_python)
+		python__attach(s->python, s->tracer, pid);
+	return err == -EPERM ? -EPERM : ret;
+}
 
 static int scan_one(int pid, void *data)
 {
-	struct scan_ctx *sc = data;
-	struct cuda_lib *lib;
+	struct session *s = data;
 
 	if (pid == getpid())
 		return 0;
-	lib = malloc(sizeof(*lib));
-	if (!lib)
-		return -ENOMEM;
-	if (libcuda__find_in_process(pid, lib) == 0) {
-		int err = tracer__has_lib(sc->s->tracer, lib->dev, lib->ino) ?
-				  0 : attach_lib(sc->s, lib, -1);
-
-		if (!err)
-			err = attach_torch(sc->s, pid) < 0 ? -EPERM : 0;
-		if (err == -EPERM) {
-			free(lib);
-			sc->err = err;
-			return err;
-		}
-		sc->attached += !err;
-	}
-	free(lib);
-	return 0;
+	return scan_pid(s, pid) == -EPERM ? -EPERM : 0;
 }
 
 /* -a: attach to every libcuda any process maps. */
 static int scan_all(struct session *s)
 {
-	struct scan_ctx sc = { .s = s };
+	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
+}
 
-	procfs__for_each_pid(scan_one, &sc);
-	return sc.err;
+/*
+ * -a: the libcuda new processes would load (--libcuda, else the dynamic
+ * loader's choice) is attached before any process maps it, so that they are
+ * traced from their first call.
+ */
+static int attach_system_lib(struct session *s)
+{
+	struct cuda_lib *lib;
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (s->o->libcuda)
+		snprintf(path, sizeof(path), "%s", s->o->libcuda);
+	else if (libcuda__search(NULL, getenv("LD_LIBRARY_PATH"), path, sizeof(path)))
+		return EXIT_OK;
+	lib = malloc(sizeof(*lib));
+	if (!lib)
+		return EXIT_RUNTIME;
+	err = libcuda__open(path, path, lib);
+	if (err)
+		log_msg(s->o->libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
+			strerror(-err));
+	else
+		err = attach_lib(s, lib, -1);
+	free(lib);
+	if (err == -EPERM)
+		return EXIT_PRIV;
+	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
+}
+
+/* BPF saw pid mapping libcuda or libc10_cuda: scan it soon (the mapping is being made). */
+static void on_lib_loaded(void *ctx, struct proc *proc, const char *lib)
+{
+	struct session *s = ctx;
+
+	log_debug("PID %d maps %s", proc->pid, lib);
+	for (int i = 0; i < s->nr_pending; i++)
+		if (s->pending[i].pid == proc->pid)
+			return;
+	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
+		s->pending[s->nr_pending++] = (struct pending_scan){ proc->pid, 0 };
+}
+
+/* Scans the processes BPF pointed at; retries while the mapping is not visible yet. */
+static int run_pending_scans(struct session *s)
+{
+	int kept = 0;
+
+	for (int i = 0; i < s->nr_pending; i++) {
+		struct pending_scan ps = s->pending[i];
+		int r = scan_pid(s, ps.pid);
+
+		if (r == -EPERM)
+			return -EPERM;
+		if (r == 0 && ++ps.attempts < PENDING_ATTEMPTS)
+			s->pending[kept++] = ps;
+	}
+	s->nr_pending = kept;
+	return 0;
 }
 
 static int start_child(struct session *s)
@@ -582,7 +654,7 @@ static int main_loop(struct session *s)
 
 	for (;;) {
 		uint64_t now;
-		int n = tracer__poll(s->tracer, POLL_MS);
+		int n = tracer__poll(s->tracer, s->nr_pending ? 5 : POLL_MS);
 
 		if (n < 0) {
 			log_error("reading the ring buffer failed: %s", strerror(-n));
@@ -590,6 +662,8 @@ static int main_loop(struct session *s)
 		}
 		now = now_ns();
 		reap_child(s);
+		if (s->nr_pending && run_pending_scans(s) == -EPERM)
+			return EXIT_PRIV;
 		if (stop_signal) {
 			if (s->child > 0 && !s->child_done && stop_signal == SIGTERM)
 				kill(s->child, SIGTERM);
@@ -656,6 +730,7 @@ static int setup(struct session *s)
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
+		.lib_loaded = on_lib_loaded,
 		.failure = on_failure,
 		.ctx = s,
 	};
@@ -695,7 +770,9 @@ int session__run(const struct gl_opts *o)
 	if (o->cmd == CMD_RUN) {
 		status = start_child(&s);
 	} else if (o->all) {
-		status = scan_all(&s) == -EPERM ? EXIT_PRIV : EXIT_OK;
+		status = attach_system_lib(&s);
+		if (!status)
+			status = scan_all(&s) == -EPERM ? EXIT_PRIV : EXIT_OK;
 		if (!status)
 			log_info("tracing every process that uses CUDA (%d libcuda attached)",
 				 tracer__nr_libs(s.tracer));

@@ -43,6 +43,7 @@ struct torch_lib {
 
 struct tracer {
 	struct gpuleak *skel;
+	struct bpf_link *watch; /* fentry on security_mmap_file, or NULL */
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
 	struct ring_buffer *rb;
@@ -127,6 +128,28 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	return err;
 }
 
+/* Opens the embedded object, configures it and loads it (the verifier checks every program). */
+static int open_and_load(struct tracer *t, const struct tracer_opts *opts, bool watch)
+{
+	int err;
+
+	t->skel = gpuleak__open();
+	if (!t->skel) {
+		err = -errno;
+		log_error("failed to open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	err = configure(t, opts);
+	if (err) {
+		log_error("failed to configure the BPF object: %s", strerror(-err));
+		return err;
+	}
+	bpf_program__set_autoattach(t->skel->progs.watch_mmap, false);
+	if (!watch)
+		bpf_program__set_autoload(t->skel->progs.watch_mmap, false);
+	return gpuleak__load(t->skel);
+}
+
 struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
@@ -144,21 +167,15 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		goto cleanup;
 	}
 
-	/* open: parse the embedded object */
-	t->skel = gpuleak__open();
-	if (!t->skel) {
-		err = -errno;
-		log_error("failed to open the BPF object: %s", strerror(-err));
-		goto cleanup;
+	/* open, configure, load; without the optional mmap watcher if the kernel refuses it */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		err = open_and_load(t, opts, attempt == 0);
+		if (!err || attempt == 1)
+			break;
+		log_debug("loading without the mmap watcher (%s)", strerror(-err));
+		gpuleak__destroy(t->skel);
+		t->skel = NULL;
 	}
-	/* configure: settings and map sizes, before the kernel sees them */
-	err = configure(t, opts);
-	if (err) {
-		log_error("failed to configure the BPF object: %s", strerror(-err));
-		goto cleanup;
-	}
-	/* load: the verifier checks every program */
-	err = gpuleak__load(t->skel);
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			tracer__explain_eperm("failed to load the BPF programs");
@@ -177,6 +194,11 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 			log_error("failed to attach the scheduler tracepoints: %s", strerror(-err));
 		goto cleanup;
 	}
+	t->watch = bpf_program__fd(t->skel->progs.watch_mmap) >= 0 ?
+			   bpf_program__attach(t->skel->progs.watch_mmap) : NULL;
+	if (!t->watch)
+		log_debug("cannot watch mmap (%s): libraries loaded later are found by polling",
+			  strerror(errno));
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
 	if (!t->rb) {
 		err = -errno;
@@ -195,6 +217,7 @@ void tracer__free(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
+	bpf_link__destroy(t->watch);
 	for (int i = 0; i < t->nr_libs; i++) {
 		for (int j = 0; j < t->libs[i].nr_links; j++)
 			bpf_link__destroy(t->libs[i].links[j]);
@@ -417,6 +440,11 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 int tracer__nr_probes(const struct tracer *t)
 {
 	return t->nr_probes;
+}
+
+bool tracer__watches_mmap(const struct tracer *t)
+{
+	return t->watch != NULL;
 }
 
 int tracer__nr_libs(const struct tracer *t)

@@ -61,6 +61,8 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);
 int tracer__nr_libs(const struct tracer *t);
+/* Whether BPF reports libcuda/libc10_cuda being mapped (GL_PROC_LIBLOAD records). */
+bool tracer__watches_mmap(const struct tracer *t);
 
 /* Waits up to timeout_ms for records and hands them to the callback. Returns count or -errno. */
 int tracer__poll(struct tracer *t, int timeout_ms);
