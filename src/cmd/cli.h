@@ -23,6 +23,7 @@ enum gl_cmd {
 	CMD_NONE = 0,
 	CMD_ATTACH,
 	CMD_RUN,
+	CMD_SERVE,
 	CMD_HELP,
 	CMD_VERSION,
 };

@@ -1,14 +1,37 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * session.h - one tracing session: attach to targets (or start one), collect
- * until they exit, the duration ends or a signal comes, then report.
+ * until they exit, the duration ends or a signal comes, then report. The
+ * agent (serve.c) drives the same session step by step.
  */
 #ifndef GL_SESSION_H
 #define GL_SESSION_H
 
+#include <stdbool.h>
 #include "cli.h"
+
+struct session;
+struct snapshot;
+struct tracer;
+struct books;
 
 /* Runs the session described by o; returns the process exit status. */
 int session__run(const struct gl_opts *o);
+
+/* Loads the BPF side. NULL with *status set (EXIT_PRIV, EXIT_RUNTIME) on failure. */
+struct session *session__new(const struct gl_opts *o, int *status);
+void session__free(struct session *s);
+/* Attaches to what o names. Returns an exit status (EXIT_OK to go on). */
+int session__start(struct session *s);
+/*
+ * Waits up to timeout_ms for records, applies them, does the periodic work.
+ * Sets *done when the session should end (targets gone, duration, signal);
+ * returns an exit status.
+ */
+int session__step(struct session *s, int timeout_ms, bool *done);
+/* A snapshot of the books (drained, compared with BPF's counters); NULL on ENOMEM. */
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
+struct tracer *session__tracer(struct session *s);
+struct books *session__books(struct session *s);
 
 #endif /* GL_SESSION_H */

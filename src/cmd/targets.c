@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * targets.c - what a session traces: the processes named on the command
+ * line (waiting for them to load libcuda), the child of `run`, or every
+ * process with -a; finding their libcuda, PyTorch and Python and attaching
+ * to them, including libraries mapped later; liveness of the targets.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "session_int.h"
+#include "trace/probes.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+#define LIVENESS_NS 250000000ULL
+#define RESCAN_ALL_NS 5000000000ULL
+#define EXIT_GRACE_NS 1000000000ULL
+
+struct target *targets__find(struct session *s, int pid)
+{
+	for (int i = 0; i < s->nr_targets; i++)
+		if (s->targets[i].pid == pid)
+			return &s->targets[i];
+	return NULL;
+}
+
+static void report_attached(struct session *s, const struct cuda_lib *lib, int n, int pid)
+{
+	char missing[2048];
+	char comm[32] = "";
+
+	if (pid > 0 && procfs__comm(pid, comm, sizeof(comm)))
+		comm[0] = '\0';
+	libcuda__missing(lib, true, missing, sizeof(missing));
+	if (missing[0])
+		log_warn("%s lacks %s: those calls are not traced", lib->display, missing);
+	libcuda__missing(lib, false, missing, sizeof(missing));
+	if (missing[0])
+		log_debug("%s does not export: %s", lib->display, missing);
+	if (pid > 0)
+		log_info("attached to PID %d (%s): %d functions in %s (%d probes)", pid, comm, n,
+			 lib->display, tracer__nr_probes(s->tracer));
+	else
+		log_info("attached: %d functions in %s (%d probes)", n, lib->display,
+			 tracer__nr_probes(s->tracer));
+}
+
+/* Attaches to the library if it is new. Returns 0, or -errno (-EPERM: privileges). */
+static int attach_lib(struct session *s, const struct cuda_lib *lib, int pid)
+{
+	int n;
+
+	if (tracer__has_lib(s->tracer, lib->dev, lib->ino)) {
+		if (pid > 0)
+			log_info("attached to PID %d through %s", pid, lib->display);
+		return 0;
+	}
+	n = tracer__attach_lib(s->tracer, lib);
+	if (n < 0)
+		return n; /* explained by the tracer */
+	report_attached(s, lib, n, pid);
+	return 0;
+}
+
+
+/*
+ * Attaches to PyTorch's allocator probes if pid maps libc10_cuda.so. Returns
+ * 1 when the library was found (attached or without probes), 0 when pid maps
+ * none (yet), -EPERM on privileges.
+ */
+static int attach_torch(struct session *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (s->o->no_torch)
+		return 1;
+	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
+		return 0;
+	if (tracer__has_torch(s->tracer, dev, ino))
+		return 1;
+	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM) {
+		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
+		return -EPERM;
+	}
+	if (err == -ENOENT || err == -ESRCH)
+		log_msg(s->o->torch ? LOG_WARN : LOG_INFO,
+			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
+			"driver-level accounting only", display);
+	else if (err)
+		log_warn("failed to attach PyTorch's allocator probes in %s: %s", display,
+			 strerror(-err));
+	else
+		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
+			 display);
+	return 1;
+}
+
+/* Looks for the target's libcuda; attaches when found. Returns 0, 1 (not yet) or -errno. */
+static int try_attach_target(struct session *s, struct target *t)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	int err;
+
+	if (!lib)
+		return -ENOMEM;
+	err = libcuda__find_in_process(t->pid, lib);
+	if (err == -ENOENT) {
+		err = 1;
+	} else if (err == 0) {
+		err = attach_lib(s, lib, t->pid);
+		if (!err) {
+			t->state = T_ATTACHED;
+			if (!s->o->no_python)
+				python__attach(s->python, s->tracer, t->pid);
+			if (!t->torch_done)
+				err = attach_torch(s, t->pid);
+			t->torch_done = err == 1;
+			err = err < 0 ? err : 0;
+		}
+	} else if (err == -EACCES || err == -EPERM) {
+		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
+			  "to run as the target's user)", t->pid);
+		err = -EPERM;
+	} else if (err != -ESRCH) {
+		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
+	}
+	free(lib);
+	return err;
+}
+
+static bool target_alive(const struct target *t)
+{
+	uint64_t ticks;
+
+	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
+}
+
+static int add_targets(struct session *s)
+{
+	const struct gl_opts *o = s->o;
+
+	for (int i = 0; i < o->nr_pids; i++) {
+		struct target *t = &s->targets[s->nr_targets];
+		int err;
+
+		if (targets__find(s, o->pids[i]))
+			continue;
+		t->pid = o->pids[i];
+		if (procfs__start_ticks(t->pid, &t->start_ticks)) {
+			log_error("no such process: %d", t->pid);
+			return EXIT_RUNTIME;
+		}
+		err = tracer__add_target(s->tracer, t->pid);
+		if (err) {
+			log_error("failed to add PID %d to the targets: %s", t->pid, strerror(-err));
+			return EXIT_RUNTIME;
+		}
+		s->nr_targets++;
+		err = try_attach_target(s, t);
+		if (err == -EPERM)
+			return EXIT_PRIV;
+		if (err < 0 && !target_alive(t)) {
+			log_error("process %d exited before gpuleak could attach", t->pid);
+			return EXIT_RUNTIME;
+		}
+		if (err < 0)
+			return EXIT_RUNTIME;
+		if (err == 1)
+			log_info("PID %d has not loaded libcuda yet; waiting up to %.0f s", t->pid,
+				 o->wait_ms / 1e3);
+	}
+	return EXIT_OK;
+}
+
+/*
+ * Attaches to whatever pid maps that is not attached yet: its libcuda,
+ * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
+ * -EPERM on privileges.
+ */
+static int scan_pid(struct session *s, int pid)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	struct target *t = targets__find(s, pid);
+	int ret = 0, err = 0;
+
+	if (!lib)
+		return 0;
+	if (libcuda__find_in_process(pid, lib) == 0) {
+		ret = 1;
+		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
+			err = attach_lib(s, lib, t ? pid : -1);
+		if (!err && t && t->state == T_WAITING)
+			t->state = T_ATTACHED;
+	}
+	free(lib);
+	if (!err && attach_torch(s, pid) < 0)
+		err = -EPERM;
+	if (!err && !s->o->no_python)
+		python__attach(s->python, s->tracer, pid);
+	return err == -EPERM ? -EPERM : ret;
+}
+
+static int scan_one(int pid, void *data)
+{
+	struct session *s = data;
+
+	if (pid == getpid())
+		return 0;
+	return scan_pid(s, pid) == -EPERM ? -EPERM : 0;
+}
+
+/* -a: attach to every libcuda any process maps. */
+static int scan_all(struct session *s)
+{
+	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
+}
+
+/*
+ * -a: the libcuda new processes would load (--libcuda, else the dynamic
+ * loader's choice) is attached before any process maps it, so that they are
+ * traced from their first call.
+ */
+static int attach_system_lib(struct session *s)
+{
+	struct cuda_lib *lib;
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (s->o->libcuda)
+		snprintf(path, sizeof(path), "%s", s->o->libcuda);
+	else if (libcuda__search(NULL, getenv("LD_LIBRARY_PATH"), path, sizeof(path)))
+		return EXIT_OK;
+	lib = malloc(sizeof(*lib));
+	if (!lib)
+		return EXIT_RUNTIME;
+	err = libcuda__open(path, path, lib);
+	if (err)
+		log_msg(s->o->libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
+			strerror(-err));
+	else
+		err = attach_lib(s, lib, -1);
+	free(lib);
+	if (err == -EPERM)
+		return EXIT_PRIV;
+	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
+}
+
+/* BPF saw pid mapping libcuda or libc10_cuda: scan it soon (the mapping is being made). */
+void targets__lib_loaded(void *ctx, struct proc *proc, const char *lib)
+{
+	struct session *s = ctx;
+
+	log_debug("PID %d maps %s", proc->pid, lib);
+	for (int i = 0; i < s->nr_pending; i++)
+		if (s->pending[i].pid == proc->pid)
+			return;
+	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
+		s->pending[s->nr_pending++] = (struct pending_scan){ proc->pid, 0 };
+}
+
+/* Scans the processes BPF pointed at; retries while the mapping is not visible yet. */
+static int run_pending_scans(struct session *s)
+{
+	int kept = 0;
+
+	for (int i = 0; i < s->nr_pending; i++) {
+		struct pending_scan ps = s->pending[i];
+		int r = scan_pid(s, ps.pid);
+
+		if (r == -EPERM)
+			return -EPERM;
+		if (r == 0 && ++ps.attempts < PENDING_ATTEMPTS)
+			s->pending[kept++] = ps;
+	}
+	s->nr_pending = kept;
+	return 0;
+}
+
+static int start_child(struct session *s)
+{
+	char path[4096];
+	struct cuda_lib *lib;
+	int pipefd[2], err = 0;
+	char go = 1;
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		log_error("pipe: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	s->child = fork();
+	if (s->child < 0) {
+		log_error("fork: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if (s->child == 0) {
+		/* wait until the probes are attached; EOF means the tracer died */
+		close(pipefd[1]);
+		if (read(pipefd[0], &go, 1) != 1)
+			_exit(127);
+		execvp(s->o->argv[0], s->o->argv);
+		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o->argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[0]);
+	s->targets[0] = (struct target){ .pid = s->child, .state = T_WAITING };
+	s->nr_targets = 1;
+	procfs__start_ticks(s->child, &s->targets[0].start_ticks);
+	err = tracer__add_target(s->tracer, s->child);
+	lib = malloc(sizeof(*lib));
+	if (!err && lib) {
+		if (s->o->libcuda)
+			snprintf(path, sizeof(path), "%s", s->o->libcuda);
+		if (!s->o->libcuda && libcuda__search(s->o->argv[0], getenv("LD_LIBRARY_PATH"), path,
+						  sizeof(path))) {
+			log_warn("libcuda.so.1 is not on the library path; gpuleak will attach when "
+				 "%s loads one (calls before that are not seen)", s->o->argv[0]);
+		} else if ((err = libcuda__open(path, path, lib))) {
+			log_error("cannot read %s: %s", path, strerror(-err));
+		} else {
+			err = attach_lib(s, lib, -1);
+			if (!err)
+				s->targets[0].state = T_ATTACHED;
+		}
+	}
+	free(lib);
+	if (err) {
+		close(pipefd[1]);
+		kill(s->child, SIGKILL);
+		waitpid(s->child, NULL, 0);
+		return err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	}
+	if (write(pipefd[1], &go, 1) != 1)
+		log_warn("could not release %s: %s", s->o->argv[0], strerror(errno));
+	close(pipefd[1]);
+	return EXIT_OK;
+}
+
+void targets__reap_child(struct session *s)
+{
+	int status;
+
+	if (s->child <= 0 || s->child_done)
+		return;
+	if (waitpid(s->child, &status, WNOHANG) != s->child)
+		return;
+	s->child_done = true;
+	s->child_status = status;
+	if (WIFEXITED(status))
+		log_info("%s exited with status %d", s->o->argv[0], WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		log_info("%s was killed by signal %d", s->o->argv[0], WTERMSIG(status));
+}
+
+/* Liveness and libcuda checks; returns true when every target is done. */
+static bool check_targets(struct session *s, uint64_t now, int *status)
+{
+	bool all_done = s->nr_targets > 0;
+
+	for (int i = 0; i < s->nr_targets; i++) {
+		struct target *t = &s->targets[i];
+
+		if (t->state == T_EXITED)
+			continue;
+		if (!target_alive(t) && !(s->child == t->pid && !s->child_done)) {
+			/* wait a moment for its exit record, then take /proc's word */
+			if (!t->gone_ns)
+				t->gone_ns = now;
+			else if (now - t->gone_ns > EXIT_GRACE_NS)
+				t->state = T_EXITED;
+			all_done &= t->state == T_EXITED;
+			continue;
+		}
+		all_done = false;
+		if (t->state == T_ATTACHED && !t->torch_done) {
+			int r = attach_torch(s, t->pid);
+
+			if (r == -EPERM) {
+				*status = EXIT_PRIV;
+				return true;
+			}
+			t->torch_done = r == 1;
+			if (t->torch_done && !s->o->no_python)
+				python__attach(s->python, s->tracer, t->pid);
+		}
+		if (t->state != T_WAITING)
+			continue;
+		if (try_attach_target(s, t) == -EPERM) {
+			*status = EXIT_PRIV;
+			return true;
+		}
+		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
+		    s->child != t->pid) {
+			log_error("process %d did not load libcuda within %.0f s", t->pid,
+				  s->o->wait_ms / 1e3);
+			*status = EXIT_RUNTIME;
+			return true;
+		}
+	}
+	return all_done;
+}
+
+
+int targets__start(struct session *s)
+{
+	const struct gl_opts *o = s->o;
+	int status;
+
+	if (o->cmd == CMD_RUN)
+		return start_child(s);
+	if (!o->all)
+		return add_targets(s);
+	status = attach_system_lib(s);
+	if (!status)
+		status = scan_all(s) == -EPERM ? EXIT_PRIV : EXIT_OK;
+	if (!status)
+		log_info("tracing every process that uses CUDA (%d libcuda attached)",
+			 tracer__nr_libs(s->tracer));
+	return status;
+}
+
+bool targets__step(struct session *s, uint64_t now, int *status)
+{
+	targets__reap_child(s);
+	if (s->nr_pending && run_pending_scans(s) == -EPERM) {
+		*status = EXIT_PRIV;
+		return true;
+	}
+	if (s->o->all) {
+		if (now >= s->next_rescan_ns) {
+			s->next_rescan_ns = now + RESCAN_ALL_NS;
+			if (scan_all(s) == -EPERM) {
+				*status = EXIT_PRIV;
+				return true;
+			}
+		}
+		return false;
+	}
+	if (now < s->next_liveness_ns)
+		return false;
+	s->next_liveness_ns = now + LIVENESS_NS;
+	return check_targets(s, now, status);
+}
+
+void targets__signal_child(struct session *s, int sig)
+{
+	if (s->child > 0 && !s->child_done)
+		kill(s->child, sig);
+}
