@@ -225,11 +225,17 @@ static struct agg *agg_of(struct books *b, struct proc *proc, uint32_t stack, ui
 	return a;
 }
 
-static void account(struct proc *proc, struct agg *a, uint8_t cls, int64_t bytes, int64_t n,
-		    uint64_t ts)
+static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int64_t bytes,
+		    int64_t n, uint64_t ts)
 {
 	if (cls >= GL_CLASS_SLOTS)
 		return;
+	if (cls == GL_CLASS_DEVICE) {
+		if (dev >= 0 && dev < PROC_MAX_DEVICES)
+			proc->dev_bytes[dev] += bytes;
+		else
+			proc->unknown_dev_bytes += bytes;
+	}
 	proc->bytes[cls] += bytes;
 	proc->nallocs[cls] += n;
 	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
@@ -252,7 +258,7 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->total_frees++;
 		a->free_bytes += v->size;
 	}
-	account(proc, a, v->cls, -(int64_t)v->size, -1, ts);
+	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
 }
 
@@ -289,7 +295,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 			a->first_ns = c->hdr.ts;
 		a->last_ns = c->hdr.ts;
 	}
-	account(proc, a, c->cls, c->bytes, 1, c->hdr.ts);
+	account(proc, a, c->cls, c->dev, c->bytes, 1, c->hdr.ts);
 }
 
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)

@@ -176,6 +176,8 @@ void proc__clear_books(struct proc *proc)
 	htab__clear(proc->aggs);
 	memset(proc->bytes, 0, sizeof(proc->bytes));
 	memset(proc->nallocs, 0, sizeof(proc->nallocs));
+	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
+	proc->unknown_dev_bytes = 0;
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
 }

@@ -74,6 +74,8 @@ struct failure {
 	uint64_t held_device; /* device bytes outstanding at that moment */
 };
 
+#define PROC_MAX_DEVICES 16
+
 struct proc {
 	int pid;
 	int ns_pid;
@@ -95,6 +97,8 @@ struct proc {
 	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
 	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
 	uint64_t peak_device;
+	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* device class, per device ordinal */
+	uint64_t unknown_dev_bytes;	      /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;
 

@@ -286,6 +286,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->outstanding_allocs = proc->nallocs[GL_CLASS_DEVICE] + proc->nallocs[GL_CLASS_MANAGED] +
 				 proc->nallocs[GL_CLASS_HOST_PINNED];
 	sp->peak_device = proc->peak_device;
+	memcpy(sp->dev_bytes, proc->dev_bytes, sizeof(sp->dev_bytes));
+	sp->unknown_dev_bytes = proc->unknown_dev_bytes;
 	sp->alloc_calls = proc->alloc_calls;
 	sp->free_calls = proc->free_calls;
 	sp->failures = proc->failures;

@@ -138,6 +138,23 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "torch_reserved_bytes", p->torch_reserved_bytes);
 	jsonw__field_u64(w, "outstanding_allocs", p->outstanding_allocs);
 	jsonw__field_u64(w, "peak_device_bytes", p->peak_device);
+	jsonw__name(w, "devices");
+	jsonw__start_array(w);
+	for (int d = 0; d < 16; d++) {
+		if (!p->dev_bytes[d])
+			continue;
+		jsonw__start_object(w);
+		jsonw__field_s64(w, "device", d);
+		jsonw__field_u64(w, "device_bytes", p->dev_bytes[d]);
+		jsonw__end_object(w);
+	}
+	if (p->unknown_dev_bytes) {
+		jsonw__start_object(w);
+		jsonw__field_s64(w, "device", -1);
+		jsonw__field_u64(w, "device_bytes", p->unknown_dev_bytes);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
 	jsonw__field_u64(w, "alloc_calls", p->alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->free_calls);
 	jsonw__field_u64(w, "failures", p->failures);

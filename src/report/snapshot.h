@@ -60,6 +60,8 @@ struct snap_proc {
 	uint64_t nallocs[GL_CLASS_SLOTS];
 	uint64_t outstanding_allocs; /* device + managed + host_pinned */
 	uint64_t peak_device;
+	uint64_t dev_bytes[16];	     /* device class per device ordinal */
+	uint64_t unknown_dev_bytes;  /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */

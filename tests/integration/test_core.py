@@ -136,6 +136,13 @@ def test_context_teardown(tmp):
     check(truth["ctx_dropped_bytes"] > 0, "the workload tears down contexts")
     check_books(rep, p, truth)
     check_eq(p["context_dropped_bytes"], truth["ctx_dropped_bytes"], "context_dropped_bytes")
+    # per GPU: the context's device, or the location in cuMemCreate's properties
+    devs = {d["device"]: d["device_bytes"] for d in p["devices"]}
+    sites = truth["sites"]
+    check_eq(devs.get(1), sites["ctx_site_vmm"] + sites["ctx_site_v3"],
+             "device 1: the VMM handle placed there and the cuCtxCreate_v3 context's allocation")
+    check_eq(devs.get(0), sites["ctx_site_after_reset"] + sites["ctx_site_v4"], "device 0")
+    check_eq(sum(devs.values()), p["device_bytes"], "devices add up to device_bytes")
 
 
 def test_imported_memory_not_charged(tmp):
