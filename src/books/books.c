@@ -258,6 +258,8 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->total_frees++;
 		a->free_bytes += v->size;
 	}
+	if (v->cls < GL_CLASS_SLOTS)
+		proc->free_bytes[v->cls] += v->size;
 	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
 }
@@ -287,6 +289,8 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		.cls = c->cls,
 		.dev = (int8_t)c->dev,
 	};
+	if (c->cls < GL_CLASS_SLOTS)
+		proc->alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
 	if (a) {
 		a->total_allocs++;

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include "cli.h"
+#include "serve.h"
 #include "session.h"
 #include "util/log.h"
 
@@ -26,6 +27,8 @@ int main(int argc, char **argv)
 	case CMD_VERSION:
 		printf("gpuleak %s (BPF ABI %d)\n", GPULEAK_VERSION, GL_ABI_VERSION);
 		return EXIT_OK;
+	case CMD_SERVE:
+		return serve__run(&o);
 	default:
 		return session__run(&o);
 	}

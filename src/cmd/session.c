@@ -297,7 +297,7 @@ static int setup(struct session *s)
 		.python = !o->no_python,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
-		.max_procs = 8192,
+		.max_procs = o->max_procs,
 	};
 	struct books_opts bo = { .series_width_ns = 1000000000ULL };
 	struct books_hooks hooks = {
