@@ -40,6 +40,7 @@
 #define HOUSEKEEPING_NS 1000000000ULL
 #define LIVENESS_NS 2000000000ULL
 #define MAX_POLL_MS 200
+#define COMPACT_NS 10000000000ULL
 
 struct ident_key {
 	uint64_t start_time;
@@ -118,6 +119,18 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 	}
 	procs__forget_exited(p, UINT64_MAX, on_forget, a);
 	a->next_housekeeping_ns = now + HOUSEKEEPING_NS;
+	/* stacks of forgotten processes (ASLR'd unknown frames make many unique) */
+	if (now >= a->next_compact_ns && a->h.procs_forgotten != a->compacted_at_forgotten &&
+	    stacks__count(books__stacks(b)) >= a->o->max_stacks / 2) {
+		int n = books__compact_stacks(b);
+
+		a->next_compact_ns = now + COMPACT_NS;
+		a->compacted_at_forgotten = a->h.procs_forgotten;
+		if (n > 0)
+			a->h.stacks_dropped += n;
+		log_debug("stack table compacted: %d dropped, %u kept", n,
+			  stacks__count(books__stacks(b)));
+	}
 }
 
 /* The identity of a process: read from /proc/PID/cgroup once, then cached. */

@@ -26,6 +26,8 @@ struct agent {
 	int state_fd, profile_fd; /* directories, -1 if none */
 	uint64_t next_housekeeping_ns, next_liveness_ns, next_profile_ns;
 	uint64_t profile_seq;
+	uint64_t compacted_at_forgotten; /* procs_forgotten at the last stack compaction */
+	uint64_t next_compact_ns;
 	char **gpu_uuids; /* by device ordinal, NULL when unknown */
 	int nr_gpus;
 };

@@ -368,6 +368,9 @@ static void health_families(struct ctx *c)
 		      "Processes dropped from the books after they exited.", h->procs_forgotten);
 	agent_counter(c, "gpuleak_stacks_interned", "gauge", "Distinct call stacks held.",
 		      h->stacks);
+	agent_counter(c, "gpuleak_stacks_dropped_total", "counter",
+		      "Call stacks dropped once no tracked process referred to them.",
+		      h->stacks_dropped);
 	agent_counter(c, "gpuleak_probes_attached", "gauge",
 		      "Uprobes attached (entry and return) over all libraries.", h->probes);
 	agent_counter(c, "gpuleak_libraries_attached", "gauge",

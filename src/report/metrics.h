@@ -23,6 +23,7 @@ struct agent_health {
 	uint64_t forgotten_unmatched_frees; /* unmatched frees of dropped processes */
 	uint64_t procs_refused;		   /* records of processes refused: table full */
 	uint64_t stacks, stacks_overflow;  /* interned; got the overflow id: table full */
+	uint64_t stacks_dropped;	   /* no longer referenced, removed by compaction */
 	uint32_t max_procs, max_stacks, max_allocs;
 	int probes, libs;
 	uint64_t http_requests, http_bad_requests, http_timeouts, http_refused;

@@ -163,3 +163,33 @@ size_t stacks__mem(const struct stacks *s)
 	return sizeof(*s) + s->cap_frames * sizeof(struct frame) +
 	       s->cap_refs * sizeof(struct stack_ref) + htab__mem(s->by_hash);
 }
+
+int stacks__compact(struct stacks *s, const uint8_t *keep, uint32_t *remap)
+{
+	struct stacks *n = stacks__new(), tmp;
+
+	if (!n)
+		return -ENOMEM;
+	remap[0] = 0;
+	for (uint32_t id = 1; id < s->nr_refs; id++) {
+		const struct stack_ref *r = &s->refs[id];
+		const struct frame *f = &s->frames[r->first];
+
+		remap[id] = 0;
+		if (!keep[id] && id != s->overflow_id)
+			continue;
+		remap[id] = insert(n, hash_bytes(f, r->n * sizeof(*f), 0x5eed), f, r->n);
+		if (!remap[id]) {
+			stacks__free(n);
+			return -ENOMEM;
+		}
+	}
+	n->max = s->max;
+	n->overflows = s->overflows;
+	n->overflow_id = remap[s->overflow_id];
+	tmp = *s;
+	*s = *n;
+	*n = tmp;
+	stacks__free(n);
+	return 0;
+}

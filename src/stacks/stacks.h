@@ -44,6 +44,13 @@ uint32_t stacks__count(const struct stacks *s);
 void stacks__set_max(struct stacks *s, uint32_t max);
 /* Stacks that got the overflow id because the table was full. */
 uint64_t stacks__overflows(const struct stacks *s);
+/*
+ * Keeps only the stacks marked in keep[id] (ids 1..count) and the overflow
+ * stack, renumbered densely in their old order: remap[old id] = new id, 0 for
+ * a stack dropped (remap[0] = 0). keep and remap have stacks__count() + 1
+ * entries. Returns 0, or -ENOMEM with the table unchanged.
+ */
+int stacks__compact(struct stacks *s, const uint8_t *keep, uint32_t *remap);
 /* Bytes held. */
 size_t stacks__mem(const struct stacks *s);
 
