@@ -277,8 +277,9 @@ static void check_pid_namespace(void)
 /*
  * Gives up what later attaches do not need: loading is done; attaching to a
  * new libcuda needs CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN where the kernel
- * has no uprobe_multi links), reading other processes' maps and files
- * through /proc/PID/root needs CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
+ * has no uprobe_multi links), PyTorch's USDT probes CAP_SYS_ADMIN (kept
+ * unless --no-torch), reading other processes' maps and files through
+ * /proc/PID/root CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
  */
 /* Whether the kernel is at least major.minor. */
 static bool kernel_at_least(int major, int minor)
@@ -301,7 +302,9 @@ static void drop_capabilities(struct agent *a)
 	bool multi = tracer__nr_libs(a->s->tracer) ? tracer__uses_multi_links(a->s->tracer) :
 						     kernel_at_least(6, 6);
 
-	if (!multi)
+	/* measured on 6.18: perf-event uprobes (PyTorch's USDT probes, libcuda on kernels
+	 * without uprobe_multi) need CAP_SYS_ADMIN since the CVE-2025-38466 fix */
+	if (!multi || !a->o->no_torch)
 		keep |= 1ULL << 21;
 	err = caps__limit(keep);
 	after = caps__effective();

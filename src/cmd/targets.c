@@ -89,6 +89,12 @@ static int attach_torch(struct session *s, int pid)
 	if (tracer__has_torch(s->tracer, dev, ino))
 		return 1;
 	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM && s->o->cmd == CMD_SERVE) {
+		/* the agent goes on: tensor blocks are then not traced in this library */
+		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
+			 "accounting only", display);
+		return 1;
+	}
 	if (err == -EPERM) {
 		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
 		return -EPERM;
