@@ -363,35 +363,54 @@ static void client_read(struct http_server *h, struct client *c)
 		client_write(h, c);
 }
 
+/*
+ * A free slot; with none, the slot of the reader with the oldest deadline
+ * (a silent or slow client), whose connection is closed: a flood of idle
+ * connections cannot lock the scraper out.
+ */
+static struct client *take_slot(struct http_server *h)
+{
+	struct client *oldest = NULL;
+
+	for (int j = 0; j < h->o.max_clients; j++) {
+		struct client *c = &h->clients[j];
+
+		if (c->state == C_FREE)
+			return c;
+		if (c->state == C_READ && (!oldest || c->deadline_ms < oldest->deadline_ms))
+			oldest = c;
+	}
+	if (oldest) {
+		h->stats.refused++;
+		client_close(oldest);
+	}
+	return oldest;
+}
+
 static void accept_clients(struct http_server *h)
 {
 	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
 				   "Connection: close\r\n\r\n";
 
 	for (int i = 0; i < ACCEPT_BURST; i++) {
-		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot = -1;
+		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct client *c;
 
 		if (fd < 0)
 			return;
-		for (int j = 0; j < h->o.max_clients; j++) {
-			if (h->clients[j].state == C_FREE) {
-				slot = j;
-				break;
-			}
-		}
-		if (slot < 0) {
+		c = take_slot(h);
+		if (!c) {
+			/* every slot is writing a reply */
 			h->stats.refused++;
 			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 				(void)0;
 			close(fd);
 			continue;
 		}
-		h->clients[slot] = (struct client){
-			.state = C_READ,
-			.fd = fd,
-			.deadline_ms = now_ms() + h->o.timeout_ms,
-			.in = h->clients[slot].in,
-		};
+		c->state = C_READ;
+		c->fd = fd;
+		c->deadline_ms = now_ms() + h->o.timeout_ms;
+		c->len = 0;
 	}
 }
 

@@ -55,7 +55,7 @@ struct http_stats {
 	uint64_t requests;     /* answered by the handler */
 	uint64_t bad_requests; /* answered 4xx/5xx by the server itself */
 	uint64_t timeouts;     /* clients closed at their deadline */
-	uint64_t refused;      /* connections closed at once: too many clients */
+	uint64_t refused;      /* connections closed for lack of a slot (the oldest idle reader) */
 };
 
 struct http_server;
