@@ -10,7 +10,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import FAKECUDA, GPULEAK, WORKLOADS, check, check_eq, wait_until
+from harness import FAKECUDA, GPULEAK, ROOT, WORKLOADS, check, check_eq, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
@@ -259,3 +259,14 @@ def test_serve_defaults_and_hostile_clients(tmp):
         rc = agent.stop()
     check_eq(rc, 0, f"exit status on SIGTERM:\n{agent.stderr()}")
     check("capabilities kept: " in agent.stderr(), "capabilities given up after attaching")
+
+
+def test_deploy_manifests(tmp):
+    """deploy/: the Kubernetes manifests agree with each other (selectors, ports,
+    security context), the systemd unit is hardened, the image is the static binary."""
+    # Debian's python3 (python3-yaml), whichever python3 runs the tests
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "deploy", "validate.py")],
+                       capture_output=True, timeout=30)
+    out = p.stdout.decode() + p.stderr.decode()
+    check_eq(p.returncode, 0, f"deploy/validate.py:\n{out}")
+    check("deploy: ok" in out, f"deploy/validate.py said: {out}")
