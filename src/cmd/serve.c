@@ -261,26 +261,23 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 /* The agent needs the host's PID namespace: BPF reports host PIDs. */
 static void check_pid_namespace(void)
 {
-	char buf[4096], *line;
+	char buf[4096], *line, *end;
+	int levels = 0;
 
 	if (read_small_file("/proc/self/status", buf, sizeof(buf)) <= 0)
 		return;
 	line = strstr(buf, "\nNSpid:");
-	if (line && strchr(line + 7, '\n') && memchr(line + 7, '\t', strchr(line + 7, '\n') -
-						     (line + 7)) !=
-			     memrchr(line + 7, '\t', strchr(line + 7, '\n') - (line + 7)))
+	if (!line)
+		return;
+	end = strchrnul(line + 1, '\n');
+	for (char *p = line + 7; p < end; p++)
+		levels += *p == '\t';
+	if (levels > 1)
 		log_warn("gpuleak serve runs in a child PID namespace: processes it traces are not "
 			 "visible in its /proc and are dropped (run it with the host's PID "
 			 "namespace: hostPID: true)");
 }
 
-/*
- * Gives up what later attaches do not need: loading is done; attaching to a
- * new libcuda needs CAP_BPF and CAP_PERFMON (CAP_SYS_ADMIN where the kernel
- * has no uprobe_multi links), PyTorch's USDT probes CAP_SYS_ADMIN (kept
- * unless --no-torch), reading other processes' maps and files through
- * /proc/PID/root CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
- */
 /* Whether the kernel is at least major.minor. */
 static bool kernel_at_least(int major, int minor)
 {
