@@ -94,7 +94,7 @@ $(BUILD)/gpuleak: $(OBJS)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 gpuleak: $(BUILD)/gpuleak
-	$(Q)cp $< $@
+	$(Q)cp $< $@.tmp && mv $@.tmp $@
 ifeq ($(STATIC),1)
 	$(Q)scripts/check-static $@
 endif

@@ -17,12 +17,6 @@ struct proc_key {
 	int32_t pad;
 };
 
-struct pending {
-	uint64_t seq;
-	uint32_t stack;
-	uint32_t pad;
-};
-
 struct procs {
 	struct proc **list;
 	uint32_t nr, cap;
@@ -86,7 +80,7 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 	proc->start_time = start_time;
 	proc->allocs = htab__new(sizeof(struct alloc_key), sizeof(struct alloc_val));
 	proc->aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
-	proc->pending = htab__new(sizeof(uint32_t), sizeof(struct pending));
+	proc->pending = htab__new(sizeof(struct pending_key), sizeof(struct pending));
 	if (!proc->allocs || !proc->aggs || !proc->pending) {
 		proc_free(proc);
 		return NULL;

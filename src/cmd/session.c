@@ -303,7 +303,7 @@ static int setup(struct session *s)
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
-		.lib_loaded = targets__lib_loaded,
+		.libs_changed = targets__libs_changed,
 		.failure = on_failure,
 		.ctx = s,
 	};

@@ -63,8 +63,8 @@ uint64_t now_ns(void);
 int targets__start(struct session *s);
 /* Periodic work: pending scans, -a rescans, liveness. True when every target is done. */
 bool targets__step(struct session *s, uint64_t now, int *status);
-/* Books hook: BPF saw a process map libcuda or libc10_cuda. */
-void targets__lib_loaded(void *ctx, struct proc *proc, const char *lib);
+/* Books hook: the dynamic loader changed a traced process's libraries. */
+void targets__libs_changed(void *ctx, struct proc *proc);
 /* The run-mode child: forward a signal; collect its status if it exited. */
 void targets__signal_child(struct session *s, int sig);
 void targets__reap_child(struct session *s);

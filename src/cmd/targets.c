@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "session_int.h"
@@ -22,6 +23,8 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+
+static int attach_ldso(struct session *s, int pid);
 
 struct target *targets__find(struct session *s, int pid)
 {
@@ -167,6 +170,8 @@ static int add_targets(struct session *s)
 			return EXIT_RUNTIME;
 		}
 		s->nr_targets++;
+		if (attach_ldso(s, t->pid) == -EPERM)
+			return EXIT_PRIV;
 		err = try_attach_target(s, t);
 		if (err == -EPERM)
 			return EXIT_PRIV;
@@ -181,6 +186,51 @@ static int add_targets(struct session *s)
 				 o->wait_ms / 1e3);
 	}
 	return EXIT_OK;
+}
+
+/*
+ * Watches pid's dynamic loader (once per ld.so file): libraries it loads
+ * later are found at once. Returns 0, or -EPERM on privileges.
+ */
+static int attach_ldso(struct session *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (libcuda__find_ldso(pid, path, sizeof(path), display, sizeof(display), &dev, &ino) ||
+	    tracer__has_ldso(s->tracer, dev, ino))
+		return 0;
+	err = tracer__attach_ldso(s->tracer, path, dev, ino);
+	if (err == -EPERM)
+		return -EPERM;
+	if (err)
+		log_debug("cannot watch the dynamic loader %s: %s", display, strerror(-err));
+	else
+		log_debug("watching the dynamic loader %s", display);
+	return 0;
+}
+
+/* The system's dynamic loader, which new programs (run, -a) will use. */
+static int attach_system_ldso(struct session *s)
+{
+	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
+					     "/lib/ld-linux-aarch64.so.1" };
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int err;
+
+		if (stat(paths[i], &st) || tracer__has_ldso(s->tracer, st.st_dev, st.st_ino))
+			continue;
+		err = tracer__attach_ldso(s->tracer, paths[i], st.st_dev, st.st_ino);
+		if (err == -EPERM)
+			return -EPERM;
+		if (err)
+			log_debug("cannot watch the dynamic loader %s: %s", paths[i], strerror(-err));
+	}
+	return 0;
 }
 
 /*
@@ -204,6 +254,8 @@ static int scan_pid(struct session *s, int pid)
 			t->state = T_ATTACHED;
 	}
 	free(lib);
+	if (!err && attach_ldso(s, pid) < 0)
+		err = -EPERM;
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
 	if (!err && !s->o->no_python)
@@ -256,12 +308,12 @@ static int attach_system_lib(struct session *s)
 	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
 }
 
-/* BPF saw pid mapping libcuda or libc10_cuda: scan it soon (the mapping is being made). */
-void targets__lib_loaded(void *ctx, struct proc *proc, const char *lib)
+/* The dynamic loader of pid changed its libraries: scan it now (and again shortly). */
+void targets__libs_changed(void *ctx, struct proc *proc)
 {
 	struct session *s = ctx;
 
-	log_debug("PID %d maps %s", proc->pid, lib);
+	log_debug("PID %d loaded or unloaded libraries", proc->pid);
 	for (int i = 0; i < s->nr_pending; i++)
 		if (s->pending[i].pid == proc->pid)
 			return;
@@ -416,6 +468,8 @@ int targets__start(struct session *s)
 	const struct gl_opts *o = s->o;
 	int status;
 
+	if ((o->cmd == CMD_RUN || o->all) && attach_system_ldso(s) == -EPERM)
+		return EXIT_PRIV;
 	if (o->cmd == CMD_RUN)
 		return start_child(s);
 	if (!o->all)

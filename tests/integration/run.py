@@ -66,6 +66,8 @@ def main():
         else:
             passed += 1
             print(f"ok   {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+        finally:
+            harness.cleanup()
     print(f"integration tests took {time.monotonic() - t_all:.0f} s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0
