@@ -440,16 +440,18 @@ static void apply_call(struct books *b, const struct gl_call *c)
 
 static void apply_proc(struct books *b, const struct gl_proc *r)
 {
-	struct proc *proc = proc_of(b, &r->hdr);
+	struct proc *proc;
 
+	if (r->event == GL_PROC_LIBLOAD) {
+		if (b->hooks.libs_changed)
+			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
+		return;
+	}
+	proc = proc_of(b, &r->hdr);
 	if (!proc)
 		return;
 	switch (r->event) {
 	case GL_PROC_FORK:
-		return;
-	case GL_PROC_LIBLOAD:
-		if (b->hooks.libs_changed)
-			b->hooks.libs_changed(b->hooks.ctx, proc);
 		return;
 	case GL_PROC_EXEC:
 		proc->final = r->stats;

@@ -28,6 +28,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_SORT,
 };
 
 static const struct option long_opts[] = {
@@ -47,6 +48,8 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -59,6 +62,7 @@ void cli__usage(FILE *f)
 	      "       gpuleak attach [options] -a              trace every process using CUDA\n"
 	      "       gpuleak run [options] -- CMD [ARG...]    start CMD and trace it from its "
 	      "first call\n"
+	      "       gpuleak top [options] [-p PID]...        live view (every process by default)\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -79,6 +83,8 @@ void cli__usage(FILE *f)
 	      "      --torch           PyTorch tensor blocks through libc10_cuda's USDT probes\n"
 	      "                        (on by default when the target maps libc10_cuda.so)\n"
 	      "      --no-torch        driver level only\n"
+	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
+	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -180,6 +186,21 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		o->no_torch = true;
 		o->torch = false;
 		return 0;
+	case 'p':
+		if (o->nr_pids == GL_MAX_PIDS)
+			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
+		if (parse_pid(arg, &o->pids[o->nr_pids]))
+			return usage_error("invalid PID '%s': expected a process id", arg);
+		o->nr_pids++;
+		return 0;
+	case OPT_SORT:
+		if (!strcmp(arg, "bytes"))
+			o->sort_bytes = true;
+		else if (!strcmp(arg, "growth"))
+			o->sort_bytes = false;
+		else
+			return usage_error("invalid --sort '%s': expected growth or bytes", arg);
+		return 0;
 	case 'v':
 		o->verbosity++;
 		return 0;
@@ -203,6 +224,8 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 			return usage_error("invalid PID '%s': expected a process id", argv[i]);
 		o->nr_pids++;
 	}
+	if (!o->nr_pids && !o->all && o->cmd == CMD_TOP)
+		o->all = true;
 	if (!o->nr_pids && !o->all)
 		return usage_error("attach needs PIDs or -a");
 	if (o->nr_pids && o->all)
@@ -223,6 +246,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->cmd = CMD_ATTACH;
 	else if (!strcmp(sub, "run"))
 		o->cmd = CMD_RUN;
+	else if (!strcmp(sub, "top"))
+		o->cmd = CMD_TOP;
 	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
 		o->cmd = CMD_HELP;
 	else if (!strcmp(sub, "version") || !strcmp(sub, "--version"))
@@ -231,10 +256,12 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		return usage_error("unknown command '%s'", sub);
 	if (o->cmd == CMD_HELP || o->cmd == CMD_VERSION)
 		return EXIT_OK;
+	if (o->cmd == CMD_TOP)
+		o->interval_ms = 2000;
 
 	optind = 2;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ai:d:w:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+ai:d:w:p:vqh", long_opts, NULL)) != -1) {
 		if (c == '?') {
 			if (optopt)
 				return usage_error("option '-%c' is unknown or needs a value",
