@@ -181,7 +181,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
 {
-	for (int i = optind; i < argc; i++) {
+	for (int i = optind + 1; i < argc; i++) {
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
 		if (parse_pid(argv[i], &o->pids[o->nr_pids]))
@@ -198,7 +198,7 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 int cli__parse(int argc, char **argv, struct gl_opts *o)
 {
 	const char *sub;
-	int c, err;
+	int c, err, at = 1;
 
 	defaults(o);
 	if (argc < 2)
@@ -217,27 +217,33 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	if (o->cmd == CMD_HELP || o->cmd == CMD_VERSION)
 		return EXIT_OK;
 
-	optind = 2;
+	/*
+	 * Options follow the subcommand: getopt reads argv + 1, where optind
+	 * indexes are one less. optind = 0 restarts it with no state left from
+	 * an earlier parse; at is the element it is reading.
+	 */
+	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ai:d:w:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, "+ai:d:w:vqh", long_opts, NULL)) != -1) {
 		if (c == '?') {
-			if (optopt)
-				return usage_error("option '-%c' is unknown or needs a value",
-						   optopt);
-			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+			if (!strncmp(argv[1 + at], "--", 2))
+				return usage_error("unknown or incomplete option '%s'",
+						   argv[1 + at]);
+			return usage_error("option '-%c' is unknown or needs a value", optopt);
 		}
 		err = parse_option(o, c, optarg);
 		if (err)
 			return err;
 		if (o->cmd == CMD_HELP)
 			return EXIT_OK;
+		at = optind;
 	}
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");
-		if (optind >= argc)
+		if (optind + 1 >= argc)
 			return usage_error("run needs a command: gpuleak run -- CMD [ARG...]");
-		o->argv = &argv[optind];
+		o->argv = &argv[optind + 1];
 		return EXIT_OK;
 	}
 	return parse_pids(o, argc, argv);
