@@ -58,7 +58,7 @@ BPF_OBJ := $(OUTPUT)/gpuleak.bpf.o
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration check-static bench clean format fakecuda
+.PHONY: all deps demo test unit integration check-static bench clean format fakecuda gpuleak
 .DEFAULT_GOAL := all
 
 all: gpuleak

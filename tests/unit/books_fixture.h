@@ -82,15 +82,12 @@ static UNIT_UNUSED struct fx *fx_new(bool no_proc_files)
 
 static UNIT_UNUSED void fx_free(struct fx *f)
 {
-	char cmd[128];
-
 	books__free(f->b);
 	unwinder__free(f->u);
 	stacks__free(f->s);
 	modules__free(f->m);
 	procfs_root = "/proc";
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->root);
-	assert_int_equal(system(cmd), 0);
+	unit_rm_tree(f->root);
 	free(f);
 }
 

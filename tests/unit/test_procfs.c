@@ -4,8 +4,6 @@
  * spaces, anonymous, malformed), and the stat, comm, status and directory
  * readers against a fake /proc tree made in a temporary directory.
  */
-#include <dirent.h>
-#include <sys/stat.h>
 #include "unit.h"
 #include "util/procfs.h"
 
@@ -21,29 +19,6 @@ static void put_file(int pid, const char *name, const char *text)
 	unit_write_file(path, text);
 }
 
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	char path[512];
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
-			rm_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 static int setup(void **state)
 {
 	snprintf(root, sizeof(root), "/tmp/glprocXXXXXX");
@@ -55,7 +30,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	rm_tree(root);
+	unit_rm_tree(root);
 	procfs_root = "/proc";
 	return 0;
 }

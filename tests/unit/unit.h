@@ -10,6 +10,7 @@
 #ifndef GL_UNIT_H
 #define GL_UNIT_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -82,6 +83,30 @@ static UNIT_UNUSED char *unit_stderr_end(struct unit_stderr *c)
 	assert_int_equal(fread(buf, 1, n, c->tmp), (size_t)n);
 	fclose(c->tmp);
 	return buf;
+}
+
+/* Removes a directory tree made by a test (no symbolic links followed). */
+static UNIT_UNUSED void unit_rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char path[512];
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+			unit_rm_tree(path);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
 }
 
 /* Number of '\n' in s. */
