@@ -168,7 +168,8 @@ static void test_replaced_key(void **state)
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAllocManaged,
 						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
 						       .cls = GL_CLASS_MANAGED, .key = 0x1000,
-						       .bytes = 50, .dev = -1, .seq = ++f->seq }), 0);
+						       .bytes = 50, .dev = -1,
+						       .seq = ++f->seq }), 0);
 	expect_class(p, GL_CLASS_DEVICE, 0, 0);
 	expect_class(p, GL_CLASS_MANAGED, 50, 1);
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 50, GL_CLASS_MANAGED);
@@ -328,8 +329,8 @@ static void test_failed_free(void **state)
 						       .kind = GL_KIND_DPTR, .key = 0x1, .rc = 1,
 						       .dev = -1 }), 0);
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemRelease, .op = GL_OP_NONE,
-						       .kind = GL_KIND_HANDLE, .key = 0x1, .rc = 400,
-						       .dev = -1 }), 0);
+						       .kind = GL_KIND_HANDLE, .key = 0x1,
+						       .rc = 400, .dev = -1 }), 0);
 	p = fx_proc(f);
 	assert_int_equal(p->failed_frees, 2);
 	/* a mapping, and a deferred release, succeed without changing the books */

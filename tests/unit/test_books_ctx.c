@@ -267,8 +267,8 @@ static void test_random_against_bpf_rule(void **state)
 
 				if (a->live)
 					continue; /* keys stay unique per slot */
-				*a = (struct m_alloc){ true, d->kind, d->cls, 0x100000 + i * 16, size,
-						       ctx };
+				*a = (struct m_alloc){ true, d->kind, d->cls, 0x100000 + i * 16,
+						       size, ctx };
 				fx_alloc(f, api, a->key, size, ctx);
 				m->bytes[a->cls] += size;
 				m->n[a->cls]++;
@@ -279,8 +279,9 @@ static void test_random_against_bpf_rule(void **state)
 				if (!a->live)
 					continue;
 				assert_int_equal(fx_call(f, (struct gl_call){
-					.api = GL_API_cuMemFree_v2, .op = GL_OP_FREE, .kind = a->kind,
-					.key = a->key, .bytes = a->size, .cls = a->cls, .dev = -1 }), 0);
+					.api = GL_API_cuMemFree_v2, .op = GL_OP_FREE,
+					.kind = a->kind, .key = a->key, .bytes = a->size,
+					.cls = a->cls, .dev = -1 }), 0);
 				m->bytes[a->cls] -= a->size;
 				m->n[a->cls]--;
 				a->live = false;

@@ -55,8 +55,8 @@ static void test_u64_overflow(void **state)
 static void test_u64_rejects_garbage(void **state)
 {
 	static const char *const bad[] = {
-		"",	"-1",	"+1",	 " 1",	 "1 ",	"1x", "0x10", "1.5", "1e3",
-		"abc", "--1", "-0",	"\t1", "1\n", "one", "1k",	"-",   "+",
+		"", "-1", "+1", " 1", "1 ", "1x", "0x10", "1.5", "1e3",
+		"abc", "--1", "-0", "\t1", "1\n", "one", "1k", "-", "+",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -126,8 +126,8 @@ static void test_size_suffixes(void **state)
 static void test_size_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"",	 "k",	 "-1k", "+1k", "1 k", "1k ", "1kk", "1x",  "1P",    "1E", "1kiB2",
-		"1b",	 "1B",	 "1i",	"1ib", "1kbi", "1.5M", "1e3", " 1k", "0x10", "1M\n",
+		"", "k", "-1k", "+1k", "1 k", "1k ", "1kk", "1x", "1P", "1E", "1kiB2",
+		"1b", "1B", "1i", "1ib", "1kbi", "1.5M", "1e3", " 1k", "0x10", "1M\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -192,15 +192,16 @@ static void test_duration(void **state)
 static void test_duration_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"",	"s",	"ms",  "-1",  "-1s", "+1s", "1 s", "1s ", "1d",	 "1S", "1MS",
-		"1H",	"1sec", "1mss", "1us", "1ns", "1.5s", "1e3", " 1",  "1h1m", "1m30s",
+		"", "s", "ms", "-1", "-1s", "+1s", "1 s", "1s ", "1d", "1S", "1MS",
+		"1H", "1sec", "1mss", "1us", "1ns", "1.5s", "1e3", " 1", "1h1m", "1m30s",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		uint64_t v = SENTINEL;
 
 		if (parse_duration_ms(bad[i], 0, UINT64_MAX, &v) != -EINVAL)
-			fail_msg("parse_duration_ms(\"%s\") accepted or gave the wrong error", bad[i]);
+			fail_msg("parse_duration_ms(\"%s\") accepted or gave the wrong error",
+				 bad[i]);
 		assert_int_equal(v, SENTINEL);
 	}
 	dur_err(NULL, 0, UINT64_MAX, -EINVAL);

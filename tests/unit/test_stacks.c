@@ -135,7 +135,8 @@ static void test_growth(void **state)
 		uint32_t n = 1 + i % 200;
 
 		for (uint32_t j = 0; j < n; j++)
-			f[j] = (struct frame){ .addr = i * 1000ULL + j, .mod = j, .kind = FRAME_NATIVE };
+			f[j] = (struct frame){ .addr = i * 1000ULL + j, .mod = j,
+					       .kind = FRAME_NATIVE };
 		ids[i] = stacks__intern(s, f, n);
 		assert_int_equal(ids[i], i + 1);
 	}
@@ -145,7 +146,8 @@ static void test_growth(void **state)
 		uint32_t n = 1 + i % 200;
 
 		for (uint32_t j = 0; j < n; j++)
-			f[j] = (struct frame){ .addr = i * 1000ULL + j, .mod = j, .kind = FRAME_NATIVE };
+			f[j] = (struct frame){ .addr = i * 1000ULL + j, .mod = j,
+					       .kind = FRAME_NATIVE };
 		expect_frames(s, ids[i], f, n);
 		assert_int_equal(stacks__intern(s, f, n), ids[i]);
 	}

@@ -176,8 +176,8 @@ static UNIT_UNUSED void unit_check_expected(const char *name, const char *actual
 			a--;
 		while (w > want && w[-1] != '\n')
 			w--;
-		print_error("%s differs at line %d:\n  expected: %.*s\n  actual:   %.*s\n", path, line,
-			    (int)(we ? we - w : (ptrdiff_t)strlen(w)), w,
+		print_error("%s differs at line %d:\n  expected: %.*s\n  actual:   %.*s\n", path,
+			    line, (int)(we ? we - w : (ptrdiff_t)strlen(w)), w,
 			    (int)(ae ? ae - a : (ptrdiff_t)strlen(a)), a);
 		free(want);
 		fail();
