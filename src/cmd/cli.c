@@ -124,6 +124,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
 			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
 	case OPT_JSON:
+		if (!*arg)
+			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
 		return 0;
 	case OPT_STACKS:
@@ -157,6 +159,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
 			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
 	case OPT_LIBCUDA:
+		if (!*arg)
+			return usage_error("--libcuda needs a path");
 		o->libcuda = arg;
 		return 0;
 	case OPT_NO_FOLLOW:

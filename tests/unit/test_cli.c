@@ -261,6 +261,7 @@ static void test_durations(void **state)
 	usage("'8761h'", "attach", "-d", "8761h", "1");
 	usage("'-3s'", "attach", "-d", "-3s", "1");
 	usage("'3x'", "attach", "-d", "3x", "1");
+	usage("'99999999999999999999'", "attach", "-d", "99999999999999999999", "1");
 
 	ok("attach", "-w", "0", "1");
 	assert_int_equal(opts.wait_ms, 0);
@@ -269,6 +270,7 @@ static void test_durations(void **state)
 	usage("'25h'", "attach", "-w", "25h", "1");
 	usage("'-1'", "attach", "--wait", "-1", "1");
 	usage("'soon'", "attach", "--wait", "soon", "1");
+	usage("'99999999999999999999s'", "attach", "-w", "99999999999999999999s", "1");
 }
 
 static void test_stacks(void **state)
@@ -322,6 +324,7 @@ static void test_counts(void **state)
 	usage("'4097'", "attach", "--frames", "4097", "1");
 	usage("'-2'", "attach", "--frames", "-2", "1");
 	usage("'x'", "attach", "--frames", "x", "1");
+	usage("'99999999999999999999'", "attach", "--frames", "99999999999999999999", "1");
 
 	ok("attach", "--max-allocs", "1", "1");
 	assert_int_equal(opts.max_allocs, 1);
@@ -331,6 +334,7 @@ static void test_counts(void **state)
 	usage("'67108865'", "attach", "--max-allocs", "67108865", "1");
 	usage("'-1'", "attach", "--max-allocs", "-1", "1");
 	usage("'1M'", "attach", "--max-allocs", "1M", "1");
+	usage("'99999999999999999999'", "attach", "--max-allocs", "99999999999999999999", "1");
 }
 
 static void test_ringbuf(void **state)
@@ -371,6 +375,12 @@ static void test_flags(void **state)
 	assert_string_equal(opts.json_path, "-");
 	ok("attach", "--json=/tmp/r.json", "-a");
 	assert_string_equal(opts.json_path, "/tmp/r.json");
+	/* an empty file name would only fail when the report is written, at the end */
+	usage("--json", "attach", "--json", "", "1");
+	usage("--json", "attach", "--json=", "1");
+	usage("--libcuda", "run", "--libcuda", "", "--", "x");
+	ok("run", "--libcuda", "libcuda.so.1", "x");
+	assert_string_equal(opts.libcuda, "libcuda.so.1");
 	/* clustered short options with a value */
 	ok("attach", "-vai5s");
 	assert_int_equal(opts.verbosity, 1);
