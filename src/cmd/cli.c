@@ -137,6 +137,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
 			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
 	case OPT_JSON:
+		if (!*arg)
+			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
 		return 0;
 	case OPT_STACKS:
@@ -170,6 +172,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
 			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
 	case OPT_LIBCUDA:
+		if (!*arg)
+			return usage_error("--libcuda needs a path");
 		o->libcuda = arg;
 		return 0;
 	case OPT_NO_FOLLOW:
@@ -217,7 +221,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
 {
-	for (int i = optind; i < argc; i++) {
+	for (int i = optind + 1; i < argc; i++) {
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
 		if (parse_pid(argv[i], &o->pids[o->nr_pids]))
@@ -236,7 +240,7 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 int cli__parse(int argc, char **argv, struct gl_opts *o)
 {
 	const char *sub;
-	int c, err;
+	int c, err, at = 1;
 
 	defaults(o);
 	if (argc < 2)
@@ -259,27 +263,33 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	if (o->cmd == CMD_TOP)
 		o->interval_ms = 2000;
 
-	optind = 2;
+	/*
+	 * Options follow the subcommand: getopt reads argv + 1, where optind
+	 * indexes are one less. optind = 0 restarts it with no state left from
+	 * an earlier parse; at is the element it is reading.
+	 */
+	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ai:d:w:p:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, "+ai:d:w:p:vqh", long_opts, NULL)) != -1) {
 		if (c == '?') {
-			if (optopt)
-				return usage_error("option '-%c' is unknown or needs a value",
-						   optopt);
-			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+			if (!strncmp(argv[1 + at], "--", 2))
+				return usage_error("unknown or incomplete option '%s'",
+						   argv[1 + at]);
+			return usage_error("option '-%c' is unknown or needs a value", optopt);
 		}
 		err = parse_option(o, c, optarg);
 		if (err)
 			return err;
 		if (o->cmd == CMD_HELP)
 			return EXIT_OK;
+		at = optind;
 	}
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");
-		if (optind >= argc)
+		if (optind + 1 >= argc)
 			return usage_error("run needs a command: gpuleak run -- CMD [ARG...]");
-		o->argv = &argv[optind];
+		o->argv = &argv[optind + 1];
 		return EXIT_OK;
 	}
 	return parse_pids(o, argc, argv);
