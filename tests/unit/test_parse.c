@@ -236,10 +236,11 @@ static void test_pid(void **state)
 	assert_int_equal(pid, 1);
 	assert_int_equal(parse_pid("4242", &pid), 0);
 	assert_int_equal(pid, 4242);
-	assert_int_equal(parse_pid("4194304", &pid), 0);
-	assert_int_equal(pid, 4194304);
+	assert_int_equal(parse_pid("4194303", &pid), 0);
+	assert_int_equal(pid, 4194303);
 	pid = -5;
-	assert_int_equal(parse_pid("4194305", &pid), -ERANGE);
+	assert_int_equal(parse_pid("4194304", &pid), -ERANGE); /* PID_MAX_LIMIT itself */
+	assert_int_equal(pid, -5);
 	assert_int_equal(parse_pid("0", &pid), -ERANGE);
 	assert_int_equal(parse_pid("2147483648", &pid), -ERANGE);
 	assert_int_equal(parse_pid("4294967297", &pid), -ERANGE);
