@@ -146,14 +146,14 @@ static void test_defaults(void **state)
 
 static void test_pids(void **state)
 {
-	ok("attach", "4242", "1", "4194304");
+	ok("attach", "4242", "1", "4194303");
 	assert_int_equal(opts.nr_pids, 3);
 	assert_int_equal(opts.pids[0], 4242);
 	assert_int_equal(opts.pids[1], 1);
-	assert_int_equal(opts.pids[2], 4194304);
+	assert_int_equal(opts.pids[2], 4194303);
 	usage("needs PIDs", "attach");
 	usage("'0'", "attach", "0");
-	usage("'4194305'", "attach", "4194305");
+	usage("'4194304'", "attach", "4194304");
 	usage("'99999999999999999999999'", "attach", "99999999999999999999999");
 	usage("'12abc'", "attach", "12abc");
 	usage("'abc'", "attach", "abc");
