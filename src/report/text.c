@@ -109,7 +109,12 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	if (p->dropped_bytes)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
-	if (p->bpf_valid && !p->consistent)
+	if (p->totals_from_kernel)
+		fprintf(f, "  WARNING: events were lost: the totals above are the kernel's exact "
+			   "counters; the stacks below are incomplete (they add up to %s of device "
+			   "memory)\n",
+			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+	else if (p->bpf_valid && !p->consistent)
 		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
 			   "(device %s there): events were lost\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
