@@ -337,11 +337,11 @@ static __always_inline void ctx_push(struct gl_inflight *inf, __u64 ctx)
 {
 	__u32 d = inf->ctx_depth;
 
-	if (d >= GL_MAX_NEST) {
+	if (d >= GL_MAX_CTX) {
 		/* keep the newest: shift is not worth it, overwrite the top */
-		d = GL_MAX_NEST - 1;
+		d = GL_MAX_CTX - 1;
 	}
-	inf->ctx[d & (GL_MAX_NEST - 1)] = ctx;
+	inf->ctx[d & (GL_MAX_CTX - 1)] = ctx;
 	inf->ctx_depth = d + 1;
 }
 
@@ -378,7 +378,7 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 		if (d == 0)
 			ctx_push(inf, a[0]);
 		else
-			inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] = a[0];
+			inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] = a[0];
 		break;
 	case GL_ROLE_CTX_PUSH:
 		ctx_push(inf, a[0]);
@@ -390,7 +390,7 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 	case GL_ROLE_CTX_DESTROY: {
 		struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = a[0] };
 
-		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] == a[0])
+		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] == a[0])
 			inf->ctx_depth = d - 1;
 		book_ctx_drop(c, a[0], -1);
 		bpf_map_delete_elem(&ctx_dev, &k);
@@ -427,7 +427,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 	__u32 d = c->inf->ctx_depth;
 	__u64 key, size;
 
-	c->ctx = d > 0 ? c->inf->ctx[(d - 1) & (GL_MAX_NEST - 1)] : 0;
+	c->ctx = d > 0 ? c->inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] : 0;
 	c->dev = ctx_device(c);
 
 	if (role >= GL_ROLE_CTX_CREATE) {

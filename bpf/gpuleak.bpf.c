@@ -42,6 +42,26 @@ static __always_inline __u64 arg_of(struct pt_regs *ctx, int i)
 	}
 }
 
+/*
+ * Calls in flight whose stack pointer is at or below a new entry's were left
+ * without returning (longjmp out of a callback, a uretprobe the kernel did
+ * not install): the new call reuses their stack, so they are dead. Returns
+ * the depth that remains.
+ */
+static __always_inline __u32 drop_stale(struct gl_inflight *inf, __u64 sp)
+{
+	__u32 d = inf->depth;
+
+	for (int i = 0; i < GL_MAX_NEST && d > 0 && d <= GL_MAX_NEST; i++) {
+		if (inf->slot[(d - 1) & (GL_MAX_NEST - 1)].sp > sp)
+			break;
+		d--;
+		stat_inc(GL_STAT_STALE_ENTRY);
+	}
+	inf->depth = d;
+	return d;
+}
+
 /* uprobe on every traced libcuda function: remember the call, capture the stack. */
 SEC("uprobe")
 int call_enter(struct pt_regs *ctx)
@@ -61,7 +81,7 @@ int call_enter(struct pt_regs *ctx)
 		stat_inc(GL_STAT_INFLIGHT_FULL);
 		return 0;
 	}
-	depth = inf->depth;
+	depth = drop_stale(inf, PT_REGS_SP(ctx));
 	if (depth >= GL_MAX_NEST) {
 		stat_inc(GL_STAT_NESTED_OVERFLOW);
 		return 0;
@@ -183,35 +203,19 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* Whether name starts with prefix (at most 15 characters). */
-static __always_inline bool has_prefix(const char *name, const char *prefix, int len)
-{
-	for (int i = 0; i < 15 && i < len; i++)
-		if (name[i] != prefix[i])
-			return false;
-	return true;
-}
-
-#define NAME_HAS_PREFIX(name, prefix) has_prefix(name, prefix, sizeof(prefix) - 1)
-
 /*
- * A file is about to be mmapped: when it is the CUDA driver or PyTorch's
- * libc10_cuda and the process is traced, tell user space at once, so that it
- * attaches to a library loaded late (dlopen) before the process uses it.
+ * uprobe on the dynamic loader's _dl_debug_state(), which it calls whenever a
+ * process's set of libraries changes (dlopen, dlclose: the debuggers'
+ * rendezvous breakpoint). For a traced process, tell user space at once, so
+ * that a libcuda or libc10_cuda loaded late is attached before it is used.
  */
-SEC("fentry/vm_mmap_pgoff")
-int BPF_PROG(watch_mmap, struct file *file)
+SEC("uprobe")
+int dl_debug_state(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	char name[32] = {};
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct gl_proc *r;
 
-	if (!file || !is_target(tgid))
-		return 0;
-	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(file, f_path.dentry,
-									d_name.name)) < 0)
-		return 0;
-	if (!NAME_HAS_PREFIX(name, "libcuda.so") && !NAME_HAS_PREFIX(name, "libc10_cuda.so"))
+	if (!is_target(pid_tgid >> 32))
 		return 0;
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -219,10 +223,8 @@ int BPF_PROG(watch_mmap, struct file *file)
 		return 0;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
-	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), bpf_get_current_task_btf(),
-		 bpf_get_current_pid_tgid());
+	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), bpf_get_current_task_btf(), pid_tgid);
 	r->event = GL_PROC_LIBLOAD;
-	__builtin_memcpy(r->lib, name, sizeof(r->lib));
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

@@ -45,7 +45,7 @@ struct gl_inflight {
 	__u64 seq;
 	__u32 depth;
 	__u32 pad;
-	__u64 ctx[GL_MAX_NEST]; /* the thread's context stack, top at ctx_depth-1 */
+	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
 	__u32 pad2;
 	struct gl_slot slot[GL_MAX_NEST];
@@ -74,8 +74,10 @@ struct gl_alloc_val {
 	__s16 dev;
 };
 
+/* Allocated on demand: a preallocated table of a million entries would pin ~110 MB. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 1 << 20);
 	__type(key, struct gl_alloc_key);
 	__type(value, struct gl_alloc_val);

@@ -218,7 +218,7 @@ struct gl_py_frame {
 };
 
 /*
- * The stack record: header, then ips[nr_ips], then py[nr_py], then
+ * The stack record: header, then py[nr_py], then ips[nr_ips], then
  * stack_bytes of the user stack starting at regs.sp.
  */
 struct gl_stack {
@@ -238,7 +238,7 @@ enum gl_proc_event {
 	GL_PROC_EXIT = 1,
 	GL_PROC_EXEC = 2,
 	GL_PROC_FORK = 3,
-	GL_PROC_LIBLOAD = 4, /* a process maps libcuda or libc10_cuda: gl_proc.lib */
+	GL_PROC_LIBLOAD = 4, /* the dynamic loader changed the process's libraries */
 };
 
 /* Exact per-process counters kept by BPF (map procs, key = tgid). */
@@ -259,7 +259,6 @@ struct gl_proc {
 	__u32 ppid;  /* FORK: the parent */
 	char comm[16];
 	struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */
-	char lib[32];		    /* LIBLOAD: the file's name */
 };
 
 /* Global counters (per-CPU array stats, summed by user space). */
@@ -278,6 +277,9 @@ enum gl_stat {
 	GL_NR_STATS,
 };
 
-#define GL_MAX_NEST 4
+/* Calls in flight per thread (the kernel keeps at most 64 return probes per task). */
+#define GL_MAX_NEST 64
+/* Depth of the per-thread context stack (cuCtxPushCurrent). */
+#define GL_MAX_CTX 8
 
 #endif /* GPULEAK_ABI_H */

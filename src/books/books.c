@@ -9,6 +9,7 @@
  * compared, and attributes each byte to a stack.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
@@ -22,12 +23,6 @@
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define MAP_REFRESH_MIN_NS 10000000ULL
 #define MAP_REFRESH_MAX_NS 1000000000ULL
-
-struct pending {
-	uint64_t seq;
-	uint32_t stack;
-	uint32_t pad;
-};
 
 struct books {
 	struct modules *mods;
@@ -116,7 +111,11 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		}
 	}
 	proc->first_ns = h->ts;
-	if (!b->opts.no_proc_files) {
+	if (b->opts.no_proc_files) {
+		/* whatever has this PID now is not the process of these records */
+		snprintf(proc->comm, sizeof(proc->comm), "?");
+		proc->ns_pid = 0;
+	} else {
 		proc->am = addr_map__new(b->mods, h->pid);
 		proc->am_refreshed_ns = h->ts;
 		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
@@ -180,16 +179,16 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 static void apply_stack(struct books *b, const void *data)
 {
 	struct stack_view v;
+	struct pending_key k;
 	struct pending *p;
 	struct proc *proc;
-	uint32_t tid;
 
 	event__stack_view(data, &v);
 	proc = proc_of(b, &v.rec->hdr);
 	if (!proc || !proc->pending)
 		return;
-	tid = v.rec->hdr.tid;
-	p = htab__upsert(proc->pending, &tid, NULL);
+	k = (struct pending_key){ v.rec->hdr.tid, v.rec->seq % GL_MAX_NEST };
+	p = htab__upsert(proc->pending, &k, NULL);
 	if (!p)
 		return;
 	p->seq = v.rec->seq;
@@ -199,14 +198,14 @@ static void apply_stack(struct books *b, const void *data)
 /* The stack parked by this call's entry, or a stack naming the API alone. */
 static uint32_t take_stack(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	uint32_t tid = c->hdr.tid;
-	struct pending *p = htab__lookup(proc->pending, &tid);
+	struct pending_key k = { c->hdr.tid, c->seq % GL_MAX_NEST };
+	struct pending *p = htab__lookup(proc->pending, &k);
 	struct frame api = { .mod = c->api, .kind = FRAME_API };
 	uint32_t stack;
 
 	if (p && p->seq == c->seq) {
 		stack = p->stack;
-		htab__delete(proc->pending, &tid);
+		htab__delete(proc->pending, &k);
 		return stack;
 	}
 	if (probe__desc(c->api)->flags & GL_API_STACK)
@@ -450,21 +449,18 @@ static void apply_call(struct books *b, const struct gl_call *c)
 
 static void apply_proc(struct books *b, const struct gl_proc *r)
 {
-	struct proc *proc = proc_of(b, &r->hdr);
+	struct proc *proc;
 
+	if (r->event == GL_PROC_LIBLOAD) {
+		if (b->hooks.libs_changed)
+			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
+		return;
+	}
+	proc = proc_of(b, &r->hdr);
 	if (!proc)
 		return;
 	switch (r->event) {
 	case GL_PROC_FORK:
-		return;
-	case GL_PROC_LIBLOAD:
-		if (b->hooks.lib_loaded) {
-			char lib[sizeof(r->lib) + 1];
-
-			memcpy(lib, r->lib, sizeof(r->lib));
-			lib[sizeof(r->lib)] = '\0';
-			b->hooks.lib_loaded(b->hooks.ctx, proc, lib);
-		}
 		return;
 	case GL_PROC_EXEC:
 		proc->final = r->stats;

@@ -17,12 +17,6 @@ struct proc_key {
 	int32_t pad;
 };
 
-struct pending {
-	uint64_t seq;
-	uint32_t stack;
-	uint32_t pad;
-};
-
 struct procs {
 	struct proc **list;
 	uint32_t nr, cap;
@@ -88,7 +82,7 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 	proc->start_time = start_time;
 	proc->allocs = htab__new(sizeof(struct alloc_key), sizeof(struct alloc_val));
 	proc->aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
-	proc->pending = htab__new(sizeof(uint32_t), sizeof(struct pending));
+	proc->pending = htab__new(sizeof(struct pending_key), sizeof(struct pending));
 	if (!proc->allocs || !proc->aggs || !proc->pending) {
 		proc_free(proc);
 		return NULL;
@@ -217,6 +211,10 @@ void proc__clear_books(struct proc *proc)
 	memset(proc->nallocs, 0, sizeof(proc->nallocs));
 	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
 	proc->unknown_dev_bytes = 0;
+	/* BPF's close_books() zeroes its counters too: both books start over */
+	proc->peak_device = 0;
+	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
+	proc->unmatched_frees = proc->failed_frees = proc->dropped_bytes = proc->no_stack = 0;
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
 }
@@ -241,9 +239,12 @@ uint16_t proc__ctx_index(struct proc *proc, uint64_t ctx)
 	if (proc->nr_ctxs == UINT16_MAX - 1)
 		return 0;
 	if (proc->nr_ctxs == proc->cap_ctxs) {
-		uint16_t cap = proc->cap_ctxs ? proc->cap_ctxs * 2 : 4;
-		struct proc_ctx *ctxs = realloc(proc->ctxs, cap * sizeof(*ctxs));
+		uint32_t cap = proc->cap_ctxs ? proc->cap_ctxs * 2 : 4;
+		struct proc_ctx *ctxs;
 
+		if (cap > UINT16_MAX)
+			cap = UINT16_MAX;
+		ctxs = realloc(proc->ctxs, cap * sizeof(*ctxs));
 		if (!ctxs)
 			return 0;
 		proc->ctxs = ctxs;

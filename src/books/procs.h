@@ -32,6 +32,22 @@ struct alloc_val {
 	int8_t dev;
 };
 
+/*
+ * A stack captured at a call's entry, waiting for the call's return. Keyed by
+ * thread and seq modulo GL_MAX_NEST: calls nest at most that deep, so a slot
+ * is only reused once its call can no longer return.
+ */
+struct pending_key {
+	uint32_t tid;
+	uint32_t slot;
+};
+
+struct pending {
+	uint64_t seq;
+	uint32_t stack;
+	uint32_t pad;
+};
+
 struct agg_key {
 	uint32_t stack;
 	uint32_t cls;
@@ -86,7 +102,7 @@ struct proc {
 
 	struct htab *allocs;  /* alloc_key -> alloc_val */
 	struct htab *aggs;    /* agg_key -> agg */
-	struct htab *pending; /* tid -> pending stack (books.c) */
+	struct htab *pending; /* pending_key -> pending */
 	struct addr_map *am;
 	uint64_t am_refreshed_ns;
 	uint64_t am_backoff_ns; /* wait before re-reading the maps after a miss */

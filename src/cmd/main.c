@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "serve.h"
 #include "session.h"
+#include "top.h"
 #include "util/log.h"
 
 #ifndef GPULEAK_VERSION
@@ -29,6 +30,8 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	case CMD_SERVE:
 		return serve__run(&o);
+	case CMD_TOP:
+		return top__run(&o);
 	default:
 		return session__run(&o);
 	}

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "session_int.h"
@@ -22,6 +23,8 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+
+static int attach_ldso(struct session *s, int pid);
 
 struct target *targets__find(struct session *s, int pid)
 {
@@ -173,6 +176,8 @@ static int add_targets(struct session *s)
 			return EXIT_RUNTIME;
 		}
 		s->nr_targets++;
+		if (attach_ldso(s, t->pid) == -EPERM)
+			return EXIT_PRIV;
 		err = try_attach_target(s, t);
 		if (err == -EPERM)
 			return EXIT_PRIV;
@@ -187,6 +192,51 @@ static int add_targets(struct session *s)
 				 o->wait_ms / 1e3);
 	}
 	return EXIT_OK;
+}
+
+/*
+ * Watches pid's dynamic loader (once per ld.so file): libraries it loads
+ * later are found at once. Returns 0, or -EPERM on privileges.
+ */
+static int attach_ldso(struct session *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (libcuda__find_ldso(pid, path, sizeof(path), display, sizeof(display), &dev, &ino) ||
+	    tracer__has_ldso(s->tracer, dev, ino))
+		return 0;
+	err = tracer__attach_ldso(s->tracer, path, dev, ino);
+	if (err == -EPERM)
+		return -EPERM;
+	if (err)
+		log_debug("cannot watch the dynamic loader %s: %s", display, strerror(-err));
+	else
+		log_debug("watching the dynamic loader %s", display);
+	return 0;
+}
+
+/* The system's dynamic loader, which new programs (run, -a) will use. */
+static int attach_system_ldso(struct session *s)
+{
+	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
+					     "/lib/ld-linux-aarch64.so.1" };
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int err;
+
+		if (stat(paths[i], &st) || tracer__has_ldso(s->tracer, st.st_dev, st.st_ino))
+			continue;
+		err = tracer__attach_ldso(s->tracer, paths[i], st.st_dev, st.st_ino);
+		if (err == -EPERM)
+			return -EPERM;
+		if (err)
+			log_debug("cannot watch the dynamic loader %s: %s", paths[i], strerror(-err));
+	}
+	return 0;
 }
 
 /*
@@ -210,6 +260,8 @@ static int scan_pid(struct session *s, int pid)
 			t->state = T_ATTACHED;
 	}
 	free(lib);
+	if (!err && attach_ldso(s, pid) < 0)
+		err = -EPERM;
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
 	if (!err && !s->o->no_python)
@@ -262,32 +314,45 @@ static int attach_system_lib(struct session *s)
 	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
 }
 
-/* BPF saw pid mapping libcuda or libc10_cuda: scan it soon (the mapping is being made). */
-void targets__lib_loaded(void *ctx, struct proc *proc, const char *lib)
+/*
+ * The dynamic loader of pid changed its libraries: scan it at the next step
+ * and once more a little later, so that a burst of loads (an import) costs
+ * two scans and a library mapped during the first is not missed.
+ */
+void targets__libs_changed(void *ctx, int pid)
 {
 	struct session *s = ctx;
 
-	log_debug("PID %d maps %s", proc->pid, lib);
-	for (int i = 0; i < s->nr_pending; i++)
-		if (s->pending[i].pid == proc->pid)
+	for (int i = 0; i < s->nr_pending; i++) {
+		if (s->pending[i].pid == pid) {
+			if (s->pending[i].scanned)
+				s->pending[i].due_ns = now_ns() + PENDING_FOLLOW_UP_NS;
 			return;
+		}
+	}
 	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
-		s->pending[s->nr_pending++] = (struct pending_scan){ proc->pid, 0 };
+		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
 }
 
-/* Scans the processes BPF pointed at; retries while the mapping is not visible yet. */
-static int run_pending_scans(struct session *s)
+/* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
+static int run_pending_scans(struct session *s, uint64_t now)
 {
 	int kept = 0;
 
 	for (int i = 0; i < s->nr_pending; i++) {
 		struct pending_scan ps = s->pending[i];
-		int r = scan_pid(s, ps.pid);
 
-		if (r == -EPERM)
-			return -EPERM;
-		if (r == 0 && ++ps.attempts < PENDING_ATTEMPTS)
+		if (ps.scanned && now < ps.due_ns) {
 			s->pending[kept++] = ps;
+			continue;
+		}
+		if (scan_pid(s, ps.pid) == -EPERM)
+			return -EPERM;
+		if (!ps.scanned) {
+			ps.scanned = true;
+			ps.due_ns = now + PENDING_FOLLOW_UP_NS;
+			s->pending[kept++] = ps;
+		}
 	}
 	s->nr_pending = kept;
 	return 0;
@@ -422,6 +487,8 @@ int targets__start(struct session *s)
 	const struct gl_opts *o = s->o;
 	int status;
 
+	if ((o->cmd == CMD_RUN || o->all) && attach_system_ldso(s) == -EPERM)
+		return EXIT_PRIV;
 	if (o->cmd == CMD_RUN)
 		return start_child(s);
 	if (!o->all)
@@ -438,7 +505,7 @@ int targets__start(struct session *s)
 bool targets__step(struct session *s, uint64_t now, int *status)
 {
 	targets__reap_child(s);
-	if (s->nr_pending && run_pending_scans(s) == -EPERM) {
+	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
 		*status = EXIT_PRIV;
 		return true;
 	}

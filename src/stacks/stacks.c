@@ -57,7 +57,7 @@ static bool same(const struct stacks *s, uint32_t id, const struct frame *f, uin
 {
 	const struct stack_ref *r = &s->refs[id];
 
-	return r->n == n && !memcmp(&s->frames[r->first], f, n * sizeof(*f));
+	return r->n == n && (!n || !memcmp(&s->frames[r->first], f, n * sizeof(*f)));
 }
 
 static int reserve(struct stacks *s, uint32_t n)
@@ -110,7 +110,8 @@ static uint32_t insert(struct stacks *s, uint64_t h, const struct frame *frames,
 		return 0;
 	}
 	id = s->nr_refs++;
-	memcpy(&s->frames[s->nr_frames], frames, n * sizeof(*frames));
+	if (n)
+		memcpy(&s->frames[s->nr_frames], frames, n * sizeof(*frames));
 	s->refs[id] = (struct stack_ref){ s->nr_frames, n, created ? 0 : *head };
 	s->nr_frames += n;
 	*head = id;

@@ -138,6 +138,15 @@ static bool is_torch_name(const char *path)
 	return !strncmp(base, "libc10_cuda.so", 14);
 }
 
+/* glibc's dynamic loader: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so */
+static bool is_ldso_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "ld-linux", 8) || (!strncmp(base, "ld-2.", 5) && strstr(base, ".so"));
+}
+
 static int find_map(const struct map_entry *m, void *data)
 {
 	struct find_ctx *fc = data;
@@ -171,8 +180,8 @@ int libcuda__find_in_process(int pid, struct cuda_lib *lib)
 	return libcuda__open(fc.path, fc.display, lib);
 }
 
-int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
-			ino_t *ino)
+static int find_file(int pid, bool (*match)(const char *), char *path, size_t len, char *display,
+		     size_t dlen, dev_t *dev, ino_t *ino)
 {
 	struct find_ctx *fc = calloc(1, sizeof(*fc));
 	struct stat st;
@@ -181,7 +190,7 @@ int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t d
 	if (!fc)
 		return -ENOMEM;
 	fc->pid = pid;
-	fc->match = is_torch_name;
+	fc->match = match;
 	ret = procfs__for_each_map(pid, find_map, fc);
 	if (ret == -ENOENT)
 		ret = -ESRCH;
@@ -198,6 +207,54 @@ int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t d
 	}
 	free(fc);
 	return ret;
+}
+
+int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
+			ino_t *ino)
+{
+	return find_file(pid, is_torch_name, path, len, display, dlen, dev, ino);
+}
+
+int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
+		       ino_t *ino)
+{
+	return find_file(pid, is_ldso_name, path, len, display, dlen, dev, ino);
+}
+
+int libcuda__symbol_offset(const char *path, const char *name, uint64_t *off)
+{
+	Elf_Scn *scn = NULL;
+	Elf *e = NULL;
+	int fd, err = -ENOENT;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && err && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
+		    !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && err && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *n;
+
+			if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+				continue;
+			n = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (n && !strcmp(n, name))
+				err = vaddr_to_offset(e, sym.st_value, off);
+		}
+	}
+	elf_end(e);
+	close(fd);
+	return err;
 }
 
 /* The ld.so cache (glibc's "glibc-ld.so.cache1.1" format): a 64-bit libcuda.so.1. */

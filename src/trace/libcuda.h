@@ -50,6 +50,13 @@ int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path
 int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
 			ino_t *ino);
 
+/* The dynamic loader (ld-linux*.so) pid maps; as libcuda__find_torch. */
+int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
+		       ino_t *ino);
+
+/* File offset of the function called name in the ELF file path. Returns 0 or -errno. */
+int libcuda__symbol_offset(const char *path, const char *name, uint64_t *off);
+
 /* Comma-separated names of the REQUIRED functions lib lacks (empty if none). */
 void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len);
 

@@ -41,9 +41,16 @@ struct torch_lib {
 	struct bpf_link *links[2]; /* pytorch:malloc, pytorch:free */
 };
 
+struct ldso {
+	dev_t dev;
+	ino_t ino;
+	int fd; /* uprobe_multi link on _dl_debug_state; -1 if it could not be attached */
+};
+
 struct tracer {
 	struct gpuleak *skel;
-	struct bpf_link *watch; /* fentry on security_mmap_file, or NULL */
+	struct ldso ldso[MAX_LIBS];
+	int nr_ldso;
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
 	struct ring_buffer *rb;
@@ -117,6 +124,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	 * older kernels ignore the type and take the per-probe perf events instead */
 	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.call_exit, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.dl_debug_state, GL_BPF_TRACE_UPROBE_MULTI);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0)
 		return -EINVAL;
@@ -129,7 +137,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 }
 
 /* Opens the embedded object, configures it and loads it (the verifier checks every program). */
-static int open_and_load(struct tracer *t, const struct tracer_opts *opts, bool watch)
+static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 {
 	int err;
 
@@ -144,9 +152,6 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts, bool 
 		log_error("failed to configure the BPF object: %s", strerror(-err));
 		return err;
 	}
-	bpf_program__set_autoattach(t->skel->progs.watch_mmap, false);
-	if (!watch)
-		bpf_program__set_autoload(t->skel->progs.watch_mmap, false);
 	return gpuleak__load(t->skel);
 }
 
@@ -167,15 +172,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		goto cleanup;
 	}
 
-	/* open, configure, load; without the optional mmap watcher if the kernel refuses it */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		err = open_and_load(t, opts, attempt == 0);
-		if (!err || attempt == 1)
-			break;
-		log_debug("loading without the mmap watcher (%s)", strerror(-err));
-		gpuleak__destroy(t->skel);
-		t->skel = NULL;
-	}
+	err = open_and_load(t, opts);
 	if (err) {
 		if (err == -EPERM || err == -EACCES)
 			tracer__explain_eperm("failed to load the BPF programs");
@@ -194,11 +191,6 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 			log_error("failed to attach the scheduler tracepoints: %s", strerror(-err));
 		goto cleanup;
 	}
-	t->watch = bpf_program__fd(t->skel->progs.watch_mmap) >= 0 ?
-			   bpf_program__attach(t->skel->progs.watch_mmap) : NULL;
-	if (!t->watch)
-		log_debug("cannot watch mmap (%s): libraries loaded later are found by polling",
-			  strerror(errno));
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
 	if (!t->rb) {
 		err = -errno;
@@ -217,7 +209,9 @@ void tracer__free(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	bpf_link__destroy(t->watch);
+	for (int i = 0; i < t->nr_ldso; i++)
+		if (t->ldso[i].fd >= 0)
+			close(t->ldso[i].fd);
 	for (int i = 0; i < t->nr_libs; i++) {
 		for (int j = 0; j < t->libs[i].nr_links; j++)
 			bpf_link__destroy(t->libs[i].links[j]);
@@ -400,6 +394,36 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 	return n;
 }
 
+bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_ldso; i++)
+		if (t->ldso[i].dev == dev && t->ldso[i].ino == ino)
+			return true;
+	return false;
+}
+
+int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino)
+{
+	uint64_t off, cookie = 0;
+	int fd, err;
+
+	if (t->nr_ldso >= MAX_LIBS)
+		return -ENOSPC;
+	/* remembered even when it fails, so that it is tried once per file */
+	t->ldso[t->nr_ldso++] = (struct ldso){ dev, ino, -1 };
+	err = libcuda__symbol_offset(path, "_dl_debug_state", &off);
+	if (err)
+		return err;
+	if (t->no_multi)
+		return -EOPNOTSUPP; /* polling /proc is enough there */
+	fd = link_uprobe_multi(bpf_program__fd(t->skel->progs.dl_debug_state), path, &off, &cookie,
+			       1, false);
+	if (fd < 0)
+		return fd == -EACCES ? -EPERM : fd;
+	t->ldso[t->nr_ldso - 1].fd = fd;
+	return 0;
+}
+
 bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino)
 {
 	for (int i = 0; i < t->nr_torch; i++)
@@ -445,11 +469,6 @@ int tracer__nr_probes(const struct tracer *t)
 bool tracer__uses_multi_links(const struct tracer *t)
 {
 	return !t->no_multi;
-}
-
-bool tracer__watches_mmap(const struct tracer *t)
-{
-	return t->watch != NULL;
 }
 
 int tracer__nr_libs(const struct tracer *t)

@@ -63,8 +63,14 @@ int tracer__nr_probes(const struct tracer *t);
 int tracer__nr_libs(const struct tracer *t);
 /* Whether libraries are attached with uprobe_multi links (else one perf event per probe). */
 bool tracer__uses_multi_links(const struct tracer *t);
-/* Whether BPF reports libcuda/libc10_cuda being mapped (GL_PROC_LIBLOAD records). */
-bool tracer__watches_mmap(const struct tracer *t);
+/* Whether the dynamic loader file (dev, ino) is watched already. */
+bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino);
+/*
+ * Watches the dynamic loader at path: each time it changes a traced process's
+ * libraries (its _dl_debug_state() rendezvous), a GL_PROC_LIBLOAD record
+ * follows. Returns 0 or -errno (-EOPNOTSUPP without uprobe_multi links).
+ */
+int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino);
 
 /* Waits up to timeout_ms for records and hands them to the callback. Returns count or -errno. */
 int tracer__poll(struct tracer *t, int timeout_ms);

@@ -307,6 +307,13 @@ int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, const char *ex
 /* fakecuda_truth() then fakecuda_truth_write(). */
 int fakecuda_truth_json(FILE *f, const char *extra_json_fields);
 
+/*
+ * Calls hook(size) at the start of every cuMemAlloc_v2, inside the driver call
+ * and before anything is allocated (NULL: none). The hook may call the driver
+ * again, longjmp out, exit its thread or block: what user callbacks do.
+ */
+void fakecuda_set_alloc_hook(void (*hook)(size_t size));
+
 #ifdef __cplusplus
 }
 #endif

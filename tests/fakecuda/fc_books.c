@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -72,7 +73,12 @@ CUresult fc_setup(void)
 	if (env_u64("FAKECUDA_DEVICES", &v))
 		fc.ndevices = v > FC_MAX_DEVICES ? FC_MAX_DEVICES : (int)v;
 	if (!fc.next_dptr) {
-		fc.next_dptr = FC_BASE_DPTR;
+		/* a library loaded again (dlclose, dlopen) hands out other addresses, as a
+		 * real driver's new mappings would: the base moves by a clock-chosen step */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fc.next_dptr = FC_BASE_DPTR + ((uint64_t)(ts.tv_nsec >> 10) & 0xff) * (1ULL << 32);
 		fc.next_dptr_v1 = FC_BASE_DPTR_V1;
 		fc.next_va = FC_BASE_VA;
 		fc.next_obj = FC_BASE_OBJ;

@@ -103,8 +103,21 @@ FC_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 	return rc;
 }
 
+static void (*volatile alloc_hook)(size_t size);
+
+FC_EXPORT void fakecuda_set_alloc_hook(void (*hook)(size_t size))
+{
+	alloc_hook = hook;
+}
+
 FC_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+	void (*hook)(size_t) = alloc_hook;
+
+	/* a test's code running inside the driver call: it may recurse, longjmp,
+	 * exit its thread or block, as callbacks into user code can */
+	if (hook)
+		hook(bytesize);
 	return alloc_dptr(__func__, dptr, bytesize, FAKECUDA_DEVICE, FC_V2, 0, NULL, 0, NULL);
 }
 

@@ -45,6 +45,21 @@ def wait_until(pred, timeout, what):
     raise TestFailure(f"timed out after {timeout} s waiting for {what}")
 
 
+_live = []
+
+
+def cleanup():
+    """Kills whatever a test left running (it failed half-way)."""
+    while _live:
+        p = _live.pop()
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
 class Workload:
     """A workload from tests/workloads, speaking the ready/go/hold protocol of wl.h."""
 
@@ -59,6 +74,7 @@ class Workload:
         self.argv = argv
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env)
+        _live.append(self.proc)
         self.pid = self.proc.pid
 
     def wait_ready(self, timeout=10):
@@ -134,6 +150,7 @@ class Tracer:
         self._out = open(self.out_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._out, stderr=self._err, env=env,
                                      stdin=stdin if stdin is not None else subprocess.DEVNULL)
+        _live.append(self.proc)
         self.returncode = None
 
     def stderr(self):
@@ -215,3 +232,30 @@ def check_sites(proc, truth):
 
 def tmpdir():
     return tempfile.mkdtemp(prefix="gpuleak-test-")
+
+
+def bpf_objects(pid):
+    """The BPF links and maps a process holds, from /proc/PID/fdinfo:
+    {"links": {id: type}, "maps": [{"id", "type", "key_size", "value_size"}]}."""
+    links, maps = {}, []
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        if target == "anon_inode:bpf_link":
+            links[int(info["link_id"])] = info.get("link_type", "")
+        elif target == "anon_inode:bpf-map":
+            maps.append({"id": int(info["map_id"]), "type": int(info["map_type"]),
+                         "key_size": int(info["key_size"]),
+                         "value_size": int(info["value_size"])})
+    return {"links": links, "maps": maps}
+
+
+def live_link_ids():
+    out = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, timeout=20)
+    return {lk["id"] for lk in json.loads(out.stdout or b"[]")}

@@ -3,8 +3,10 @@
 import json
 import os
 import subprocess
+import time
 
-from harness import FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq, process
+from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq, process,
+                     wait_until)
 
 
 def test_all_traces_processes_started_later(tmp):
@@ -31,12 +33,12 @@ def test_all_finds_a_library_mapped_later(tmp):
     wait = tr.wait(timeout=10)
     check_eq(wait, 1, "a --libcuda that does not exist is an error")
     tr = Tracer(["attach", "-a", "-i", "0"], tmp)
-    import time
+    lib = os.path.realpath(FAKECUDA)
     time.sleep(0.5)
-    check("attached" not in tr.stderr(), "nothing maps the stand-in yet")
+    check(f"functions in {lib}" not in tr.stderr(), "nothing maps the stand-in yet")
     wl = Workload("wl_basic", tmp=tmp, hold=True)
     wl.wait_ready()
-    tr.wait_attached(timeout=5)
+    wait_until(lambda: f"functions in {lib}" in tr.stderr(), 5, "gpuleak to attach the stand-in")
     wl.go()
     truth = wl.truth()
     tr.stop()
