@@ -197,10 +197,32 @@ static void per_proc(struct ctx *c, const char *name, const char *type, const ch
 	}
 }
 
+/* One series per process with every identity label, ns_pid and runtime included. */
+static void info_family(struct ctx *c)
+{
+	const char *fam = "gpuleak_process_info";
+
+	family(c, fam, "gauge", "A traced process: its PID in its own namespace (ns_pid) and "
+	       "container runtime, with the labels of the other process series. Always 1.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_proc *p = &c->s->procs[i];
+		const struct proc_ident *id = c->o->idents ? &c->o->idents[i] : NULL;
+		char ns_pid[16];
+
+		if (p->exited)
+			continue;
+		snprintf(ns_pid, sizeof(ns_pid), "%d", p->ns_pid);
+		proc_sample2(c, fam, i, "ns_pid", p->ns_pid > 0 ? ns_pid : NULL, "runtime",
+			     id ? id->runtime : NULL);
+		fputs("1\n", c->f);
+	}
+}
+
 static void process_families(struct ctx *c)
 {
 	const char *fam;
 
+	info_family(c);
 	per_class(c, "gpuleak_process_memory_bytes", "gauge",
 		  "GPU-related memory a process holds now, by class (device, managed, host_pinned).",
 		  PC_BYTES);

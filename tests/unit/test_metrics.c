@@ -34,6 +34,7 @@ static void setup_snapshot(void)
 {
 	memset(procs, 0, sizeof(procs));
 	procs[0].pid = 4242;
+	procs[0].ns_pid = 17;
 	snprintf(procs[0].comm, sizeof(procs[0].comm), "python3");
 	procs[0].bytes[GL_CLASS_DEVICE] = 3500;
 	procs[0].nallocs[GL_CLASS_DEVICE] = 2;
@@ -70,6 +71,7 @@ static void setup_snapshot(void)
 		 "d6e2b4a1-5c3f-4e8a-9b7d-0f1e2d3c4b5a");
 	snprintf(idents[0].namespace, sizeof(idents[0].namespace), "ml");
 	snprintf(idents[0].pod, sizeof(idents[0].pod), "train-0");
+	idents[0].runtime = "containerd";
 }
 
 static char *render(const struct metrics_opts *o)
@@ -108,6 +110,7 @@ static void test_process_samples(void **state)
 
 	setup_snapshot();
 	t = render(&o);
+	assert_line(t, "gpuleak_process_info{" LBL ",ns_pid=\"17\",runtime=\"containerd\"} 1");
 	assert_line(t, "gpuleak_process_memory_bytes{" LBL ",class=\"device\"} 3500");
 	assert_line(t, "gpuleak_process_memory_bytes{" LBL ",class=\"host_pinned\"} 70");
 	assert_line(t, "gpuleak_process_allocations{" LBL ",class=\"device\"} 2");
