@@ -171,7 +171,7 @@ static int parse_request_line(const char *p, size_t n, struct http_request *req)
 }
 
 /* One header line "name: value". Returns 0 or a negated status. */
-static int parse_header(const char *p, size_t n, struct http_request *req, bool http11)
+static int parse_header(const char *p, size_t n, struct http_request *req)
 {
 	const char *colon = memchr(p, ':', n), *v;
 	size_t nlen, vlen;
@@ -201,7 +201,6 @@ static int parse_header(const char *p, size_t n, struct http_request *req, bool 
 		if (vlen != 1 || v[0] != '0')
 			return -400;
 	}
-	(void)http11;
 	return 0;
 }
 
@@ -245,7 +244,7 @@ int http__parse_request(const char *buf, size_t len, const struct http_opts *o,
 			return -400; /* a bare LF */
 		if (++req->nr_headers > max_headers)
 			return -431;
-		err = parse_header(line, eol - line, req, http11);
+		err = parse_header(line, eol - line, req);
 		if (err)
 			return err;
 	}
@@ -302,7 +301,7 @@ static void reply_error(struct client *c, int status, bool head)
 		client_close(c);
 }
 
-static void client_write(struct http_server *h, struct client *c)
+static void client_write(struct client *c)
 {
 	while (c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
@@ -320,7 +319,6 @@ static void client_write(struct http_server *h, struct client *c)
 	}
 	shutdown(c->fd, SHUT_WR);
 	client_close(c);
-	(void)h;
 }
 
 static void client_answer(struct http_server *h, struct client *c, const struct http_request *req)
@@ -360,7 +358,7 @@ static void client_read(struct http_server *h, struct client *c)
 		client_answer(h, c, &req);
 	}
 	if (c->state == C_WRITE)
-		client_write(h, c);
+		client_write(c);
 }
 
 /*
@@ -555,7 +553,7 @@ void http__process(struct http_server *h, const struct pollfd *fds, int n)
 		if (c->state == C_READ)
 			client_read(h, c);
 		else if (c->state == C_WRITE)
-			client_write(h, c);
+			client_write(c);
 	}
 	now = now_ms();
 	for (int i = 0; i < h->o.max_clients; i++) {
