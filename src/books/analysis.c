@@ -54,6 +54,12 @@ void series__free(struct series *s)
 	free(s);
 }
 
+void series__reset(struct series *s)
+{
+	if (s)
+		*s = (struct series){ .base_ns = s->base_ns, .width_ns = s->base_ns };
+}
+
 static void merge_into(struct series_point *a, const struct series_point *b)
 {
 	a->last = b->last;
@@ -141,22 +147,31 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 static void scan_floor(const struct series *s, uint64_t now, uint64_t plateau_min,
 		       struct floor_scan *fs)
 {
-	uint64_t floor[SERIES_POINTS], prev = s->first_ns, peak = 0;
+	uint64_t floor[SERIES_POINTS + 1], prev = s->first_ns, peak = 0;
+	struct series_point pts[SERIES_POINTS + 1];
 	uint32_t n = s->n;
 
 	memset(fs, 0, sizeof(*fs));
-	floor[n - 1] = s->pts[n - 1].min;
+	memcpy(pts, s->pts, n * sizeof(pts[0]));
+	/* since the newest bucket ended the value has been its last one */
+	if (now >= pts[n - 1].t_ns + s->width_ns) {
+		uint64_t v = pts[n - 1].last;
+
+		pts[n] = (struct series_point){ pts[n - 1].t_ns + s->width_ns, v, v, v };
+		n++;
+	}
+	floor[n - 1] = pts[n - 1].min;
 	for (uint32_t i = n - 1; i-- > 0;)
-		floor[i] = min_u64(s->pts[i].min, floor[i + 1]);
+		floor[i] = min_u64(pts[i].min, floor[i + 1]);
 	for (uint32_t i = 1; i < n; i++) {
-		const struct series_point *before = &s->pts[i - 1];
+		const struct series_point *before = &pts[i - 1];
 		uint64_t t;
 
 		peak = max_u64(peak, before->max);
 		if (floor[i] <= floor[i - 1])
 			continue;
 		/* risen by the end of bucket i-1 if it ended above the new floor, else in bucket i */
-		t = before->last >= floor[i] ? before->t_ns + s->width_ns : s->pts[i].t_ns;
+		t = before->last >= floor[i] ? before->t_ns + s->width_ns : pts[i].t_ns;
 		t = t < prev ? prev : t > now ? now : t;
 		if (t - prev >= plateau_min) {
 			fs->plateau_ns += t - prev;
@@ -167,7 +182,7 @@ static void scan_floor(const struct series *s, uint64_t now, uint64_t plateau_mi
 		fs->rises++;
 		prev = t;
 	}
-	fs->peak = max_u64(peak, s->pts[n - 1].max);
+	fs->peak = max_u64(peak, pts[n - 1].max);
 	fs->last_rise = prev;
 	fs->floor_first = floor[0];
 	fs->floor_now = floor[n - 1];

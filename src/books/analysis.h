@@ -45,6 +45,8 @@ struct verdict_info {
 /* An empty series whose buckets start width_ns wide (0: 1 s). NULL with errno on failure. */
 struct series *series__new(uint64_t width_ns);
 void series__free(struct series *s);
+/* Forgets the history (exec: the books start over), keeping the base width. s may be NULL. */
+void series__reset(struct series *s);
 /*
  * Records that outstanding bytes became `bytes` at time ts_ns. Times should not
  * decrease; one earlier than the newest bucket counts in that bucket. s may be NULL.

@@ -116,6 +116,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		}
 	}
 	proc->first_ns = h->ts;
+	proc->device_series = series__new(b->opts.series_width_ns);
 	if (!b->opts.no_proc_files) {
 		proc->am = addr_map__new(b->mods, h->pid);
 		proc->am_refreshed_ns = h->ts;
@@ -234,6 +235,8 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int64_t bytes
 	proc->nallocs[cls] += n;
 	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
 		proc->peak_device = proc->bytes[cls];
+	if (cls == GL_CLASS_DEVICE)
+		series__add(proc->device_series, ts, proc->bytes[cls]);
 	if (!a)
 		return;
 	a->bytes += bytes;

@@ -61,6 +61,7 @@ static void proc_free(struct proc *proc)
 	proc__retire(proc);
 	free_aggs(proc->aggs);
 	htab__free(proc->aggs);
+	series__free(proc->device_series);
 	free(proc->ctxs);
 	free(proc);
 }
@@ -176,6 +177,7 @@ void proc__clear_books(struct proc *proc)
 	htab__clear(proc->aggs);
 	memset(proc->bytes, 0, sizeof(proc->bytes));
 	memset(proc->nallocs, 0, sizeof(proc->nallocs));
+	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
 }

@@ -84,6 +84,7 @@ struct proc {
 	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
 	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
 	uint64_t peak_device;
+	struct series *device_series; /* device bytes over time (analysis.h) */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;
 

@@ -26,6 +26,7 @@ enum {
 	OPT_LIBCUDA,
 	OPT_NO_FOLLOW,
 	OPT_NO_PYTHON,
+	OPT_RESOLUTION,
 };
 
 static const struct option long_opts[] = {
@@ -43,6 +44,7 @@ static const struct option long_opts[] = {
 	{ "libcuda", required_argument, NULL, OPT_LIBCUDA },
 	{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -72,6 +74,7 @@ void cli__usage(FILE *f)
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
 	      "      --no-python       do not walk CPython frames\n"
+	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -97,6 +100,7 @@ static void defaults(struct gl_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
+	o->resolution_ms = 1000;
 	o->stack_mode = GL_STACK_FP;
 	o->stack_bytes = 16384;
 	o->top = 10;
@@ -165,6 +169,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_PYTHON:
 		o->no_python = true;
 		return 0;
+	case OPT_RESOLUTION:
+		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
+			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
 	case 'v':
 		o->verbosity++;
 		return 0;

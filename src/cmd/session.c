@@ -27,12 +27,14 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "util/log.h"
+#include "util/nvml.h"
 #include "util/procfs.h"
 
 #define POLL_MS 100
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+#define NVML_TIMEOUT_MS 3000
 
 enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
 
@@ -59,6 +61,8 @@ struct session {
 	bool child_done;
 	uint64_t start_ns, deadline_ns, next_summary_ns, next_liveness_ns, next_rescan_ns;
 	uint64_t wait_deadline_ns;
+	struct nvml_sample *nvml; /* the latest NVML sample */
+	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -138,6 +142,24 @@ static const char *stack_mode_name(enum gl_stack_mode m)
 	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
 }
 
+/* NVML's view of the devices for a report; NULL when there is none. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	int err;
+
+	if (s->nvml_off || !procs__count(books__procs(s->books)))
+		return NULL;
+	if (!s->nvml)
+		s->nvml = malloc(sizeof(*s->nvml));
+	err = s->nvml ? nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, s->nvml) : -ENOMEM;
+	if (!err)
+		return s->nvml;
+	log_debug("no NVML figures (device capacity, memory held before attach): %s",
+		  strerror(-err));
+	s->nvml_off = true;
+	return NULL;
+}
+
 static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 {
 	uint64_t stats[GL_NR_STATS] = {};
@@ -151,6 +173,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		.python = s->python,
 		.stack_mode = stack_mode_name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
+		.nvml = sample_nvml(s),
 	};
 	struct snapshot *snap = NULL;
 
@@ -522,6 +545,7 @@ static int main_loop(struct session *s)
 static void session_free(struct session *s)
 {
 	books__free(s->books);
+	free(s->nvml);
 	tracer__free(s->tracer);
 	symbolizer__free(s->sym);
 	python__free(s->python);
@@ -555,7 +579,7 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = 8192,
 	};
-	struct books_opts bo = { .series_width_ns = 1000000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,

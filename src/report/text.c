@@ -72,9 +72,30 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 		fmt_bytes(p->peak_device, pk, sizeof(pk)));
 }
 
+static void print_growth(FILE *f, const struct snap_proc *p)
+{
+	double t = p->projected_oom_s;
+	char b[32];
+
+	if (p->device_growth_bytes_per_s > 0) {
+		fprintf(f, "  device memory growing %s/s",
+			fmt_bytes((uint64_t)p->device_growth_bytes_per_s, b, sizeof(b)));
+		if (t >= 0)
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f %s", t < 120 ?
+				t : t < 7200 ? t / 60 : t / 3600, t < 120 ? "s" : t < 7200 ? "min" : "h");
+		fputc('\n', f);
+	}
+	if (p->pre_attach_valid && p->pre_attach_bytes)
+		fprintf(f, "  %s of device memory not in these figures (NVML: held before attach, "
+			   "or by the CUDA context)\n",
+			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
+}
+
 static void print_proc_notes(FILE *f, const struct snap_proc *p)
 {
 	char b[32];
+
+	print_growth(f, p);
 
 	if (p->bytes[GL_CLASS_ADDRESS])
 		fprintf(f, "  address space reserved: %s (not memory)\n",

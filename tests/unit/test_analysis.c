@@ -120,6 +120,19 @@ static void test_warmup_then_reuse_is_steady(void **state)
 	series__free(h->s);
 }
 
+/* several growth steps in the newest bucket: the plateau is at the final level */
+static void test_warmup_level_is_the_last_value(void **state)
+{
+	struct hist *h = hist_new(100 * MS);
+	struct verdict_info vi;
+
+	(void)state;
+	staircase(h, 0, 30 * MS, 10, 20 * MIB);
+	vi = classify(h, 3 * SEC);
+	assert_verdict(&vi, VERDICT_STEADY, "plateau at 200.00 MiB");
+	series__free(h->s);
+}
+
 /* the same, with temporary blocks taken and given back on top of the pool */
 static void test_warmup_then_churn_is_steady(void **state)
 {
@@ -456,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_no_history),
 		cmocka_unit_test(test_staircase_is_leak),
 		cmocka_unit_test(test_warmup_then_reuse_is_steady),
+		cmocka_unit_test(test_warmup_level_is_the_last_value),
 		cmocka_unit_test(test_warmup_then_churn_is_steady),
 		cmocka_unit_test(test_release_and_reallocate_is_steady),
 		cmocka_unit_test(test_release_and_reallocate_at_once_is_steady),
