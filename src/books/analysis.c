@@ -170,7 +170,7 @@ static void scan_floor(const struct series *s, uint64_t now, uint64_t plateau_mi
 		peak = max_u64(peak, before->max);
 		if (floor[i] <= floor[i - 1])
 			continue;
-		/* risen by the end of bucket i-1 if it ended above the new floor, else in bucket i */
+		/* risen by the end of bucket i-1 if it ended above the new floor, else in i */
 		t = before->last >= floor[i] ? before->t_ns + s->width_ns : pts[i].t_ns;
 		t = t < prev ? prev : t > now ? now : t;
 		if (t - prev >= plateau_min) {
@@ -316,9 +316,9 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 	if (fs.rises >= LEAK_MIN_STEPS && covered * 100 > window * LEAK_COVER_PCT) {
 		if (out->growth_bytes_per_s <= 0)
 			out->growth_bytes_per_s = (fs.floor_now - fs.floor_first) / out->window_s;
-		say(out, VERDICT_LEAK, "+%s/s over %s, %u steps, no plateau",
-		    fmt_bytes((uint64_t)(out->growth_bytes_per_s + 0.5), b1, sizeof(b1)), fmt_secs(out->window_s, t1,
-		    sizeof(t1)), fs.rises);
+		fmt_bytes((uint64_t)(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
+		say(out, VERDICT_LEAK, "+%s/s over %s, %u steps, no plateau", b1,
+		    fmt_secs(out->window_s, t1, sizeof(t1)), fs.rises);
 		return;
 	}
 	fmt_bytes(fs.plateau_level, b1, sizeof(b1));

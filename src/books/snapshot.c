@@ -210,7 +210,8 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
 			struct snap_proc *sp)
 {
-	uint64_t used = NVML_UNKNOWN, headroom = NVML_UNKNOWN, device = proc->bytes[GL_CLASS_DEVICE];
+	uint64_t device = proc->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
+	uint64_t headroom = NVML_UNKNOWN;
 	struct verdict_info vi;
 
 	series__classify(proc->device_series, end, &vi);

@@ -154,8 +154,7 @@ static const struct nvml_sample *sample_nvml(struct session *s)
 	err = s->nvml ? nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, s->nvml) : -ENOMEM;
 	if (!err)
 		return s->nvml;
-	log_debug("no NVML figures (device capacity, memory held before attach): %s",
-		  strerror(-err));
+	log_debug("no NVML figures (GPU capacity, memory held before attach): %s", strerror(-err));
 	s->nvml_off = true;
 	return NULL;
 }

@@ -50,8 +50,9 @@ struct reply {
 static int failed(struct nvml *n, const char *call, int rc)
 {
 	const char *why = n->api.error_string ? n->api.error_string(rc) : NULL;
-	int len = snprintf(n->error, sizeof(n->error), "%s: %s (%d)", call, why ? why : "error", rc);
+	int len;
 
+	len = snprintf(n->error, sizeof(n->error), "%s: %s (%d)", call, why ? why : "error", rc);
 	if (len < 0 || (size_t)len >= sizeof(n->error))
 		snprintf(n->error, sizeof(n->error), "%s failed (%d)", call, rc);
 	return -EIO;
@@ -110,7 +111,6 @@ struct nvml *nvml__open(const char *path)
 
 	lib = dlopen(path ? path : NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
 	if (!lib) {
-		log_debug("NVML: %s", dlerror());
 		errno = ENOENT;
 		return NULL;
 	}
@@ -270,7 +270,7 @@ int nvml__device_procs(struct nvml *n, uint32_t idx, struct nvml_proc *procs, ui
 			cap = (got > cap ? got : cap) + PROCS_SLACK;
 	}
 	if (rc == QUERY_MISSING) {
-		snprintf(n->error, sizeof(n->error), "nvmlDeviceGetComputeRunningProcesses: missing");
+		snprintf(n->error, sizeof(n->error), "no nvmlDeviceGetComputeRunningProcesses");
 		err = -ENOSYS;
 	} else if (rc == QUERY_NOMEM) {
 		err = -ENOMEM;
@@ -407,9 +407,12 @@ static void __attribute__((noreturn)) run_child(int fd, const char *path, struct
 	struct nvml *n = nvml__open(path);
 
 	if (!n) {
-		r.err = -errno;
+		int err = errno;
+		const char *why = err == ENOENT ? dlerror() : NULL;
+
+		r.err = -err;
 		snprintf(r.error, sizeof(r.error), "cannot use %s: %s", path ? path : NVML_LIBRARY,
-			 strerror(errno));
+			 why ? why : strerror(err));
 	} else {
 		r.err = nvml__sample(n, s);
 		memcpy(r.error, n->error, sizeof(r.error));

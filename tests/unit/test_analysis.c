@@ -59,8 +59,8 @@ static struct verdict_info classify(struct hist *h, uint64_t now)
 static void assert_verdict(const struct verdict_info *vi, enum verdict want, const char *word)
 {
 	if (vi->verdict != want || (word && !strstr(vi->why, word)))
-		fail_msg("verdict %s (%s), want %s with \"%s\"", verdict__name(vi->verdict), vi->why,
-			 verdict__name(want), word ? word : "");
+		fail_msg("verdict %s (%s), want %s with \"%s\"", verdict__name(vi->verdict),
+			 vi->why, verdict__name(want), word ? word : "");
 }
 
 static void assert_near(double got, double want, double tolerance)
@@ -449,6 +449,28 @@ static void test_out_of_order_times(void **state)
 	series__free(h->s);
 }
 
+/* exec: the books start over, the resolution stays */
+static void test_reset(void **state)
+{
+	struct hist *h = hist_new(100 * MS);
+	struct verdict_info vi;
+
+	(void)state;
+	staircase(h, 0, 100 * MS, 3000, MIB);
+	assert_true(h->s->width_ns > 100 * MS);
+	series__reset(h->s);
+	assert_int_equal(h->s->n, 0);
+	assert_int_equal(h->s->changes, 0);
+	assert_int_equal(h->s->width_ns, 100 * MS);
+	assert_int_equal(h->s->base_ns, 100 * MS);
+	series__classify(h->s, 400 * SEC, &vi);
+	assert_verdict(&vi, VERDICT_UNKNOWN, "no history");
+	alloc_at(h, 400 * SEC, MIB);
+	assert_int_equal(h->s->first_ns, 400 * SEC);
+	series__reset(NULL);
+	series__free(h->s);
+}
+
 /* the default width is 1 s */
 static void test_default_width(void **state)
 {
@@ -486,6 +508,7 @@ int main(void)
 		cmocka_unit_test(test_merging_keeps_verdicts),
 		cmocka_unit_test(test_sparse_history_and_gaps),
 		cmocka_unit_test(test_out_of_order_times),
+		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_default_width),
 	};
 
