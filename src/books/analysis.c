@@ -311,9 +311,9 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 		say_flat(s, &fs, now_ns, window, out);
 		return;
 	}
-	out->growth_bytes_per_s = floor_slope(s);
 	covered = window - fs.plateau_ns;
 	if (fs.rises >= LEAK_MIN_STEPS && covered * 100 > window * LEAK_COVER_PCT) {
+		out->growth_bytes_per_s = floor_slope(s);
 		if (out->growth_bytes_per_s <= 0)
 			out->growth_bytes_per_s = (fs.floor_now - fs.floor_first) / out->window_s;
 		fmt_bytes((uint64_t)(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
@@ -323,12 +323,14 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 	}
 	fmt_bytes(fs.plateau_level, b1, sizeof(b1));
 	if (fs.plateau_ns && fs.floor_now <= fs.peak_before) {
-		out->growth_bytes_per_s = 0;
 		say(out, VERDICT_STEADY, "returns to %s and grows back to at most %s "
 		    "(floor flat %s of %s)", b1, fmt_bytes(fs.peak_before, b2, sizeof(b2)),
 		    fmt_secs(fs.plateau_ns / NS_PER_S, t1, sizeof(t1)), fmt_secs(out->window_s, t2,
 		    sizeof(t2)));
-	} else if (fs.plateau_ns) {
+		return;
+	}
+	out->growth_bytes_per_s = floor_slope(s);
+	if (fs.plateau_ns) {
 		say(out, VERDICT_UNKNOWN, "rising for the last %s, after %s flat at %s",
 		    fmt_secs((now_ns - fs.plateau_end) / NS_PER_S, t1, sizeof(t1)),
 		    fmt_secs(fs.plateau_ns / NS_PER_S, t2, sizeof(t2)), b1);
