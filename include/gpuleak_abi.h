@@ -251,6 +251,8 @@ struct gl_proc_stats {
 	__u64 failures;
 	__u64 unmatched_frees;
 	__u64 dropped_bytes; /* dropped by context teardown */
+	__u64 exit_time;     /* the process exited (bpf_ktime_get_ns); the books above are final
+			      * and stay until user space takes them (its exit record may be lost) */
 };
 
 struct gl_proc {

@@ -29,6 +29,7 @@ enum {
 	OPT_TORCH,
 	OPT_NO_TORCH,
 	OPT_SORT,
+	OPT_RESOLUTION,
 };
 
 static const struct option long_opts[] = {
@@ -50,6 +51,7 @@ static const struct option long_opts[] = {
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -85,6 +87,7 @@ void cli__usage(FILE *f)
 	      "      --no-torch        driver level only\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
+	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -110,6 +113,7 @@ static void defaults(struct gl_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
+	o->resolution_ms = 1000;
 	o->stack_mode = GL_STACK_FP;
 	o->stack_bytes = 16384;
 	o->top = 10;
@@ -205,6 +209,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else
 			return usage_error("invalid --sort '%s': expected growth or bytes", arg);
 		return 0;
+	case OPT_RESOLUTION:
+		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
+			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
 	case 'v':
 		o->verbosity++;
 		return 0;

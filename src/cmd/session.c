@@ -29,10 +29,12 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "util/log.h"
+#include "util/nvml.h"
 #include "util/procfs.h"
 
 #define POLL_MS 100
 #define RESCAN_ALL_NS 5000000000ULL
+#define NVML_TIMEOUT_MS 3000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -63,6 +65,8 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 	struct target *t = targets__find(s, proc->pid);
 	char b[32];
 
+	if (event == GL_PROC_EXIT)
+		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
 	if (event == GL_PROC_EXEC) {
 		if (proc->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
@@ -145,6 +149,41 @@ static const char *stack_mode_name(enum gl_stack_mode m)
 	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
 }
 
+/* NVML's view of the devices for a report; NULL when there is none. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	int err;
+
+	if (s->nvml_off || !procs__count(books__procs(s->books)))
+		return NULL;
+	if (!s->nvml)
+		s->nvml = malloc(sizeof(*s->nvml));
+	err = s->nvml ? nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, s->nvml) : -ENOMEM;
+	if (!err)
+		return s->nvml;
+	log_debug("no NVML figures (GPU capacity, memory held before attach): %s", strerror(-err));
+	s->nvml_off = true;
+	return NULL;
+}
+
+/*
+ * Processes whose exit record was lost (ring buffer full): BPF keeps their
+ * final books marked exited; take them now.
+ */
+static void reconcile_exits(struct session *s)
+{
+	struct procs *procs = books__procs(s->books);
+	struct gl_proc_stats st;
+	struct proc *proc;
+
+	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
+		if (proc->exited || tracer__proc_stats(s->tracer, proc->pid, &st) ||
+		    st.start_time != proc->start_time || !st.exit_time)
+			continue;
+		books__exited(s->books, proc, &st, st.exit_time);
+	}
+}
+
 static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 {
 	uint64_t stats[GL_NR_STATS] = {};
@@ -158,6 +197,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		.python = s->python,
 		.stack_mode = stack_mode_name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
+		.nvml = sample_nvml(s),
 	};
 	struct snapshot *snap = NULL;
 
@@ -165,6 +205,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 	 * books differ for an instant: drain and look again before saying so */
 	for (int attempt = 0; attempt < 3; attempt++) {
 		tracer__drain(s->tracer);
+		reconcile_exits(s);
 		tracer__stats(s->tracer, stats);
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, s->sym, &so);
@@ -245,6 +286,10 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (now >= s->next_reconcile_ns) {
+		reconcile_exits(s);
+		s->next_reconcile_ns = now + 1000000000ULL;
+	}
 	if (targets__step(s, now, &status)) {
 		*done = true;
 		return status;
@@ -266,6 +311,7 @@ void session__free(struct session *s)
 	if (!s)
 		return;
 	books__free(s->books);
+	free(s->nvml);
 	tracer__free(s->tracer);
 	symbolizer__free(s->sym);
 	python__free(s->python);
@@ -300,7 +346,7 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = 8192,
 	};
-	struct books_opts bo = { .series_width_ns = 1000000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
