@@ -266,12 +266,12 @@ static int try_attach_target(struct session *s, struct target *t)
 	if (err == -ENOENT) {
 		err = 1;
 	} else if (err == 0) {
+		/* Python frames first: calls made once "attached" is said must have them */
+		if (!s->o->no_python)
+			python__attach(s->python, s->tracer, t->pid);
 		err = attach_lib(s, lib, t->pid);
-		if (!err) {
+		if (!err)
 			t->state = T_ATTACHED;
-			if (!s->o->no_python)
-				python__attach(s->python, s->tracer, t->pid);
-		}
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)", t->pid);
