@@ -98,6 +98,12 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 	struct target *t = find_target(s, proc->pid);
 	char b[32];
 
+	if (!s->o->no_python) {
+		/* a new image has its own interpreter, or none */
+		python__detach(s->python, s->tracer, proc->pid);
+		if (event == GL_PROC_EXEC)
+			python__attach(s->python, s->tracer, proc->pid);
+	}
 	if (event == GL_PROC_EXEC) {
 		if (proc->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "books/procs.h"
@@ -25,12 +26,16 @@
 #include "util/procfs.h"
 
 #define MAX_MERGED 512
+#define ATTACH_RETRIES 5		 /* a process may load libpython or exec after attach */
+#define ATTACH_RETRY_NS 200000000ULL /* between retries */
 
 struct py_proc {
 	int pid;
 	bool python; /* a supported CPython, configured in BPF */
 	uint64_t start_ticks;
 	uint32_t mod; /* module id of the interpreter's file, 0 until one of its frames is seen */
+	uint32_t retries; /* attempts left to find an interpreter that was not there */
+	uint64_t tried_ns; /* CLOCK_MONOTONIC of the last attempt */
 	struct py_target tgt;
 	struct py_layout layout;
 };
@@ -57,6 +62,7 @@ struct code_name {
 
 struct python {
 	struct modules *mods;
+	struct tracer *tracer; /* the last one attached with, for retries */
 	struct htab *procs;   /* pid -> struct py_proc * */
 	struct htab *codes;   /* code_key -> code_val */
 	struct htab *by_hash; /* hash of (function, file) -> first code id */
@@ -116,6 +122,14 @@ void python__free(struct python *py)
 	htab__free(py->codes);
 	htab__free(py->by_hash);
 	free(py);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static struct py_proc *proc_lookup(struct python *py, int pid)
@@ -268,10 +282,28 @@ int python__attach(struct python *py, struct tracer *t, int pid)
 		return -ENOMEM;
 	}
 	*slot = pp;
+	py->tracer = t;
+	pp->tried_ns = now_ns();
 	err = configure(t, pp);
-	if (err && err != -ENOENT)
+	if (err == -ENOENT)
+		pp->retries = ATTACH_RETRIES;
+	else if (err)
 		log_debug("PID %d: no Python frames: %s", pid, strerror(-err));
 	return err;
+}
+
+/* A process without an interpreter may load one later (dlopen, exec): look again, a few times. */
+static void retry_attach(struct python *py, struct py_proc *pp, uint64_t now)
+{
+	int err;
+
+	if (pp->python || !pp->retries || now - pp->tried_ns < ATTACH_RETRY_NS)
+		return;
+	pp->retries--;
+	pp->tried_ns = now;
+	err = configure(py->tracer, pp);
+	if (err && err != -ENOENT)
+		pp->retries = 0;
 }
 
 /* Code id of (function, file), interned; 0 on allocation failure. */
@@ -387,10 +419,10 @@ int python__merge(struct python *py, struct proc *proc, const struct stack_view 
 	struct py_proc *pp;
 
 	py->status[v->rec->py_status < GL_PY_NR_STATUS ? v->rec->py_status : GL_PY_FAULT]++;
-	if (!npy || npy > GL_MAX_PY_FRAMES || n > MAX_MERGED)
-		return n;
 	pp = proc_lookup(py, proc->pid);
-	if (!pp || !pp->python)
+	if (pp && !pp->python)
+		retry_attach(py, pp, now_ns());
+	if (!pp || !pp->python || !npy || npy > GL_MAX_PY_FRAMES || n > MAX_MERGED)
 		return n;
 	for (int i = 0; i < npy; i++) {
 		const struct gl_py_frame *f = &v->py[i];
