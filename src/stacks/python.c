@@ -141,7 +141,7 @@ static struct py_proc *proc_lookup(struct python *py, int pid)
 }
 
 /* The interpreter's version and layout: from Py_Version and the table, or from _Py_DebugOffsets. */
-static int layout_of(int pid, const struct py_target *tgt, struct py_layout *l)
+static int layout_of(int pid, const struct py_target *tgt, struct py_layout *l, int *minor_out)
 {
 	uint8_t *buf = NULL;
 	uint64_t hex = 0;
@@ -153,6 +153,7 @@ static int layout_of(int pid, const struct py_target *tgt, struct py_layout *l)
 		minor = (hex >> 16) & 0xff;
 	else
 		hex = 0;
+	*minor_out = minor;
 	if (minor >= 13) {
 		buf = malloc(PY_DEBUG_OFFSETS_BYTES);
 		if (!buf)
@@ -186,15 +187,19 @@ static int configure(struct tracer *t, struct py_proc *pp)
 {
 	struct gl_py_proc walk;
 	long tck = sysconf(_SC_CLK_TCK);
-	int err, fd;
+	int err, fd, minor;
 
 	err = pyproc__find(pp->pid, &pp->tgt);
 	if (err)
 		return err;
-	err = layout_of(pp->pid, &pp->tgt, &pp->layout);
+	err = layout_of(pp->pid, &pp->tgt, &pp->layout, &minor);
 	if (err) {
-		log_warn("PID %d runs CPython 3.%d (%s), whose frames gpuleak cannot walk: %s",
-			 pp->pid, pp->layout.minor ?: pp->tgt.minor, pp->tgt.path, strerror(-err));
+		if (minor)
+			log_warn("PID %d runs CPython 3.%d (%s), whose frames gpuleak cannot walk: "
+				 "%s", pp->pid, minor, pp->tgt.path, strerror(-err));
+		else
+			log_warn("PID %d runs a CPython of unknown version (%s): no Python frames",
+				 pp->pid, pp->tgt.path);
 		return -ENOTSUP;
 	}
 	if (!layout_fits(pp->pid, &pp->tgt, &pp->layout))

@@ -139,7 +139,10 @@ HOSTILE_C = r"""
 #include "wl.h"
 
 unsigned char _PyRuntime[256] __attribute__((aligned(64)));
-const unsigned long Py_Version = 0x030c01f0;
+#ifndef PY_VERSION_VALUE
+#define PY_VERSION_VALUE 0x030c01f0
+#endif
+const unsigned long Py_Version = PY_VERSION_VALUE;
 static unsigned char interp[256], tstate[256], cframe[64];
 static unsigned char frames[2][128] __attribute__((aligned(16)));
 
@@ -235,22 +238,27 @@ HOSTILE_PY_FRAMES = {"site_sane": 2, "site_cycle": MAX_PY_FRAMES, "site_self": 0
                      "site_bad_interp": 0}
 
 
-def test_python_garbage_interpreter_state(tmp):
-    """Garbage where the interpreter's state should be: every walk ends within its bounds,
-    the books stay exact, and nothing but frames of unknown code comes out of it."""
+def build_fake_python(tmp, name, *cflags):
     src = os.path.join(tmp, "hostile.c")
-    exe = os.path.join(tmp, "python3.12")
+    exe = os.path.join(tmp, name)
     with open(src, "w") as f:
         f.write(HOSTILE_C)
     fakecuda_dir = os.path.dirname(FAKECUDA)
     cc = subprocess.run([os.environ.get("CC", "cc"), "-O1", "-fno-omit-frame-pointer",
-                         "-fno-optimize-sibling-calls", "-pthread",
+                         "-fno-optimize-sibling-calls", "-pthread", *cflags,
                          "-I" + os.path.join(ROOT, "tests", "fakecuda"),
                          "-I" + os.path.join(ROOT, "tests", "workloads"), src,
                          os.path.join(ROOT, "tests", "workloads", "wl.c"), "-o", exe,
                          "-L" + fakecuda_dir, "-lcuda", "-Wl,-rpath," + fakecuda_dir, "-ldl"],
                         capture_output=True, timeout=60)
-    check_eq(cc.returncode, 0, f"compiling the hostile process: {cc.stderr.decode()}")
+    check_eq(cc.returncode, 0, f"compiling {name}: {cc.stderr.decode()}")
+    return exe
+
+
+def test_python_garbage_interpreter_state(tmp):
+    """Garbage where the interpreter's state should be: every walk ends within its bounds,
+    the books stay exact, and nothing but frames of unknown code comes out of it."""
+    exe = build_fake_python(tmp, "python3.12")
     wl, truth, tr = traced_run(tmp, argv=[exe])
     rep = tr.report()
     p = process(rep, wl.pid)
@@ -264,3 +272,16 @@ def test_python_garbage_interpreter_state(tmp):
         got = py_frames(stacks[0])
         check_eq(len(got), want, f"Python frames under {site}")
         check(all(f == [None, None, None] for f in got), f"frames of unknown code: {got[:3]}")
+
+
+def test_python_unsupported_version(tmp):
+    """A CPython older than 3.10 is named, and its process keeps native stacks and books."""
+    exe = build_fake_python(tmp, "python3.9", "-DPY_VERSION_VALUE=0x030912f0")
+    wl, truth, tr = traced_run(tmp, argv=[exe])
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    check("runs CPython 3.9" in tr.stderr() and "cannot walk" in tr.stderr(),
+          f"the version is named: {tr.stderr()}")
+    check(all(not py_frames(s) for s in p["stacks"]), "no Python frames")

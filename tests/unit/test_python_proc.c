@@ -24,7 +24,8 @@
 /* Non-ASCII names on purpose: a Latin-1 function name, a file name with a UCS-2 character. */
 static const char script[] =
 	"import sys\n"
-	"src = 'def outer():\\n    def gr\\u00fc\\u00dfe():\\n        return 1\\n    return gr\\u00fc\\u00dfe\\n'\n"
+	"src = ('def outer():\\n    def gr\\u00fc\\u00dfe():\\n        return 1\\n'\n"
+	"       '    return gr\\u00fc\\u00dfe\\n')\n"
 	"ns = {}\n"
 	"exec(compile(src, '/tmp/d\\u00e4tei_\\u03c0.py', 'exec'), ns)\n"
 	"c = ns['outer']().__code__\n"
