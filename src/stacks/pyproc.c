@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "pyproc.h"
@@ -36,7 +37,7 @@ static const char *const sym_names[NR_SYMS] = {
 };
 
 struct candidate {
-	uint64_t dev, ino;
+	uint64_t dev, ino; /* dev as struct modules keys it: major << 20 | minor */
 	uint64_t start, end, offset; /* a mapping of the file, for opening it */
 	uint64_t base_start;	     /* start of the mapping at file offset 0 */
 	bool has_base;
@@ -134,7 +135,8 @@ static int open_candidate(int pid, const struct candidate *c)
 	struct stat st;
 	int fd;
 
-	if (!c->deleted && stat(c->path, &st) == 0 && st.st_ino == c->ino) {
+	if (!c->deleted && stat(c->path, &st) == 0 && st.st_ino == c->ino &&
+	    major(st.st_dev) == c->dev >> 20 && minor(st.st_dev) == (c->dev & 0xfffff)) {
 		fd = open(c->path, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			return fd;

@@ -417,7 +417,7 @@ int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
 int python__merge(struct python *py, struct proc *proc, const struct stack_view *v,
 		  struct frame *frames, int n, int max)
 {
-	struct frame pyf[GL_MAX_PY_FRAMES], *out;
+	struct frame pyf[GL_MAX_PY_FRAMES], out[MAX_MERGED];
 	uint32_t flags[GL_MAX_PY_FRAMES];
 	bool is_eval[MAX_MERGED] = { false };
 	int npy = v->rec->nr_py, k;
@@ -445,12 +445,8 @@ int python__merge(struct python *py, struct proc *proc, const struct stack_view 
 		is_eval[i] = is_eval_frame(py, pp, &frames[i]);
 	if (max > MAX_MERGED)
 		max = MAX_MERGED;
-	out = malloc(max * sizeof(*out));
-	if (!out)
-		return n;
 	k = python__merge_frames(frames, is_eval, n, pyf, flags, npy, out, max);
 	memcpy(frames, out, k * sizeof(*out));
-	free(out);
 	return k;
 }
 

@@ -105,6 +105,20 @@ def test_python_frames_every_site(tmp):
     check("Python frames enabled" in tr.stderr(), f"gpuleak says so: {tr.stderr()}")
 
 
+def test_python_frames_after_exec(tmp):
+    """A Python process that execs a new Python image: the new image's frames, read with
+    the new image's interpreter, from its first calls after a moment to find it."""
+    wl, truth, tr = traced_run(tmp, wl_args=("--exec", "--depth", "10", "--iters", "2"))
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    sites = truth["py_sites"]
+    check("pre_exec" not in sites and "warmup" in sites, "the truth is the new image's")
+    for name, site in sites.items():
+        if name != "warmup":
+            check_site(p, name, site)
+
+
 def test_python_frames_deep_stack_keeps_innermost(tmp):
     """A stack deeper than gpuleak keeps: exactly the innermost frames, in order."""
     wl, truth, tr = traced_run(tmp, wl_args=("--depth", "150", "--iters", "1"))

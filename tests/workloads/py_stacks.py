@@ -15,6 +15,9 @@ The sites:
   callback  Python called back from C (libc qsort) calls the driver: two runs of Python
             frames, one per eval-loop call
   deep      a recursion deeper than gpuleak keeps (its innermost frames are compared)
+With --exec, the program allocates once and then execs itself (--after-exec): the new
+image sets CUDA up again, marks, allocates once at "warmup", waits --settle-ms and goes on
+with the sites above; its truth is what the new image did.
 """
 import argparse
 import ctypes
@@ -22,6 +25,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 CUDA = None
 PYCUDA = None
@@ -118,6 +122,9 @@ def main():
     ap.add_argument("--hold", action="store_true")
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--exec", action="store_true")
+    ap.add_argument("--after-exec", action="store_true")
+    ap.add_argument("--settle-ms", type=int, default=600)
     args = ap.parse_args()
 
     CUDA = ctypes.CDLL(args.lib)
@@ -127,10 +134,18 @@ def main():
     check(CUDA.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0), "cuDevicePrimaryCtxRetain")
     check(CUDA.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
-    print(f"ready {os.getpid()}", flush=True)
-    if not args.no_wait:
+    if not args.after_exec:
+        print(f"ready {os.getpid()}", flush=True)
+    if not args.no_wait and not args.after_exec:
         sys.stdin.readline()
     CUDA.fakecuda_mark()
+    if args.exec:
+        alloc_leaf(CUDA, "pre_exec", 1 << 20)
+        argv = [a for a in sys.argv if a != "--exec"]
+        os.execv(sys.executable, [sys.executable, *argv, "--after-exec"])
+    if args.after_exec:
+        alloc_leaf(CUDA, "warmup", 1 << 20)
+        time.sleep(args.settle_ms / 1000)
 
     alloc_in_main(args.iters)
     alloc_in_thread(ctx, args.iters)
