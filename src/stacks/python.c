@@ -220,8 +220,12 @@ static int configure(struct tracer *t, struct py_proc *pp)
 		}
 	}
 	pp->python = true;
-	log_info("PID %d runs CPython %d.%d (%s): Python frames enabled", pp->pid,
-		 pp->layout.walk.version >> 8, pp->layout.walk.version & 0xff, pp->tgt.path);
+	if (pp->layout.hexversion)
+		log_info("PID %d runs CPython 3.%d.%d (%s): Python frames enabled", pp->pid,
+			 pp->layout.minor, (pp->layout.hexversion >> 8) & 0xff, pp->tgt.path);
+	else
+		log_info("PID %d runs CPython 3.%d (%s): Python frames enabled", pp->pid,
+			 pp->layout.minor, pp->tgt.path);
 	return 0;
 }
 
