@@ -301,7 +301,7 @@ enum gl_py_status {
 #define GL_PY_F_NATIVE_TID 0x10 /* ts_native_tid is valid (3.11+) */
 
 #define GL_PY_WINDOW 256      /* most bytes read at once from a thread state or frame */
-#define GL_PY_MAX_THREADS 64  /* thread states looked at, over all interpreters */
+#define GL_PY_MAX_THREADS 256 /* thread states looked at, over all interpreters */
 #define GL_PY_MAX_INTERPS 8   /* interpreters looked at */
 #define GL_PY_MAX_STEPS 160   /* frames looked at (shims included) */
 

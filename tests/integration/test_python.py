@@ -119,6 +119,16 @@ def test_python_frames_after_exec(tmp):
             check_site(p, name, site)
 
 
+def test_python_frames_many_threads(tmp):
+    """150 Python threads started after the main one: CPython lists the main thread's
+    state last, and the search still reaches it."""
+    wl, truth, tr = traced_run(tmp, wl_args=("--idle-threads", "150", "--depth", "5",
+                                             "--iters", "1"))
+    p = process(tr.report(), wl.pid)
+    for name, site in truth["py_sites"].items():
+        check_site(p, name, site)
+
+
 def test_python_frames_deep_stack_keeps_innermost(tmp):
     """A stack deeper than gpuleak keeps: exactly the innermost frames, in order."""
     wl, truth, tr = traced_run(tmp, wl_args=("--depth", "150", "--iters", "1"))

@@ -125,7 +125,12 @@ def main():
     ap.add_argument("--exec", action="store_true")
     ap.add_argument("--after-exec", action="store_true")
     ap.add_argument("--settle-ms", type=int, default=600)
+    ap.add_argument("--idle-threads", type=int, default=0,
+                    help="Python threads that only wait (listed before the main thread)")
     args = ap.parse_args()
+    idle = threading.Event()
+    for _ in range(args.idle_threads):
+        threading.Thread(target=idle.wait, daemon=True).start()
 
     CUDA = ctypes.CDLL(args.lib)
     PYCUDA = ctypes.PyDLL(args.lib)
