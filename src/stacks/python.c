@@ -26,8 +26,8 @@
 #include "util/procfs.h"
 
 #define MAX_MERGED 512
-#define ATTACH_RETRIES 5		 /* a process may load libpython or exec after attach */
-#define ATTACH_RETRY_NS 200000000ULL /* between retries */
+#define ATTACH_RETRIES 8	    /* a process may load libpython or exec after attach */
+#define ATTACH_RETRY_NS 10000000ULL /* between retries, at stack records */
 
 struct py_proc {
 	int pid;
