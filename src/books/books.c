@@ -161,11 +161,8 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 	int n_ips, n = 0;
 
 	n_ips = unwind__stack(b->unwinder, proc, v, ips, UNWIND_MAX_FRAMES);
-	if (n_ips <= 0) {
-		/* no stack: the traced function itself still tells something */
-		frames[0] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
-		return stacks__intern(b->stacks, frames, 1);
-	}
+	if (n_ips <= 0) /* no native stack: the traced function itself still tells something */
+		frames[n++] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
 	for (int i = 0; i < n_ips && n < (int)(sizeof(frames) / sizeof(frames[0])); i++) {
 		/* return addresses point after the call: symbolize the call itself */
 		uint64_t addr = i == 0 ? ips[i] : ips[i] - 1;

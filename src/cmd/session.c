@@ -67,6 +67,12 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 
 	if (event == GL_PROC_EXIT)
 		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
+	if (!s->o->no_python) {
+		/* a new image has its own interpreter, or none */
+		python__detach(s->python, s->tracer, proc->pid);
+		if (event == GL_PROC_EXEC)
+			python__attach(s->python, s->tracer, proc->pid);
+	}
 	if (event == GL_PROC_EXEC) {
 		if (proc->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
