@@ -49,15 +49,18 @@ char *report__frame_name(const struct snap_frame *fr, char *buf, size_t len)
 /* Writes a name with the characters folded stacks cannot carry replaced. */
 static void put_name(FILE *f, const char *s)
 {
+	const char *run = s;
+
 	for (; *s; s++) {
 		unsigned char c = *s;
 
-		if (c == ';')
-			c = ':';
-		else if (c < 0x20 || c == 0x7f)
-			c = '?';
-		fputc(c, f);
+		if (c != ';' && c >= 0x20 && c != 0x7f)
+			continue;
+		fwrite(run, 1, s - run, f);
+		fputc(c == ';' ? ':' : '?', f);
+		run = s + 1;
 	}
+	fwrite(run, 1, s - run, f);
 }
 
 static int fold_stack(const struct snap_proc *p, const struct snap_stack *st, struct line *out)

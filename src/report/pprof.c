@@ -420,7 +420,7 @@ static int gzip_write(FILE *f, const uint8_t *data, size_t len)
 	int err = 0, zr, flush;
 	size_t n;
 
-	if (deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
 		return -ENOMEM;
 	do {
 		if (!zs.avail_in) {

@@ -21,9 +21,9 @@
 #define PAD 10
 #define ROW 16
 #define TOP 70
-#define BOTTOM 36
+#define BOTTOM 44
 #define CHAR_W 6.7
-#define MIN_W 0.1
+#define MAX_FRAMES 30000 /* beyond this, narrow frames are left out */
 #define NAME_LEN 2048
 
 enum nkind { N_ROOT, N_PROC, N_PYTHON, N_CUDA, N_NATIVE };
@@ -121,16 +121,32 @@ static int child(struct tree *t, uint32_t parent, const char *name, const char *
 	return id;
 }
 
-static void frame_where(const struct snap_frame *fr, char *buf, size_t len)
+/*
+ * A frame's label and where it is. Python frames are labelled with the base
+ * name of their file, which keeps the line number visible in narrow frames;
+ * the whole path is in where, which also tells frames apart.
+ */
+static void frame_label(const struct snap_frame *fr, char *name, char *where, size_t len)
 {
-	if (fr->kind[0] == 'p')
-		snprintf(buf, len, "python");
-	else if (fr->module && fr->file)
-		snprintf(buf, len, "%s  %s:%d", base_name(fr->module), fr->file, fr->line);
+	int n;
+
+	if (fr->kind[0] == 'p') {
+		n = snprintf(name, len, "%s (%s:%d)", fr->function ?: "?",
+			     fr->file ? base_name(fr->file) : "?", fr->line);
+		if (n < 0 || (size_t)n >= len)
+			memcpy(name + len - 4, "...", 4);
+		n = snprintf(where, len, "Python  %s:%d", fr->file ?: "?", fr->line);
+		if (n < 0 || (size_t)n >= len)
+			memcpy(where + len - 4, "...", 4);
+		return;
+	}
+	report__frame_name(fr, name, len);
+	if (fr->module && fr->file)
+		snprintf(where, len, "%s  %s:%d", base_name(fr->module), fr->file, fr->line);
 	else if (fr->module)
-		snprintf(buf, len, "%s", base_name(fr->module));
+		snprintf(where, len, "%s", base_name(fr->module));
 	else
-		buf[0] = '\0';
+		where[0] = '\0';
 }
 
 static uint8_t frame_kind(const struct snap_frame *fr)
@@ -168,8 +184,7 @@ static int add_stack(struct tree *t, const struct snap_proc *p, const struct sna
 	for (uint32_t i = st->nframes; i-- > 0;) {
 		const struct snap_frame *fr = &st->frames[i];
 
-		frame_where(fr, where, sizeof(where));
-		report__frame_name(fr, name, sizeof(name));
+		frame_label(fr, name, where, sizeof(name));
 		id = child(t, id, name, where, frame_kind(fr));
 		if (id < 0)
 			return id;
@@ -243,29 +258,37 @@ static int utf8_len(const unsigned char *s)
 	return len;
 }
 
+static const char *xml_entity(unsigned char c)
+{
+	switch (c) {
+	case '&': return "&amp;";
+	case '<': return "&lt;";
+	case '>': return "&gt;";
+	case '"': return "&quot;";
+	case '\'': return "&apos;";
+	default: return NULL;
+	}
+}
+
 /* Writes at most max characters of s escaped for XML text and attributes. */
 static void put_xml(FILE *f, const char *str, size_t max)
 {
-	const unsigned char *s = (const unsigned char *)str;
+	const unsigned char *s = (const unsigned char *)str, *run = s;
 
 	for (size_t n = 0; *s && n < max; n++) {
 		int len = utf8_len(s);
+		const char *entity = len ? xml_entity(*s) : "?";
 
-		if (!len) {
-			fputc('?', f);
-			s++;
+		if (!entity) {
+			s += len;
 			continue;
 		}
-		switch (*s) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&apos;", f); break;
-		default: fwrite(s, 1, len, f);
-		}
-		s += len;
+		fwrite(run, 1, s - run, f);
+		fputs(entity, f);
+		s += len ? len : 1;
+		run = s;
 	}
+	fwrite(run, 1, s - run, f);
 }
 
 static size_t utf8_chars(const char *str)
@@ -358,8 +381,29 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 	fputs("</text></g>\n", f);
 }
 
-/* Frames in depth-first order, root first; subtrees narrower than MIN_W pixels are left out. */
-static int put_frames(FILE *f, const struct tree *t, double scale, double full)
+/*
+ * The narrowest frame drawn, in pixels: 0.1, or wider when that would draw
+ * more than MAX_FRAMES frames (browsers slow down). *left_out counts the rest.
+ */
+static double min_width(const struct tree *t, double scale, uint32_t *left_out)
+{
+	static const double steps[] = { 0.1, 0.25, 0.5, 1, 2, 4, 8 };
+	uint32_t drawn = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		drawn = 0;
+		for (uint32_t j = 0; j < t->len; j++)
+			drawn += !j || t->n[j].bytes * scale >= steps[i];
+		if (drawn <= MAX_FRAMES)
+			break;
+	}
+	*left_out = t->len - drawn;
+	return i < sizeof(steps) / sizeof(steps[0]) ? steps[i] : steps[i - 1];
+}
+
+/* Frames in depth-first order, root first; those narrower than min_w pixels are left out. */
+static int put_frames(FILE *f, const struct tree *t, double scale, double full, double min_w)
 {
 	uint32_t *todo = malloc(t->len * sizeof(*todo));
 	uint32_t top = 0;
@@ -374,7 +418,7 @@ static int put_frames(FILE *f, const struct tree *t, double scale, double full)
 
 		put_node(f, t, n, scale, full);
 		for (uint32_t c = n->child; c; c = t->n[c].next)
-			if (t->n[c].bytes * scale >= MIN_W)
+			if (t->n[c].bytes * scale >= min_w)
 				todo[top++] = c;
 		for (uint32_t a = first, b = top - 1; top > first && a < b; a++, b--) {
 			uint32_t tmp = todo[a];
@@ -420,7 +464,8 @@ static void put_legend(FILE *f)
 }
 
 static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts *o,
-		       const struct tree *t, uint32_t width, uint32_t height, uint32_t nstacks)
+		       const struct tree *t, uint32_t width, uint32_t height, uint32_t nstacks,
+		       uint32_t left_out)
 {
 	const char *title = o->title ?: o->leak_only ? "gpuleak: leaked CUDA memory by stack"
 						     : "gpuleak: outstanding CUDA memory by stack";
@@ -438,10 +483,12 @@ static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts 
 		width, height, width, height, width, CHAR_W, svg__style, width / 2);
 	put_xml(f, title, SIZE_MAX);
 	fprintf(f, "</text>\n<text class=\"sub\" x=\"%u\" y=\"39\" text-anchor=\"middle\">"
-		   "%s%s in %u stack%s of %u process%s, %.1f s observed%s</text>\n",
+		   "%s%s in %u stack%s of %u process%s, %.1f s observed",
 		width / 2, o->leak_only ? "leaked: " : "", fmt_bytes(t->n[0].bytes, b, sizeof(b)),
-		nstacks, nstacks == 1 ? "" : "s", nprocs, nprocs == 1 ? "" : "es", s->duration_s,
-		s->complete ? "" : " - INCOMPLETE: events were lost");
+		nstacks, nstacks == 1 ? "" : "s", nprocs, nprocs == 1 ? "" : "es", s->duration_s);
+	if (left_out)
+		fprintf(f, "; %u narrow frames left out", left_out);
+	fprintf(f, "%s</text>\n", s->complete ? "" : " - INCOMPLETE: events were lost");
 	put_button(f, "gl-reset", PAD, 8, 84, "Reset zoom", false);
 	fprintf(f, "<foreignObject x=\"%u\" y=\"8\" width=\"240\" height=\"24\">"
 		   "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"gl-search\" type=\"text\" "
@@ -460,9 +507,9 @@ static bool shown(const struct snap_stack *st, bool leak_only)
 
 int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 {
-	uint32_t width = o->width ? o->width : 1200, nstacks = 0, height;
+	uint32_t width = o->width ? o->width : 1200, nstacks = 0, height, left_out;
 	struct tree t = { 0 };
-	double full, scale;
+	double full, scale, min_w;
 	int err = -ENOMEM;
 
 	if (width < 600)
@@ -486,17 +533,19 @@ int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 	full = width - 2 * PAD;
 	scale = t.n[0].bytes ? full / t.n[0].bytes : 0;
 	height = TOP + (t.maxdepth + 1) * ROW + BOTTOM;
-	put_header(f, s, o, &t, width, height, nstacks);
-	err = put_frames(f, &t, scale, full);
+	min_w = min_width(&t, scale, &left_out);
+	put_header(f, s, o, &t, width, height, nstacks, left_out);
+	err = put_frames(f, &t, scale, full, min_w);
 	if (err)
 		goto cleanup;
 	fprintf(f, "<text id=\"gl-details\" x=\"%d\" y=\"%u\">%s</text>\n"
-		   "<text id=\"gl-matched\" x=\"%u\" y=\"%u\" text-anchor=\"end\"></text>\n"
+		   "<text id=\"gl-details2\" x=\"%d\" y=\"%u\"></text>\n"
+		   "<text id=\"gl-matched\" x=\"%u\" y=\"58\" text-anchor=\"end\"></text>\n"
 		   "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n",
-		PAD, height - 14,
+		PAD, height - 24,
 		nstacks ? "Hover a frame for details, click to zoom, Ctrl-F to search."
 			: "No outstanding memory.",
-		width - PAD, height - 14, svg__script);
+		PAD, height - 9, width - PAD, svg__script);
 	err = fflush(f) || ferror(f) ? -EIO : 0;
 cleanup:
 	for (uint32_t i = 0; i < t.len; i++) {

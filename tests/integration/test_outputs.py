@@ -38,6 +38,14 @@ def frame_name(f):
     return f"0x{f['address']:x}"
 
 
+def svg_name(f):
+    """A frame's label in the flame graph: Python files by their base name."""
+    if f["kind"] == "python":
+        return f"{f.get('function') or '?'} ({os.path.basename(f.get('file') or '?')}:" \
+               f"{f.get('line', 0)})"
+    return frame_name(f)
+
+
 def folded_clean(name):
     return "".join(":" if c == ";" else "?" if ord(c) < 0x20 or c == "\x7f" else c
                    for c in name)
@@ -136,9 +144,10 @@ def test_outputs_agree_with_json(tmp):
     check_eq(frames[0].get("data-n"), "all", "first SVG frame")
     check_eq(int(frames[0].get("data-v")), total, "SVG total vs JSON outstanding bytes")
     names = {g.get("data-n") for g in frames}
-    for stack in folded:
-        for name in stack.split(";"):
-            check(name in names, f"frame {name!r} in the SVG")
+    for p in rep["processes"]:
+        for st in p["stacks"]:
+            for name in [f"{p['comm']} ({p['pid']})"] + [svg_name(f) for f in st["frames"]]:
+                check(name in names, f"frame {name!r} in the SVG")
 
 
 def frame_box(b, name):
@@ -178,7 +187,8 @@ def test_svg_renders_and_responds(tmp):
         check(abs(host[2] - full * host_bytes / total) < 1, f"exercise_host width {host[2]}")
 
         b.hover(*center(host))
-        details = b.eval("document.getElementById('gl-details').textContent")
+        details = b.eval("document.getElementById('gl-details').textContent + ' / ' + "
+                         "document.getElementById('gl-details2').textContent")
         share = f"{100 * host_bytes / total:.2f}% of total"
         check(details.startswith("exercise_host") and share in details and
               "allocations" in details and "host_pinned" in details and "verdict" in details,

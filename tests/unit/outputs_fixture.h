@@ -34,14 +34,14 @@
 static struct snap_frame fx_leak_frames[] = {
 	NATIVE("cuMemAlloc_v2", LIBCUDA, LIBCUDA_ID, 0x4000),
 	NATIVE(NULL, TORCH, TORCH_ID, 0x1234),
-	PYTHON("forward", "model.py", 42),
+	PYTHON("forward", "/src/net/model.py", 42),
 	PYTHON("train;step", "train.py", 7),
 	PYTHON("<module>", "train.py", 1),
 };
 
 static struct snap_frame fx_managed_frames[] = {
 	NATIVE("cuMemAllocManaged", LIBCUDA, LIBCUDA_ID, 0x5000),
-	PYTHON("forward", "model.py", 42),
+	PYTHON("forward", "/src/net/model.py", 42),
 	PYTHON("train;step", "train.py", 7),
 	PYTHON("<module>", "train.py", 1),
 };

@@ -17,14 +17,17 @@
 
 static const char folded_all[] =
 	"a<b>&\"c:d (200);0xdeadbeef;bad?name\xff<x>;cuMemAlloc_v2 4096\n"
-	"python3 (100);<module> (train.py:1);train:step (train.py:7);forward (model.py:42);"
+	"python3 (100);<module> (train.py:1);train:step (train.py:7);"
+	"forward (/src/net/model.py:42);"
 	"cuMemAllocManaged 1048576\n"
-	"python3 (100);<module> (train.py:1);train:step (train.py:7);forward (model.py:42);"
+	"python3 (100);<module> (train.py:1);train:step (train.py:7);"
+	"forward (/src/net/model.py:42);"
 	"libtorch_cuda.so+0x1234;cuMemAlloc_v2 5242880\n";
 
 static const char folded_leaks[] =
 	"a<b>&\"c:d (200);0xdeadbeef;bad?name\xff<x>;cuMemAlloc_v2 4096\n"
-	"python3 (100);<module> (train.py:1);train:step (train.py:7);forward (model.py:42);"
+	"python3 (100);<module> (train.py:1);train:step (train.py:7);"
+	"forward (/src/net/model.py:42);"
 	"libtorch_cuda.so+0x1234;cuMemAlloc_v2 3145728\n";
 
 static void test_folded_exact(void **state)
@@ -95,7 +98,10 @@ static void test_svg_frames(void **state)
 	assert_non_null(strstr(out, "data-n=\"all\" data-w=\"\" data-x=\"0\" data-v=\"6295552\""));
 	assert_non_null(strstr(out, "data-n=\"a&lt;b&gt;&amp;&quot;c;d (200)\""));
 	assert_non_null(strstr(out, "data-n=\"bad?name?&lt;x&gt;\""));
-	assert_non_null(strstr(out, "data-n=\"train;step (train.py:7)\" data-w=\"python\""));
+	assert_non_null(strstr(out, "data-n=\"train;step (train.py:7)\" data-w=\"Python  "
+				    "train.py:7\""));
+	assert_non_null(strstr(out, "data-n=\"forward (model.py:42)\" data-w=\"Python  "
+				    "/src/net/model.py:42\""));
 	/* widest first: python3 starts at 0, the 4 KiB process after its 6 MiB */
 	assert_non_null(strstr(out, "data-n=\"python3 (100)\" data-w=\"process\" data-x=\"0\""));
 	assert_non_null(strstr(out, "data-x=\"6291456\" data-v=\"4096\" data-d=\"1\""));

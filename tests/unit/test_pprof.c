@@ -314,7 +314,7 @@ static void test_pprof_profile(void **state)
 	l = loc_of_function(&pr, "forward");
 	assert_int_equal(l[2], 0);
 	assert_int_equal(l[5], 42);
-	assert_string_equal(S(&pr, pr.fn[l[4] - 1][4]), "model.py");
+	assert_string_equal(S(&pr, pr.fn[l[4] - 1][4]), "/src/net/model.py");
 	loc_of_function(&pr, "train;step");
 	loc_of_function(&pr, NASTY_FN);
 
