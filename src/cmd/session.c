@@ -169,11 +169,21 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 	return snap;
 }
 
+/* Whether a report file goes to stdout, which then carries nothing else. */
+static bool report_on_stdout(const struct gl_opts *o)
+{
+	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
+	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
+}
+
 static void print_summary(struct session *s)
 {
 	struct text_opts to = { .max_stacks = 3, .max_frames = 6 };
-	struct snapshot *snap = take_snapshot(s, 3);
+	struct snapshot *snap;
 
+	if (report_on_stdout(s->o))
+		return;
+	snap = take_snapshot(s, 3);
 	if (!snap)
 		return;
 	printf("--- %.1f s ---\n", (now_ns() - s->start_ns) / 1e9);
@@ -228,16 +238,13 @@ static int final_report(struct session *s)
 	struct snapshot *snap = take_snapshot(s, 0);
 	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
 				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
-	bool text = true;
 	int err = 0;
 
 	if (!snap) {
 		log_error("failed to build the report: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
-		text &= !outfile__is_stdout(paths[i]);
-	if (text)
+	if (!report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
 	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
 		err = write_output(snap, i, paths[i]) ?: err;

@@ -239,12 +239,17 @@ def test_outputs_do_not_follow_symlinks(tmp):
 
 
 def test_folded_on_stdout(tmp):
-    status, out, err = run_gpuleak(["run", "-i", "0", "--folded", "-", "--",
-                                    os.path.join(WORKLOADS, "wl_basic"), "--no-wait"])
+    """With --folded -, stdout carries the folded stacks only: no text report and no
+    interim summaries (here every 100 ms of a 0.5 s run)."""
+    status, out, err = run_gpuleak(["run", "-i", "100ms", "--folded", "-", "--",
+                                    os.path.join(WORKLOADS, "wl_leak"), "--no-wait",
+                                    "--iters", "10", "--interval-ms", "50"])
     check_eq(status, 0, f"exit status ({err})")
     lines = [line for line in out.splitlines() if not line.startswith("ready ")]  # workload's
-    check(lines and all(re.fullmatch(r"wl_basic \(\d+\);\S.* \d+", line) for line in lines),
+    check(lines and all(re.fullmatch(r"wl_leak \(\d+\);\S.* \d+", line) for line in lines),
           f"stdout is folded stacks only:\n{out}")
+    check_eq(sum(int(line.rsplit(" ", 1)[1]) for line in lines), 10 << 20,
+             "bytes kept by the 10 steps")
     status, _, err = run_gpuleak(["run", "--svg", "-", "--pprof", "-", "--", "true"])
     check_eq(status, 2, "two outputs on stdout is a usage error")
     check("only one of" in err, f"the error says why: {err!r}")
