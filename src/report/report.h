@@ -37,8 +37,9 @@ struct folded_opts {
 /*
  * Folded stacks for flamegraph.pl, inferno and speedscope: one line per
  * distinct stack, "comm (pid);outermost;...;innermost BYTES", of outstanding
- * bytes in memory classes; identical lines merged. ';' in a name becomes ':'
- * and control characters '?'. Returns 0, -ENOMEM or -EIO.
+ * bytes in memory classes (stacks holding nothing are left out), sorted,
+ * identical lines merged. ';' in a name becomes ':' and control characters
+ * '?'. Returns 0, -ENOMEM or -EIO.
  */
 int report__folded(FILE *f, const struct snapshot *s, const struct folded_opts *o);
 
@@ -51,7 +52,11 @@ struct svg_opts {
 /*
  * A self-contained interactive flame graph (SVG with an inline script, no
  * external resource) of outstanding bytes, root at the bottom: hover for
- * details, click to zoom, search. Returns 0, -ENOMEM or -EIO.
+ * details, click to zoom, search. Frames are coloured by kind (Python,
+ * libcuda, other native) and outlined when every byte under them comes from
+ * stacks judged leaks; Python frames show their file's base name. At most
+ * about 30000 frames are drawn (the narrowest are left out and counted).
+ * Returns 0, -ENOMEM or -EIO.
  */
 int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o);
 
@@ -71,7 +76,8 @@ struct pprof_opts {
 /*
  * A gzipped profile.proto (pprof, Parca, Pyroscope) with sample types
  * inuse_space, inuse_objects, alloc_space, alloc_objects: one sample per
- * process and stack, labelled pid, comm, memory and verdict. Native frames
+ * process and stack of a memory class (those holding nothing too, for the
+ * alloc_* views), labelled pid, comm, memory and verdict. Native frames
  * keep their module and build id as mappings (addresses are file offsets
  * above a per-module base, so pprof can symbolize them later). Returns 0,
  * -ENOMEM or -EIO.
