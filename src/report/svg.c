@@ -7,14 +7,14 @@
  * verdict; children are laid out widest first and the root is drawn at the
  * bottom. Every frame is a <g> with data-* attributes that the inline script
  * (svg_assets.c) reads; the initial layout is computed here, so viewers
- * without scripts still show the graph. All text is escaped for XML and
- * checked as UTF-8.
+ * without scripts still show the graph. All text goes through xml.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
 #include "svg_assets.h"
+#include "xml.h"
 #include "trace/probes.h"
 #include "util/htab.h"
 
@@ -231,79 +231,6 @@ static int layout(struct tree *t)
 	return 0;
 }
 
-/* Decodes one UTF-8 character at s; returns its length, or 0 if it is invalid in XML. */
-static int utf8_len(const unsigned char *s)
-{
-	uint32_t cp;
-	int len;
-
-	if (s[0] < 0x80)
-		return s[0] >= 0x20 || s[0] == '\t' ? 1 : 0;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1f;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0f;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-		return 0;
-	return len;
-}
-
-static const char *xml_entity(unsigned char c)
-{
-	switch (c) {
-	case '&': return "&amp;";
-	case '<': return "&lt;";
-	case '>': return "&gt;";
-	case '"': return "&quot;";
-	case '\'': return "&apos;";
-	default: return NULL;
-	}
-}
-
-/* Writes at most max characters of s escaped for XML text and attributes. */
-static void put_xml(FILE *f, const char *str, size_t max)
-{
-	const unsigned char *s = (const unsigned char *)str, *run = s;
-
-	for (size_t n = 0; *s && n < max; n++) {
-		int len = utf8_len(s);
-		const char *entity = len ? xml_entity(*s) : "?";
-
-		if (!entity) {
-			s += len;
-			continue;
-		}
-		fwrite(run, 1, s - run, f);
-		fputs(entity, f);
-		s += len ? len : 1;
-		run = s;
-	}
-	fwrite(run, 1, s - run, f);
-}
-
-static size_t utf8_chars(const char *str)
-{
-	const unsigned char *s = (const unsigned char *)str;
-	size_t n = 0;
-
-	for (; *s; n++) {
-		int len = utf8_len(s);
-
-		s += len ? len : 1;
-	}
-	return n;
-}
-
 static void put_fill(FILE *f, const struct node *n)
 {
 	/* base colour and spread: grey, grey, Python blue, libcuda red, native orange */
@@ -352,14 +279,14 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 {
 	double x = PAD + n->x * scale, w = n == t->n ? full : n->bytes * scale;
 	double y = TOP + (double)(t->maxdepth - n->depth) * ROW;
-	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = utf8_chars(n->name);
+	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = xml__chars(n->name);
 	char b[32];
 
 	fprintf(f, "<g class=\"f%s\" data-n=\"",
 		n->bytes && n->by_verdict[V_LEAK] == n->bytes ? " leak" : "");
-	put_xml(f, n->name, SIZE_MAX);
+	xml__put(f, n->name, SIZE_MAX);
 	fputs("\" data-w=\"", f);
-	put_xml(f, n->where, SIZE_MAX);
+	xml__put(f, n->where, SIZE_MAX);
 	fprintf(f, "\" data-x=\"%llu\" data-v=\"%llu\" data-d=\"%u\" data-a=\"%llu\" data-c=\"",
 		(unsigned long long)n->x, (unsigned long long)n->bytes, n->depth,
 		(unsigned long long)n->allocs);
@@ -367,15 +294,15 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 	fputs("\" data-k=\"", f);
 	put_verdicts(f, n);
 	fputs("\"><title>", f);
-	put_xml(f, n->name, SIZE_MAX);
+	xml__put(f, n->name, SIZE_MAX);
 	fprintf(f, " (%s)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"",
 		fmt_bytes(n->bytes, b, sizeof(b)), x, y, w, ROW - 1);
 	put_fill(f, n);
 	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + ROW - 4.5);
 	if (fit >= 3 && len <= fit) {
-		put_xml(f, n->name, len);
+		xml__put(f, n->name, len);
 	} else if (fit >= 3) {
-		put_xml(f, n->name, fit - 2);
+		xml__put(f, n->name, fit - 2);
 		fputs("..", f);
 	}
 	fputs("</text></g>\n", f);
@@ -481,7 +408,7 @@ static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts 
 		   "<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6f4\"/>\n"
 		   "<text id=\"gl-title\" x=\"%u\" y=\"22\" text-anchor=\"middle\">",
 		width, height, width, height, width, CHAR_W, svg__style, width / 2);
-	put_xml(f, title, SIZE_MAX);
+	xml__put(f, title, SIZE_MAX);
 	fprintf(f, "</text>\n<text class=\"sub\" x=\"%u\" y=\"39\" text-anchor=\"middle\">"
 		   "%s%s in %u stack%s of %u process%s, %.1f s observed",
 		width / 2, o->leak_only ? "leaked: " : "", fmt_bytes(t->n[0].bytes, b, sizeof(b)),

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "cmd/cli.h"
 #include "outputs_fixture.h"
+#include "report/xml.h"
 #include "util/outfile.h"
 
 static const char folded_all[] =
@@ -120,6 +121,21 @@ static void test_svg_frames(void **state)
 	assert_non_null(strstr(out, "data-n=\"all\" data-w=\"\" data-x=\"0\" data-v=\"3149824\""));
 	assert_null(strstr(out, "cuMemAllocManaged"));
 	free(out);
+}
+
+static void test_xml_escaping(void **state)
+{
+	/* é, tab, an overlong '/', a surrogate, U+FFFE, a cut 3-byte form, markup */
+	static const char in[] = "\xc3\xa9\t\xc0\xaf|\xed\xa0\x80|\xef\xbf\xbe|\xe2\x82<&>\"'\x01";
+	size_t len;
+	char *out = CAPTURE((xml__put(f, in, SIZE_MAX), 0), &len);
+
+	assert_string_equal(out, "\xc3\xa9\t??|???|???|??&lt;&amp;&gt;&quot;&apos;?");
+	free(out);
+	out = CAPTURE((xml__put(f, in, 2), 0), &len);
+	assert_string_equal(out, "\xc3\xa9\t");
+	free(out);
+	assert_int_equal(xml__chars("\xc3\xa9t\xff"), 3);
 }
 
 static void test_svg_empty(void **state)
@@ -259,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_frame_names),
 		cmocka_unit_test(test_svg_frames),
 		cmocka_unit_test(test_svg_empty),
+		cmocka_unit_test(test_xml_escaping),
 		cmocka_unit_test_setup_teardown(test_outfile, make_tmpdir, remove_tmpdir),
 		cmocka_unit_test(test_cli_options),
 	};
