@@ -30,6 +30,9 @@ enum {
 	OPT_NO_TORCH,
 	OPT_SORT,
 	OPT_RESOLUTION,
+	OPT_FOLDED,
+	OPT_SVG,
+	OPT_PPROF,
 };
 
 static const struct option long_opts[] = {
@@ -38,6 +41,9 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ "json", required_argument, NULL, OPT_JSON },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "top", required_argument, NULL, OPT_TOP },
@@ -73,6 +79,9 @@ void cli__usage(FILE *f)
 	      "  -d, --duration T      stop after T (default: when the targets exit)\n"
 	      "  -w, --wait T          how long to wait for a target to load libcuda (30s)\n"
 	      "      --json FILE       write the final report as JSON to FILE ('-' = stdout)\n"
+	      "      --folded FILE     write folded stacks of outstanding bytes (flamegraph.pl)\n"
+	      "      --svg FILE        write an interactive flame graph of outstanding bytes\n"
+	      "      --pprof FILE      write a gzipped pprof profile (inuse/alloc space/objects)\n"
 	      "      --stacks MODE     fp, dwarf or none (fp)\n"
 	      "      --stack-bytes N   user stack copied per call in dwarf mode (16k, max 32k)\n"
 	      "      --top N           stacks shown per process in text (10; 0 = all)\n"
@@ -144,6 +153,15 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (!*arg)
 			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
+		return 0;
+	case OPT_FOLDED:
+		o->folded_path = arg;
+		return 0;
+	case OPT_SVG:
+		o->svg_path = arg;
+		return 0;
+	case OPT_PPROF:
+		o->pprof_path = arg;
 		return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
@@ -226,6 +244,18 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	}
 }
 
+/* At most one of the report files may be stdout. */
+static int check_outputs(const struct gl_opts *o)
+{
+	const char *paths[] = { o->json_path, o->folded_path, o->svg_path, o->pprof_path };
+	int on_stdout = 0;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		on_stdout += paths[i] && !strcmp(paths[i], "-");
+	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg and --pprof can "
+					   "be '-' (stdout)") : 0;
+}
+
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
 {
 	for (int i = optind + 1; i < argc; i++) {
@@ -291,6 +321,9 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	err = check_outputs(o);
+	if (err)
+		return err;
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");

@@ -30,6 +30,7 @@
 #include "trace/probes.h"
 #include "util/log.h"
 #include "util/nvml.h"
+#include "util/outfile.h"
 #include "util/procfs.h"
 
 #define POLL_MS 100
@@ -222,11 +223,21 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 	return snap;
 }
 
+/* Whether a report file goes to stdout, which then carries nothing else. */
+static bool report_on_stdout(const struct gl_opts *o)
+{
+	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
+	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
+}
+
 static void print_summary(struct session *s)
 {
 	struct text_opts to = { .max_stacks = 3, .max_frames = 6 };
-	struct snapshot *snap = take_snapshot(s, 3);
+	struct snapshot *snap;
 
+	if (report_on_stdout(s->o))
+		return;
+	snap = take_snapshot(s, 3);
 	if (!snap)
 		return;
 	printf("--- %.1f s ---\n", (now_ns() - s->start_ns) / 1e9);
@@ -234,32 +245,63 @@ static void print_summary(struct session *s)
 	snapshot__free(snap);
 }
 
+enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
+
+/* Writes one report file (none if path is NULL). Returns 0 or -errno, said on stderr. */
+static int write_output(const struct snapshot *snap, enum output kind, const char *path)
+{
+	struct timespec wall;
+	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
+	FILE *f;
+	int err;
+
+	if (!path)
+		return 0;
+	f = outfile__open(path);
+	if (!f) {
+		err = -errno;
+		if (err == -ELOOP)
+			log_error("cannot write %s: it is a symbolic link (not followed)", path);
+		else if (err == -EMLINK)
+			log_error("cannot write %s: it has other hard links", path);
+		else
+			log_error("cannot write %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (kind == OUT_JSON) {
+		err = report__json(f, snap);
+	} else if (kind == OUT_FOLDED) {
+		err = report__folded(f, snap, &(struct folded_opts){ 0 });
+	} else if (kind == OUT_SVG) {
+		err = report__svg(f, snap, &(struct svg_opts){ 0 });
+	} else {
+		clock_gettime(CLOCK_REALTIME, &wall);
+		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
+		err = report__pprof(f, snap, &po);
+	}
+	err = outfile__close(f) ?: err;
+	if (err)
+		log_error("writing %s failed: %s", path, strerror(-err));
+	return err;
+}
+
 static int final_report(struct session *s)
 {
 	const struct gl_opts *o = s->o;
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = take_snapshot(s, 0);
-	bool json_stdout = o->json_path && !strcmp(o->json_path, "-");
+	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
+				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
 	int err = 0;
-	FILE *f;
 
 	if (!snap) {
 		log_error("failed to build the report: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
-	if (!json_stdout)
+	if (!report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
-	if (o->json_path) {
-		f = json_stdout ? stdout : fopen(o->json_path, "we");
-		if (!f) {
-			log_error("cannot write %s: %s", o->json_path, strerror(errno));
-			err = -errno;
-		} else {
-			err = report__json(f, snap) ?: err;
-			if (!json_stdout && fclose(f))
-				err = -EIO;
-		}
-	}
+	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
+		err = write_output(snap, i, paths[i]) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
