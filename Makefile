@@ -151,3 +151,6 @@ format:
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak
+
+# Python frames under every interpreter at hand (make test-python-versions).
+include tests/integration/python.mk
