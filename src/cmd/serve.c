@@ -92,29 +92,43 @@ static void on_forget(void *ctx, struct proc *proc)
 	a->h.procs_forgotten++;
 	a->h.forgotten_unmatched_frees += proc->unmatched_frees;
 	htab__delete(a->idents, &k);
+	/* the kernel keeps an exited process's books until told (lost exit records) */
+	tracer__forget_proc(a->s->tracer, proc->pid, proc->start_time);
 	if (!a->o->no_python)
 		python__detach(a->s->python, a->s->tracer, proc->pid);
 	log_debug("PID %d (%s) exited: dropped from the books", proc->pid, proc->comm);
 }
 
+/* A process /proc no longer has, whose exit neither record nor kernel books tell. */
+static void gone(struct agent *a, struct proc *proc)
+{
+	proc->exited = true;
+	proc->exit_ns = books__now(a->s->books);
+	proc__retire(proc);
+}
+
 /*
- * Processes whose exit record was lost (ring buffer full) are found gone in
- * /proc; every exited process is then dropped.
+ * Processes whose exit record was lost (ring buffer full): the kernel's books
+ * say when they exited, else /proc says they are gone. Then every exited
+ * process is dropped.
  */
 void agent__housekeeping(struct agent *a, uint64_t now)
 {
 	struct books *b = a->s->books;
 	struct procs *p = books__procs(b);
+	struct gl_proc_stats st;
 	struct proc *proc;
 
 	if (now >= a->next_liveness_ns) {
 		a->next_liveness_ns = now + LIVENESS_NS;
 		for (uint32_t i = 0; (proc = procs__at(p, i)); i++) {
-			if (proc->exited || procfs__same_process(proc->pid, proc->start_time))
+			if (proc->exited)
 				continue;
-			proc->exited = true;
-			proc->exit_ns = books__now(b);
-			proc__retire(proc);
+			if (tracer__proc_stats(a->s->tracer, proc->pid, &st) == 0 &&
+			    st.start_time == proc->start_time && st.exit_time)
+				books__exited(b, proc, &st, st.exit_time);
+			else if (!procfs__same_process(proc->pid, proc->start_time))
+				gone(a, proc);
 		}
 	}
 	procs__forget_exited(p, UINT64_MAX, on_forget, a);
@@ -216,7 +230,7 @@ static int reply_metrics(struct agent *a, struct http_reply *rep)
 				ident_of(a, &snap->procs[i], &idents[i]);
 		fill_health(a);
 		mo.idents = idents;
-		agent__gpus(a, &mo);
+		mo.gpu_uuids = agent__gpu_uuids(a, snap);
 		if (report__metrics(f, snap, &mo) == 0) {
 			rep->status = 200;
 			rep->content_type = METRICS_CONTENT_TYPE;
@@ -224,6 +238,7 @@ static int reply_metrics(struct agent *a, struct http_reply *rep)
 		if (fclose(f))
 			rep->status = 500;
 	}
+	free((void *)mo.gpu_uuids);
 	free(idents);
 	snapshot__free(snap);
 	return 0;

@@ -16,13 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/snapshot.h"
+#include "report/report.h"
 #include "serve_int.h"
 #include "session_int.h"
 #include "util/log.h"
+#include "util/nvml.h"
 
 #define PROFILE_PREFIX "gpu_heap-"
 #define PROFILE_SUFFIX ".pb.gz"
 #define TMP_PREFIX ".tmp-"
+#define NVML_EVERY_NS 10000000000ULL
+#define NVML_TIMEOUT_MS 3000
 
 /* Opens dir (a directory, not a link) under at, creating it 0700 if absent. */
 static int open_dir_at(int at, const char *dir)
@@ -108,19 +112,19 @@ void agent__close_state(struct agent *a)
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	a->profile_fd = a->state_fd = -1;
-	for (int i = 0; i < a->nr_gpus; i++)
-		free(a->gpu_uuids[i]);
-	free(a->gpu_uuids);
-	a->gpu_uuids = NULL;
-	a->nr_gpus = 0;
+	free(a->nvml);
+	a->nvml = NULL;
 }
 
-/* Writes the pprof profile of snap to f. Returns 0, -EIO, or -ENOSYS without a writer. */
+/* The outstanding-bytes profile (inuse_space first) of snap, gzipped pprof. 0 or -errno. */
 static int write_pprof(FILE *f, const struct snapshot *snap)
 {
-	(void)f;
-	(void)snap;
-	return -ENOSYS;
+	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	po.time_ns = rt.tv_sec * 1000000000ULL + rt.tv_nsec;
+	return report__pprof(f, snap, &po);
 }
 
 static int cmp_names(const void *x, const void *y)
@@ -150,6 +154,7 @@ static void rotate(struct agent *a)
 			close(fd);
 		return;
 	}
+	rewinddir(d); /* the duplicate shares its offset with profile_fd: from the start */
 	while ((de = readdir(d))) {
 		if (!strncmp(de->d_name, TMP_PREFIX, sizeof(TMP_PREFIX) - 1)) {
 			unlinkat(a->profile_fd, de->d_name, 0);
@@ -240,25 +245,73 @@ int agent__reply_profile(struct agent *a, struct http_reply *rep)
 		if (!err) {
 			rep->status = 200;
 			rep->content_type = "application/octet-stream";
-		} else if (err == -ENOSYS) {
-			free(rep->body);
-			rep->body = strdup("501 the pprof writer is not in this build\n");
-			rep->len = rep->body ? strlen(rep->body) : 0;
-			rep->status = 501;
 		}
 	}
 	snapshot__free(snap);
 	return 0;
 }
 
-void agent__gpus_init(struct agent *a)
+/* NVML's devices, sampled in a child process at most every NVML_EVERY_NS. */
+static const struct nvml_sample *nvml_of(struct agent *a)
 {
-	a->gpu_uuids = NULL;
-	a->nr_gpus = 0;
+	uint64_t now = now_ns();
+
+	if (a->nvml_off || now < a->next_nvml_ns)
+		return a->nvml_valid ? a->nvml : NULL;
+	a->next_nvml_ns = now + NVML_EVERY_NS;
+	if (!a->nvml)
+		a->nvml = malloc(sizeof(*a->nvml));
+	if (!a->nvml || nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, a->nvml)) {
+		log_debug("no NVML here: metrics carry GPU ordinals without UUIDs");
+		a->nvml_off = true;
+		a->nvml_valid = false;
+		return NULL;
+	}
+	a->nvml_valid = true;
+	return a->nvml;
 }
 
-void agent__gpus(struct agent *a, struct metrics_opts *mo)
+void agent__gpus_init(struct agent *a)
 {
-	mo->gpu_uuids = (const char *const *)a->gpu_uuids;
-	mo->nr_gpus = a->nr_gpus;
+	nvml_of(a);
+}
+
+/*
+ * The UUID of the GPU a process uses, when that is certain: the process holds
+ * device memory on one CUDA ordinal and NVML lists it on exactly one device.
+ * CUDA ordinals are not NVML indices (CUDA_VISIBLE_DEVICES, device order), so
+ * the ordinal alone never names a GPU.
+ */
+static const char *uuid_of(const struct nvml_sample *ns, const struct snap_proc *sp)
+{
+	const char *uuid = NULL;
+	int ordinals = 0;
+
+	for (int d = 0; d < 16; d++)
+		ordinals += sp->dev_bytes[d] != 0;
+	if (ordinals != 1)
+		return NULL;
+	for (uint32_t i = 0; i < ns->ndevices; i++) {
+		for (uint32_t j = 0; j < ns->devs[i].nprocs; j++) {
+			if (ns->devs[i].procs[j].pid != (uint32_t)sp->pid)
+				continue;
+			if (uuid)
+				return NULL;
+			uuid = ns->devs[i].uuid;
+		}
+	}
+	return uuid && uuid[0] ? uuid : NULL;
+}
+
+const char **agent__gpu_uuids(struct agent *a, const struct snapshot *snap)
+{
+	const struct nvml_sample *ns = nvml_of(a);
+	const char **uuids;
+
+	if (!ns)
+		return NULL;
+	uuids = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*uuids));
+	for (uint32_t i = 0; uuids && i < snap->nprocs; i++)
+		uuids[i] = uuid_of(ns, &snap->procs[i]);
+	return uuids;
 }

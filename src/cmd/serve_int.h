@@ -16,6 +16,7 @@
 
 struct session;
 struct snapshot;
+struct nvml_sample;
 
 struct agent {
 	const struct gl_opts *o;
@@ -28,8 +29,9 @@ struct agent {
 	uint64_t profile_seq;
 	uint64_t compacted_at_forgotten; /* procs_forgotten at the last stack compaction */
 	uint64_t next_compact_ns;
-	char **gpu_uuids; /* by device ordinal, NULL when unknown */
-	int nr_gpus;
+	struct nvml_sample *nvml; /* the latest NVML sample */
+	bool nvml_valid, nvml_off;
+	uint64_t next_nvml_ns;
 };
 
 /* A snapshot of every process (symbolized frames only if symbols). NULL on ENOMEM. */
@@ -45,8 +47,9 @@ void agent__close_state(struct agent *a);
 void agent__write_profile(struct agent *a);
 /* /debug/pprof/gpu_heap. Returns 0 (rep->status says how it went). */
 int agent__reply_profile(struct agent *a, struct http_reply *rep);
-/* GPU UUIDs by ordinal, once (NVML, where present). */
+/* Samples NVML once at start (where present). */
 void agent__gpus_init(struct agent *a);
-void agent__gpus(struct agent *a, struct metrics_opts *mo);
+/* Per process of snap, the UUID of its GPU when certain (else NULL); NULL without NVML. */
+const char **agent__gpu_uuids(struct agent *a, const struct snapshot *snap);
 
 #endif /* GL_SERVE_INT_H */

@@ -259,8 +259,7 @@ static void process_families(struct ctx *c)
 		if (p->exited)
 			continue;
 		for (int d = 0; d < 16; d++) {
-			const char *uuid = c->o->gpu_uuids && d < c->o->nr_gpus ?
-						   c->o->gpu_uuids[d] : NULL;
+			const char *uuid = c->o->gpu_uuids ? c->o->gpu_uuids[i] : NULL;
 
 			if (!p->dev_bytes[d])
 				continue;

@@ -38,9 +38,8 @@ struct metrics_opts {
 	const struct agent_health *health;
 	/* identity of s->procs[i] (container, pod); NULL: none known */
 	const struct proc_ident *idents;
-	/* GPU UUIDs by device ordinal (NVML); NULL or "" entries: unknown */
+	/* parallel to s->procs: the UUID of the one GPU a process uses (NVML); NULL: unknown */
 	const char *const *gpu_uuids;
-	int nr_gpus;
 };
 
 /* Writes the exposition of s and o->health to f. Returns 0, or -EIO. */

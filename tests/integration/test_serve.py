@@ -108,7 +108,10 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
     exited process's series are gone within a scrape interval, health counters are there,
     labels survive escaping, and no command line or environment leaks into the metrics."""
     port = free_port()
-    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--state-dir", os.path.join(tmp, "st")])
+    state = os.path.join(tmp, "st")
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--state-dir", state,
+                        "--profile-dir", "profiles", "--profile-every", "1s",
+                        "--profile-keep", "3"])
     prom, jobs = None, []
     try:
         agent.wait_serving()
@@ -148,8 +151,15 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                        'class="device"}'), 5605632.0, "the steady process's bytes")
         r = query(prom_url, f'gpuleak_process_memory_bytes{{pid="{leaker.pid}",class="device"}}')
         check_eq(r[0]["metric"]["comm"], 'wl"q\\x', "comm label after escaping and ingestion")
-        check(value(prom_url, f'gpuleak_process_leak_bytes{{pid="{leaker.pid}",'
-                    'class="device"}') is not None, "leak bytes series of the leaking process")
+        # the verdict needs some history: the leak is named within ~10 s, the steady one not
+        wait_until(lambda: (value(prom_url, f'gpuleak_process_leak_bytes{{pid="{leaker.pid}",'
+                                  'class="device"}') or 0) > 0, 20,
+                   "the leaking process's leak bytes > 0 in Prometheus")
+        check_eq(value(prom_url, f'gpuleak_process_leak_bytes{{pid="{steady.pid}",'
+                       'class="device"}'), 0.0, "the steady process's leak bytes")
+        pods = query(prom_url, 'sum by (pid) (gpuleak_process_leak_bytes{class="device"}) > 0')
+        check_eq([r["metric"]["pid"] for r in pods], [str(leaker.pid)],
+                 "the README's query names the leaking process alone")
 
         # an exited process is gone from the next scrape, and stale in Prometheus
         short.stdin.write(b"exit\n")
@@ -180,6 +190,17 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
         p = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(),
                            capture_output=True, timeout=20)
         check_eq(p.returncode, 0, f"promtool check metrics: {p.stdout!r} {p.stderr!r}")
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/pprof/gpu_heap",
+                                    timeout=10) as r:
+            check_eq(r.status, 200, "pprof endpoint")
+            check_eq(r.read()[:2], b"\x1f\x8b", "the profile is gzipped")
+        check_eq(os.listdir(state), ["profiles"], "the state dir holds the profiles alone")
+        profiles = os.listdir(os.path.join(state, "profiles"))
+        check(1 <= len(profiles) <= 3, f"profiles rotated to --profile-keep 3: {profiles}")
+        for name in profiles:
+            st = os.lstat(os.path.join(state, "profiles", name))
+            check_eq(oct(st.st_mode & 0o777), oct(0o600), f"mode of {name}")
     finally:
         for j in jobs:
             if j.poll() is None:

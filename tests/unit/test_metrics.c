@@ -102,10 +102,10 @@ static void assert_line(const char *text, const char *line)
 
 static void test_process_samples(void **state)
 {
-	const char *uuids[4] = { "GPU-aaaa", NULL, NULL, "GPU-dddd" };
+	const char *uuids[3] = { "GPU-dddd", NULL, NULL };
 	struct agent_health h = { .version = "1.2.3", .max_procs = 8, .procs_refused = 4,
 				  .stacks_overflow = 6 };
-	struct metrics_opts o = { .health = &h, .idents = idents, .gpu_uuids = uuids, .nr_gpus = 4 };
+	struct metrics_opts o = { .health = &h, .idents = idents, .gpu_uuids = uuids };
 	char *t;
 
 	setup_snapshot();
@@ -120,7 +120,7 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_leak_bytes{" LBL ",class=\"device\"} 3000");
 	assert_line(t, "gpuleak_process_leak_bytes{" LBL ",class=\"host_pinned\"} 70");
 	assert_line(t, "gpuleak_process_leak_growth_bytes_per_second{" LBL "} 13.5");
-	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",gpu=\"0\",gpu_uuid=\"GPU-aaaa\"} "
+	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",gpu=\"0\",gpu_uuid=\"GPU-dddd\"} "
 		       "1500");
 	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",gpu=\"3\",gpu_uuid=\"GPU-dddd\"} "
 		       "2000");
