@@ -11,7 +11,7 @@
  * The cache. A process calls the driver from a handful of call sites, over
  * and over, with the same stack. Unwinding is deterministic: given the
  * modules, the pcs are a function of ip, sp, bp and of the stack words the
- * unwinder reads, and dwarf_proc__deps() says which of those reads, and
+ * unwinder reads, and dwarf_replay__deps() says which of those reads, and
  * whether bp, can change them (return addresses, saved rbp where frame
  * pointers are used; not the other callee-saved registers). An entry keeps
  * those reads (address, word or unreadable), bp if needed, and the pcs. A
@@ -29,6 +29,7 @@
 #include <time.h>
 #include "books/procs.h"
 #include "dwarf.h"
+#include "dwarf_deps.h"
 #include "unwind.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -74,6 +75,7 @@ struct unwinder {
 	struct modules *mods;
 	enum gl_stack_mode mode;
 	struct dwarf_ctx *dw; /* NULL: no CFI unwinding on this architecture */
+	struct dwarf_replay *replay;
 	struct htab *procs;   /* proc_key -> struct uproc * */
 	uint64_t clock;
 	struct unwind_stats st;
@@ -100,15 +102,16 @@ struct unwinder *unwinder__new(struct modules *m, enum gl_stack_mode mode)
 	u->procs = htab__new(sizeof(struct proc_key), sizeof(struct uproc *));
 #ifdef __x86_64__
 	u->dw = dwarf_ctx__new(m);
-	if (!u->dw) {
-		htab__free(u->procs);
-		free(u);
+	u->replay = dwarf_replay__new();
+	if (!u->dw || !u->replay) {
+		unwinder__free(u);
+		errno = ENOMEM;
 		return NULL;
 	}
 #endif
 	if (!u->procs) {
-		dwarf_ctx__free(u->dw);
-		free(u);
+		unwinder__free(u);
+		errno = ENOMEM;
 		return NULL;
 	}
 	return u;
@@ -162,6 +165,7 @@ void unwinder__free(struct unwinder *u)
 		uproc_free(*up);
 	htab__free(u->procs);
 	dwarf_ctx__free(u->dw);
+	dwarf_replay__free(u->replay);
 	free(u);
 }
 
@@ -263,14 +267,6 @@ static void uproc_sync(struct unwinder *u, struct uproc *up, const struct proc *
 			  proc->pid, strerror(errno));
 }
 
-static bool read_word(const struct dwarf_input *in, uint64_t addr, uint64_t *val)
-{
-	if (addr < in->sp || in->len < 8 || addr - in->sp > in->len - 8u)
-		return false;
-	memcpy(val, in->stack + (addr - in->sp), sizeof(*val));
-	return true;
-}
-
 static bool entry_matches(const struct centry *e, const struct dwarf_input *in, int max)
 {
 	uint64_t w;
@@ -279,7 +275,7 @@ static bool entry_matches(const struct centry *e, const struct dwarf_input *in, 
 		return false;
 	for (uint32_t i = 0; i < e->nr_checks; i++) {
 		const struct dwarf_check *c = &e->checks[i];
-		bool ok = read_word(in, c->addr, &w);
+		bool ok = dwarf_input__read(in, c->addr, &w);
 
 		if (ok != c->ok || (ok && w != c->val))
 			return false;
@@ -381,7 +377,7 @@ static int dwarf_miss(struct unwinder *u, struct uproc *up, struct proc *proc,
 		n = dwarf_proc__unwind(up->dw, in, ips, max);
 	}
 	u->st.misses++;
-	if (dwarf_proc__deps(up->dw, in, ips, n, max, &deps) == 0)
+	if (dwarf_replay__deps(u->replay, dwarf_proc__dwfl(up->dw), in, ips, n, max, &deps) == 0)
 		cache_add(up, k, &deps, in->bp, ips, n, max);
 	else
 		u->st.uncached++;
@@ -414,7 +410,7 @@ static int dwarf_stack(struct unwinder *u, struct proc *proc, const struct stack
 			ips[n++] = r->ret_addr;
 		return n;
 	}
-	read_word(&in, in.sp, &k.word0);
+	dwarf_input__read(&in, in.sp, &k.word0);
 	e = cache_find(up, &k, &in, max);
 	if (e) {
 		n = e->nr_pcs < max ? e->nr_pcs : max;
