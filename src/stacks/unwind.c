@@ -34,8 +34,9 @@
 #include "util/htab.h"
 #include "util/log.h"
 
-#define MAX_PROCS 64	   /* processes whose Dwfl and cache are kept, least recently used go */
-#define MAX_ENTRIES 8192   /* cached stacks per process; beyond, its cache starts over */
+#define MAX_PROCS 64		/* processes whose Dwfl and cache are kept, least recently used go */
+#define MAX_ENTRIES 4096	/* cached stacks per process; beyond, its cache starts over */
+#define CACHE_BYTES (64 << 20)	/* all caches together; beyond, they all start over */
 /* re-reading a process's maps on an unknown pc: books.c's policy on the same fields */
 #define MAP_REFRESH_MIN_NS 10000000ULL
 #define MAP_REFRESH_MAX_NS 1000000000ULL
@@ -78,6 +79,7 @@ struct unwinder {
 	struct dwarf_replay *replay;
 	struct htab *procs;   /* proc_key -> struct uproc * */
 	uint64_t clock;
+	size_t cache_bytes;
 	struct unwind_stats st;
 };
 
@@ -100,43 +102,49 @@ struct unwinder *unwinder__new(struct modules *m, enum gl_stack_mode mode)
 	if (mode != GL_STACK_DWARF)
 		return u;
 	u->procs = htab__new(sizeof(struct proc_key), sizeof(struct uproc *));
+	if (!u->procs)
+		goto fail;
 #ifdef __x86_64__
 	u->dw = dwarf_ctx__new(m);
 	u->replay = dwarf_replay__new();
-	if (!u->dw || !u->replay) {
-		unwinder__free(u);
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (!u->dw || !u->replay)
+		goto fail;
 #endif
-	if (!u->procs) {
-		unwinder__free(u);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return u;
+fail:
+	unwinder__free(u);
+	errno = ENOMEM;
+	return NULL;
 }
 
-static void cache_clear(struct uproc *up)
+static size_t entry_size(uint32_t nr_checks, int nr_pcs)
+{
+	return sizeof(struct centry) + nr_checks * sizeof(struct dwarf_check) +
+	       nr_pcs * sizeof(uint64_t);
+}
+
+static void cache_clear(struct unwinder *u, struct uproc *up)
 {
 	struct centry **head, *e, *next;
 	size_t it = 0;
 
-	while ((head = htab__next(up->cache, &it, NULL))) {
+	while (up->cache && (head = htab__next(up->cache, &it, NULL))) {
 		for (e = *head; e; e = next) {
 			next = e->next;
+			u->cache_bytes -= entry_size(e->nr_checks, e->nr_pcs);
 			free(e);
 		}
 	}
-	htab__clear(up->cache);
+	if (up->cache)
+		htab__clear(up->cache);
 	up->nr_entries = 0;
 }
 
-static void uproc_free(struct uproc *up)
+static void uproc_free(struct unwinder *u, struct uproc *up)
 {
 	if (!up)
 		return;
-	cache_clear(up);
+	cache_clear(u, up);
 	htab__free(up->cache);
 	dwarf_proc__free(up->dw);
 	free(up);
@@ -162,7 +170,7 @@ void unwinder__free(struct unwinder *u)
 			  (unsigned long long)st->builds,
 			  st->builds ? st->build_ns / 1e6 / st->builds : 0);
 	while (u->procs && (up = htab__next(u->procs, &it, NULL)))
-		uproc_free(*up);
+		uproc_free(u, *up);
 	htab__free(u->procs);
 	dwarf_ctx__free(u->dw);
 	dwarf_replay__free(u->replay);
@@ -211,7 +219,7 @@ static void evict_lru(struct unwinder *u)
 	}
 	if (old) {
 		htab__delete(u->procs, &victim);
-		uproc_free(old);
+		uproc_free(u, old);
 	}
 }
 
@@ -234,7 +242,7 @@ static struct uproc *uproc_get(struct unwinder *u, const struct proc *proc)
 	up->cache = htab__new(sizeof(struct cache_key), sizeof(struct centry *));
 	slot = up->cache ? htab__upsert(u->procs, &k, &created) : NULL;
 	if (!slot) {
-		uproc_free(up);
+		uproc_free(u, up);
 		return NULL;
 	}
 	*slot = up;
@@ -250,7 +258,7 @@ static void uproc_sync(struct unwinder *u, struct uproc *up, const struct proc *
 
 	if (up->tried && up->am == am && (!am || up->gen == addr_map__generation(am)))
 		return;
-	cache_clear(up);
+	cache_clear(u, up);
 	dwarf_proc__free(up->dw);
 	up->dw = NULL;
 	up->tried = true;
@@ -302,15 +310,21 @@ static const struct centry *cache_find(struct uproc *up, const struct cache_key 
 	return NULL;
 }
 
-static void cache_add(struct uproc *up, const struct cache_key *k, const struct dwarf_deps *d,
-		      uint64_t bp, const uint64_t *pcs, int n, int max)
+static void cache_add(struct unwinder *u, struct uproc *up, const struct cache_key *k,
+		      const struct dwarf_deps *d, uint64_t bp, const uint64_t *pcs, int n, int max)
 {
-	size_t checks = d->nr_checks * sizeof(*d->checks);
+	size_t checks = d->nr_checks * sizeof(*d->checks), size = entry_size(d->nr_checks, n);
 	struct centry **head, *e;
+	struct uproc **other;
+	size_t it = 0;
 
 	if (up->nr_entries >= MAX_ENTRIES)
-		cache_clear(up);
-	e = malloc(sizeof(*e) + checks + n * sizeof(*pcs));
+		cache_clear(u, up);
+	if (u->cache_bytes + size > CACHE_BYTES) {
+		while ((other = htab__next(u->procs, &it, NULL)))
+			cache_clear(u, *other);
+	}
+	e = malloc(size);
 	if (!e)
 		return;
 	head = htab__upsert(up->cache, k, NULL);
@@ -330,6 +344,7 @@ static void cache_add(struct uproc *up, const struct cache_key *k, const struct 
 	e->next = *head;
 	*head = e;
 	up->nr_entries++;
+	u->cache_bytes += size;
 }
 
 static bool all_resolved(const struct addr_map *am, const uint64_t *pcs, int n)
@@ -378,7 +393,7 @@ static int dwarf_miss(struct unwinder *u, struct uproc *up, struct proc *proc,
 	}
 	u->st.misses++;
 	if (dwarf_replay__deps(u->replay, dwarf_proc__dwfl(up->dw), in, ips, n, max, &deps) == 0)
-		cache_add(up, k, &deps, in->bp, ips, n, max);
+		cache_add(u, up, k, &deps, in->bp, ips, n, max);
 	else
 		u->st.uncached++;
 	return n;
