@@ -2,10 +2,12 @@
 /*
  * dwarf.c - CFI unwinding of copied user stacks with libdwfl.
  *
- * One Dwfl per process reports every module of the process's address map,
- * each opened through the module table's descriptor (a dup of it: libdwfl
- * closes what it is given), at the load bias worked out from the module's
- * program headers and the mapping. dwfl_attach_state() gives it callbacks
+ * One Dwfl per process reports every module of the process's address map at
+ * the load bias worked out from the module's program headers and the mapping.
+ * libdwfl opens a module's ELF when it first needs it, through the module
+ * table's descriptor (files of other mount namespaces and deleted files
+ * work): the Elf it gets is mapped whole and keeps no descriptor, so a
+ * process's Dwfl costs no file descriptors. dwfl_attach_state() gives it callbacks
  * whose memory_read serves the stack copy of the record being unwound and
  * whose set_initial_registers gives rip, rsp and rbp. libdwfl follows
  * .eh_frame, then .debug_frame, and falls back to the rbp chain where a pc
@@ -16,7 +18,6 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "dwarf.h"
 #include "util/htab.h"
 
@@ -28,6 +29,7 @@ struct elf_layout {
 	uint8_t state; /* 0: not read, 1: read, 2: unusable */
 	uint8_t nr;
 	uint16_t e_type;
+	uint64_t lo, hi; /* the span libdwfl gives the module, before the bias */
 	struct {
 		uint64_t off, vaddr, filesz;
 	} seg[LAYOUT_SEGS];
@@ -81,6 +83,10 @@ static void read_layout(int fd, struct elf_layout *l)
 
 			if (!gelf_getphdr(e, i, &ph) || ph.p_type != PT_LOAD)
 				continue;
+			if (!l->nr)
+				l->lo = ph.p_vaddr & -ph.p_align; /* as libdwfl computes it */
+			if (ph.p_vaddr + ph.p_memsz > l->hi)
+				l->hi = ph.p_vaddr + ph.p_memsz;
 			l->seg[l->nr].off = ph.p_offset;
 			l->seg[l->nr].vaddr = ph.p_vaddr;
 			l->seg[l->nr].filesz = ph.p_filesz;
@@ -146,32 +152,41 @@ static int report_mapping(uint64_t start, uint64_t end, uint64_t off, uint32_t m
 	const struct module_info *mi = modules__info(c->mods, mod);
 	struct report_key k = { .mod = mod };
 	const struct elf_layout *l;
+	Dwfl_Module *m;
+	void **slot;
 	bool created;
-	int fd;
 
 	if (!mi || mi->fd < 0 || !(l = layout_of(c, mod, mi->fd)) ||
 	    !mapping_bias(l, start, end, off, &k.bias))
 		return 0;
-	/* a module with several executable mappings is reported once: libdwfl
-	 * drops a module reported again with another descriptor */
+	/* a module with several executable mappings is reported once */
 	if (!htab__upsert(rc->done, &k, &created))
 		return -ENOMEM;
 	if (!created)
 		return 0;
-	fd = dup(mi->fd);
-	if (fd < 0)
+	/* libdwfl takes the bias as the start less the first segment's aligned address */
+	m = dwfl_report_module(rc->p->dwfl, mi->path, k.bias + l->lo, k.bias + l->hi);
+	if (!m || !dwfl_module_info(m, &slot, NULL, NULL, NULL, NULL, NULL, NULL))
 		return 0;
-	if (!dwfl_report_elf(rc->p->dwfl, mi->path, mi->path, fd, k.bias, true)) {
-		close(fd);
-		return 0;
-	}
+	*slot = (void *)(intptr_t)(mi->fd + 1);
 	rc->reported++;
 	return 0;
 }
 
-static int no_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
-		  char **file_name, Elf **elfp)
+/* find_elf: the module's file through its descriptor (in its userdata, plus one). */
+static int module_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
+		      char **file_name, Elf **elfp)
 {
+	int fd = (int)(intptr_t)*userdata - 1;
+
+	if (fd < 0)
+		return -1;
+	*elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* all in memory now: the descriptor stays the module table's */
+	if (*elfp && elf_cntl(*elfp, ELF_C_FDREAD)) {
+		elf_end(*elfp);
+		*elfp = NULL;
+	}
 	return -1;
 }
 
@@ -216,7 +231,7 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 }
 
 static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = no_elf,
+	.find_elf = module_elf,
 	.find_debuginfo = no_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
