@@ -161,3 +161,31 @@ def test_dwarf_books_exact_context_and_preattach(tmp):
     check_eq(p["context_dropped_bytes"], truth["ctx_dropped_bytes"], "context_dropped_bytes")
     truth, rep, p = trace_dwarf(tmp, "wl_preattach")
     check_eq(rep["unmatched_frees"], truth["unmatched_frees"], "top-level unmatched_frees")
+
+
+def test_dwarf_through_deleted_libraries(tmp):
+    """Libraries deleted after they were loaded (an upgrade under a running job) are
+    read through the process's own mappings: the stack is still complete."""
+    import shutil
+    from harness import OUTPUT, WORKLOADS
+    copy = os.path.join(tmp, "workloads")
+    os.mkdir(copy)
+    os.symlink(os.path.join(OUTPUT, "fakecuda"), os.path.join(tmp, "fakecuda"))
+    for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
+        shutil.copy2(os.path.join(WORKLOADS, f), copy)
+    wl = Workload(os.path.join(copy, "wl_nofp"), "--depth", "1", tmp=tmp, hold=True)
+    wl.wait_ready()
+    for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
+        os.unlink(os.path.join(copy, f))
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    want = expected(1)
+    check_eq(names(kept_stack(p))[:len(want)], want, "frames through deleted files")
