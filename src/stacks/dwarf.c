@@ -32,6 +32,7 @@ struct elf_layout {
 	uint64_t lo, hi; /* the span libdwfl gives the module, before the bias */
 	struct {
 		uint64_t off, vaddr, filesz;
+		bool exec;
 	} seg[LAYOUT_SEGS];
 };
 
@@ -90,6 +91,7 @@ static void read_layout(int fd, struct elf_layout *l)
 			l->seg[l->nr].off = ph.p_offset;
 			l->seg[l->nr].vaddr = ph.p_vaddr;
 			l->seg[l->nr].filesz = ph.p_filesz;
+			l->seg[l->nr].exec = ph.p_flags & PF_X;
 			l->nr++;
 		}
 		if (l->nr)
@@ -116,8 +118,9 @@ static const struct elf_layout *layout_of(struct dwarf_ctx *c, uint32_t mod, int
 }
 
 /*
- * Load bias of a module from one of its mappings: the segment holding file
- * offset off is mapped linearly, so start = bias + p_vaddr + (off - p_offset).
+ * Load bias of a module from an executable mapping of it: the mapping is an
+ * executable segment's, which it maps linearly, so start = bias + p_vaddr +
+ * (off - p_offset). (A page of it may hold bytes of other segments too.)
  */
 static bool mapping_bias(const struct elf_layout *l, uint64_t start, uint64_t end, uint64_t off,
 			 uint64_t *bias)
@@ -127,7 +130,8 @@ static bool mapping_bias(const struct elf_layout *l, uint64_t start, uint64_t en
 		return true;
 	}
 	for (int i = 0; i < l->nr; i++) {
-		if (l->seg[i].off < off + (end - start) && l->seg[i].off + l->seg[i].filesz > off) {
+		if (l->seg[i].exec && l->seg[i].off < off + (end - start) &&
+		    l->seg[i].off + l->seg[i].filesz > off) {
 			*bias = start - off + l->seg[i].off - l->seg[i].vaddr;
 			return true;
 		}
