@@ -15,9 +15,14 @@ Usage (root, from the repository root, after `make gpuleak fakecuda`):
    (uprobe traps, BPF programs, the stack copy, the ring buffer), and the
    tracer's CPU time per pair (its whole user-space path: ring buffer,
    unwinding, books) is its rusage less the workload's, less a run of 0 pairs.
-Prints medians over --reps runs.
+   The time spent in the BPF programs themselves (per pair: two entries, one
+   with a stack, and two returns) comes from the kernel's BPF run-time
+   statistics (BPF_ENABLE_STATS, on while the benchmark runs).
+User-space figures are medians of --reps runs; the loop figures come from --reps
+rounds that run every mode in turn: the minimum is the least disturbed run.
 """
 import argparse
+import ctypes
 import glob
 import json
 import os
@@ -84,36 +89,88 @@ def build_private(tmp):
     return lib, os.path.join(tmp, "wl_nofp")
 
 
+def enable_bpf_stats():
+    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME (0)
+    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def prog_times(pid):
+    """{program name: (run_time_ns, run_cnt)} of the BPF programs process pid holds."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            for line in open(f"/proc/{pid}/fdinfo/{fd}"):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    res = {}
+    for i in ids:
+        info = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                                         capture_output=True, text=True, check=True).stdout)
+        res[info["name"]] = (info.get("run_time_ns", 0), info.get("run_cnt", 0))
+    return res
+
+
 def one_run(mode, pairs, depth, tmp, lib, wl):
-    """(ns per pair in the workload, CPU ns of the tracer alone, records lost)."""
+    """(ns per pair in the workload, CPU ns of the tracer alone, records lost,
+    ns per pair in call_enter, ns per pair in call_exit)."""
     truth, rep = os.path.join(tmp, "truth.json"), os.path.join(tmp, "rep.json")
     wl_cmd = [wl, "--no-wait", "--truth", truth, "--iters", str(pairs), "--depth", str(depth)]
+    if os.path.exists(truth):
+        os.unlink(truth)
     if mode == "untraced":
         subprocess.run(wl_cmd, check=True, stdout=subprocess.DEVNULL)
-        return json.load(open(truth))["loop_ns"] / max(pairs, 1), 0.0, 0
+        return json.load(open(truth))["loop_ns"] / max(pairs, 1), 0.0, 0, 0.0, 0.0
     args = ["--stacks", "dwarf", "--stack-bytes", "32k"] if mode == "dwarf32k" else \
         ["--stacks", mode]
     p = subprocess.Popen([GPULEAK, "run", "-q", "-i", "0", "--no-python", "--libcuda", lib,
-                          "--json", rep, *args, "--", *wl_cmd], stdout=subprocess.DEVNULL)
+                          "--json", rep, *args, "--", *wl_cmd, "--hold"],
+                         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    while not os.path.exists(truth):
+        if p.poll() is not None:
+            raise RuntimeError(f"gpuleak run --stacks {mode} exited with {p.returncode}")
+        time.sleep(0.01)
+    times = prog_times(p.pid)
+    p.stdin.write(b"exit\n")
+    p.stdin.close()
     _, status, ru = os.wait4(p.pid, 0)
     if status:
         raise RuntimeError(f"gpuleak run --stacks {mode} failed: {status}")
     t = json.load(open(truth))
     tracer_ns = (ru.ru_utime + ru.ru_stime) * 1e9 - t["cpu_ns"]
-    return t["loop_ns"] / max(pairs, 1), tracer_ns, json.load(open(rep))["lost_events"]
+    n = max(pairs, 1)
+    return (t["loop_ns"] / n, tracer_ns, json.load(open(rep))["lost_events"],
+            times.get("call_enter", (0, 0))[0] / n, times.get("call_exit", (0, 0))[0] / n)
 
 
 def bpf_side(pairs, depth, reps):
+    """Modes in turn, reps rounds (interference from other work hits all modes alike):
+    {mode: (min ns/pair, median ns/pair, tracer CPU ns/pair, records lost,
+            median BPF entry ns/pair, median BPF return ns/pair)}."""
     modes = ["untraced", "none", "fp", "dwarf", "dwarf32k"]
-    res = {}
+    runs = {m: [] for m in modes}
+    idle = {m: [] for m in modes}
+    stats_fd = enable_bpf_stats()
     with tempfile.TemporaryDirectory() as tmp:
         lib, wl = build_private(tmp)
-        for mode in modes:
-            runs = [one_run(mode, pairs, depth, tmp, lib, wl) for _ in range(reps)]
-            idle = [one_run(mode, 0, depth, tmp, lib, wl)[1] for _ in range(reps)]
-            ns = statistics.median(r[0] for r in runs)
-            cpu = (statistics.median(r[1] for r in runs) - statistics.median(idle)) / pairs
-            res[mode] = (ns, cpu, max(r[2] for r in runs))
+        for _ in range(reps):
+            for mode in modes:
+                runs[mode].append(one_run(mode, pairs, depth, tmp, lib, wl))
+                idle[mode].append(one_run(mode, 0, depth, tmp, lib, wl)[1])
+    os.close(stats_fd)
+    res = {}
+    for mode in modes:
+        ns = [r[0] for r in runs[mode]]
+        cpu = (statistics.median(r[1] for r in runs[mode]) - statistics.median(idle[mode])) / pairs
+        res[mode] = (min(ns), statistics.median(ns), cpu, max(r[2] for r in runs[mode]),
+                     statistics.median(r[3] for r in runs[mode]),
+                     statistics.median(r[4] for r in runs[mode]))
     return res
 
 
@@ -135,12 +192,13 @@ def main():
     print(f"  stack seen before (hit)     {u['hit'] / 1e3:9.3f} us")
 
     res = bpf_side(a.pairs, a.depth, a.reps)
-    base = res["untraced"][0]
-    print(f"\nalloc+free pair on the stand-in, wl_nofp --depth {a.depth}, {a.pairs} pairs "
-          f"(median of {a.reps}):")
-    print(f"  {'mode':10} {'ns/pair':>9} {'added':>9} {'tracer CPU ns/pair':>19} {'lost':>6}")
-    for mode, (ns, cpu, lost) in res.items():
-        print(f"  {mode:10} {ns:9.0f} {ns - base:9.0f} {cpu:19.0f} {lost:6.0f}")
+    print(f"\nalloc+free pair on the stand-in, wl_nofp --depth {a.depth}, {a.pairs} pairs, "
+          f"{a.reps} rounds:")
+    print(f"  {'mode':10} {'min ns':>8} {'median ns':>10} {'BPF entry ns':>13} "
+          f"{'BPF return ns':>14} {'tracer CPU ns':>14} {'lost':>5}")
+    for mode, (lo, med, cpu, lost, enter, ret) in res.items():
+        print(f"  {mode:10} {lo:8.0f} {med:10.0f} {enter:13.0f} {ret:14.0f} {cpu:14.0f} "
+              f"{lost:5.0f}")
 
 
 if __name__ == "__main__":
