@@ -69,7 +69,8 @@ def user_space(reps, depth):
 def build_private(tmp):
     """wl_nofp and its libraries linked to a copy of the stand-in named libnofpcuda.so.1:
     a tracer attached to every libcuda on the machine (-a) does not see it."""
-    wl_src, fc_src = os.path.join(ROOT, "tests", "workloads"), os.path.join(ROOT, "tests", "fakecuda")
+    wl_src = os.path.join(ROOT, "tests", "workloads")
+    fc_src = os.path.join(ROOT, "tests", "fakecuda")
     lib = os.path.join(tmp, "libnofpcuda.so.1")
     cc = ["cc", "-O2", "-g", "-fomit-frame-pointer", "-fno-optimize-sibling-calls",
           "-fno-ipa-icf", "-pthread", "-I" + fc_src, "-I" + wl_src, "-Wl,-rpath," + tmp]

@@ -333,7 +333,8 @@ int dwarf__fp_walk(const struct dwarf_input *in, uint64_t *pcs, int max)
 		pcs[n++] = in->ip;
 	if (n < max && dwarf_input__read(in, in->sp, &ret) && ret)
 		pcs[n++] = ret;
-	while (n < max && dwarf_input__read(in, fp, &next) && dwarf_input__read(in, fp + 8, &ret) && ret) {
+	while (n < max && dwarf_input__read(in, fp, &next) && dwarf_input__read(in, fp + 8, &ret) &&
+	       ret) {
 		pcs[n++] = ret;
 		if (next <= fp)
 			break;

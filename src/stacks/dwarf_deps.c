@@ -502,10 +502,11 @@ static void collect_checks(struct shadow *sh, struct dwarf_deps *out)
 	}
 	out->nr_checks = 0;
 	for (uint32_t i = 0; i < sh->nr_reads; i++) {
+		const struct mread *m = &r->reads[i];
+
 		if (r->marks[DEP_READ0 + i])
-			r->checks[out->nr_checks++] = (struct dwarf_check){
-				.addr = r->reads[i].addr, .val = r->reads[i].val, .ok = r->reads[i].ok
-			};
+			r->checks[out->nr_checks++] =
+				(struct dwarf_check){ .addr = m->addr, .val = m->val, .ok = m->ok };
 	}
 	out->checks = r->checks;
 	out->bp = r->marks[DEP_BP];

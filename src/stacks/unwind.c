@@ -34,9 +34,9 @@
 #include "util/htab.h"
 #include "util/log.h"
 
-#define MAX_PROCS 64		/* processes whose Dwfl and cache are kept, least recently used go */
-#define MAX_ENTRIES 4096	/* cached stacks per process; beyond, its cache starts over */
-#define CACHE_BYTES (64 << 20)	/* all caches together; beyond, they all start over */
+#define MAX_PROCS 64	       /* processes with a Dwfl and a cache; least recently used go */
+#define MAX_ENTRIES 4096       /* cached stacks per process; beyond, its cache starts over */
+#define CACHE_BYTES (64 << 20) /* all caches together; beyond, they all start over */
 /* re-reading a process's maps on an unknown pc: books.c's policy on the same fields */
 #define MAP_REFRESH_MIN_NS 10000000ULL
 #define MAP_REFRESH_MAX_NS 1000000000ULL
@@ -163,7 +163,8 @@ void unwinder__free(struct unwinder *u)
 		log_debug("unwinder: %llu DWARF stacks: %llu from the cache (%.0f ns each), %llu "
 			  "unwound (%.1f us each, %llu not cacheable), %llu by frame pointers; "
 			  "%llu Dwfl builds (%.1f ms each)", (unsigned long long)st->stacks,
-			  (unsigned long long)st->hits, st->hits ? (double)st->hit_ns / st->hits : 0,
+			  (unsigned long long)st->hits,
+			  st->hits ? (double)st->hit_ns / st->hits : 0,
 			  (unsigned long long)st->misses,
 			  st->misses ? st->miss_ns / 1e3 / st->misses : 0,
 			  (unsigned long long)st->uncached, (unsigned long long)st->fp_walks,

@@ -38,6 +38,7 @@ struct unwind_stats {
 struct unwinder *unwinder__new(struct modules *m, enum gl_stack_mode mode);
 /* Frees the unwinder and everything it caches; logs its statistics at debug level. */
 void unwinder__free(struct unwinder *u);
+/* Copies the statistics so far to *out. */
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *out);
 
 /*

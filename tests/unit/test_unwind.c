@@ -102,8 +102,8 @@ __asm__(".text\n"
 /* Six values of its own live across the call: it saves every callee-saved register. */
 FRAME static void chain_d(struct capture *c)
 {
-	uint64_t a = (uint64_t)c * 3, b = (uint64_t)c ^ 5, d = (uint64_t)c + 7, e = (uint64_t)c >> 1;
-	uint64_t f = (uint64_t)c * 11, g = (uint64_t)c | 13;
+	uint64_t x = (uint64_t)c;
+	uint64_t a = x * 3, b = x ^ 5, d = x + 7, e = x >> 1, f = x * 11, g = x | 13;
 
 	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
 	capture_entry(c);
