@@ -99,12 +99,13 @@ def test_dwarf_deeper_than_stack_bytes_is_cut_cleanly(tmp):
 def test_dwarf_unwinds_each_stack_once(tmp):
     """300 allocations from two call sites: two unwindings, the rest from the cache."""
     truth, p, tr = trace_nofp(tmp, "dwarf", "--iters", "300", tracer_args=("-v",))
-    m = re.search(r"unwinder: (\d+) DWARF stacks: (\d+) from the cache .*?(\d+) unwound",
-                  tr.stderr())
+    m = re.search(r"unwinder: (\d+) DWARF stacks: (\d+) from the cache .*?(\d+) unwound "
+                  r"\(.*?, (\d+) not cacheable\)", tr.stderr())
     check(m, f"the unwinder's statistics are logged with -v:\n{tr.stderr()}")
-    stacks, hits, misses = (int(x) for x in m.groups())
+    stacks, hits, misses, uncached = (int(x) for x in m.groups())
     check_eq(stacks, truth["alloc_calls"], "stacks unwound")
     check(misses <= 4, f"{misses} unwindings for 2 call sites")
+    check_eq(uncached, 0, "unwindings whose dependencies were not worked out")
     check_eq(hits + misses, stacks, "every other stack came from the cache")
 
 
