@@ -157,7 +157,10 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                    "the leaking process's leak bytes > 0 in Prometheus")
         check_eq(value(prom_url, f'gpuleak_process_leak_bytes{{pid="{steady.pid}",'
                        'class="device"}'), 0.0, "the steady process's leak bytes")
-        pods = query(prom_url, 'sum by (pid) (gpuleak_process_leak_bytes{class="device"}) > 0')
+        # the README's query, over this test's processes (others may run beside it)
+        ours = "|".join(str(j.pid) for j in jobs)
+        pods = query(prom_url, 'sum by (pid) (gpuleak_process_leak_bytes{class="device",'
+                     f'pid=~"{ours}"}}) > 0')
         check_eq([r["metric"]["pid"] for r in pods], [str(leaker.pid)],
                  "the README's query names the leaking process alone")
 
@@ -177,7 +180,11 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                      "gpuleak_unmatched_frees_total", "gpuleak_build_info"):
             check(query(prom_url, name), f"health series {name} in Prometheus")
         check(value(prom_url, "gpuleak_probes_attached") > 0, "probes attached")
-        check_eq(value(prom_url, 'sum(gpuleak_events_lost_total)'), 0.0, "events lost")
+        check_eq(sorted(r["metric"]["record"] for r in query(prom_url,
+                                                              "gpuleak_events_lost_total")),
+                 ["call", "proc", "stack"], "lost records counted per record type")
+        check_eq(value(prom_url, f'gpuleak_process_books_consistent{{pid="{steady.pid}"}}'), 1.0,
+                 "the steady process's books equal the kernel's")
         check(value(prom_url, "gpuleak_processes_forgotten_total") >= 1,
               "the exited process counted as forgotten")
 
