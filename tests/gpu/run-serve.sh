@@ -5,7 +5,8 @@
 # not; /metrics is scraped a few times and the relevant lines printed: the leaking
 # process's device bytes (and leak bytes, once verdicts exist) climb, the other's stay flat.
 #   tests/gpu/run-serve.sh [OUTDIR]   (gpuleak built with 'make STATIC=1' in the repo root)
-# Environment: GPULEAK (binary), PYTHON (a python with torch), PORT (19464).
+# Environment: GPULEAK (binary), PYTHON (a python with torch, e.g. /opt/torch/.venv/bin/python),
+# PORT (19464). Prints "RESULT: ok ..." when the leaking process climbs and the other does not.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
