@@ -10,7 +10,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 from browser import Browser
-from harness import WORKLOADS, Tracer, check, check_eq, run_gpuleak
+from harness import WORKLOADS, Tracer, Workload, check, check_eq, run_gpuleak
 
 GO = os.environ.get("GO", "go")
 SVG_NS = "{http://www.w3.org/2000/svg}"
@@ -18,11 +18,20 @@ HIT = (230, 0, 230)
 
 
 def run_with_outputs(tmp, workload="wl_basic", *args):
+    """Attach to a held workload (its libraries stay readable until the report), write
+    every output."""
     paths = {k: os.path.join(tmp, f"out.{k}") for k in ("folded", "svg", "pprof")}
-    tr = Tracer(["run", "-i", "0", "--folded", paths["folded"], "--svg", paths["svg"],
-                 "--pprof", paths["pprof"], "--", os.path.join(WORKLOADS, workload),
-                 "--no-wait", *args], tmp)
-    check_eq(tr.wait(), 0, f"gpuleak exit status ({tr.stderr()})")
+    wl = Workload(workload, *args, tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--folded", paths["folded"], "--svg", paths["svg"],
+                 "--pprof", paths["pprof"], str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, f"gpuleak exit status ({tr.stderr()})")
     paths["json"] = tr.json_path
     return tr.report(), paths
 
