@@ -228,3 +228,5 @@ int dl_debug_state(struct pt_regs *ctx)
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }
+
+#include "floor.bpf.h"

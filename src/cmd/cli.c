@@ -28,6 +28,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_BENCH_FLOOR,
 };
 
 static const struct option long_opts[] = {
@@ -47,6 +48,7 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -179,6 +181,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_TORCH:
 		o->no_torch = true;
 		o->torch = false;
+		return 0;
+	case OPT_BENCH_FLOOR:
+		o->bench_floor = true;
 		return 0;
 	case 'v':
 		o->verbosity++;

@@ -52,6 +52,7 @@ struct gl_opts {
 	uint32_t max_allocs;
 	bool follow_forks;
 	int verbosity;
+	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
 };
 
 /*

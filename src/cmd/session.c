@@ -298,6 +298,7 @@ static int setup(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = 8192,
+		.bench_floor = o->bench_floor,
 	};
 	struct books_opts bo = { .series_width_ns = 1000000000ULL };
 	struct books_hooks hooks = {

@@ -61,6 +61,7 @@ struct tracer {
 	int nr_probes;
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
+	bool bench_floor;
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -125,6 +126,8 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.call_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.dl_debug_state, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.floor_enter, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.floor_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0)
 		return -EINVAL;
@@ -164,6 +167,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		return NULL;
 	t->fn = fn;
 	t->fn_ctx = ctx;
+	t->bench_floor = opts->bench_floor;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
@@ -255,11 +259,19 @@ bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* The program attached to entries or returns: the floor's do-nothing ones when benchmarking. */
+static struct bpf_program *call_prog(struct tracer *t, bool ret)
+{
+	if (t->bench_floor)
+		return ret ? t->skel->progs.floor_exit : t->skel->progs.floor_enter;
+	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+}
+
 static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
 				   bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
-	struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+	struct bpf_program *prog = call_prog(t, ret);
 
 	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
 }
@@ -313,7 +325,7 @@ static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct att
 	if (!n)
 		return -ENOENT;
 	for (int ret = 0; ret < 2; ret++) {
-		struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+		struct bpf_program *prog = call_prog(t, ret);
 
 		fd = link_uprobe_multi(bpf_program__fd(prog), lib->path, offsets, cookies, n, ret);
 		if (fd < 0)

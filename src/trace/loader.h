@@ -24,6 +24,7 @@ struct tracer_opts {
 	uint64_t ringbuf_bytes; /* power of two */
 	uint32_t max_allocs;   /* BPF allocation table size */
 	uint32_t max_procs;
+	bool bench_floor;       /* attach the do-nothing floor programs (benchmarks) */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
