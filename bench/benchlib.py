@@ -51,9 +51,10 @@ def _copy_lib(path):
 
 
 def python_exe():
-    """The interpreter for the Python load: the system's, else the one running us."""
-    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else \
-        os.environ.get("PYTHON", "python3")
+    """The interpreter for the Python load: $BENCH_PYTHON, the system's, or python3."""
+    if os.environ.get("BENCH_PYTHON"):
+        return os.environ["BENCH_PYTHON"]
+    return "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else "python3"
 
 
 def kv(text, required=()):

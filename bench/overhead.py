@@ -20,10 +20,12 @@ WARMUP = 1000
 
 
 def load_argv(kind, lib, pairs):
+    """The load: "c" (alloc_loop.c), "py" (ctypes) or "torch" (PyTorch without caching)."""
     if kind == "c":
         return [ALLOC_LOOP, "--lib", lib, "--pairs", str(pairs), "--warmup", str(WARMUP)]
+    extra = ["--torch"] if kind == "torch" else []
     return [python_exe(), ALLOC_LOOP_PY, "--lib", lib, "--pairs", str(pairs),
-            "--warmup", str(WARMUP)]
+            "--warmup", str(WARMUP), *extra]
 
 
 def gpuleak_argv(opts, lib, tmp, load):
@@ -103,9 +105,8 @@ PYTHON = [
 ]
 
 
-def measure_suite(kind, configs, pairs, reps, log):
+def measure_suite(kind, configs, pairs, reps, log, lib):
     """{config: [ns per pair, one per rep]}, measured interleaved."""
-    lib = private_lib()
     samples = {c.name: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
         for r in range(reps):
@@ -126,20 +127,25 @@ def added_ratio(samples, num, den, base="untraced"):
     return Stats(vals) if vals else None
 
 
-def overhead(kind, pairs, reps, log, with_bpftrace=True, modes=None):
-    """Runs the native ("c") or Python ("py") suite; returns its results as a dict."""
+LOADS = {"c": "bench/alloc_loop.c", "py": "bench/alloc_loop.py",
+         "torch": "bench/alloc_loop.py --torch (PyTorch, no caching)"}
+
+
+def overhead(kind, pairs, reps, log, with_bpftrace=True, modes=None, lib=None):
+    """Runs the suite of a load (see load_argv) against lib (default: a private copy
+    of the stand-in); returns its results as a dict."""
     configs = NATIVE if kind == "c" else PYTHON
     if modes is not None:
         configs = [c for c in configs if c.name in modes]
-    result = {"load": "bench/alloc_loop.c" if kind == "c" else "bench/alloc_loop.py",
-              "pairs": pairs, "reps": reps}
+    lib = lib or private_lib()
+    result = {"load": LOADS[kind], "lib": lib, "pairs": pairs, "reps": reps}
     if kind == "c" and any(c.tracer == "bpftrace" for c in configs):
         with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
-            why = bpftrace_status(private_lib(), tmp) if with_bpftrace else "not run"
+            why = bpftrace_status(lib, tmp) if with_bpftrace else "not run"
         if why:
             result["bpftrace_unavailable"] = why
             configs = [c for c in configs if c.tracer != "bpftrace"]
-    samples = measure_suite(kind, configs, pairs, reps, log)
+    samples = measure_suite(kind, configs, pairs, reps, log, lib)
     result["cpu_ns_per_pair"] = {k: Stats(v).as_dict() for k, v in samples.items()}
     ratios = {}
     for c in configs:

@@ -16,6 +16,7 @@ const volatile bool targ_follow_forks = true; /* children of targets become targ
 const volatile __u32 targ_stack_mode = GL_STACK_FP;
 const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
 const volatile bool targ_python = false;
+const volatile __u64 targ_wakeup_bytes = 0; /* see rb_flags(); 0: wake for every record */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -137,6 +138,21 @@ static __always_inline void stat_inc(__u32 which)
 
 	if (v)
 		*v += 1;
+}
+
+/*
+ * Submit flags for the per-call records. Waking the consumer costs an
+ * inter-processor interrupt (a VM exit in a guest) per record, so it is woken
+ * only once targ_wakeup_bytes are waiting; user space takes the rest at each
+ * poll timeout. Process records force a wakeup: libraries loaded late must be
+ * attached at once.
+ */
+static __always_inline __u64 rb_flags(void)
+{
+	if (!targ_wakeup_bytes)
+		return 0;
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes ?
+		       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 #endif /* GPULEAK_MAPS_BPF_H */

@@ -22,6 +22,8 @@
 #include "util/log.h"
 
 #define MAX_LIBS 64
+/* BPF wakes the consumer once 1/8 of the ring, at most this much, is waiting. */
+#define WAKEUP_BYTES (256 << 10)
 
 /* UAPI values of kernel 6.6+, absent from older headers. */
 #define GL_BPF_TRACE_UPROBE_MULTI 48
@@ -121,6 +123,9 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_mode = o->stack_mode;
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
+	s->rodata->targ_wakeup_bytes = o->ringbuf_bytes / 8;
+	if (s->rodata->targ_wakeup_bytes > WAKEUP_BYTES)
+		s->rodata->targ_wakeup_bytes = WAKEUP_BYTES;
 	/* uprobe_multi links attach and detach all functions at once (kernel 6.6+);
 	 * older kernels ignore the type and take the per-probe perf events instead */
 	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
@@ -487,6 +492,9 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 {
 	int n = ring_buffer__poll(t->rb, timeout_ms);
 
+	/* records below the wakeup threshold raise no event: take them at each timeout */
+	if (n == 0)
+		n = ring_buffer__consume(t->rb);
 	return n == -EINTR ? 0 : n;
 }
 

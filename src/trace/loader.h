@@ -71,7 +71,11 @@ bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino);
  */
 int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino);
 
-/* Waits up to timeout_ms for records and hands them to the callback. Returns count or -errno. */
+/*
+ * Waits up to timeout_ms for records and hands every waiting record to the
+ * callback (BPF wakes the consumer only once enough records wait, so a record
+ * can wait up to one timeout). Returns count or -errno.
+ */
 int tracer__poll(struct tracer *t, int timeout_ms);
 /* Handles every record available now. */
 int tracer__drain(struct tracer *t);
