@@ -61,7 +61,7 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration check-static bench clean format fakecuda
+.PHONY: all deps demo test unit integration check-static bench clean format fakecuda gpuleak
 .DEFAULT_GOAL := all
 
 all: gpuleak

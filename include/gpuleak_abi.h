@@ -218,7 +218,7 @@ struct gl_py_frame {
 };
 
 /*
- * The stack record: header, then ips[nr_ips], then py[nr_py], then
+ * The stack record: header, then py[nr_py], then ips[nr_ips], then
  * stack_bytes of the user stack starting at regs.sp.
  */
 struct gl_stack {

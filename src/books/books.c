@@ -9,6 +9,7 @@
  * compared, and attributes each byte to a stack.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
@@ -110,7 +111,11 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		}
 	}
 	proc->first_ns = h->ts;
-	if (!b->opts.no_proc_files) {
+	if (b->opts.no_proc_files) {
+		/* whatever has this PID now is not the process of these records */
+		snprintf(proc->comm, sizeof(proc->comm), "?");
+		proc->ns_pid = 0;
+	} else {
 		proc->am = addr_map__new(b->mods, h->pid);
 		proc->am_refreshed_ns = h->ts;
 		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
@@ -440,16 +445,18 @@ static void apply_call(struct books *b, const struct gl_call *c)
 
 static void apply_proc(struct books *b, const struct gl_proc *r)
 {
-	struct proc *proc = proc_of(b, &r->hdr);
+	struct proc *proc;
 
+	if (r->event == GL_PROC_LIBLOAD) {
+		if (b->hooks.libs_changed)
+			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
+		return;
+	}
+	proc = proc_of(b, &r->hdr);
 	if (!proc)
 		return;
 	switch (r->event) {
 	case GL_PROC_FORK:
-		return;
-	case GL_PROC_LIBLOAD:
-		if (b->hooks.libs_changed)
-			b->hooks.libs_changed(b->hooks.ctx, proc);
 		return;
 	case GL_PROC_EXEC:
 		proc->final = r->stats;

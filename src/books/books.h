@@ -32,8 +32,9 @@ struct books_hooks {
 	void (*proc_new)(void *ctx, struct proc *proc);
 	/* a process exited or exec'd (final books in proc) */
 	void (*proc_end)(void *ctx, struct proc *proc, uint32_t event);
-	/* the dynamic loader changed a process's libraries (dlopen, dlclose) */
-	void (*libs_changed)(void *ctx, struct proc *proc);
+	/* the dynamic loader changed a traced process's libraries (dlopen, dlclose);
+	 * the process is not added to the books for that */
+	void (*libs_changed)(void *ctx, int pid);
 	/* an allocation failed */
 	void (*failure)(void *ctx, struct proc *proc, const struct failure *f);
 	void *ctx;

@@ -172,6 +172,10 @@ void proc__clear_books(struct proc *proc)
 	memset(proc->nallocs, 0, sizeof(proc->nallocs));
 	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
 	proc->unknown_dev_bytes = 0;
+	/* BPF's close_books() zeroes its counters too: both books start over */
+	proc->peak_device = 0;
+	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
+	proc->unmatched_frees = proc->failed_frees = proc->dropped_bytes = proc->no_stack = 0;
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
 }
@@ -196,9 +200,12 @@ uint16_t proc__ctx_index(struct proc *proc, uint64_t ctx)
 	if (proc->nr_ctxs == UINT16_MAX - 1)
 		return 0;
 	if (proc->nr_ctxs == proc->cap_ctxs) {
-		uint16_t cap = proc->cap_ctxs ? proc->cap_ctxs * 2 : 4;
-		struct proc_ctx *ctxs = realloc(proc->ctxs, cap * sizeof(*ctxs));
+		uint32_t cap = proc->cap_ctxs ? proc->cap_ctxs * 2 : 4;
+		struct proc_ctx *ctxs;
 
+		if (cap > UINT16_MAX)
+			cap = UINT16_MAX;
+		ctxs = realloc(proc->ctxs, cap * sizeof(*ctxs));
 		if (!ctxs)
 			return 0;
 		proc->ctxs = ctxs;

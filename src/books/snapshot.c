@@ -268,6 +268,26 @@ static bool books_agree(const struct snap_proc *sp)
 	return s->unmatched_frees == sp->unmatched_frees && s->failures == sp->failures;
 }
 
+/*
+ * Records were lost, so the user-space books (the per-stack attribution) are
+ * incomplete; BPF's counters are exact. The process totals come from BPF, and
+ * what the stacks add up to is kept beside them.
+ */
+static void use_kernel_totals(struct snap_proc *sp)
+{
+	memcpy(sp->attributed_bytes, sp->bytes, sizeof(sp->attributed_bytes));
+	sp->attributed_allocs = sp->outstanding_allocs;
+	memcpy(sp->bytes, sp->bpf.bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, sp->bpf.allocs, sizeof(sp->nallocs));
+	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] + sp->bpf.allocs[GL_CLASS_MANAGED] +
+				 sp->bpf.allocs[GL_CLASS_HOST_PINNED];
+	sp->alloc_calls = sp->bpf.alloc_calls;
+	sp->free_calls = sp->bpf.free_calls;
+	sp->failures = sp->bpf.failures;
+	sp->unmatched_frees = sp->bpf.unmatched_frees;
+	sp->totals_from_kernel = true;
+}
+
 static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
@@ -306,6 +326,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		memset(&sp->bpf, 0, sizeof(sp->bpf));
 	}
 	sp->consistent = sp->bpf_valid && books_agree(sp);
+	if (sp->bpf_valid && !sp->consistent)
+		use_kernel_totals(sp);
 	if (fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
 	sp->torch_reserved_bytes = torch_reserved(sp);

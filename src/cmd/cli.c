@@ -28,6 +28,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_SORT,
 	OPT_BENCH_FLOOR,
 };
 
@@ -48,6 +49,8 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "pid", required_argument, NULL, 'p' },
+	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -61,6 +64,7 @@ void cli__usage(FILE *f)
 	      "       gpuleak attach [options] -a              trace every process using CUDA\n"
 	      "       gpuleak run [options] -- CMD [ARG...]    start CMD and trace it from its "
 	      "first call\n"
+	      "       gpuleak top [options] [-p PID]...        live view (every process by default)\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -81,6 +85,8 @@ void cli__usage(FILE *f)
 	      "      --torch           PyTorch tensor blocks through libc10_cuda's USDT probes\n"
 	      "                        (on by default when the target maps libc10_cuda.so)\n"
 	      "      --no-torch        driver level only\n"
+	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
+	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -133,6 +139,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
 			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
 	case OPT_JSON:
+		if (!*arg)
+			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
 		return 0;
 	case OPT_STACKS:
@@ -166,6 +174,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
 			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
 	case OPT_LIBCUDA:
+		if (!*arg)
+			return usage_error("--libcuda needs a path");
 		o->libcuda = arg;
 		return 0;
 	case OPT_NO_FOLLOW:
@@ -181,6 +191,21 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_TORCH:
 		o->no_torch = true;
 		o->torch = false;
+		return 0;
+	case 'p':
+		if (o->nr_pids == GL_MAX_PIDS)
+			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
+		if (parse_pid(arg, &o->pids[o->nr_pids]))
+			return usage_error("invalid PID '%s': expected a process id", arg);
+		o->nr_pids++;
+		return 0;
+	case OPT_SORT:
+		if (!strcmp(arg, "bytes"))
+			o->sort_bytes = true;
+		else if (!strcmp(arg, "growth"))
+			o->sort_bytes = false;
+		else
+			return usage_error("invalid --sort '%s': expected growth or bytes", arg);
 		return 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
@@ -201,13 +226,15 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
 {
-	for (int i = optind; i < argc; i++) {
+	for (int i = optind + 1; i < argc; i++) {
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
 		if (parse_pid(argv[i], &o->pids[o->nr_pids]))
 			return usage_error("invalid PID '%s': expected a process id", argv[i]);
 		o->nr_pids++;
 	}
+	if (!o->nr_pids && !o->all && o->cmd == CMD_TOP)
+		o->all = true;
 	if (!o->nr_pids && !o->all)
 		return usage_error("attach needs PIDs or -a");
 	if (o->nr_pids && o->all)
@@ -218,7 +245,7 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 int cli__parse(int argc, char **argv, struct gl_opts *o)
 {
 	const char *sub;
-	int c, err;
+	int c, err, at = 1;
 
 	defaults(o);
 	if (argc < 2)
@@ -228,6 +255,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->cmd = CMD_ATTACH;
 	else if (!strcmp(sub, "run"))
 		o->cmd = CMD_RUN;
+	else if (!strcmp(sub, "top"))
+		o->cmd = CMD_TOP;
 	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
 		o->cmd = CMD_HELP;
 	else if (!strcmp(sub, "version") || !strcmp(sub, "--version"))
@@ -236,28 +265,36 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		return usage_error("unknown command '%s'", sub);
 	if (o->cmd == CMD_HELP || o->cmd == CMD_VERSION)
 		return EXIT_OK;
+	if (o->cmd == CMD_TOP)
+		o->interval_ms = 2000;
 
-	optind = 2;
+	/*
+	 * Options follow the subcommand: getopt reads argv + 1, where optind
+	 * indexes are one less. optind = 0 restarts it with no state left from
+	 * an earlier parse; at is the element it is reading.
+	 */
+	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+ai:d:w:vqh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, "+ai:d:w:p:vqh", long_opts, NULL)) != -1) {
 		if (c == '?') {
-			if (optopt)
-				return usage_error("option '-%c' is unknown or needs a value",
-						   optopt);
-			return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+			if (!strncmp(argv[1 + at], "--", 2))
+				return usage_error("unknown or incomplete option '%s'",
+						   argv[1 + at]);
+			return usage_error("option '-%c' is unknown or needs a value", optopt);
 		}
 		err = parse_option(o, c, optarg);
 		if (err)
 			return err;
 		if (o->cmd == CMD_HELP)
 			return EXIT_OK;
+		at = optind;
 	}
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");
-		if (optind >= argc)
+		if (optind + 1 >= argc)
 			return usage_error("run needs a command: gpuleak run -- CMD [ARG...]");
-		o->argv = &argv[optind];
+		o->argv = &argv[optind + 1];
 		return EXIT_OK;
 	}
 	return parse_pids(o, argc, argv);

@@ -24,6 +24,7 @@ enum gl_cmd {
 	CMD_ATTACH,
 	CMD_RUN,
 	CMD_SERVE,
+	CMD_TOP,
 	CMD_HELP,
 	CMD_VERSION,
 };
@@ -52,6 +53,7 @@ struct gl_opts {
 	uint32_t max_allocs;
 	bool follow_forks;
 	int verbosity;
+	bool sort_bytes; /* top: by outstanding bytes instead of growth */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
 };
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "cli.h"
 #include "session.h"
+#include "top.h"
 #include "util/log.h"
 
 #ifndef GPULEAK_VERSION
@@ -26,6 +27,8 @@ int main(int argc, char **argv)
 	case CMD_VERSION:
 		printf("gpuleak %s (BPF ABI %d)\n", GPULEAK_VERSION, GL_ABI_VERSION);
 		return EXIT_OK;
+	case CMD_TOP:
+		return top__run(&o);
 	default:
 		return session__run(&o);
 	}

@@ -231,7 +231,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 	uint64_t now;
 
 	*done = false;
-	n = tracer__poll(s->tracer, s->nr_pending && timeout_ms > 5 ? 5 : timeout_ms);
+	n = tracer__poll(s->tracer, s->nr_pending && timeout_ms > 20 ? 20 : timeout_ms);
 	if (n < 0) {
 		log_error("reading the ring buffer failed: %s", strerror(-n));
 		*done = true;
@@ -253,7 +253,8 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
-	if (o->interval_ms && o->cmd != CMD_SERVE && now >= s->next_summary_ns) {
+	if (o->interval_ms && o->cmd != CMD_SERVE && o->cmd != CMD_TOP &&
+	    now >= s->next_summary_ns) {
 		print_summary(s);
 		s->next_summary_ns = now + o->interval_ms * 1000000ULL;
 	}

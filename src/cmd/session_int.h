@@ -18,13 +18,15 @@
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 
-#define PENDING_ATTEMPTS 20
+/* A library change is scanned at once and once more this much later. */
+#define PENDING_FOLLOW_UP_NS 100000000ULL
 
 enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
 
 struct pending_scan {
 	int pid;
-	int attempts;
+	bool scanned;	  /* the first scan is done; the follow-up is due at due_ns */
+	uint64_t due_ns;
 };
 
 struct target {
@@ -64,7 +66,7 @@ int targets__start(struct session *s);
 /* Periodic work: pending scans, -a rescans, liveness. True when every target is done. */
 bool targets__step(struct session *s, uint64_t now, int *status);
 /* Books hook: the dynamic loader changed a traced process's libraries. */
-void targets__libs_changed(void *ctx, struct proc *proc);
+void targets__libs_changed(void *ctx, int pid);
 /* The run-mode child: forward a signal; collect its status if it exited. */
 void targets__signal_child(struct session *s, int sig);
 void targets__reap_child(struct session *s);

@@ -308,32 +308,45 @@ static int attach_system_lib(struct session *s)
 	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
 }
 
-/* The dynamic loader of pid changed its libraries: scan it now (and again shortly). */
-void targets__libs_changed(void *ctx, struct proc *proc)
+/*
+ * The dynamic loader of pid changed its libraries: scan it at the next step
+ * and once more a little later, so that a burst of loads (an import) costs
+ * two scans and a library mapped during the first is not missed.
+ */
+void targets__libs_changed(void *ctx, int pid)
 {
 	struct session *s = ctx;
 
-	log_debug("PID %d loaded or unloaded libraries", proc->pid);
-	for (int i = 0; i < s->nr_pending; i++)
-		if (s->pending[i].pid == proc->pid)
+	for (int i = 0; i < s->nr_pending; i++) {
+		if (s->pending[i].pid == pid) {
+			if (s->pending[i].scanned)
+				s->pending[i].due_ns = now_ns() + PENDING_FOLLOW_UP_NS;
 			return;
+		}
+	}
 	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
-		s->pending[s->nr_pending++] = (struct pending_scan){ proc->pid, 0 };
+		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
 }
 
-/* Scans the processes BPF pointed at; retries while the mapping is not visible yet. */
-static int run_pending_scans(struct session *s)
+/* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
+static int run_pending_scans(struct session *s, uint64_t now)
 {
 	int kept = 0;
 
 	for (int i = 0; i < s->nr_pending; i++) {
 		struct pending_scan ps = s->pending[i];
-		int r = scan_pid(s, ps.pid);
 
-		if (r == -EPERM)
-			return -EPERM;
-		if (r == 0 && ++ps.attempts < PENDING_ATTEMPTS)
+		if (ps.scanned && now < ps.due_ns) {
 			s->pending[kept++] = ps;
+			continue;
+		}
+		if (scan_pid(s, ps.pid) == -EPERM)
+			return -EPERM;
+		if (!ps.scanned) {
+			ps.scanned = true;
+			ps.due_ns = now + PENDING_FOLLOW_UP_NS;
+			s->pending[kept++] = ps;
+		}
 	}
 	s->nr_pending = kept;
 	return 0;
@@ -486,7 +499,7 @@ int targets__start(struct session *s)
 bool targets__step(struct session *s, uint64_t now, int *status)
 {
 	targets__reap_child(s);
-	if (s->nr_pending && run_pending_scans(s) == -EPERM) {
+	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
 		*status = EXIT_PRIV;
 		return true;
 	}

@@ -164,6 +164,17 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "context_dropped_bytes", p->dropped_bytes);
 	jsonw__field_double(w, "observed_s", p->duration_ns / 1e9);
 	jsonw__field_bool(w, "consistent", p->consistent);
+	if (p->totals_from_kernel) {
+		/* records were lost: the totals above are the kernel's exact counters;
+		 * this is what the (incomplete) stacks add up to */
+		jsonw__name(w, "attributed");
+		jsonw__start_object(w);
+		jsonw__field_u64(w, "device_bytes", p->attributed_bytes[GL_CLASS_DEVICE]);
+		jsonw__field_u64(w, "managed_bytes", p->attributed_bytes[GL_CLASS_MANAGED]);
+		jsonw__field_u64(w, "host_pinned_bytes", p->attributed_bytes[GL_CLASS_HOST_PINNED]);
+		jsonw__field_u64(w, "outstanding_allocs", p->attributed_allocs);
+		jsonw__end_object(w);
+	}
 	write_bpf(w, p);
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);

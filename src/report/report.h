@@ -18,6 +18,19 @@ struct text_opts {
 };
 
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o);
+
+struct top_opts {
+	bool sort_bytes;     /* stacks by outstanding bytes, else by growth */
+	uint32_t max_stacks; /* 0 = all */
+};
+
+/* The live view's screen (without the escape sequences that clear it). */
+int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o);
+/* The most telling frame of a stack: the first Python frame, else the first native
+ * frame outside the CUDA stack's own libraries; NULL for an empty stack. */
+const struct snap_frame *report__site_frame(const struct snap_stack *st);
+/* That frame as one short line ("train.py:42 forward", "leak_site (app)"). */
+void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);

@@ -68,6 +68,9 @@ struct snap_proc {
 	bool bpf_valid;		     /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
 	bool consistent;	     /* user-space books equal BPF's */
+	bool totals_from_kernel;     /* not consistent: the totals above are BPF's exact ones */
+	uint64_t attributed_bytes[GL_CLASS_SLOTS]; /* then: what the stacks add up to */
+	uint64_t attributed_allocs;
 	uint32_t nstacks;
 	struct snap_stack *stacks; /* most suspicious first */
 	uint32_t nfailures;

@@ -60,15 +60,22 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 
 static void print_proc_line(FILE *f, const struct snap_proc *p)
 {
-	char d[32], m[32], h[32], pk[32];
+	char d[32], m[32], h[32], pk[32], comm[sizeof(p->comm)];
 
-	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocations "
+	/* any process may name itself with terminal escape sequences */
+	for (size_t i = 0; i < sizeof(comm); i++) {
+		unsigned char c = p->comm[i];
+
+		comm[i] = c && (c < 0x20 || c == 0x7f) ? '?' : c;
+	}
+	comm[sizeof(comm) - 1] = '\0';
+	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
 		   "(peak device %s)\n",
-		p->pid, p->comm, p->exited ? "exited" : "running",
+		p->pid, comm, p->exited ? "exited" : "running",
 		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 		fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
 		fmt_bytes(p->bytes[GL_CLASS_HOST_PINNED], h, sizeof(h)),
-		(unsigned long long)p->outstanding_allocs,
+		(unsigned long long)p->outstanding_allocs, p->outstanding_allocs == 1 ? "" : "s",
 		fmt_bytes(p->peak_device, pk, sizeof(pk)));
 }
 
@@ -102,7 +109,12 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	if (p->dropped_bytes)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
-	if (p->bpf_valid && !p->consistent)
+	if (p->totals_from_kernel)
+		fprintf(f, "  WARNING: events were lost: the totals above are the kernel's exact "
+			   "counters; the stacks below are incomplete (they add up to %s of device "
+			   "memory)\n",
+			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+	else if (p->bpf_valid && !p->consistent)
 		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
 			   "(device %s there): events were lost\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
@@ -147,7 +159,11 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 			if (!report__is_memory_class(p->stacks[j].cls))
 				continue;
 			if (o->max_stacks && shown >= o->max_stacks) {
-				fprintf(f, "  ... %u more stacks\n", p->nstacks - j);
+				uint32_t more = 0;
+
+				for (uint32_t k = j; k < p->nstacks; k++)
+					more += report__is_memory_class(p->stacks[k].cls);
+				fprintf(f, "  ... %u more stacks\n", more);
 				break;
 			}
 			print_stack(f, ++shown, &p->stacks[j], o);

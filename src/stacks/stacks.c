@@ -54,7 +54,7 @@ static bool same(const struct stacks *s, uint32_t id, const struct frame *f, uin
 {
 	const struct stack_ref *r = &s->refs[id];
 
-	return r->n == n && !memcmp(&s->frames[r->first], f, n * sizeof(*f));
+	return r->n == n && (!n || !memcmp(&s->frames[r->first], f, n * sizeof(*f)));
 }
 
 static int reserve(struct stacks *s, uint32_t n)
@@ -101,7 +101,8 @@ uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n
 		return 0;
 	}
 	id = s->nr_refs++;
-	memcpy(&s->frames[s->nr_frames], frames, n * sizeof(*frames));
+	if (n)
+		memcpy(&s->frames[s->nr_frames], frames, n * sizeof(*frames));
 	s->refs[id] = (struct stack_ref){ s->nr_frames, n, created ? 0 : *head };
 	s->nr_frames += n;
 	*head = id;

@@ -12,7 +12,7 @@ int event__validate(const void *data, size_t size)
 	const struct gl_stack *s = data;
 	uint64_t need;
 
-	if (!data || size < sizeof(*h) || h->size > size || h->size < sizeof(*h))
+	if (!data || size < sizeof(*h) || h->size != size)
 		return -EINVAL;
 	switch (h->type) {
 	case GL_REC_CALL:

@@ -97,7 +97,7 @@ void htab__free(struct htab *h)
 
 static uint32_t key_hash(const struct htab *h, const void *key)
 {
-	return (uint32_t)hash_bytes(key, h->key_size, 0) | 1;
+	return (uint32_t)hash_bytes(key, h->key_size, 0);
 }
 
 static struct slot_hdr *find(const struct htab *h, const void *key, uint32_t hash)

@@ -124,12 +124,18 @@ void json_escape(FILE *f, const char *s)
 		} else if (c < 0x20 || c == 0x7f) {
 			fprintf(f, "\\u%04x", c);
 		} else if (c >= 0x80) {
-			/* pass well-formed UTF-8 through, escape stray bytes */
-			int n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+			/*
+			 * pass well-formed UTF-8 through, escape stray bytes; the second
+			 * byte's range rules out overlongs, surrogates and > U+10FFFF
+			 */
+			int n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 :
+				c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+			unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+			unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
 			int i;
 
 			for (i = 1; n > 0 && i <= n; i++)
-				if ((p[i] & 0xc0) != 0x80)
+				if ((p[i] & 0xc0) != 0x80 || (i == 1 && (p[1] < lo || p[1] > hi)))
 					break;
 			if (n < 0 || i <= n) {
 				fprintf(f, "\\u%04x", c);

@@ -116,7 +116,7 @@ int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t 
 int parse_pid(const char *s, int *out)
 {
 	uint64_t v;
-	int err = parse_u64(s, 1, 1 << 22, &v);
+	int err = parse_u64(s, 1, (1 << 22) - 1, &v); /* PID_MAX_LIMIT is 2^22 */
 
 	if (!err)
 		*out = (int)v;

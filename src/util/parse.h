@@ -16,7 +16,7 @@ int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
 int parse_size(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Durations in milliseconds: 10 (seconds), 10s, 250ms, 2m, 1h. */
 int parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out);
-/* A process id: 1 .. 2^22. */
+/* A process id: 1 .. 2^22 - 1. */
 int parse_pid(const char *s, int *out);
 
 #endif /* GL_PARSE_H */

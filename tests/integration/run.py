@@ -10,6 +10,7 @@ skipped: without the privileges, the tests fail. The last line is
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 import time
 import traceback
@@ -66,6 +67,7 @@ def main():
         else:
             passed += 1
             print(f"ok   {name} ({time.monotonic() - t0:.1f} s)", flush=True)
+            shutil.rmtree(tmp, ignore_errors=True)  # a failed test's files stay for a look
         finally:
             harness.cleanup()
     print(f"integration tests took {time.monotonic() - t_all:.0f} s")

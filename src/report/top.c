@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * top.c - the live view's screen: processes, then the stacks that grow the
+ * most (or hold the most), each named by its most telling frame. A pure
+ * function of a snapshot, like every reporter.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+#include "trace/probes.h"
+
+static const char *basename_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* Frames of the CUDA stack itself (driver, runtime, PyTorch's allocator) say little. */
+static bool is_plumbing(const struct snap_frame *f)
+{
+	static const char *const libs[] = { "libcuda.so", "libcudart.so", "libc10_cuda.so",
+					    "libc10.so", "libtorch_cuda.so", "libtorch_cpu.so",
+					    "libcublas", "libcublasLt", "libnccl.so" };
+	const char *base = basename_of(f->module);
+
+	if (!base)
+		return true;
+	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!strncmp(base, libs[i], strlen(libs[i])))
+			return true;
+	return false;
+}
+
+const struct snap_frame *report__site_frame(const struct snap_stack *st)
+{
+	const struct snap_frame *native = NULL;
+
+	for (uint32_t i = 0; i < st->nframes; i++) {
+		const struct snap_frame *f = &st->frames[i];
+
+		if (f->kind[0] == 'p')
+			return f;
+		if (!native && f->function && !is_plumbing(f))
+			native = f;
+	}
+	if (native)
+		return native;
+	return st->nframes ? &st->frames[0] : NULL;
+}
+
+void report__site(const struct snap_stack *st, char *buf, size_t len)
+{
+	const struct snap_frame *f = report__site_frame(st);
+
+	if (!f)
+		snprintf(buf, len, "[no stack]");
+	else if (f->kind[0] == 'p')
+		snprintf(buf, len, "%s:%d %s", basename_of(f->file) ? basename_of(f->file) : "?",
+			 f->line, f->function ? f->function : "?");
+	else if (f->function)
+		snprintf(buf, len, "%s (%s)", f->function,
+			 basename_of(f->module) ? basename_of(f->module) : "?");
+	else
+		snprintf(buf, len, "%s+0x%llx", basename_of(f->module) ? basename_of(f->module) : "?",
+			 (unsigned long long)f->offset);
+}
+
+static void fmt_rate(double v, char *buf, size_t len)
+{
+	char b[32];
+
+	if (v == 0) {
+		snprintf(buf, len, "0");
+		return;
+	}
+	fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b));
+	snprintf(buf, len, "%c%.28s/s", v < 0 ? '-' : '+', b);
+}
+
+struct ranked {
+	const struct snap_proc *p;
+	const struct snap_stack *st;
+};
+
+static int by_growth(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->st->growth_bytes_per_s != y->st->growth_bytes_per_s)
+		return x->st->growth_bytes_per_s > y->st->growth_bytes_per_s ? -1 : 1;
+	return x->st->outstanding_bytes > y->st->outstanding_bytes ? -1 :
+	       x->st->outstanding_bytes < y->st->outstanding_bytes;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->st->outstanding_bytes != y->st->outstanding_bytes)
+		return x->st->outstanding_bytes > y->st->outstanding_bytes ? -1 : 1;
+	return by_growth(a, b);
+}
+
+static double proc_growth(const struct snap_proc *p)
+{
+	double g = 0;
+
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].cls == GL_CLASS_DEVICE)
+			g += p->stacks[i].growth_bytes_per_s;
+	return g;
+}
+
+static void print_procs(FILE *f, const struct snapshot *s)
+{
+	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE", "MANAGED",
+		"PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+		char d[32], m[32], h[32], t[32], g[32];
+
+		fmt_rate(proc_growth(p), g, sizeof(g));
+		fprintf(f, "%8d %-16.16s %11s %11s %11s %11s %12s %7llu %s%s\n", p->pid, p->comm,
+			fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
+			fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
+			fmt_bytes(p->bytes[GL_CLASS_HOST_PINNED], h, sizeof(h)),
+			fmt_bytes(p->bytes[GL_CLASS_TORCH_BLOCK], t, sizeof(t)), g,
+			(unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running",
+			p->consistent ? "" : " (incomplete)");
+	}
+}
+
+int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
+{
+	struct ranked *r;
+	size_t n = 0, cap = 0;
+
+	fprintf(f, "gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
+		s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es", s->nr_probes,
+		(unsigned long long)s->lost_events, s->complete ? "" : " (figures incomplete)",
+		o->sort_bytes ? "bytes" : "growth");
+	print_procs(f, s);
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		cap += s->procs[i].nstacks;
+	r = calloc(cap ? cap : 1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		for (uint32_t j = 0; j < s->procs[i].nstacks; j++)
+			if (report__is_memory_class(s->procs[i].stacks[j].cls))
+				r[n++] = (struct ranked){ &s->procs[i], &s->procs[i].stacks[j] };
+	qsort(r, n, sizeof(*r), o->sort_bytes ? by_bytes : by_growth);
+	fprintf(f, "\n%8s %-12s %11s %7s %12s %-8s %s\n", "PID", "MEMORY", "OUTSTANDING", "ALLOCS",
+		"GROWTH", "VERDICT", "SITE");
+	for (size_t i = 0; i < n && (!o->max_stacks || i < o->max_stacks); i++) {
+		char b[32], g[32], site[256];
+
+		report__site(r[i].st, site, sizeof(site));
+		fmt_rate(r[i].st->growth_bytes_per_s, g, sizeof(g));
+		fprintf(f, "%8d %-12s %11s %7llu %12s %-8s %s\n", r[i].p->pid,
+			class__name(r[i].st->cls), fmt_bytes(r[i].st->outstanding_bytes, b, sizeof(b)),
+			(unsigned long long)r[i].st->outstanding_allocs, g, r[i].st->verdict, site);
+	}
+	free(r);
+	return ferror(f) ? -EIO : 0;
+}

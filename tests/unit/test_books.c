@@ -1,0 +1,656 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * test_books.c - books/books.c and procs.c fed synthetic ring-buffer records:
+ * allocations and frees of every kind, unmatched frees, frees of keys user
+ * space never saw, replaced keys, failures with their stacks, stacks matched
+ * to calls, exec, exit, PID reuse and malformed records.
+ */
+#include "books_fixture.h"
+
+static void expect_class(struct proc *p, uint8_t cls, uint64_t bytes, uint64_t n)
+{
+	if (p->bytes[cls] != bytes || p->nallocs[cls] != n)
+		fail_msg("class %s: %llu bytes in %llu allocations, expected %llu in %llu",
+			 class__name(cls), (unsigned long long)p->bytes[cls],
+			 (unsigned long long)p->nallocs[cls], (unsigned long long)bytes,
+			 (unsigned long long)n);
+}
+
+/* One (alloc api, free api, class) per allocation namespace. */
+static const struct {
+	uint16_t alloc, free;
+	uint8_t cls;
+} families[] = {
+	{ GL_API_cuMemAlloc_v2, GL_API_cuMemFree_v2, GL_CLASS_DEVICE },
+	{ GL_API_cuMemAllocManaged, GL_API_cuMemFree_v2, GL_CLASS_MANAGED },
+	{ GL_API_cuMemAllocAsync_ptsz, GL_API_cuMemFreeAsync, GL_CLASS_DEVICE },
+	{ GL_API_cuMemHostAlloc, GL_API_cuMemFreeHost, GL_CLASS_HOST_PINNED },
+	{ GL_API_cuMemHostRegister_v2, GL_API_cuMemHostUnregister, GL_CLASS_HOST_PINNED },
+	{ GL_API_cuMemCreate, GL_API_cuMemRelease, GL_CLASS_DEVICE },
+	{ GL_API_cuMemAddressReserve, GL_API_cuMemAddressFree, GL_CLASS_ADDRESS },
+	{ GL_API_cuArrayCreate_v2, GL_API_cuArrayDestroy, GL_CLASS_DEVICE },
+	{ GL_API_cuMipmappedArrayCreate, GL_API_cuMipmappedArrayDestroy, GL_CLASS_DEVICE },
+	{ GL_API_cuIpcOpenMemHandle_v2, GL_API_cuIpcCloseMemHandle, GL_CLASS_IMPORTED },
+};
+
+#define NFAMILIES (sizeof(families) / sizeof(families[0]))
+
+static void test_alloc_free_each_kind(void **state)
+{
+	for (size_t i = 0; i < NFAMILIES; i++) {
+		struct fx *f = fx_new(true);
+		uint8_t cls = families[i].cls;
+		struct proc *p;
+
+		fx_alloc(f, families[i].alloc, 0x7f0000001000, 1 << 20, 0);
+		fx_alloc(f, families[i].alloc, 0x7f0000200000, 3 << 20, 0);
+		p = fx_proc(f);
+		expect_class(p, cls, 4 << 20, 2);
+		assert_int_equal(p->alloc_calls, 2);
+		assert_int_equal(p->peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
+		fx_free_key(f, families[i].free, 0x7f0000001000, 1 << 20, cls);
+		expect_class(p, cls, 3 << 20, 1);
+		fx_free_key(f, families[i].free, 0x7f0000200000, 3 << 20, cls);
+		expect_class(p, cls, 0, 0);
+		assert_int_equal(p->free_calls, 2);
+		assert_int_equal(p->unmatched_frees, 0);
+		assert_int_equal(books__counters(f->b)->user_unmatched, 0);
+		assert_int_equal(p->peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
+		/* no other class moved */
+		for (uint8_t c = 0; c < GL_CLASS_SLOTS; c++)
+			expect_class(p, c, 0, 0);
+		fx_free(f);
+	}
+}
+
+/* The same key in two namespaces is two allocations; a free touches its own kind only. */
+static void test_kinds_are_namespaces(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	fx_alloc(f, GL_API_cuMemHostAlloc, 0x1000, 200, 0);
+	fx_alloc(f, GL_API_cuMemCreate, 0x1000, 400, 0);
+	fx_alloc(f, GL_API_cuMemAddressReserve, 0x1000, 800, 0);
+	p = fx_proc(f);
+	expect_class(p, GL_CLASS_DEVICE, 500, 2);
+	expect_class(p, GL_CLASS_HOST_PINNED, 200, 1);
+	expect_class(p, GL_CLASS_ADDRESS, 800, 1);
+	fx_free_key(f, GL_API_cuMemFreeHost, 0x1000, 200, GL_CLASS_HOST_PINNED);
+	expect_class(p, GL_CLASS_HOST_PINNED, 0, 0);
+	expect_class(p, GL_CLASS_DEVICE, 500, 2);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
+	expect_class(p, GL_CLASS_DEVICE, 400, 1);
+	expect_class(p, GL_CLASS_ADDRESS, 800, 1);
+	fx_free(f);
+}
+
+static void test_unmatched_free(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	/* BPF had no record of it: allocated before attach */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
+						       .op = GL_OP_UNMATCHED_FREE,
+						       .kind = GL_KIND_DPTR, .key = 0x2000,
+						       .cls = GL_CLASS_DEVICE, .dev = -1 }), 0);
+	p = fx_proc(f);
+	assert_int_equal(p->unmatched_frees, 1);
+	assert_int_equal(p->free_calls, 1);
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	/* an unmatched free of a key user space holds changes nothing either */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
+						       .op = GL_OP_UNMATCHED_FREE,
+						       .kind = GL_KIND_DPTR, .key = 0x1000,
+						       .cls = GL_CLASS_DEVICE, .dev = -1 }), 0);
+	assert_int_equal(p->unmatched_frees, 2);
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 0);
+	fx_free(f);
+}
+
+/* BPF matched a free whose allocation record user space never got: counted, never negative. */
+static void test_free_of_unknown_key(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x5000, 4096, GL_CLASS_DEVICE);
+	p = fx_proc(f);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 1);
+	assert_int_equal(p->free_calls, 1);
+	assert_int_equal(p->unmatched_frees, 0);
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	/* the right key in the wrong namespace is unknown too */
+	fx_free_key(f, GL_API_cuMemFreeHost, 0x1000, 100, GL_CLASS_HOST_PINNED);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 2);
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	expect_class(p, GL_CLASS_HOST_PINNED, 0, 0);
+	fx_free(f);
+}
+
+/* The driver handed out a key again before we saw it freed: the old allocation is gone. */
+static void test_replaced_key(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t ips_a[] = { 0x401000, 0x402000 }, ips_b[] = { 0x401000, 0x403000 };
+	uint32_t sa, sb;
+	struct agg *a, *b;
+	struct proc *p;
+
+	assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips_a, 2), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips_b, 2), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 300, 0);
+	p = fx_proc(f);
+	assert_int_equal(stacks__count(f->s), 2);
+	sa = 1, sb = 2;
+	expect_class(p, GL_CLASS_DEVICE, 300, 1);
+	assert_int_equal(p->alloc_calls, 2);
+	assert_int_equal(p->free_calls, 0);
+	a = fx_agg(p, sa, GL_CLASS_DEVICE);
+	b = fx_agg(p, sb, GL_CLASS_DEVICE);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->bytes, 0);
+	assert_int_equal(a->allocs, 0);
+	assert_int_equal(a->total_allocs, 1);
+	assert_int_equal(a->total_frees, 1);
+	assert_int_equal(a->free_bytes, 100);
+	assert_int_equal(a->peak_bytes, 100);
+	assert_int_equal(b->bytes, 300);
+	assert_int_equal(b->allocs, 1);
+	/* a replacement in another class moves the bytes between classes */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAllocManaged,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_MANAGED, .key = 0x1000,
+						       .bytes = 50, .dev = -1,
+						       .seq = ++f->seq }), 0);
+	expect_class(p, GL_CLASS_DEVICE, 0, 0);
+	expect_class(p, GL_CLASS_MANAGED, 50, 1);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 50, GL_CLASS_MANAGED);
+	expect_class(p, GL_CLASS_MANAGED, 0, 0);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 0);
+	fx_free(f);
+}
+
+/* BPF's table was full: neither side holds it, so neither may free it. */
+static void test_table_full(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x1000,
+						       .bytes = 100, .dev = -1,
+						       .flags = GL_CALL_TABLE_FULL,
+						       .seq = ++f->seq }), 0);
+	p = fx_proc(f);
+	assert_int_equal(p->alloc_calls, 1);
+	expect_class(p, GL_CLASS_DEVICE, 0, 0);
+	assert_int_equal(htab__count(p->allocs), 0);
+	fx_free(f);
+}
+
+static void test_stacks_attributed(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t ips[] = { 0x7f00aa001000, 0x401234, 0x405678 };
+	const struct frame *fr;
+	uint32_t n, id;
+	struct agg *a;
+	struct proc *p;
+
+	/* two allocations from the same call site: one stack, one aggregate */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips, 3), 0);
+		fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000 + i * 0x1000, 1000, 0);
+	}
+	p = fx_proc(f);
+	assert_int_equal(stacks__count(f->s), 1);
+	id = 1;
+	fr = stacks__get(f->s, id, &n);
+	assert_int_equal(n, 3);
+	/* no maps: absolute addresses; return addresses point at the call (minus one) */
+	assert_int_equal(fr[0].kind, FRAME_UNKNOWN);
+	assert_int_equal(fr[0].addr, 0x7f00aa001000);
+	assert_int_equal(fr[1].addr, 0x401233);
+	assert_int_equal(fr[2].addr, 0x405677);
+	a = fx_agg(p, id, GL_CLASS_DEVICE);
+	assert_non_null(a);
+	assert_int_equal(a->bytes, 2000);
+	assert_int_equal(a->allocs, 2);
+	assert_int_equal(a->total_allocs, 2);
+	assert_int_equal(a->alloc_bytes, 2000);
+	assert_true(a->first_ns > 0 && a->last_ns > a->first_ns);
+	assert_int_equal(books__counters(f->b)->stack_missing, 0);
+
+	/* a stack from another thread, or for another call number, is not this call's */
+	assert_int_equal(fx_stack(f, PID + 1, f->seq + 1, GL_API_cuMemAlloc_v2, ips, 2), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x9000, 10, 0);
+	assert_int_equal(books__counters(f->b)->stack_missing, 1);
+	assert_int_equal(fx_stack(f, PID, f->seq + 5, GL_API_cuMemAlloc_v2, ips, 2), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0xa000, 10, 0);
+	assert_int_equal(books__counters(f->b)->stack_missing, 2);
+	a = fx_agg(p, fx_api_stack(f, GL_API_cuMemAlloc_v2), GL_CLASS_DEVICE);
+	assert_non_null(a);
+	assert_int_equal(a->bytes, 20);
+	assert_int_equal(a->allocs, 2);
+
+	/* an empty stack record names the API alone; so does an API without stacks */
+	assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips, 0), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0xb000, 10, 0);
+	assert_int_equal(books__counters(f->b)->stack_missing, 2);
+	assert_int_equal(a->allocs, 3);
+	fx_alloc(f, GL_API_cuIpcOpenMemHandle, 0xc000, 0, 0);
+	assert_int_equal(books__counters(f->b)->stack_missing, 2);
+	assert_non_null(fx_agg(p, fx_api_stack(f, GL_API_cuIpcOpenMemHandle), GL_CLASS_IMPORTED));
+
+	/* the free goes back to the allocation's own stack */
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 1000, GL_CLASS_DEVICE);
+	a = fx_agg(p, id, GL_CLASS_DEVICE);
+	assert_int_equal(a->bytes, 1000);
+	assert_int_equal(a->allocs, 1);
+	assert_int_equal(a->total_frees, 1);
+	assert_int_equal(a->peak_bytes, 2000);
+	fx_free(f);
+}
+
+static void test_failures(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t ips[] = { 0x1111, 0x2222 };
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 5000, 0);
+	assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips, 2), 0);
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_FAIL, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .bytes = 1ULL << 40,
+						       .rc = 2, .dev = -1, .seq = ++f->seq }), 0);
+	p = fx_proc(f);
+	assert_int_equal(p->failures, 1);
+	assert_int_equal(p->oom_failures, 1);
+	assert_int_equal(p->nr_fails, 1);
+	assert_int_equal(p->fails[0].bytes, 1ULL << 40);
+	assert_int_equal(p->fails[0].rc, 2);
+	assert_int_equal(p->fails[0].api, GL_API_cuMemAlloc_v2);
+	assert_int_equal(p->fails[0].held_device, 5000);
+	assert_int_not_equal(p->fails[0].stack, STACK_NONE);
+	assert_int_not_equal(p->fails[0].stack, fx_api_stack(f, GL_API_cuMemAlloc_v2));
+	{
+		uint32_t n;
+		const struct frame *fr = stacks__get(f->s, p->fails[0].stack, &n);
+
+		assert_int_equal(n, 2);
+		assert_int_equal(fr[0].addr, 0x1111);
+		assert_int_equal(fr[1].addr, 0x2221);
+	}
+	assert_int_equal(f->failures, 1);
+	assert_int_equal(f->last_failure.bytes, 1ULL << 40);
+	/* nothing changed in the books, and no aggregate was made for the failure */
+	expect_class(p, GL_CLASS_DEVICE, 5000, 1);
+	assert_int_equal(p->alloc_calls, 1);
+
+	/* a failure that is not out of memory; then more than the ring holds */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemHostAlloc,
+						       .op = GL_OP_FAIL, .kind = GL_KIND_HOST,
+						       .cls = GL_CLASS_HOST_PINNED, .bytes = 7,
+						       .rc = 1, .dev = -1, .seq = ++f->seq }), 0);
+	assert_int_equal(p->failures, 2);
+	assert_int_equal(p->oom_failures, 1);
+	for (int i = 0; i < PROC_MAX_FAILURES + 3; i++)
+		assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+							       .op = GL_OP_FAIL,
+							       .kind = GL_KIND_DPTR,
+							       .cls = GL_CLASS_DEVICE,
+							       .bytes = 100 + i, .rc = 2, .dev = -1,
+							       .seq = ++f->seq }), 0);
+	assert_int_equal(p->failures, PROC_MAX_FAILURES + 5);
+	assert_int_equal(p->nr_fails, PROC_MAX_FAILURES + 5);
+	assert_int_equal(p->fails[(p->nr_fails - 1) % PROC_MAX_FAILURES].bytes,
+			 100 + PROC_MAX_FAILURES + 2);
+	assert_int_equal(f->failures, PROC_MAX_FAILURES + 5);
+	fx_free(f);
+}
+
+/* A failed free changes nothing but is counted; a failed allocation-side no-op is not. */
+static void test_failed_free(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2, .op = GL_OP_NONE,
+						       .kind = GL_KIND_DPTR, .key = 0x1, .rc = 1,
+						       .dev = -1 }), 0);
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemRelease, .op = GL_OP_NONE,
+						       .kind = GL_KIND_HANDLE, .key = 0x1,
+						       .rc = 400, .dev = -1 }), 0);
+	p = fx_proc(f);
+	assert_int_equal(p->failed_frees, 2);
+	/* a mapping, and a deferred release, succeed without changing the books */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemMap, .op = GL_OP_NONE,
+						       .kind = GL_KIND_MAPPING, .key = 0x1,
+						       .dev = -1 }), 0);
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemRelease, .op = GL_OP_NONE,
+						       .kind = GL_KIND_HANDLE, .key = 0x1,
+						       .flags = GL_CALL_DEFERRED, .dev = -1 }), 0);
+	assert_int_equal(p->failed_frees, 2);
+	assert_int_equal(p->free_calls, 0);
+	assert_int_equal(p->failures, 0);
+	fx_free(f);
+}
+
+static void test_exec_clears_books(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct gl_proc_stats st = { .start_time = START, .alloc_calls = 2 };
+	uint64_t ips[] = { 0x1000 };
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0x5000);
+	fx_alloc(f, GL_API_cuMemHostAlloc, 0x2000, 200, 0x5000);
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
+						       .op = GL_OP_UNMATCHED_FREE,
+						       .kind = GL_KIND_DPTR, .key = 0x9,
+						       .dev = -1 }), 0);
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_FAIL, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .rc = 2, .bytes = 1,
+						       .dev = -1, .seq = ++f->seq }), 0);
+	/* a stack parked for a call that the exec interrupted */
+	assert_int_equal(fx_stack(f, PID, 1000, GL_API_cuMemAlloc_v2, ips, 1), 0);
+	p = fx_proc(f);
+	assert_int_equal(htab__count(p->pending), 1);
+	st.bytes[GL_CLASS_DEVICE] = 100;
+	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXEC, "newprog", &st), 0);
+	/* the hook saw the books as they were */
+	assert_int_equal(f->proc_end, 1);
+	assert_int_equal(f->last_event, GL_PROC_EXEC);
+	assert_int_equal(f->end_device_bytes, 100);
+	/* then they start over, as BPF's do (close_books zeroes every counter) */
+	assert_ptr_equal(fx_proc(f), p);
+	assert_false(p->exited);
+	assert_false(p->has_final);
+	assert_string_equal(p->comm, "newprog");
+	for (uint8_t c = 0; c < GL_CLASS_SLOTS; c++)
+		expect_class(p, c, 0, 0);
+	assert_int_equal(htab__count(p->allocs), 0);
+	assert_int_equal(htab__count(p->aggs), 0);
+	assert_int_equal(htab__count(p->pending), 0);
+	assert_int_equal(p->nr_ctxs, 0);
+	assert_int_equal(p->nr_fails, 0);
+	assert_int_equal(p->alloc_calls, 0);
+	assert_int_equal(p->free_calls, 0);
+	assert_int_equal(p->failures, 0);
+	assert_int_equal(p->oom_failures, 0);
+	assert_int_equal(p->unmatched_frees, 0);
+	assert_int_equal(p->peak_device, 0);
+	/* the old program's keys mean nothing now */
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 1);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 64, 0);
+	expect_class(p, GL_CLASS_DEVICE, 64, 1);
+	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(procs__count(books__procs(f->b)), 1);
+	fx_free(f);
+}
+
+static void test_exit(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct gl_proc_stats st = { .start_time = START, .alloc_calls = 1, .failures = 3 };
+	struct proc *p;
+	uint64_t ips[] = { 0x1 };
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	st.bytes[GL_CLASS_DEVICE] = 100;
+	st.allocs[GL_CLASS_DEVICE] = 1;
+	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXIT, "worker", &st), 0);
+	p = fx_proc(f);
+	assert_true(p->exited);
+	assert_int_equal(p->exit_ns, f->clock_ns);
+	assert_true(p->has_final);
+	assert_int_equal(p->final.failures, 3);
+	assert_int_equal(p->final.bytes[GL_CLASS_DEVICE], 100);
+	assert_string_equal(p->comm, "worker");
+	assert_int_equal(f->proc_end, 1);
+	assert_int_equal(f->last_event, GL_PROC_EXIT);
+	/* the figures at exit stay for the report; the tables a live process needs go */
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	assert_null(p->allocs);
+	assert_null(p->pending);
+	assert_null(p->am);
+	/* records that were in flight are ignored, not applied to a dead process */
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x2000, 100, 0);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
+	assert_int_equal(fx_stack(f, PID, 99, GL_API_cuMemAlloc_v2, ips, 1), 0);
+	expect_class(p, GL_CLASS_DEVICE, 100, 1);
+	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(procs__count(books__procs(f->b)), 1);
+	fx_free(f);
+}
+
+static void test_exit_keeps_comm_when_record_has_none(void **state)
+{
+	struct fx *f = fx_new(true);
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXEC, "named", NULL), 0);
+	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXIT, "", NULL), 0);
+	assert_string_equal(fx_proc(f)->comm, "named");
+	fx_free(f);
+}
+
+/* A PID reused by a new process (its start time differs) starts with empty books. */
+static void test_pid_reuse(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct procs *ps;
+	struct proc *old, *young;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	old = fx_proc(f);
+	/* the old process's exit record was lost; the new one allocates the same key */
+	assert_int_equal(fx_call(f, (struct gl_call){ .hdr.start_time = START + 1,
+						       .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x1000,
+						       .bytes = 7, .dev = -1, .seq = 1 }), 0);
+	ps = books__procs(f->b);
+	assert_int_equal(procs__count(ps), 2);
+	assert_int_equal(f->proc_new, 2);
+	young = procs__find_pid(ps, PID);
+	assert_ptr_not_equal(young, old);
+	assert_ptr_equal(procs__at(ps, 0), old);
+	assert_ptr_equal(procs__at(ps, 1), young);
+	assert_int_equal(young->start_time, START + 1);
+	expect_class(young, GL_CLASS_DEVICE, 7, 1);
+	assert_int_equal(young->alloc_calls, 1);
+	/* the old one is taken as exited when the new one appeared, its figures kept */
+	assert_true(old->exited);
+	assert_int_equal(old->exit_ns, f->clock_ns);
+	expect_class(old, GL_CLASS_DEVICE, 100, 1);
+	assert_null(old->allocs);
+	/* a late record of the old process does not touch the new one */
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
+	expect_class(young, GL_CLASS_DEVICE, 7, 1);
+	expect_class(old, GL_CLASS_DEVICE, 100, 1);
+	/* a third process with the same PID after a clean exit of the second */
+	assert_int_equal(fx_proc_event(f, PID, START + 1, GL_PROC_EXIT, "b", NULL), 0);
+	assert_int_equal(fx_proc_event(f, PID, START + 2, GL_PROC_FORK, "c", NULL), 0);
+	assert_int_equal(procs__count(ps), 3);
+	assert_int_equal(procs__find_pid(ps, PID)->start_time, START + 2);
+	assert_false(procs__find_pid(ps, PID)->exited);
+	/* the second's exit time is its own exit record's, not the third's arrival */
+	assert_int_equal(young->exit_ns, f->clock_ns - 1000000);
+	fx_free(f);
+}
+
+static void test_processes_separate(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct procs *ps;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	assert_int_equal(fx_call(f, (struct gl_call){ .hdr.pid = PID + 1,
+						       .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x1000,
+						       .bytes = 5, .dev = -1, .seq = 1 }), 0);
+	ps = books__procs(f->b);
+	assert_int_equal(procs__count(ps), 2);
+	expect_class(procs__find_pid(ps, PID), GL_CLASS_DEVICE, 100, 1);
+	expect_class(procs__find_pid(ps, PID + 1), GL_CLASS_DEVICE, 5, 1);
+	assert_false(procs__find_pid(ps, PID)->exited);
+	assert_null(procs__find_pid(ps, PID + 2));
+	fx_free(f);
+}
+
+static void test_malformed_counted(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct gl_call c = { .hdr = { .type = GL_REC_CALL, .size = sizeof(c), .pid = PID,
+				      .start_time = START, .ts = 5 },
+			     .api = GL_NR_APIS, .op = GL_OP_ALLOC };
+	struct gl_hdr h = { .type = 99, .size = sizeof(h), .pid = PID };
+	const struct books_counters *bc = books__counters(f->b);
+
+	assert_int_equal(books__apply(f->b, &c, sizeof(c)), -EINVAL);
+	c.api = GL_API_cuMemAlloc_v2;
+	assert_int_equal(books__apply(f->b, &c, sizeof(c) - 8), -EINVAL);
+	assert_int_equal(books__apply(f->b, &h, sizeof(h)), -EINVAL);
+	assert_int_equal(books__apply(f->b, &h, 4), -EINVAL);
+	assert_int_equal(bc->malformed, 4);
+	for (int i = 0; i < GL_NR_REC_TYPES; i++)
+		assert_int_equal(bc->records[i], 0);
+	assert_int_equal(procs__count(books__procs(f->b)), 0);
+	assert_int_equal(f->proc_new, 0);
+	assert_int_equal(books__now(f->b), 0);
+
+	assert_int_equal(books__apply(f->b, &c, sizeof(c)), 0);
+	assert_int_equal(bc->records[GL_REC_CALL], 1);
+	assert_int_equal(bc->malformed, 4);
+	assert_int_equal(books__now(f->b), 5);
+	fx_free(f);
+}
+
+static void test_counters_and_clock(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t ips[] = { 1 };
+	const struct books_counters *bc = books__counters(f->b);
+
+	assert_int_equal(fx_stack(f, PID, 1, GL_API_cuMemAlloc_v2, ips, 1), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_FORK, NULL, NULL), 0);
+	assert_int_equal(bc->records[GL_REC_STACK], 1);
+	assert_int_equal(bc->records[GL_REC_CALL], 1);
+	assert_int_equal(bc->records[GL_REC_PROC], 1);
+	assert_int_equal(books__now(f->b), f->clock_ns);
+	/* a record from a CPU that lags does not move the clock back */
+	assert_int_equal(fx_call(f, (struct gl_call){ .hdr.ts = 5, .api = GL_API_cuMemFree_v2,
+						       .op = GL_OP_UNMATCHED_FREE,
+						       .kind = GL_KIND_DPTR, .key = 2 }), 0);
+	assert_int_equal(books__now(f->b), f->clock_ns);
+	assert_ptr_equal(books__stacks(f->b), f->s);
+	assert_ptr_equal(books__modules(f->b), f->m);
+	assert_int_equal(f->proc_new, 1);
+	fx_free(f);
+}
+
+/* Offline books do not take a name from whatever process now has that PID. */
+static void test_no_proc_files(void **state)
+{
+	struct fx *f = fx_new(true);
+	char path[128];
+
+	snprintf(path, sizeof(path), "%s/%d", f->root, PID);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
+	unit_write_file(path, "someoneelse\n");
+	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
+	unit_write_file(path, "NSpid:\t4242\t17\n");
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_string_equal(fx_proc(f)->comm, "?");
+	assert_int_equal(fx_proc(f)->ns_pid, 0);
+	fx_free(f);
+
+	/* live books do */
+	f = fx_new(false);
+	snprintf(path, sizeof(path), "%s/%d", f->root, PID);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
+	unit_write_file(path, "train (rank 0)\n");
+	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
+	unit_write_file(path, "NSpid:\t4242\t17\n");
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_string_equal(fx_proc(f)->comm, "train (rank 0)");
+	assert_int_equal(fx_proc(f)->ns_pid, 17);
+	expect_class(fx_proc(f), GL_CLASS_DEVICE, 1, 1);
+	fx_free(f);
+}
+
+/* Context indexes: stable per value, 0 for none, and many of them. */
+static void test_ctx_index(void **state)
+{
+	struct procs *ps = procs__new();
+	struct proc *p;
+	bool created;
+
+	assert_non_null(ps);
+	p = procs__get(ps, PID, START, &created);
+	assert_non_null(p);
+	assert_true(created);
+	assert_ptr_equal(procs__get(ps, PID, START, &created), p);
+	assert_false(created);
+	assert_int_equal(proc__ctx_index(p, 0), 0);
+	assert_int_equal(proc__ctx_index(p, 0xa), 1);
+	assert_int_equal(proc__ctx_index(p, 0xb), 2);
+	assert_int_equal(proc__ctx_index(p, 0xa), 1);
+	assert_int_equal(p->ctxs[0].dev, -1);
+	assert_false(p->ctxs[0].primary);
+	/* a process that made contexts by the tens of thousands (past 2^15) */
+	for (uint64_t c = 1; c <= 33000; c++)
+		assert_int_equal(proc__ctx_index(p, 0x100000 + c), c + 2);
+	assert_int_equal(proc__ctx_index(p, 0xb), 2);
+	assert_int_equal(proc__ctx_index(p, 0x100000 + 32767), 32769);
+	assert_int_equal(p->ctxs[32768].ctx, 0x100000 + 32767);
+	assert_true(proc__mem(p) > 0);
+	procs__remove(ps, p);
+	assert_int_equal(procs__count(ps), 0);
+	assert_null(procs__find_pid(ps, PID));
+	procs__free(ps);
+	procs__free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc_free_each_kind),
+		cmocka_unit_test(test_kinds_are_namespaces),
+		cmocka_unit_test(test_unmatched_free),
+		cmocka_unit_test(test_free_of_unknown_key),
+		cmocka_unit_test(test_replaced_key),
+		cmocka_unit_test(test_table_full),
+		cmocka_unit_test(test_stacks_attributed),
+		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_failed_free),
+		cmocka_unit_test(test_exec_clears_books),
+		cmocka_unit_test(test_exit),
+		cmocka_unit_test(test_exit_keeps_comm_when_record_has_none),
+		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_processes_separate),
+		cmocka_unit_test(test_malformed_counted),
+		cmocka_unit_test(test_counters_and_clock),
+		cmocka_unit_test(test_no_proc_files),
+		cmocka_unit_test(test_ctx_index),
+	};
+
+	return cmocka_run_group_tests_name("books", tests, NULL, NULL);
+}

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * test_report.c - report/text.c and report/json.c: snapshots built by hand
+ * give exactly the text and JSON in tests/unit/expected/, the JSON carries
+ * every field name of the README's contract, and write errors are reported.
+ */
+#include <math.h>
+#include "unit.h"
+#include "report/report.h"
+
+static struct snap_frame frames_a[] = {
+	{ .kind = "native", .function = "cuMemAlloc_v2", .module = "libcuda",
+	  .offset = 0 },
+	{ .kind = "native", .function = "cudaMalloc", .module = "/usr/lib/libcudart.so.12",
+	  .build_id = "0123456789abcdef", .offset = 0x4a10, .sym_off = 0x45 },
+	{ .kind = "native", .function = "train_step", .module = "/opt/app/bin/train",
+	  .file = "train.c", .line = 42, .offset = 0x1234, .sym_off = 0x10 },
+	{ .kind = "native", .module = "/opt/app/lib/libnosym.so", .offset = 0x999 },
+	{ .kind = "native", .address = 0x7f0012345678 },
+	{ .kind = "python", .function = "Model.forward", .file = "model.py", .line = 17 },
+	{ .kind = "python" },
+};
+
+static struct snap_frame frames_b[] = {
+	{ .kind = "native", .function = "cuMemAllocManaged", .module = "libcuda" },
+	{ .kind = "python", .function = "load", .file = "data.py", .line = 3 },
+};
+
+static struct snap_frame frames_c[] = {
+	{ .kind = "native", .function = "cuMemAddressReserve", .module = "libcuda" },
+};
+
+static struct snap_frame frames_d[] = {
+	{ .kind = "native", .function = "cuMemHostAlloc", .module = "libcuda" },
+};
+
+static struct snap_stack stacks_1[] = {
+	{ .id = 3, .cls = GL_CLASS_DEVICE, .outstanding_bytes = 1536ULL << 20,
+	  .outstanding_allocs = 12, .allocs = 12, .frees = 0, .alloc_bytes = 1536ULL << 20,
+	  .peak_bytes = 1536ULL << 20, .verdict = "leak", .growth_bytes_per_s = 104857600.5,
+	  .why = "grew in 12 of 12 steps", .nframes = 7, .frames = frames_a },
+	{ .id = 9, .cls = GL_CLASS_MANAGED, .outstanding_bytes = 1,
+	  .outstanding_allocs = 1, .allocs = 5, .frees = 4, .alloc_bytes = 5000,
+	  .peak_bytes = 4096, .verdict = "steady", .growth_bytes_per_s = 0,
+	  .why = "flat for 30 s", .nframes = 2, .frames = frames_b },
+	{ .id = 4, .cls = GL_CLASS_ADDRESS, .outstanding_bytes = 64ULL << 30,
+	  .outstanding_allocs = 1, .allocs = 1, .verdict = "unknown", .nframes = 1,
+	  .frames = frames_c },
+	{ .id = 5, .cls = GL_CLASS_HOST_PINNED, .outstanding_bytes = 20ULL << 20,
+	  .outstanding_allocs = 18, .allocs = 18, .alloc_bytes = 20ULL << 20,
+	  .peak_bytes = 20ULL << 20, .verdict = "unknown", .growth_bytes_per_s = NAN,
+	  .why = "too few points", .nframes = 1, .frames = frames_d },
+};
+
+static struct snap_stack fail_stack = { .nframes = 2, .frames = frames_a };
+
+static struct snap_failure failures_1[] = {
+	{ .ts = 123456789, .bytes = 80ULL << 30, .held_device = 1536ULL << 20,
+	  .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .rc = 2,
+	  .cls = GL_CLASS_DEVICE, .stack = &fail_stack },
+	{ .ts = 123456999, .bytes = 0, .held_device = 0, .api = "cuMemHostAlloc",
+	  .error = "CUDA_ERROR_INVALID_VALUE", .rc = 1, .cls = GL_CLASS_HOST_PINNED },
+};
+
+static struct snap_proc procs[3];
+static struct snapshot snap;
+
+/* Three processes: a running leaker, an exited one whose books disagree, one BPF never saw. */
+static void build(void)
+{
+	struct snap_proc *p = &procs[0];
+
+	memset(procs, 0, sizeof(procs));
+	memset(&snap, 0, sizeof(snap));
+	*p = (struct snap_proc){
+		.pid = 4242, .ns_pid = 4242, .comm = "python3", .start_time = 5,
+		.duration_ns = 30500000000ULL, .outstanding_allocs = 31,
+		.peak_device = 1600ULL << 20, .alloc_calls = 40, .free_calls = 7, .failures = 2,
+		.oom_failures = 1, .unmatched_frees = 1, .dropped_bytes = 4096, .failed_frees = 3,
+		.bpf_valid = true, .consistent = true, .nstacks = 4, .stacks = stacks_1,
+		.nfailures = 2, .failures_list = failures_1,
+	};
+	p->bytes[GL_CLASS_DEVICE] = 1536ULL << 20;
+	p->bytes[GL_CLASS_MANAGED] = 1;
+	p->bytes[GL_CLASS_HOST_PINNED] = 20ULL << 20;
+	p->bytes[GL_CLASS_ADDRESS] = 64ULL << 30;
+	p->bpf.bytes[GL_CLASS_DEVICE] = 1536ULL << 20;
+	p->bpf.bytes[GL_CLASS_MANAGED] = 1;
+	p->bpf.bytes[GL_CLASS_HOST_PINNED] = 20ULL << 20;
+	p->bpf.bytes[GL_CLASS_ADDRESS] = 64ULL << 30;
+	p->bpf.allocs[GL_CLASS_DEVICE] = 12;
+	p->bpf.allocs[GL_CLASS_MANAGED] = 1;
+	p->bpf.allocs[GL_CLASS_HOST_PINNED] = 18;
+	p->bpf.alloc_calls = 40;
+	p->bpf.free_calls = 7;
+	p->bpf.failures = 2;
+	p->bpf.unmatched_frees = 1;
+
+	p = &procs[1];
+	*p = (struct snap_proc){
+		.pid = 77, .ns_pid = 3, .comm = "a\"b\\c\x01\xff", .exited = true,
+		.duration_ns = 1000000, .outstanding_allocs = 1, .peak_device = 1024,
+		.alloc_calls = 1, .bpf_valid = true, .consistent = false,
+	};
+	p->bytes[GL_CLASS_DEVICE] = 1024;
+	p->bpf.bytes[GL_CLASS_DEVICE] = 2048;
+	p->bpf.allocs[GL_CLASS_DEVICE] = 2;
+	p->bpf.alloc_calls = 2;
+
+	p = &procs[2];
+	*p = (struct snap_proc){ .pid = 9, .comm = "idle", .bpf_valid = false };
+
+	snap = (struct snapshot){
+		.now_ns = 999, .duration_s = 30.25, .unmatched_frees = 1, .complete = false,
+		.nprocs = 3, .procs = procs, .stack_mode = "fp", .nr_probes = 100,
+		.malformed = 2, .stack_missing = 5,
+	};
+	for (int i = 0; i < GL_NR_STATS; i++)
+		snap.stats[i] = i * 10;
+	snap.stats[GL_STAT_LOST_STACK] = 0;
+	snap.stats[GL_STAT_LOST_CALL] = 0;
+	snap.stats[GL_STAT_LOST_PROC] = 0;
+}
+
+static char *text_of(const struct snapshot *s, const struct text_opts *o)
+{
+	struct unit_mem m;
+
+	assert_int_equal(report__text(unit_mem_open(&m), s, o), 0);
+	return unit_mem_close(&m);
+}
+
+static char *json_of(const struct snapshot *s)
+{
+	struct unit_mem m;
+
+	assert_int_equal(report__json(unit_mem_open(&m), s), 0);
+	return unit_mem_close(&m);
+}
+
+static void test_text_full(void **state)
+{
+	struct text_opts o = { 0 };
+	char *out;
+
+	build();
+	out = text_of(&snap, &o);
+	unit_check_expected("report_full.txt", out);
+	free(out);
+}
+
+static void test_text_limits(void **state)
+{
+	struct text_opts o = { .max_stacks = 1, .max_frames = 2 };
+	char *out;
+
+	build();
+	out = text_of(&snap, &o);
+	unit_check_expected("report_limits.txt", out);
+	free(out);
+}
+
+static void test_text_summary(void **state)
+{
+	struct text_opts o = { .summary = true, .max_stacks = 1 };
+	char *out;
+
+	build();
+	out = text_of(&snap, &o);
+	unit_check_expected("report_summary.txt", out);
+	assert_int_equal(unit_lines(out), 4);
+	free(out);
+}
+
+/* "... N more stacks" counts the stacks that would have been shown, not address space. */
+static void test_text_more_stacks_count(void **state)
+{
+	struct text_opts o = { .max_stacks = 1 };
+	struct snap_stack st[3];
+	char *out;
+
+	build();
+	st[0] = stacks_1[0];
+	st[1] = stacks_1[2]; /* address space: never listed */
+	st[2] = stacks_1[1];
+	procs[0].stacks = st;
+	procs[0].nstacks = 3;
+	procs[0].nfailures = 0;
+	snap.nprocs = 1;
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "  ... 1 more stacks\n"));
+	free(out);
+	/* an address-space stack after the last shown one is not "more" */
+	st[1] = stacks_1[1];
+	st[2] = stacks_1[2];
+	procs[0].nstacks = 3;
+	o.max_stacks = 2;
+	out = text_of(&snap, &o);
+	assert_null(strstr(out, "more stacks"));
+	assert_non_null(strstr(out, "  [2] managed"));
+	free(out);
+}
+
+static void test_text_lost_and_empty(void **state)
+{
+	struct text_opts o = { 0 };
+	struct snapshot empty = { .complete = true };
+	char *out;
+
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n");
+	free(out);
+	empty.lost_events = 3;
+	empty.complete = false;
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n"
+				 "WARNING: 3 events were lost (ring buffer full); figures are "
+				 "incomplete. Raise --ringbuf-size.\n");
+	free(out);
+	empty.lost_events = 0;
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n"
+				 "WARNING: figures are incomplete (see the stats in --json).\n");
+	free(out);
+}
+
+static void test_json_full(void **state)
+{
+	char *out;
+
+	build();
+	out = json_of(&snap);
+	unit_check_expected("report_full.json", out);
+	free(out);
+}
+
+static void test_json_empty(void **state)
+{
+	struct snapshot empty = { .complete = true };
+	char *out = json_of(&empty);
+
+	unit_check_expected("report_empty.json", out);
+	free(out);
+}
+
+/* The README's "JSON report" field names: added to, never renamed. */
+static void test_json_contract(void **state)
+{
+	static const char *const top[] = {
+		"version", "lost_events", "unmatched_frees", "complete", "stats", "processes",
+	};
+	static const char *const proc[] = {
+		"pid", "comm", "state", "device_bytes", "managed_bytes", "host_pinned_bytes",
+		"address_space_bytes", "outstanding_allocs", "peak_device_bytes", "alloc_calls",
+		"free_calls", "failures", "oom_failures", "unmatched_frees",
+		"context_dropped_bytes", "consistent", "bpf", "stacks", "failures_list",
+	};
+	static const char *const stack[] = {
+		"memory", "outstanding_bytes", "outstanding_allocs", "allocs", "frees", "verdict",
+		"growth_bytes_per_s", "frames",
+	};
+	static const char *const frame[] = { "kind", "function", "module", "offset", "build_id" };
+	static const char *const failure[] = { "api", "error", "bytes", "frames" };
+	static const char *const values[] = {
+		"\"version\":1,", "\"state\":\"running\"", "\"state\":\"exited\"",
+		"\"memory\":\"device\"", "\"memory\":\"managed\"", "\"memory\":\"host_pinned\"",
+		"\"verdict\":\"leak\"", "\"verdict\":\"steady\"", "\"verdict\":\"unknown\"",
+		"\"kind\":\"native\"", "\"error\":\"CUDA_ERROR_OUT_OF_MEMORY\"",
+		"\"consistent\":true", "\"consistent\":false", "\"complete\":false",
+	};
+	const struct {
+		const char *const *names;
+		size_t n;
+	} groups[] = {
+		{ top, sizeof(top) / sizeof(top[0]) },
+		{ proc, sizeof(proc) / sizeof(proc[0]) },
+		{ stack, sizeof(stack) / sizeof(stack[0]) },
+		{ frame, sizeof(frame) / sizeof(frame[0]) },
+		{ failure, sizeof(failure) / sizeof(failure[0]) },
+		{ values, sizeof(values) / sizeof(values[0]) },
+	};
+	char *out, key[64];
+
+	build();
+	out = json_of(&snap);
+	for (size_t g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+		for (size_t i = 0; i < groups[g].n; i++) {
+			const char *name = groups[g].names[i];
+
+			if (name[0] == '"')
+				snprintf(key, sizeof(key), "%s", name);
+			else
+				snprintf(key, sizeof(key), "\"%s\":", name);
+			if (!strstr(out, key))
+				fail_msg("the JSON report has no %s", key);
+		}
+	}
+	/* address-space stacks are not memory: not in the stack lists */
+	assert_null(strstr(out, "\"memory\":\"address_space\""));
+	/* a process BPF has no books for says so */
+	assert_non_null(strstr(out, "\"bpf\":null"));
+	free(out);
+}
+
+static void test_write_errors(void **state)
+{
+	FILE *f = fopen("/dev/full", "w");
+	struct text_opts o = { 0 };
+
+	assert_non_null(f);
+	build();
+	assert_int_equal(report__text(f, &snap, &o), -EIO);
+	clearerr(f);
+	assert_int_equal(report__json(f, &snap), -EIO);
+	fclose(f);
+}
+
+static void test_memory_classes(void **state)
+{
+	assert_true(report__is_memory_class(GL_CLASS_DEVICE));
+	assert_true(report__is_memory_class(GL_CLASS_MANAGED));
+	assert_true(report__is_memory_class(GL_CLASS_HOST_PINNED));
+	assert_false(report__is_memory_class(GL_CLASS_ADDRESS));
+	assert_false(report__is_memory_class(GL_CLASS_IMPORTED));
+	assert_false(report__is_memory_class(GL_NR_CLASSES));
+	assert_false(report__is_memory_class(255));
+}
+
+static void test_fmt_bytes(void **state)
+{
+	char b[32];
+
+	assert_string_equal(fmt_bytes(0, b, sizeof(b)), "0 B");
+	assert_string_equal(fmt_bytes(1023, b, sizeof(b)), "1023 B");
+	assert_string_equal(fmt_bytes(1024, b, sizeof(b)), "1.00 KiB");
+	assert_string_equal(fmt_bytes(1536ULL << 20, b, sizeof(b)), "1.50 GiB");
+	assert_string_equal(fmt_bytes(1ULL << 50, b, sizeof(b)), "1.00 PiB");
+	assert_string_equal(fmt_bytes(UINT64_MAX, b, sizeof(b)), "16384.00 PiB");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_text_full),
+		cmocka_unit_test(test_text_limits),
+		cmocka_unit_test(test_text_summary),
+		cmocka_unit_test(test_text_more_stacks_count),
+		cmocka_unit_test(test_text_lost_and_empty),
+		cmocka_unit_test(test_json_full),
+		cmocka_unit_test(test_json_empty),
+		cmocka_unit_test(test_json_contract),
+		cmocka_unit_test(test_write_errors),
+		cmocka_unit_test(test_memory_classes),
+		cmocka_unit_test(test_fmt_bytes),
+	};
+
+	return cmocka_run_group_tests_name("report", tests, NULL, NULL);
+}
