@@ -154,3 +154,6 @@ format:
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak
+
+# Python frames under every interpreter at hand (make test-python-versions).
+include tests/integration/python.mk

@@ -569,14 +569,14 @@ static __always_inline void close_books(struct task_struct *task, __u32 tgid, __
 
 	if (!st && !bpf_map_lookup_elem(&targets, &tgid))
 		return;
+	if (st && event == GL_PROC_EXIT)
+		st->exit_time = bpf_ktime_get_ns();
 	emit_proc(task, tgid, event, 0, st);
 	if (!st)
 		return;
 	drop_books(NULL, &w);
 	bpf_for_each_map_elem(&ctx_dev, drop_ctx_one, &tgid, 0);
-	if (event == GL_PROC_EXIT) {
-		bpf_map_delete_elem(&procs, &tgid);
-	} else {
+	if (event != GL_PROC_EXIT) {
 		__u64 start = st->start_time;
 
 		__builtin_memset(st, 0, sizeof(*st));

@@ -1,14 +1,233 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * python.bpf.h - CPython frames of the calling thread.
+ *
+ * For a process that user space configured (map py_procs, struct gl_py_proc),
+ * the walk finds this thread's PyThreadState in the interpreters' thread
+ * lists by pthread id (fsbase on x86-64) or native thread id, not through the
+ * GIL holder, because PyTorch releases the GIL around its operators. It then
+ * follows the frame chain and records (code object, instruction index) per
+ * frame, innermost first. C-stack shim frames (3.12+) are skipped and mark
+ * the frame before them as an entry frame. Everything read belongs to the
+ * target and may be garbage: every read is checked and every loop bounded.
  */
 #ifndef GPULEAK_PYTHON_BPF_H
 #define GPULEAK_PYTHON_BPF_H
 
+/* Processes whose frames are walked: tgid -> how. Written by src/stacks/python.c. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct gl_py_proc);
+} py_procs SEC(".maps");
+
+struct gl_py_scratch {
+	__u8 win[GL_PY_WINDOW];
+};
+
+/* A window of the target's memory, one per CPU (too large for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gl_py_scratch);
+} py_scratch SEC(".maps");
+
+struct py_walk {
+	const struct gl_py_proc *cfg;
+	__u8 *win;
+	struct gl_py_frame *out;
+	__u64 fsbase;
+	__u64 interp;  /* interpreter whose threads are being looked at */
+	__u64 tstate;  /* next thread state to look at, 0 = go to the next interpreter */
+	__u64 frame;   /* next frame to look at */
+	__u32 ns_tid;  /* this thread's id in its own PID namespace */
+	__u32 n;       /* frames recorded */
+	__u32 interps; /* interpreters looked at */
+	__u16 status;
+	bool found;
+};
+
+static __always_inline __u64 win_u64(const __u8 *win, __u32 off)
+{
+	if (off > GL_PY_WINDOW - 8)
+		return 0;
+	return *(const __u64 *)(win + off);
+}
+
+static __always_inline __u32 win_u32(const __u8 *win, __u32 off)
+{
+	if (off > GL_PY_WINDOW - 4)
+		return 0;
+	return *(const __u32 *)(win + off);
+}
+
+static __always_inline __u8 win_u8(const __u8 *win, __u32 off)
+{
+	if (off > GL_PY_WINDOW - 1)
+		return 0;
+	return win[off];
+}
+
+/* Copies len (<= GL_PY_WINDOW) bytes at addr into the window; 0 or -EFAULT. */
+static __always_inline long read_window(__u8 *win, __u64 addr, __u32 len)
+{
+	if (len > GL_PY_WINDOW)
+		len = GL_PY_WINDOW;
+	return bpf_probe_read_user(win, len, (const void *)addr);
+}
+
+static __always_inline __u64 read_ptr(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (const void *)addr))
+		return 0;
+	return v;
+}
+
+/* One step of the thread search: look at one thread state, or move to the next interpreter. */
+static long find_thread_step(__u32 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct gl_py_proc *cfg = w->cfg;
+	__u64 thread_id, native;
+
+	if (!w->tstate) {
+		if (!w->interp || w->interps >= GL_PY_MAX_INTERPS)
+			return 1;
+		w->tstate = read_ptr(w->interp + cfg->is_threads_head);
+		w->interp = read_ptr(w->interp + cfg->is_next);
+		w->interps++;
+		return 0;
+	}
+	if (read_window(w->win, w->tstate, cfg->win_ts)) {
+		w->status = GL_PY_FAULT;
+		return 1;
+	}
+	thread_id = win_u64(w->win, cfg->ts_thread_id);
+	native = (cfg->flags & GL_PY_F_NATIVE_TID) ? win_u64(w->win, cfg->ts_native_tid) : 0;
+	if ((w->fsbase && thread_id == w->fsbase) || (native && native == w->ns_tid)) {
+		w->frame = win_u64(w->win, cfg->ts_frame);
+		w->found = true;
+		return 1;
+	}
+	w->tstate = win_u64(w->win, cfg->ts_next);
+	return 0;
+}
+
+/* One step of the frame walk: record one frame, or skip a shim. */
+static long walk_frame_step(__u32 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct gl_py_proc *cfg = w->cfg;
+	struct gl_py_frame *f;
+	__u64 code, prev, instr;
+	__u32 n = w->n;
+
+	if (!w->frame)
+		return 1;
+	if (n >= GL_MAX_PY_FRAMES) {
+		w->status = GL_PY_TRUNCATED;
+		return 1;
+	}
+	if (read_window(w->win, w->frame, cfg->win_fr)) {
+		w->status = GL_PY_FAULT;
+		return 1;
+	}
+	prev = win_u64(w->win, cfg->fr_previous);
+	if (prev == w->frame) {
+		w->status = GL_PY_LOOP;
+		return 1;
+	}
+	if (cfg->owner_shim && win_u8(w->win, cfg->fr_owner) >= cfg->owner_shim) {
+		if (n > 0)
+			w->out[(n - 1) & (GL_MAX_PY_FRAMES - 1)].flags |= GL_PY_ENTRY;
+		w->frame = prev;
+		return 0;
+	}
+	/* 3.14 tags the low bit of f_executable; objects are 16-byte aligned */
+	code = win_u64(w->win, cfg->fr_code) & ~7ULL;
+	f = &w->out[n & (GL_MAX_PY_FRAMES - 1)];
+	f->code = code;
+	f->flags = 0;
+	if (cfg->flags & GL_PY_F_LASTI_INT) {
+		f->lasti = win_u32(w->win, cfg->fr_instr);
+	} else {
+		instr = win_u64(w->win, cfg->fr_instr);
+		code += cfg->co_code;
+		f->lasti = instr >= code && instr - code < (1ULL << 31) ? (instr - code) / 2 :
+									  GL_PY_LASTI_NONE;
+	}
+	if ((cfg->flags & GL_PY_F_ALL_ENTRY) ||
+	    ((cfg->flags & GL_PY_F_IS_ENTRY) && win_u8(w->win, cfg->fr_is_entry)))
+		f->flags |= GL_PY_ENTRY;
+	w->n = n + 1;
+	w->frame = prev;
+	return 0;
+}
+
+static __always_inline __u32 task_ns_tid(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid up = {};
+
+	if (bpf_core_read(&up, sizeof(up), &pid->numbers[level & 31]))
+		return 0;
+	return up.nr;
+}
+
+/*
+ * Walks the Python frames of the current thread into out[0..GL_MAX_PY_FRAMES).
+ * Returns the number recorded; *status says why the walk stopped.
+ */
 static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 				     struct gl_py_frame *out, __u16 *status)
 {
-	return 0;
+	__u32 tgid = pid_tgid >> 32, zero = 0;
+	const struct gl_py_proc *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct gl_py_scratch *s;
+	struct py_walk w = {};
+	__u64 start;
+
+	*status = GL_PY_OK;
+	if (!cfg)
+		return 0;
+	start = BPF_CORE_READ(task, group_leader, start_boottime);
+	if (!cfg->tick_ns || start / cfg->tick_ns != cfg->start_ticks) {
+		*status = GL_PY_STALE;
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!s)
+		return 0;
+	w.cfg = cfg;
+	w.win = s->win;
+	w.out = out;
+#ifdef __TARGET_ARCH_x86
+	w.fsbase = BPF_CORE_READ(task, thread.fsbase);
+#endif
+	if (cfg->flags & GL_PY_F_NATIVE_TID)
+		w.ns_tid = task_ns_tid(task);
+	w.interp = read_ptr(cfg->runtime + cfg->rt_interp_head);
+	if (!w.interp) {
+		*status = GL_PY_NO_RUNTIME;
+		return 0;
+	}
+	bpf_loop(GL_PY_MAX_THREADS + GL_PY_MAX_INTERPS, find_thread_step, &w, 0);
+	if (!w.found) {
+		*status = w.status ?: (w.tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
+		return 0;
+	}
+	if ((cfg->flags & GL_PY_F_CFRAME) && w.frame)
+		w.frame = read_ptr(w.frame + cfg->cf_frame);
+	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
+	if (!w.status && w.frame)
+		w.status = GL_PY_LOOP;
+	*status = w.status;
+	return w.n;
 }
 
 #endif /* GPULEAK_PYTHON_BPF_H */

@@ -213,7 +213,7 @@ enum gl_stack_mode {
 
 struct gl_py_frame {
 	__u64 code; /* PyCodeObject * in the target */
-	__u32 lasti; /* instruction offset in code units, or line for 3.10 (see python.c) */
+	__u32 lasti; /* instruction index in code units; GL_PY_LASTI_NONE if unknown */
 	__u32 flags;
 };
 
@@ -251,6 +251,8 @@ struct gl_proc_stats {
 	__u64 failures;
 	__u64 unmatched_frees;
 	__u64 dropped_bytes; /* dropped by context teardown */
+	__u64 exit_time;     /* the process exited (bpf_ktime_get_ns); the books above are final
+			      * and stay until user space takes them (its exit record may be lost) */
 };
 
 struct gl_proc {
@@ -281,5 +283,68 @@ enum gl_stat {
 #define GL_MAX_NEST 64
 /* Depth of the per-thread context stack (cuCtxPushCurrent). */
 #define GL_MAX_CTX 8
+
+/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python.c configures the walk === */
+
+/* gl_py_frame.flags */
+#define GL_PY_ENTRY 0x1 /* outermost frame run by one native call of the eval loop */
+
+#define GL_PY_LASTI_NONE 0xffffffffu
+
+/* gl_stack.py_status: why the walk stopped. */
+enum gl_py_status {
+	GL_PY_OK = 0,	       /* at the thread's first frame, or the process is not Python */
+	GL_PY_NO_THREAD = 1,   /* no thread state for this thread (it never ran Python) */
+	GL_PY_NO_RUNTIME = 2,  /* no interpreter yet, or _PyRuntime unreadable */
+	GL_PY_FAULT = 3,       /* a read failed: a frame torn down meanwhile, or wrong offsets */
+	GL_PY_TRUNCATED = 4,   /* GL_MAX_PY_FRAMES frames recorded and more remain */
+	GL_PY_LOOP = 5,	       /* the frame chain did not end within GL_PY_MAX_STEPS */
+	GL_PY_MANY_THREADS = 6, /* no match within GL_PY_MAX_THREADS thread states */
+	GL_PY_STALE = 7,       /* configured for an earlier process with this PID */
+	GL_PY_NR_STATUS = 8,
+};
+
+/* gl_py_proc.flags */
+#define GL_PY_F_LASTI_INT 0x1	/* fr_instr holds an int instruction index (3.10 f_lasti) */
+#define GL_PY_F_CFRAME 0x2	/* ts_frame points at a _PyCFrame (3.11, 3.12) */
+#define GL_PY_F_ALL_ENTRY 0x4	/* one eval-loop call per frame (3.10) */
+#define GL_PY_F_IS_ENTRY 0x8	/* fr_is_entry is valid (3.11) */
+#define GL_PY_F_NATIVE_TID 0x10 /* ts_native_tid is valid (3.11+) */
+
+#define GL_PY_WINDOW 256      /* most bytes read at once from a thread state or frame */
+#define GL_PY_MAX_THREADS 256 /* thread states looked at, over all interpreters */
+#define GL_PY_MAX_INTERPS 8   /* interpreters looked at */
+#define GL_PY_MAX_STEPS 160   /* frames looked at (shims included) */
+
+/*
+ * How to walk one process's interpreter (map py_procs, key = tgid). The
+ * thread-state and frame fields lie inside the first win_ts and win_fr bytes.
+ */
+struct gl_py_proc {
+	__u64 runtime;	   /* address of _PyRuntime in the process */
+	__u64 start_ticks; /* process start, clock ticks after boot (/proc/PID/stat) */
+	__u32 tick_ns;	   /* nanoseconds per clock tick */
+	__u16 version;	   /* major << 8 | minor */
+	__u16 flags;	   /* GL_PY_F_* */
+	__u32 rt_interp_head;  /* _PyRuntimeState: interpreters.head */
+	__u32 is_next;	       /* PyInterpreterState: next */
+	__u32 is_threads_head; /* PyInterpreterState: threads.head (3.10: tstate_head) */
+	__u16 ts_next;	       /* PyThreadState: next */
+	__u16 ts_thread_id;    /* PyThreadState: thread_id (pthread_self()) */
+	__u16 ts_native_tid;   /* PyThreadState: native_thread_id */
+	__u16 ts_frame;	       /* PyThreadState: frame (3.10), cframe (3.11, 3.12), current_frame */
+	__u16 cf_frame;	       /* _PyCFrame: current_frame */
+	__u16 fr_previous;     /* frame: f_back (3.10), previous */
+	__u16 fr_code;	       /* frame: f_code, f_executable (3.13+) */
+	__u16 fr_instr;	       /* frame: f_lasti (3.10), prev_instr, instr_ptr (3.13+) */
+	__u16 fr_owner;	       /* frame: owner (3.12+) */
+	__u16 fr_is_entry;     /* frame: is_entry (3.11) */
+	__u16 co_code;	       /* code object: co_code_adaptive (3.11+) */
+	__u8 owner_shim;       /* frames owned from this value up are C-stack shims; 0: none */
+	__u8 pad;
+	__u16 win_ts;	       /* bytes of a thread state read at once (<= GL_PY_WINDOW) */
+	__u16 win_fr;	       /* bytes of a frame read at once (<= GL_PY_WINDOW) */
+};
+/* ==== end of CPython frames ==== */
 
 #endif /* GPULEAK_ABI_H */

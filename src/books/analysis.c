@@ -2,21 +2,50 @@
 /*
  * analysis.c - bounded time series and leak verdicts.
  *
- * The series keeps at most SERIES_POINTS buckets; when full, neighbouring
- * buckets merge and the width doubles, so old history is kept at lower
- * resolution and memory stays constant.
+ * The series keeps at most SERIES_POINTS buckets. When it is full the width
+ * doubles and buckets that fall in the same (aligned, twice as wide) slot
+ * merge: old history is kept at a lower resolution, a time gap stays a gap,
+ * and memory stays constant.
+ *
+ * Verdicts read the floor of the series: F(t), the least value outstanding
+ * from t until now (suffix minima of the buckets). F never decreases; it rises
+ * where memory was taken and has not been given back since. A leak is a floor
+ * that keeps rising: several rises, spread over most of the window, the last
+ * one recent. Memory released and re-allocated (caches, empty_cache()) takes
+ * the value back to an old low, so F stays flat until the last release; a
+ * warm-up leaves F flat after it; an allocation held forever never raises it.
  */
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
+#include "report/snapshot.h"
+
+/*
+ * Thresholds. W is the window (first change to now), B the series' base width
+ * (1 s unless --resolution says otherwise). They scale with W, so a pattern
+ * gets the same verdict whether it is watched for 10 s or for 10 h.
+ */
+#define MIN_WINDOW_B 8	  /* no verdict on less than 8 B of history */
+#define PLATEAU_MIN_B 3	  /* a plateau lasts at least 3 B ... */
+#define PLATEAU_W_DIV 4	  /* ... and W / 4: a floor flat that long at the end is steady */
+#define LEAK_MIN_STEPS 4  /* a leak's floor rises at least 4 times ... */
+#define LEAK_COVER_PCT 50 /* ... and rises through more than half of W (W minus plateaus) */
+
+#define DEFAULT_WIDTH_NS 1000000000ULL
+#define MAX_WIDTH_NS (1ULL << 62)
+#define NS_PER_S 1e9
 
 struct series *series__new(uint64_t width_ns)
 {
 	struct series *s = calloc(1, sizeof(*s));
 
-	if (s)
-		s->width_ns = width_ns ? width_ns : 1000000000ULL;
+	if (s) {
+		s->width_ns = width_ns ? width_ns : DEFAULT_WIDTH_NS;
+		s->base_ns = s->width_ns;
+	}
 	return s;
 }
 
@@ -25,48 +54,63 @@ void series__free(struct series *s)
 	free(s);
 }
 
-static void merge_halves(struct series *s)
+void series__reset(struct series *s)
 {
-	uint32_t j = 0;
+	if (s)
+		*s = (struct series){ .base_ns = s->base_ns, .width_ns = s->base_ns };
+}
 
-	for (uint32_t i = 0; i + 1 < s->n; i += 2, j++) {
-		struct series_point *a = &s->pts[i], *b = &s->pts[i + 1];
+static void merge_into(struct series_point *a, const struct series_point *b)
+{
+	a->last = b->last;
+	if (b->min < a->min)
+		a->min = b->min;
+	if (b->max > a->max)
+		a->max = b->max;
+}
 
-		s->pts[j] = (struct series_point){
-			.t_ns = a->t_ns,
-			.last = b->last,
-			.min = a->min < b->min ? a->min : b->min,
-			.max = a->max > b->max ? a->max : b->max,
-		};
+/* Doubles the width until a bucket is free; buckets sharing a slot merge. */
+static void coarsen(struct series *s)
+{
+	while (s->n >= SERIES_POINTS && s->width_ns < MAX_WIDTH_NS) {
+		uint32_t j = 0;
+
+		s->width_ns *= 2;
+		for (uint32_t i = 0; i < s->n; i++) {
+			struct series_point p = s->pts[i];
+
+			p.t_ns -= p.t_ns % s->width_ns;
+			if (j && s->pts[j - 1].t_ns == p.t_ns)
+				merge_into(&s->pts[j - 1], &p);
+			else
+				s->pts[j++] = p;
+		}
+		s->n = j;
 	}
-	if (s->n % 2)
-		s->pts[j++] = s->pts[s->n - 1];
-	s->n = j;
-	s->width_ns *= 2;
 }
 
 void series__add(struct series *s, uint64_t ts_ns, uint64_t bytes)
 {
-	struct series_point *p;
+	struct series_point *p, one = { .last = bytes, .min = bytes, .max = bytes };
 
 	if (!s)
 		return;
+	if (!s->changes++)
+		s->first_ns = ts_ns;
+	if (s->n && ts_ns < s->pts[s->n - 1].t_ns)
+		ts_ns = s->pts[s->n - 1].t_ns;
+	if (s->n == SERIES_POINTS && ts_ns >= s->pts[s->n - 1].t_ns + s->width_ns)
+		coarsen(s);
 	if (s->n) {
 		p = &s->pts[s->n - 1];
-		if (ts_ns < p->t_ns + s->width_ns) {
-			p->last = bytes;
-			if (bytes < p->min)
-				p->min = bytes;
-			if (bytes > p->max)
-				p->max = bytes;
+		if (ts_ns < p->t_ns + s->width_ns || s->n == SERIES_POINTS) {
+			merge_into(p, &one);
 			return;
 		}
 	}
-	if (s->n == SERIES_POINTS)
-		merge_halves(s);
-	p = &s->pts[s->n++];
 	/* buckets start on multiples of the width, so merged buckets line up */
-	*p = (struct series_point){ ts_ns - ts_ns % s->width_ns, bytes, bytes, bytes };
+	one.t_ns = ts_ns - ts_ns % s->width_ns;
+	s->pts[s->n++] = one;
 }
 
 const char *verdict__name(enum verdict v)
@@ -78,11 +122,220 @@ const char *verdict__name(enum verdict v)
 	}
 }
 
+/* What the floor did over the window. */
+struct floor_scan {
+	uint32_t rises;
+	uint64_t last_rise;	/* time of the last rise; the first change if none */
+	uint64_t plateau_ns;	/* time spent in plateaus (floor flat >= P) before last_rise */
+	uint64_t plateau_end;	/* end of the latest such plateau */
+	uint64_t plateau_level; /* the floor during it */
+	uint64_t peak_before;	/* the highest value before it ended */
+	uint64_t peak;		/* the highest value of all */
+	uint64_t floor_first, floor_now;
+};
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static void scan_floor(const struct series *s, uint64_t now, uint64_t plateau_min,
+		       struct floor_scan *fs)
+{
+	uint64_t floor[SERIES_POINTS + 1], prev = s->first_ns, peak = 0;
+	struct series_point pts[SERIES_POINTS + 1];
+	uint32_t n = s->n;
+
+	memset(fs, 0, sizeof(*fs));
+	memcpy(pts, s->pts, n * sizeof(pts[0]));
+	/* since the newest bucket ended the value has been its last one */
+	if (now >= pts[n - 1].t_ns + s->width_ns) {
+		uint64_t v = pts[n - 1].last;
+
+		pts[n] = (struct series_point){ pts[n - 1].t_ns + s->width_ns, v, v, v };
+		n++;
+	}
+	floor[n - 1] = pts[n - 1].min;
+	for (uint32_t i = n - 1; i-- > 0;)
+		floor[i] = min_u64(pts[i].min, floor[i + 1]);
+	for (uint32_t i = 1; i < n; i++) {
+		const struct series_point *before = &pts[i - 1];
+		uint64_t t;
+
+		peak = max_u64(peak, before->max);
+		if (floor[i] <= floor[i - 1])
+			continue;
+		/* risen by the end of bucket i-1 if it ended above the new floor, else in i */
+		t = before->last >= floor[i] ? before->t_ns + s->width_ns : pts[i].t_ns;
+		t = t < prev ? prev : t > now ? now : t;
+		if (t - prev >= plateau_min) {
+			fs->plateau_ns += t - prev;
+			fs->plateau_end = t;
+			fs->plateau_level = floor[i - 1];
+			fs->peak_before = peak;
+		}
+		fs->rises++;
+		prev = t;
+	}
+	fs->peak = max_u64(peak, pts[n - 1].max);
+	fs->last_rise = prev;
+	fs->floor_first = floor[0];
+	fs->floor_now = floor[n - 1];
+}
+
+/* The k-th smallest of a[0..n) (reorders a). */
+static double kth_smallest(double *a, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		double pivot = a[lo + (hi - lo) / 2], tmp;
+		int i = lo, j = hi;
+
+		do {
+			while (a[i] < pivot)
+				i++;
+			while (pivot < a[j])
+				j--;
+			if (i <= j) {
+				tmp = a[i];
+				a[i++] = a[j];
+				a[j--] = tmp;
+			}
+		} while (i <= j);
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return a[k];
+}
+
+/* Theil-Sen slope of the bucket minima, bytes per second: robust to churn and outliers. */
+static double floor_slope(const struct series *s)
+{
+	double slopes[SERIES_POINTS * (SERIES_POINTS - 1) / 2];
+	int m = 0;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		for (uint32_t j = i + 1; j < s->n; j++) {
+			double dt = (double)(s->pts[j].t_ns - s->pts[i].t_ns) / NS_PER_S;
+
+			slopes[m++] = ((double)s->pts[j].min - (double)s->pts[i].min) / dt;
+		}
+	}
+	return m ? kth_smallest(slopes, m, m / 2) : 0;
+}
+
+static const char *fmt_secs(double s, char *buf, size_t len)
+{
+	if (s < 100)
+		snprintf(buf, len, "%.1f s", s);
+	else if (s < 6000)
+		snprintf(buf, len, "%.1f min", s / 60);
+	else
+		snprintf(buf, len, "%.1f h", s / 3600);
+	return buf;
+}
+
+static void say(struct verdict_info *out, enum verdict v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(struct verdict_info *out, enum verdict v, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	out->verdict = v;
+	va_start(ap, fmt);
+	n = vsnprintf(out->why, sizeof(out->why), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		out->why[0] = '\0';
+	else if ((size_t)n >= sizeof(out->why))
+		memcpy(out->why + sizeof(out->why) - 4, "...", 4);
+}
+
+/* Steady: the floor has been flat for the last P or more. */
+static void say_flat(const struct series *s, const struct floor_scan *fs, uint64_t now,
+		     uint64_t window, struct verdict_info *out)
+{
+	char b1[32], b2[32], t1[32], t2[32];
+
+	fmt_secs((now - fs->last_rise) / NS_PER_S, t1, sizeof(t1));
+	fmt_secs(window / NS_PER_S, t2, sizeof(t2));
+	fmt_bytes(fs->floor_now, b1, sizeof(b1));
+	if (fs->rises)
+		say(out, VERDICT_STEADY, "plateau at %s for the last %s (of %s)", b1, t1, t2);
+	else if (s->changes == 1)
+		say(out, VERDICT_STEADY, "allocated once, held for %s", t2);
+	else if (fs->peak > fs->floor_now)
+		say(out, VERDICT_STEADY, "floor flat at %s for %s, up to %s above it", b1, t2,
+		    fmt_bytes(fs->peak - fs->floor_now, b2, sizeof(b2)));
+	else
+		say(out, VERDICT_STEADY, "flat at %s for %s", b1, t2);
+}
+
 void series__classify(const struct series *s, uint64_t now_ns, struct verdict_info *out)
 {
+	char b1[32], b2[32], t1[32], t2[32], t3[32];
+	uint64_t window, plateau_min, covered;
+	struct floor_scan fs;
+
 	memset(out, 0, sizeof(*out));
-	out->verdict = VERDICT_UNKNOWN;
-	(void)s;
-	(void)now_ns;
-	snprintf(out->why, sizeof(out->why), "no leak analysis yet");
+	if (!s || !s->n) {
+		say(out, VERDICT_UNKNOWN, "no history");
+		return;
+	}
+	if (now_ns < s->pts[s->n - 1].t_ns)
+		now_ns = s->pts[s->n - 1].t_ns;
+	window = now_ns > s->first_ns ? now_ns - s->first_ns : 0;
+	out->window_s = window / NS_PER_S;
+	if (window < MIN_WINDOW_B * s->base_ns) {
+		say(out, VERDICT_UNKNOWN, "seen for %s; a verdict needs %s",
+		    fmt_secs(out->window_s, t1, sizeof(t1)),
+		    fmt_secs(MIN_WINDOW_B * s->base_ns / NS_PER_S, t2, sizeof(t2)));
+		return;
+	}
+	plateau_min = max_u64(window / PLATEAU_W_DIV, PLATEAU_MIN_B * s->base_ns);
+	scan_floor(s, now_ns, plateau_min, &fs);
+	out->steps = fs.rises;
+	if (now_ns - fs.last_rise >= plateau_min) {
+		say_flat(s, &fs, now_ns, window, out);
+		return;
+	}
+	covered = window - fs.plateau_ns;
+	if (fs.rises >= LEAK_MIN_STEPS && covered * 100 > window * LEAK_COVER_PCT) {
+		out->growth_bytes_per_s = floor_slope(s);
+		if (out->growth_bytes_per_s <= 0)
+			out->growth_bytes_per_s = (fs.floor_now - fs.floor_first) / out->window_s;
+		fmt_bytes((uint64_t)(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
+		say(out, VERDICT_LEAK, "+%s/s over %s, %u steps, no plateau", b1,
+		    fmt_secs(out->window_s, t1, sizeof(t1)), fs.rises);
+		return;
+	}
+	fmt_bytes(fs.plateau_level, b1, sizeof(b1));
+	if (fs.plateau_ns && fs.floor_now <= fs.peak_before) {
+		say(out, VERDICT_STEADY, "returns to %s and grows back to at most %s "
+		    "(floor flat %s of %s)", b1, fmt_bytes(fs.peak_before, b2, sizeof(b2)),
+		    fmt_secs(fs.plateau_ns / NS_PER_S, t1, sizeof(t1)), fmt_secs(out->window_s, t2,
+		    sizeof(t2)));
+		return;
+	}
+	out->growth_bytes_per_s = floor_slope(s);
+	if (fs.plateau_ns) {
+		say(out, VERDICT_UNKNOWN, "rising for the last %s, after %s flat at %s",
+		    fmt_secs((now_ns - fs.plateau_end) / NS_PER_S, t1, sizeof(t1)),
+		    fmt_secs(fs.plateau_ns / NS_PER_S, t2, sizeof(t2)), b1);
+	} else {
+		say(out, VERDICT_UNKNOWN, "%u rise%s in %s: too few to tell", fs.rises,
+		    fs.rises == 1 ? "" : "s", fmt_secs(out->window_s, t3, sizeof(t3)));
+	}
 }

@@ -16,35 +16,51 @@ enum verdict {
 	VERDICT_LEAK = 2,
 };
 
-/* One bucket of time: outstanding bytes at its end, and their range inside it. */
+/*
+ * One bucket of time, [t_ns, t_ns + width): outstanding bytes at its last
+ * change, and their range inside it. Between buckets nothing changed.
+ */
 struct series_point {
-	uint64_t t_ns; /* start of the bucket */
+	uint64_t t_ns; /* start of the bucket, a multiple of the width */
 	uint64_t last, min, max;
 };
 
 struct series {
-	uint64_t width_ns; /* bucket width; doubles when the series is full */
+	uint64_t base_ns;  /* the first width: the finest resolution, unit of the thresholds */
+	uint64_t width_ns; /* bucket width; doubles (buckets merge) when the series is full */
+	uint64_t first_ns; /* first change */
+	uint64_t changes;  /* calls to series__add */
 	uint32_t n;
 	struct series_point pts[SERIES_POINTS];
 };
 
 struct verdict_info {
 	enum verdict verdict;
-	double growth_bytes_per_s; /* over the observation window */
-	double window_s;
-	uint32_t steps; /* rises of the staircase */
-	char why[160];	/* one line for the report */
+	double growth_bytes_per_s; /* of the floor over the window; 0 when steady */
+	double window_s;	   /* from the first change to now */
+	uint32_t steps;		   /* rises of the floor (at the series' resolution) */
+	char why[160];		   /* one line for the report */
 };
 
-/* NULL with errno on failure. */
+/* An empty series whose buckets start width_ns wide (0: 1 s). NULL with errno on failure. */
 struct series *series__new(uint64_t width_ns);
 void series__free(struct series *s);
-/* Records that outstanding bytes became `bytes` at time ts_ns (monotonic, non-decreasing). */
+/* Forgets the history (exec: the books start over), keeping the base width. s may be NULL. */
+void series__reset(struct series *s);
+/*
+ * Records that outstanding bytes became `bytes` at time ts_ns. Times should not
+ * decrease; one earlier than the newest bucket counts in that bucket. s may be NULL.
+ */
 void series__add(struct series *s, uint64_t ts_ns, uint64_t bytes);
 
-/* Classifies a series observed until now_ns. s may be NULL (unknown). */
+/*
+ * Classifies a series observed until now_ns (same clock as series__add; the
+ * newest change if later): fills *out. s may be NULL (unknown). O(SERIES_POINTS^2)
+ * at most, no allocation.
+ */
 void series__classify(const struct series *s, uint64_t now_ns, struct verdict_info *out);
 
+/* "leak", "steady" or "unknown". */
 const char *verdict__name(enum verdict v);
 
 #endif /* GL_ANALYSIS_H */

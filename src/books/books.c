@@ -111,6 +111,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		}
 	}
 	proc->first_ns = h->ts;
+	proc->device_series = series__new(b->opts.series_width_ns);
 	if (b->opts.no_proc_files) {
 		/* whatever has this PID now is not the process of these records */
 		snprintf(proc->comm, sizeof(proc->comm), "?");
@@ -160,11 +161,8 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 	int n_ips, n = 0;
 
 	n_ips = unwind__stack(b->unwinder, proc, v, ips, UNWIND_MAX_FRAMES);
-	if (n_ips <= 0) {
-		/* no stack: the traced function itself still tells something */
-		frames[0] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
-		return stacks__intern(b->stacks, frames, 1);
-	}
+	if (n_ips <= 0) /* no native stack: the traced function itself still tells something */
+		frames[n++] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
 	for (int i = 0; i < n_ips && n < (int)(sizeof(frames) / sizeof(frames[0])); i++) {
 		/* return addresses point after the call: symbolize the call itself */
 		uint64_t addr = i == 0 ? ips[i] : ips[i] - 1;
@@ -239,6 +237,8 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 	proc->nallocs[cls] += n;
 	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
 		proc->peak_device = proc->bytes[cls];
+	if (cls == GL_CLASS_DEVICE)
+		series__add(proc->device_series, ts, proc->bytes[cls]);
 	if (!a)
 		return;
 	a->bytes += bytes;
@@ -471,19 +471,27 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 			addr_map__refresh(proc->am);
 		return;
 	case GL_PROC_EXIT:
-		proc->exited = true;
-		proc->exit_ns = r->hdr.ts;
-		proc->final = r->stats;
-		proc->has_final = true;
 		if (r->comm[0]) {
 			memcpy(proc->comm, r->comm, sizeof(proc->comm));
 			proc->comm[sizeof(proc->comm) - 1] = '\0';
 		}
-		proc__retire(proc);
-		if (b->hooks.proc_end)
-			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
+		books__exited(b, proc, &r->stats, r->hdr.ts);
 		return;
 	}
+}
+
+void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
+		   uint64_t ts)
+{
+	if (proc->exited)
+		return;
+	proc->exited = true;
+	proc->exit_ns = ts;
+	proc->final = *final;
+	proc->has_final = true;
+	proc__retire(proc);
+	if (b->hooks.proc_end)
+		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
 }
 
 int books__apply(struct books *b, const void *data, size_t size)

@@ -49,6 +49,13 @@ void books__set_hooks(struct books *b, const struct books_hooks *h);
 /* Applies one record. Returns 0, or -EINVAL for a malformed record (counted). */
 int books__apply(struct books *b, const void *data, size_t size);
 
+/*
+ * The process exited with these final kernel-side books (from its exit record,
+ * or read from BPF's table when that record was lost). Idempotent.
+ */
+void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
+		   uint64_t ts);
+
 struct procs *books__procs(struct books *b);
 struct stacks *books__stacks(struct books *b);
 struct modules *books__modules(struct books *b);

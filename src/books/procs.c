@@ -55,6 +55,7 @@ static void proc_free(struct proc *proc)
 	proc__retire(proc);
 	free_aggs(proc->aggs);
 	htab__free(proc->aggs);
+	series__free(proc->device_series);
 	free(proc->ctxs);
 	free(proc);
 }
@@ -176,6 +177,7 @@ void proc__clear_books(struct proc *proc)
 	proc->peak_device = 0;
 	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
 	proc->unmatched_frees = proc->failed_frees = proc->dropped_bytes = proc->no_stack = 0;
+	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
 }

@@ -115,6 +115,7 @@ struct proc {
 	uint64_t peak_device;
 	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* device class, per device ordinal */
 	uint64_t unknown_dev_bytes;	      /* device class, device not known */
+	struct series *device_series; /* device bytes over time (analysis.h) */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;
 

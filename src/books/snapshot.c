@@ -12,6 +12,7 @@
 #include "snapshot.h"
 #include "stacks/python.h"
 #include "trace/probes.h"
+#include "util/nvml.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,
@@ -255,6 +256,30 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 	return 0;
 }
 
+/* Growth of the process's device memory; with NVML, what it held unseen and when it fills up. */
+static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
+			struct snap_proc *sp)
+{
+	uint64_t device = proc->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
+	uint64_t headroom = NVML_UNKNOWN;
+	struct verdict_info vi;
+
+	series__classify(proc->device_series, end, &vi);
+	sp->device_growth_bytes_per_s = vi.growth_bytes_per_s;
+	sp->projected_oom_s = -1;
+	if (!o->nvml || proc->exited)
+		return;
+	nvml_sample__proc(o->nvml, proc->pid, &used, &headroom);
+	if (used == NVML_UNKNOWN && proc->ns_pid > 0 && proc->ns_pid != proc->pid)
+		nvml_sample__proc(o->nvml, proc->ns_pid, &used, &headroom);
+	if (used != NVML_UNKNOWN) {
+		sp->pre_attach_valid = true;
+		sp->pre_attach_bytes = used > device ? used - device : 0;
+	}
+	if (vi.verdict == VERDICT_LEAK && vi.growth_bytes_per_s > 0 && headroom != NVML_UNKNOWN)
+		sp->projected_oom_s = headroom / vi.growth_bytes_per_s;
+}
+
 static bool books_agree(const struct snap_proc *sp)
 {
 	const struct gl_proc_stats *s = &sp->bpf;
@@ -328,6 +353,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->consistent = sp->bpf_valid && books_agree(sp);
 	if (sp->bpf_valid && !sp->consistent)
 		use_kernel_totals(sp);
+	fill_growth(proc, o, end, sp);
 	if (fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
 	sp->torch_reserved_bytes = torch_reserved(sp);

@@ -10,6 +10,7 @@
 #include "stacks/symbolize.h"
 
 struct python;
+struct nvml_sample;
 
 struct snapshot_opts {
 	uint64_t now_ns;    /* bpf_ktime_get_ns clock */
@@ -23,6 +24,7 @@ struct snapshot_opts {
 	struct python *python; /* resolves Python frames; may be NULL */
 	const char *stack_mode;
 	uint32_t nr_probes;
+	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
 };
 
 /*

@@ -29,6 +29,10 @@ enum {
 	OPT_TORCH,
 	OPT_NO_TORCH,
 	OPT_SORT,
+	OPT_RESOLUTION,
+	OPT_FOLDED,
+	OPT_SVG,
+	OPT_PPROF,
 	OPT_BENCH_FLOOR,
 };
 
@@ -38,6 +42,9 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "wait", required_argument, NULL, 'w' },
 	{ "json", required_argument, NULL, OPT_JSON },
+	{ "folded", required_argument, NULL, OPT_FOLDED },
+	{ "svg", required_argument, NULL, OPT_SVG },
+	{ "pprof", required_argument, NULL, OPT_PPROF },
 	{ "stacks", required_argument, NULL, OPT_STACKS },
 	{ "stack-bytes", required_argument, NULL, OPT_STACK_BYTES },
 	{ "top", required_argument, NULL, OPT_TOP },
@@ -51,6 +58,7 @@ static const struct option long_opts[] = {
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -73,6 +81,9 @@ void cli__usage(FILE *f)
 	      "  -d, --duration T      stop after T (default: when the targets exit)\n"
 	      "  -w, --wait T          how long to wait for a target to load libcuda (30s)\n"
 	      "      --json FILE       write the final report as JSON to FILE ('-' = stdout)\n"
+	      "      --folded FILE     write folded stacks of outstanding bytes (flamegraph.pl)\n"
+	      "      --svg FILE        write an interactive flame graph of outstanding bytes\n"
+	      "      --pprof FILE      write a gzipped pprof profile (inuse/alloc space/objects)\n"
 	      "      --stacks MODE     fp, dwarf or none (fp)\n"
 	      "      --stack-bytes N   user stack copied per call in dwarf mode (16k, max 32k)\n"
 	      "      --top N           stacks shown per process in text (10; 0 = all)\n"
@@ -87,6 +98,7 @@ void cli__usage(FILE *f)
 	      "      --no-torch        driver level only\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
+	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -112,6 +124,7 @@ static void defaults(struct gl_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
+	o->resolution_ms = 1000;
 	o->stack_mode = GL_STACK_FP;
 	o->stack_bytes = 16384;
 	o->top = 10;
@@ -142,6 +155,15 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (!*arg)
 			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
+		return 0;
+	case OPT_FOLDED:
+		o->folded_path = arg;
+		return 0;
+	case OPT_SVG:
+		o->svg_path = arg;
+		return 0;
+	case OPT_PPROF:
+		o->pprof_path = arg;
 		return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
@@ -207,6 +229,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else
 			return usage_error("invalid --sort '%s': expected growth or bytes", arg);
 		return 0;
+	case OPT_RESOLUTION:
+		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
+			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
@@ -222,6 +247,18 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	default:
 		return EXIT_USAGE;
 	}
+}
+
+/* At most one of the report files may be stdout. */
+static int check_outputs(const struct gl_opts *o)
+{
+	const char *paths[] = { o->json_path, o->folded_path, o->svg_path, o->pprof_path };
+	int on_stdout = 0;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		on_stdout += paths[i] && !strcmp(paths[i], "-");
+	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg and --pprof can "
+					   "be '-' (stdout)") : 0;
 }
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
@@ -289,6 +326,9 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	err = check_outputs(o);
+	if (err)
+		return err;
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");

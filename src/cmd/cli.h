@@ -40,7 +40,9 @@ struct gl_opts {
 	uint64_t interval_ms; /* 0: no interim summaries */
 	uint64_t duration_ms; /* 0: until the targets exit or a signal */
 	uint64_t wait_ms;     /* for libcuda to be loaded */
+	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
 	const char *json_path;
+	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;

@@ -29,10 +29,13 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "util/log.h"
+#include "util/nvml.h"
+#include "util/outfile.h"
 #include "util/procfs.h"
 
 #define POLL_MS 100
 #define RESCAN_ALL_NS 5000000000ULL
+#define NVML_TIMEOUT_MS 3000
 
 static volatile sig_atomic_t stop_signal;
 
@@ -63,6 +66,14 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 	struct target *t = targets__find(s, proc->pid);
 	char b[32];
 
+	if (event == GL_PROC_EXIT)
+		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
+	if (!s->o->no_python) {
+		/* a new image has its own interpreter, or none */
+		python__detach(s->python, s->tracer, proc->pid);
+		if (event == GL_PROC_EXEC)
+			python__attach(s->python, s->tracer, proc->pid);
+	}
 	if (event == GL_PROC_EXEC) {
 		if (proc->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
@@ -145,6 +156,41 @@ static const char *stack_mode_name(enum gl_stack_mode m)
 	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
 }
 
+/* NVML's view of the devices for a report; NULL when there is none. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	int err;
+
+	if (s->nvml_off || !procs__count(books__procs(s->books)))
+		return NULL;
+	if (!s->nvml)
+		s->nvml = malloc(sizeof(*s->nvml));
+	err = s->nvml ? nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, s->nvml) : -ENOMEM;
+	if (!err)
+		return s->nvml;
+	log_debug("no NVML figures (GPU capacity, memory held before attach): %s", strerror(-err));
+	s->nvml_off = true;
+	return NULL;
+}
+
+/*
+ * Processes whose exit record was lost (ring buffer full): BPF keeps their
+ * final books marked exited; take them now.
+ */
+static void reconcile_exits(struct session *s)
+{
+	struct procs *procs = books__procs(s->books);
+	struct gl_proc_stats st;
+	struct proc *proc;
+
+	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
+		if (proc->exited || tracer__proc_stats(s->tracer, proc->pid, &st) ||
+		    st.start_time != proc->start_time || !st.exit_time)
+			continue;
+		books__exited(s->books, proc, &st, st.exit_time);
+	}
+}
+
 static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 {
 	uint64_t stats[GL_NR_STATS] = {};
@@ -158,6 +204,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		.python = s->python,
 		.stack_mode = stack_mode_name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
+		.nvml = sample_nvml(s),
 	};
 	struct snapshot *snap = NULL;
 
@@ -165,6 +212,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 	 * books differ for an instant: drain and look again before saying so */
 	for (int attempt = 0; attempt < 3; attempt++) {
 		tracer__drain(s->tracer);
+		reconcile_exits(s);
 		tracer__stats(s->tracer, stats);
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, s->sym, &so);
@@ -175,11 +223,21 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 	return snap;
 }
 
+/* Whether a report file goes to stdout, which then carries nothing else. */
+static bool report_on_stdout(const struct gl_opts *o)
+{
+	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
+	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
+}
+
 static void print_summary(struct session *s)
 {
 	struct text_opts to = { .max_stacks = 3, .max_frames = 6 };
-	struct snapshot *snap = take_snapshot(s, 3);
+	struct snapshot *snap;
 
+	if (report_on_stdout(s->o))
+		return;
+	snap = take_snapshot(s, 3);
 	if (!snap)
 		return;
 	printf("--- %.1f s ---\n", (now_ns() - s->start_ns) / 1e9);
@@ -187,32 +245,63 @@ static void print_summary(struct session *s)
 	snapshot__free(snap);
 }
 
+enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
+
+/* Writes one report file (none if path is NULL). Returns 0 or -errno, said on stderr. */
+static int write_output(const struct snapshot *snap, enum output kind, const char *path)
+{
+	struct timespec wall;
+	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
+	FILE *f;
+	int err;
+
+	if (!path)
+		return 0;
+	f = outfile__open(path);
+	if (!f) {
+		err = -errno;
+		if (err == -ELOOP)
+			log_error("cannot write %s: it is a symbolic link (not followed)", path);
+		else if (err == -EMLINK)
+			log_error("cannot write %s: it has other hard links", path);
+		else
+			log_error("cannot write %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (kind == OUT_JSON) {
+		err = report__json(f, snap);
+	} else if (kind == OUT_FOLDED) {
+		err = report__folded(f, snap, &(struct folded_opts){ 0 });
+	} else if (kind == OUT_SVG) {
+		err = report__svg(f, snap, &(struct svg_opts){ 0 });
+	} else {
+		clock_gettime(CLOCK_REALTIME, &wall);
+		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
+		err = report__pprof(f, snap, &po);
+	}
+	err = outfile__close(f) ?: err;
+	if (err)
+		log_error("writing %s failed: %s", path, strerror(-err));
+	return err;
+}
+
 static int final_report(struct session *s)
 {
 	const struct gl_opts *o = s->o;
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = take_snapshot(s, 0);
-	bool json_stdout = o->json_path && !strcmp(o->json_path, "-");
+	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
+				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
 	int err = 0;
-	FILE *f;
 
 	if (!snap) {
 		log_error("failed to build the report: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
-	if (!json_stdout)
+	if (!report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
-	if (o->json_path) {
-		f = json_stdout ? stdout : fopen(o->json_path, "we");
-		if (!f) {
-			log_error("cannot write %s: %s", o->json_path, strerror(errno));
-			err = -errno;
-		} else {
-			err = report__json(f, snap) ?: err;
-			if (!json_stdout && fclose(f))
-				err = -EIO;
-		}
-	}
+	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
+		err = write_output(snap, i, paths[i]) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -245,6 +334,10 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (now >= s->next_reconcile_ns) {
+		reconcile_exits(s);
+		s->next_reconcile_ns = now + 1000000000ULL;
+	}
 	if (targets__step(s, now, &status)) {
 		*done = true;
 		return status;
@@ -266,6 +359,7 @@ void session__free(struct session *s)
 	if (!s)
 		return;
 	books__free(s->books);
+	free(s->nvml);
 	tracer__free(s->tracer);
 	symbolizer__free(s->sym);
 	python__free(s->python);
@@ -301,7 +395,7 @@ static int setup(struct session *s)
 		.max_procs = 8192,
 		.bench_floor = o->bench_floor,
 	};
-	struct books_opts bo = { .series_width_ns = 1000000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,

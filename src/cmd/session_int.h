@@ -52,9 +52,11 @@ struct session {
 	int child_status;
 	bool child_done;
 	uint64_t start_ns, deadline_ns, next_summary_ns, next_liveness_ns, next_rescan_ns;
-	uint64_t wait_deadline_ns;
+	uint64_t wait_deadline_ns, next_reconcile_ns;
 	struct pending_scan pending[64];
 	int nr_pending;
+	struct nvml_sample *nvml; /* the latest NVML sample */
+	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 };
 
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */

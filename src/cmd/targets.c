@@ -121,11 +121,12 @@ static int try_attach_target(struct session *s, struct target *t)
 	if (err == -ENOENT) {
 		err = 1;
 	} else if (err == 0) {
+		/* Python frames first: calls made once "attached" is said must have them */
+		if (!s->o->no_python)
+			python__attach(s->python, s->tracer, t->pid);
 		err = attach_lib(s, lib, t->pid);
 		if (!err) {
 			t->state = T_ATTACHED;
-			if (!s->o->no_python)
-				python__attach(s->python, s->tracer, t->pid);
 			if (!t->torch_done)
 				err = attach_torch(s, t->pid);
 			t->torch_done = err == 1;
@@ -246,6 +247,8 @@ static int scan_pid(struct session *s, int pid)
 
 	if (!lib)
 		return 0;
+	if (!s->o->no_python)
+		python__attach(s->python, s->tracer, pid);
 	if (libcuda__find_in_process(pid, lib) == 0) {
 		ret = 1;
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
@@ -258,8 +261,6 @@ static int scan_pid(struct session *s, int pid)
 		err = -EPERM;
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
-	if (!err && !s->o->no_python)
-		python__attach(s->python, s->tracer, pid);
 	return err == -EPERM ? -EPERM : ret;
 }
 

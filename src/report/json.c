@@ -163,6 +163,14 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "unmatched_frees", p->unmatched_frees);
 	jsonw__field_u64(w, "context_dropped_bytes", p->dropped_bytes);
 	jsonw__field_double(w, "observed_s", p->duration_ns / 1e9);
+	jsonw__field_double(w, "device_growth_bytes_per_s", p->device_growth_bytes_per_s);
+	jsonw__name(w, "projected_oom_s");
+	if (p->projected_oom_s >= 0)
+		jsonw__double(w, p->projected_oom_s);
+	else
+		jsonw__null(w);
+	if (p->pre_attach_valid)
+		jsonw__field_u64(w, "pre_attach_bytes", p->pre_attach_bytes);
 	jsonw__field_bool(w, "consistent", p->consistent);
 	if (p->totals_from_kernel) {
 		/* records were lost: the totals above are the kernel's exact counters;

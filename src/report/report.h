@@ -35,4 +35,66 @@ int report__json(FILE *f, const struct snapshot *s);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);
 
+/*
+ * The name a frame has in folded stacks and flame graphs: a native frame's
+ * function, else "module+0xoffset" (module's base name), else "0xaddress";
+ * a Python frame's "function (file:line)". Written into buf (truncated with
+ * "..." if needed, always terminated); returns buf.
+ */
+char *report__frame_name(const struct snap_frame *fr, char *buf, size_t len);
+
+struct folded_opts {
+	bool leak_only; /* only stacks whose verdict is "leak" */
+};
+
+/*
+ * Folded stacks for flamegraph.pl, inferno and speedscope: one line per
+ * distinct stack, "comm (pid);outermost;...;innermost BYTES", of outstanding
+ * bytes in memory classes (stacks holding nothing are left out), sorted,
+ * identical lines merged. ';' in a name becomes ':' and control characters
+ * '?'. Returns 0, -ENOMEM or -EIO.
+ */
+int report__folded(FILE *f, const struct snapshot *s, const struct folded_opts *o);
+
+struct svg_opts {
+	bool leak_only;	   /* only stacks whose verdict is "leak" */
+	const char *title; /* NULL: a default naming what is shown */
+	uint32_t width;	   /* pixels; 0: 1200 */
+};
+
+/*
+ * A self-contained interactive flame graph (SVG with an inline script, no
+ * external resource) of outstanding bytes, root at the bottom: hover for
+ * details, click to zoom, search. Frames are coloured by kind (Python,
+ * libcuda, other native) and outlined when every byte under them comes from
+ * stacks judged leaks; Python frames show their file's base name. At most
+ * about 30000 frames are drawn (the narrowest are left out and counted).
+ * Returns 0, -ENOMEM or -EIO.
+ */
+int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o);
+
+enum pprof_sample {
+	PPROF_INUSE_SPACE,
+	PPROF_INUSE_OBJECTS,
+	PPROF_ALLOC_SPACE,
+	PPROF_ALLOC_OBJECTS,
+};
+
+struct pprof_opts {
+	enum pprof_sample default_sample; /* what pprof shows first */
+	bool leak_only;			  /* only stacks whose verdict is "leak" */
+	uint64_t time_ns;		  /* wall-clock ns since the epoch at the end; 0: none */
+};
+
+/*
+ * A gzipped profile.proto (pprof, Parca, Pyroscope) with sample types
+ * inuse_space, inuse_objects, alloc_space, alloc_objects: one sample per
+ * process and stack of a memory class (those holding nothing too, for the
+ * alloc_* views), labelled pid, comm, memory and verdict. Native frames
+ * keep their module and build id as mappings (addresses are file offsets
+ * above a per-module base, so pprof can symbolize them later). Returns 0,
+ * -ENOMEM or -EIO.
+ */
+int report__pprof(FILE *f, const struct snapshot *s, const struct pprof_opts *o);
+
 #endif /* GL_REPORT_H */

@@ -75,6 +75,11 @@ struct snap_proc {
 	struct snap_stack *stacks; /* most suspicious first */
 	uint32_t nfailures;
 	struct snap_failure *failures_list;
+	/* growth of the process's device memory (analysis.h), and NVML's figures */
+	double device_growth_bytes_per_s;
+	double projected_oom_s;	   /* until its devices are full at that rate; < 0: unknown */
+	bool pre_attach_valid;	   /* NVML listed the process */
+	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
 };
 
 struct snapshot {

@@ -47,7 +47,7 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 		(unsigned long long)st->outstanding_allocs, st->outstanding_allocs == 1 ? "" : "s",
 		(unsigned long long)st->allocs, (unsigned long long)st->frees,
 		fmt_bytes(st->alloc_bytes, b2, sizeof(b2)), st->verdict);
-	if (st->why && strcmp(st->verdict, "unknown"))
+	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
 	if (o->max_frames && n > o->max_frames)
@@ -79,9 +79,33 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 		fmt_bytes(p->peak_device, pk, sizeof(pk)));
 }
 
+static void print_growth(FILE *f, const struct snap_proc *p)
+{
+	double t = p->projected_oom_s;
+	char b[32];
+
+	if (p->device_growth_bytes_per_s > 0) {
+		fprintf(f, "  device memory growing %s/s",
+			fmt_bytes((uint64_t)p->device_growth_bytes_per_s, b, sizeof(b)));
+		if (t >= 0 && t < 120)
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f s", t);
+		else if (t >= 0 && t < 7200)
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f min", t / 60);
+		else if (t >= 0)
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f h", t / 3600);
+		fputc('\n', f);
+	}
+	if (p->pre_attach_valid && p->pre_attach_bytes)
+		fprintf(f, "  %s of device memory not in these figures (NVML: held before attach, "
+			   "or by the CUDA context)\n",
+			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
+}
+
 static void print_proc_notes(FILE *f, const struct snap_proc *p)
 {
 	char b[32];
+
+	print_growth(f, p);
 
 	if (p->nallocs[GL_CLASS_TORCH_BLOCK] || p->torch_reserved_bytes) {
 		char a[32], r[32], c[32];

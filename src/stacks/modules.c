@@ -243,7 +243,7 @@ int addr_map__refresh(struct addr_map *am)
 		return err == -ENOENT ? -ESRCH : err;
 	}
 	/* /proc/PID/maps is sorted by address already */
-	if (rc.nr != am->nr || memcmp(rc.maps, am->maps, rc.nr * sizeof(*rc.maps)))
+	if (rc.nr != am->nr || (rc.nr && memcmp(rc.maps, am->maps, rc.nr * sizeof(*rc.maps))))
 		am->generation++;
 	free(am->maps);
 	am->maps = rc.maps;

@@ -8,6 +8,7 @@
 #ifndef GL_PYTHON_H
 #define GL_PYTHON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "stacks/stacks.h"
 #include "trace/event.h"
@@ -25,8 +26,9 @@ void python__free(struct python *py);
  * Looks for a CPython interpreter in pid (the python binary or libpython);
  * when one of a supported version is found, tells the BPF side (through the
  * tracer's maps) how to walk its frames. Returns 0, -ENOENT if pid runs no
- * supported CPython, or another -errno. Calling it again for the same
- * process is cheap.
+ * CPython, -ENOTSUP for a version gpuleak cannot walk, or another -errno.
+ * Calling it again for the same process is cheap. t may be NULL (nothing is
+ * told to BPF; names and lines still resolve).
  */
 int python__attach(struct python *py, struct tracer *t, int pid);
 /* Forgets pid (exited or exec'd); removes its BPF configuration. */
@@ -35,15 +37,27 @@ void python__detach(struct python *py, struct tracer *t, int pid);
 /*
  * Merges the Python frames of record v into frames[0..n) (native frames,
  * innermost first): each native frame of the interpreter's eval loop is
- * replaced by the Python frames it was running. Python frames are resolved
- * (reading the code objects from the process's memory) and interned as
- * FRAME_PYTHON frames (mod = code id, addr = line). Returns the new count
- * (<= max). A record without Python frames leaves frames unchanged.
+ * replaced by the Python frames it was running; Python frames that no native
+ * frame accounts for (a truncated native stack) go after the native ones.
+ * Python frames are resolved (reading the code objects from the process's
+ * memory, cached per process and code object) and interned as FRAME_PYTHON
+ * frames (mod = code id, addr = line). Returns the new count (<= max). A
+ * record without Python frames leaves frames unchanged.
  */
 int python__merge(struct python *py, struct proc *proc, const struct stack_view *v,
 		  struct frame *frames, int n, int max);
 
 /* Qualified function name and file of a Python code id; NULLs if unknown. */
 void python__code_info(struct python *py, uint32_t id, const char **function, const char **file);
+
+/*
+ * The merge itself, on resolved frames: native[0..n) with is_eval[i] telling
+ * which are eval-loop frames, pyf[0..npy) Python frames innermost first with
+ * their GL_PY_* flags. Writes the result to out (out may not alias native);
+ * returns its length (<= max).
+ */
+int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
+			 const struct frame *pyf, const uint32_t *flags, int npy,
+			 struct frame *out, int max);
 
 #endif /* GL_PYTHON_H */

@@ -541,3 +541,16 @@ int tracer__map_fd(struct tracer *t, const char *name)
 
 	return m ? bpf_map__fd(m) : -ENOENT;
 }
+
+int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
+{
+	struct gl_proc_stats st;
+	__u32 key = tgid;
+
+	/* a new process may have taken the PID since: leave its books alone */
+	if (tracer__proc_stats(t, tgid, &st) || st.start_time != start_time)
+		return 0;
+	if (bpf_map__delete_elem(t->skel->maps.procs, &key, sizeof(key), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}

@@ -85,6 +85,12 @@ int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);
 /* The in-kernel books of tgid. Returns 0, or -ENOENT if BPF holds none. */
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
 
+/*
+ * Deletes BPF's books of the exited process (tgid, start_time) once user space
+ * has them. Returns 0 or -errno.
+ */
+int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time);
+
 /* File descriptor of the BPF map called name (e.g. "py_procs"), or -ENOENT. */
 int tracer__map_fd(struct tracer *t, const char *name);
 

@@ -177,10 +177,9 @@ static void *work(void *arg)
 			enum family f = next_rand(&w->seed) % NR_FAMILIES;
 			size_t size = 512 + next_rand(&w->seed) % o.size;
 
-			/* the stand-in never reuses 32-bit addresses: small v1 sizes keep
-			 * minutes of load inside their 3.75 GiB */
-			if (f == F_V1 && size > 4096)
-				size = 4096;
+			/* the 32-bit range of v1 pointers is never reused by the stand-in */
+			if (f == F_V1)
+				size = 512 + size % 2048;
 			load_site(w, f, size);
 		}
 	}

@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A Python workload for gpuleak's Python frames: it calls the CUDA driver stand-in through
+ctypes from several places and records, for each, the Python stack that gpuleak should show.
+
+Protocol (as tests/workloads/wl.h): set up CUDA, print "ready <pid>", wait for a line on
+stdin (unless --no-wait), fakecuda_mark(), allocate, write the stand-in's truth with a
+"py_sites" key, then wait for one more line if --hold.
+
+py_sites: {site: {"bytes": outstanding bytes, "allocs": N,
+                  "frames": [[function, file, line], ...] innermost first}}
+The sites:
+  main      the main thread, ctypes.CDLL (the GIL is released during the call)
+  thread    a second thread, ctypes.CDLL
+  gil_held  the main thread, ctypes.PyDLL (the GIL is held during the call)
+  callback  Python called back from C (libc qsort) calls the driver: two runs of Python
+            frames, one per eval-loop call
+  deep      a recursion deeper than gpuleak keeps (its innermost frames are compared)
+With --exec, the program allocates once and then execs itself (--after-exec): the new
+image sets CUDA up again, marks, allocates once at "warmup", waits --settle-ms and goes on
+with the sites above; its truth is what the new image did.
+"""
+import argparse
+import ctypes
+import json
+import os
+import sys
+import threading
+import time
+
+CUDA = None
+PYCUDA = None
+SITES = {}
+LOCK = threading.Lock()
+
+
+def qualname(code):
+    return code.co_qualname if sys.version_info >= (3, 11) else code.co_name
+
+
+def expected_stack(frame, next_line):
+    """The stack gpuleak should report for a call made on the line after this one."""
+    frames = []
+    f = frame
+    while f is not None:
+        line = f.f_lineno + 1 if f is frame and next_line else f.f_lineno
+        frames.append([qualname(f.f_code), f.f_code.co_filename, line])
+        f = f.f_back
+    return frames
+
+
+def check(rc, what):
+    if rc != 0:
+        sys.exit(f"py_stacks: {what} failed with {rc}")
+
+
+def book(site, size, frames):
+    with LOCK:
+        s = SITES.setdefault(site, {"bytes": 0, "allocs": 0, "frames": frames})
+        if s["frames"] != frames:
+            sys.exit(f"py_stacks: site {site} has two stacks: {s['frames']} and {frames}")
+        s["bytes"] += size
+        s["allocs"] += 1
+
+
+def alloc_leaf(lib, site, size):
+    ptr = ctypes.c_ulonglong(0)
+    frames = expected_stack(sys._getframe(), True)
+    check(lib.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(size)), "cuMemAlloc_v2")
+    book(site, size, frames)
+
+
+def alloc_in_main(n):
+    for _ in range(n):
+        alloc_leaf(CUDA, "main", 1 << 20)
+
+
+def thread_body(ctx, n):
+    check(CUDA.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    for _ in range(n):
+        alloc_leaf(CUDA, "thread", 2 << 20)
+
+
+def alloc_in_thread(ctx, n):
+    t = threading.Thread(target=thread_body, args=(ctx, n), name="allocator")
+    t.start()
+    t.join()
+
+
+def alloc_with_gil(n):
+    for _ in range(n):
+        alloc_leaf(PYCUDA, "gil_held", 3 << 20)
+
+
+def sort_callback(a, b):
+    if not SITES.get("callback"):
+        alloc_leaf(CUDA, "callback", 4 << 20)
+    return a[0] - b[0]
+
+
+def alloc_from_callback():
+    libc = ctypes.CDLL(None)
+    cmp_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                ctypes.POINTER(ctypes.c_int))
+    values = (ctypes.c_int * 4)(3, 1, 2, 0)
+    libc.qsort.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, cmp_type]
+    libc.qsort(values, len(values), ctypes.sizeof(ctypes.c_int), cmp_type(sort_callback))
+
+
+def recurse(depth):
+    if depth == 0:
+        alloc_leaf(CUDA, "deep", 5 << 20)
+        return
+    recurse(depth - 1)
+
+
+def main():
+    global CUDA, PYCUDA
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True, help="the CUDA driver stand-in")
+    ap.add_argument("--truth")
+    ap.add_argument("--no-wait", action="store_true")
+    ap.add_argument("--hold", action="store_true")
+    ap.add_argument("--iters", type=int, default=3)
+    ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--exec", action="store_true")
+    ap.add_argument("--after-exec", action="store_true")
+    ap.add_argument("--settle-ms", type=int, default=600)
+    ap.add_argument("--idle-threads", type=int, default=0,
+                    help="Python threads that only wait (listed before the main thread)")
+    args = ap.parse_args()
+    idle = threading.Event()
+    for _ in range(args.idle_threads):
+        threading.Thread(target=idle.wait, daemon=True).start()
+
+    CUDA = ctypes.CDLL(args.lib)
+    PYCUDA = ctypes.PyDLL(args.lib)
+    ctx = ctypes.c_void_p()
+    check(CUDA.cuInit(0), "cuInit")
+    check(CUDA.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0), "cuDevicePrimaryCtxRetain")
+    check(CUDA.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+
+    if not args.after_exec:
+        print(f"ready {os.getpid()}", flush=True)
+    if not args.no_wait and not args.after_exec:
+        sys.stdin.readline()
+    CUDA.fakecuda_mark()
+    if args.exec:
+        alloc_leaf(CUDA, "pre_exec", 1 << 20)
+        argv = [a for a in sys.argv if a != "--exec"]
+        os.execv(sys.executable, [sys.executable, *argv, "--after-exec"])
+    if args.after_exec:
+        alloc_leaf(CUDA, "warmup", 1 << 20)
+        time.sleep(args.settle_ms / 1000)
+
+    alloc_in_main(args.iters)
+    alloc_in_thread(ctx, args.iters)
+    alloc_with_gil(args.iters)
+    alloc_from_callback()
+    if args.depth:
+        recurse(args.depth)
+
+    if args.truth:
+        libc = ctypes.CDLL(None)
+        libc.fopen.restype = ctypes.c_void_p
+        libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        libc.fclose.argtypes = [ctypes.c_void_p]
+        CUDA.fakecuda_truth_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        extra = '"py_sites":' + json.dumps(SITES)
+        f = libc.fopen((args.truth + ".tmp").encode(), b"w")
+        if not f:
+            sys.exit(f"py_stacks: cannot create {args.truth}.tmp")
+        check(CUDA.fakecuda_truth_json(f, extra.encode()), "fakecuda_truth_json")
+        check(libc.fclose(f), "fclose")
+        os.rename(args.truth + ".tmp", args.truth)
+    if args.hold:
+        sys.stdin.readline()
+
+
+if __name__ == "__main__":
+    main()
