@@ -70,7 +70,7 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind,
 	r->dev = dev;
 	r->flags = flags;
 	r->kind = kind;
-	bpf_ringbuf_submit(r, rb_flags());
+	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
 /* A class as an index the verifier can bound (the compiler drops a plain mask). */
@@ -330,7 +330,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 	r->dropped_allocs = w.n;
 	for (int i = 0; i < GL_NR_CLASSES; i++)
 		r->dropped[i] = w.bytes[i];
-	bpf_ringbuf_submit(r, rb_flags());
+	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
 static __always_inline void ctx_push(struct gl_inflight *inf, __u64 ctx)

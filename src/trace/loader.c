@@ -22,7 +22,8 @@
 #include "util/log.h"
 
 #define MAX_LIBS 64
-/* BPF wakes the consumer once 1/8 of the ring, at most this much, is waiting. */
+/* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
+ * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
 #define WAKEUP_BYTES (256 << 10)
 
 /* UAPI values of kernel 6.6+, absent from older headers. */
