@@ -84,7 +84,8 @@ void cli__usage(FILE *f)
 	      "      --folded FILE     write folded stacks of outstanding bytes (flamegraph.pl)\n"
 	      "      --svg FILE        write an interactive flame graph of outstanding bytes\n"
 	      "      --pprof FILE      write a gzipped pprof profile (inuse/alloc space/objects)\n"
-	      "      --stacks MODE     fp, dwarf or none (fp)\n"
+	      "      --stacks MODE     dwarf (default: CFI unwinding in user space), fp (frame\n"
+	      "                        pointers, in the kernel) or none\n"
 	      "      --stack-bytes N   user stack copied per call in dwarf mode (16k, max 32k)\n"
 	      "      --top N           stacks shown per process in text (10; 0 = all)\n"
 	      "      --frames N        frames shown per stack in text (32; 0 = all)\n"
@@ -125,7 +126,11 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+#if defined(__x86_64__)
+	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
+#else
 	o->stack_mode = GL_STACK_FP;
+#endif
 	o->stack_bytes = 16384;
 	o->top = 10;
 	o->frames = 32;

@@ -61,6 +61,12 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
 	jsonw__field_u64(w, "stack_id", st->id);
+	if (st->nframes) {
+		char site[256];
+
+		report__site(st, site, sizeof(site));
+		jsonw__field_string(w, "site", site);
+	}
 	write_frames(w, st);
 	jsonw__end_object(w);
 }

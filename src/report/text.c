@@ -50,6 +50,12 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
+	if (st->nframes) {
+		char site[256];
+
+		report__site(st, site, sizeof(site));
+		fprintf(f, "      at %s\n", site);
+	}
 	if (o->max_frames && n > o->max_frames)
 		n = o->max_frames;
 	for (uint32_t i = 0; i < n; i++)

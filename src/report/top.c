@@ -33,18 +33,33 @@ static bool is_plumbing(const struct snap_frame *f)
 	return false;
 }
 
+/* Python frames of installed packages and of the standard library are not the user's. */
+static bool is_library_python(const struct snap_frame *f)
+{
+	const char *file = f->file ? f->file : "";
+
+	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
+	       strstr(file, "/lib/python3") || !strncmp(file, "<frozen ", 8);
+}
+
 const struct snap_frame *report__site_frame(const struct snap_stack *st)
 {
-	const struct snap_frame *native = NULL;
+	const struct snap_frame *native = NULL, *python = NULL;
 
 	for (uint32_t i = 0; i < st->nframes; i++) {
 		const struct snap_frame *f = &st->frames[i];
 
-		if (f->kind[0] == 'p')
-			return f;
-		if (!native && f->function && !is_plumbing(f))
+		if (f->kind[0] == 'p') {
+			if (!is_library_python(f))
+				return f;
+			if (!python)
+				python = f;
+		} else if (!native && f->function && !is_plumbing(f)) {
 			native = f;
+		}
 	}
+	if (python)
+		return python;
 	if (native)
 		return native;
 	return st->nframes ? &st->frames[0] : NULL;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "nvml.h"
+#include "nvsmi.h"
 
 #define NVML_LIBRARY "libnvidia-ml.so.1"
 
@@ -410,9 +411,11 @@ static void __attribute__((noreturn)) run_child(int fd, const char *path, struct
 		int err = errno;
 		const char *why = err == ENOENT ? dlerror() : NULL;
 
-		r.err = -err;
-		snprintf(r.error, sizeof(r.error), "cannot use %s: %s", path ? path : NVML_LIBRARY,
-			 why ? why : strerror(err));
+		/* a static gpuleak may not load the library: the nvidia-smi command may do */
+		r.err = path ? -err : nvsmi__sample(s);
+		if (r.err)
+			snprintf(r.error, sizeof(r.error), "cannot use %s (%s), nor nvidia-smi",
+				 path ? path : NVML_LIBRARY, why ? why : strerror(err));
 	} else {
 		r.err = nvml__sample(n, s);
 		memcpy(r.error, n->error, sizeof(r.error));

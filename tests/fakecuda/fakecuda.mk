@@ -102,3 +102,28 @@ FAKECUDA_SAVED_GOAL := fakecuda
 endif
 endif
 .DEFAULT_GOAL := $(FAKECUDA_SAVED_GOAL)
+
+# wl_nofp and its two shared libraries are built as the CUDA and PyTorch libraries are:
+# -O2 without frame pointers (with .eh_frame). libnofp_outer.so calls libnofp_inner.so,
+# which calls the stand-in.
+FAKECUDA_NOFP_CFLAGS := $(filter-out -fno-omit-frame-pointer,$(FAKECUDA_WL_CFLAGS)) \
+			-fomit-frame-pointer
+FAKECUDA_NOFP_INNER := $(FAKECUDA_WL_OUT)/libnofp_inner.so
+FAKECUDA_NOFP_OUTER := $(FAKECUDA_WL_OUT)/libnofp_outer.so
+
+$(FAKECUDA_NOFP_INNER): $(FAKECUDA_WL_SRC)/libnofp_inner.c $(FAKECUDA_OUT)/libcuda.so
+	$(call fakecuda_msg,CC,$@)
+	$(FAKECUDA_Q)mkdir -p $(@D)
+	$(FAKECUDA_Q)$(CC) $(FAKECUDA_NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(FAKECUDA_OUT) -lcuda \
+		-Wl,-rpath,'$$ORIGIN/../fakecuda'
+
+$(FAKECUDA_NOFP_OUTER): $(FAKECUDA_WL_SRC)/libnofp_outer.c $(FAKECUDA_NOFP_INNER)
+	$(call fakecuda_msg,CC,$@)
+	$(FAKECUDA_Q)$(CC) $(FAKECUDA_NOFP_CFLAGS) -fPIC -shared -o $@ $< -L$(FAKECUDA_WL_OUT) \
+		-lnofp_inner -Wl,-rpath,'$$ORIGIN'
+
+$(FAKECUDA_WL_OUT)/wl_nofp: private FAKECUDA_WL_CFLAGS := $(FAKECUDA_NOFP_CFLAGS)
+$(FAKECUDA_WL_OUT)/wl_nofp: private FAKECUDA_WL_LIBS += -L$(FAKECUDA_WL_OUT) -lnofp_outer \
+	-Wl,-rpath,'$$ORIGIN'
+$(FAKECUDA_WL_OUT)/wl_nofp: $(FAKECUDA_NOFP_OUTER)
+fakecuda: $(FAKECUDA_NOFP_OUTER)

@@ -242,3 +242,22 @@ def test_without_privileges(tmp):
     err = p.stderr.decode()
     check_eq(p.returncode, 4, f"exit status without privileges ({err!r})")
     check("CAP_BPF" in err or "CAP_SYS_ADMIN" in err, f"names the capability: {err!r}")
+
+
+def test_partial_privileges_name_what_is_missing(tmp):
+    """BPF and perf capabilities but not CAP_SYS_PTRACE, as another user: the target's
+    maps cannot be read; gpuleak says which capability is missing and exits with 4."""
+    import shutil
+    import subprocess
+    wl = Workload("wl_basic", tmp=tmp, hold=True)
+    wl.wait_ready()
+    caps = "-all,+bpf,+perfmon"
+    p = subprocess.run([shutil.which("setpriv"), "--reuid=65534", "--regid=65534",
+                        "--clear-groups", f"--inh-caps={caps}", f"--ambient-caps={caps}",
+                        "--", os.path.abspath(run_gpuleak.__globals__["GPULEAK"]), "attach",
+                        "-d", "1", str(wl.pid)], capture_output=True, timeout=30)
+    err = p.stderr.decode()
+    check_eq(p.returncode, 4, f"exit status without CAP_SYS_PTRACE ({err!r})")
+    check("CAP_SYS_PTRACE" in err, f"names the capability: {err!r}")
+    wl.release()
+    wl.wait()

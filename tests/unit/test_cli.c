@@ -133,7 +133,11 @@ static void test_defaults(void **state)
 	assert_int_equal(opts.wait_ms, 30000);
 	assert_null(opts.json_path);
 	assert_null(opts.libcuda);
+#if defined(__x86_64__)
+	assert_int_equal(opts.stack_mode, GL_STACK_DWARF);
+#else
 	assert_int_equal(opts.stack_mode, GL_STACK_FP);
+#endif
 	assert_int_equal(opts.stack_bytes, 16384);
 	assert_false(opts.no_python);
 	assert_int_equal(opts.top, 10);

@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Native stacks through code built without frame pointers, as the CUDA and PyTorch
+libraries are: complete with --stacks dwarf (CFI unwinding of a stack copy in user
+space), truncated with --stacks fp. Dwarf mode keeps the books exact, and a stack deeper
+than --stack-bytes is cut cleanly: a correct innermost part, no made-up frames."""
+import os
+import re
+
+from harness import (Tracer, Workload, check, check_books, check_eq, check_sites, process)
+
+SIZE = 1 << 20
+KEPT = 3  # wl_nofp keeps 3 allocations, then allocates and frees --iters more
+
+# innermost first, as wl_nofp.c calls them
+LIBS = [("cuMemAlloc_v2", "libcuda.so.1"), ("nofp_inner_site", "libnofp_inner.so"),
+        ("nofp_inner_call", "libnofp_inner.so"), ("nofp_outer_step", "libnofp_outer.so"),
+        ("nofp_outer_entry", "libnofp_outer.so")]
+
+
+def expected(depth):
+    """wl_nofp's stack at --depth: nofp_deep runs depth + 1 times."""
+    return [f for f, _ in LIBS] + ["nofp_deep"] * (depth + 1) + ["nofp_phase", "main"]
+
+
+def trace_nofp(tmp, mode, *args, tracer_args=()):
+    """wl_nofp under gpuleak attach --stacks mode; held alive until the report is taken
+    (its maps must stay readable). Returns (truth, process report, tracer)."""
+    wl = Workload("wl_nofp", *args, tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--stacks", mode, *tracer_args, str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    return truth, p, tr
+
+
+def kept_stack(p):
+    """The stack holding wl_nofp's kept allocations (the only one with memory)."""
+    held = [s for s in p["stacks"] if s["outstanding_bytes"]]
+    check_eq(len(held), 1, f"stacks holding memory: {[names(s) for s in held]}")
+    check_eq(held[0]["outstanding_bytes"], KEPT * SIZE, "bytes held by the kept stack")
+    return held[0]
+
+
+def names(stack):
+    return [f.get("function") for f in stack["frames"]]
+
+
+def test_dwarf_stack_is_complete_without_frame_pointers(tmp):
+    truth, p, _ = trace_nofp(tmp, "dwarf", "--depth", "2")
+    st = kept_stack(p)
+    want = expected(2)
+    got = names(st)
+    check_eq(got[:len(want)], want, "frames innermost first, up to main")
+    for i, (fn, lib) in enumerate(LIBS):
+        check_eq(os.path.basename(st["frames"][i]["module"]), lib, f"module of {fn}")
+    # the keeping loop and the alloc/free loop call from two places in nofp_phase:
+    # two stacks, each with its own calls, however often the unwinding was reused
+    check_eq(st["allocs"], KEPT, "allocations made at the kept call site")
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+
+
+def test_fp_stack_is_truncated_without_frame_pointers(tmp):
+    _, p, _ = trace_nofp(tmp, "fp", "--depth", "2")
+    got = names(kept_stack(p))
+    check_eq(got[:2], ["cuMemAlloc_v2", "nofp_inner_site"],
+             "the driver call and its caller (the return address at sp)")
+    check("main" not in got and got[:len(expected(2))] != expected(2),
+          f"a frame-pointer walk cannot cross code without frame pointers: {got}")
+
+
+def test_dwarf_deeper_than_stack_bytes_is_cut_cleanly(tmp):
+    """40 frames of 560 bytes do not fit in a 4 KiB copy: the stack ends where the copy
+    ends, every frame in it right. With 32 KiB it is whole."""
+    _, p, _ = trace_nofp(tmp, "dwarf", "--depth", "40", "--iters", "20",
+                         tracer_args=("--stack-bytes", "4096"))
+    got = names(kept_stack(p))
+    lib_part = [f for f, _ in LIBS]
+    check_eq(got[:len(lib_part)], lib_part, "the innermost frames")
+    rest = got[len(lib_part):]
+    check(rest and all(f == "nofp_deep" for f in rest),
+          f"only nofp_deep frames follow, at least one: {rest}")
+    check(len(rest) < 41, f"the stack is cut: {len(rest)} nofp_deep frames of 41")
+
+    _, p, _ = trace_nofp(tmp, "dwarf", "--depth", "40", "--iters", "20",
+                         tracer_args=("--stack-bytes", "32k"))
+    want = expected(40)
+    check_eq(names(kept_stack(p))[:len(want)], want, "the whole stack in a 32 KiB copy")
+
+
+def test_dwarf_unwinds_each_stack_once(tmp):
+    """300 allocations from two call sites: two unwindings, the rest from the cache."""
+    truth, p, tr = trace_nofp(tmp, "dwarf", "--iters", "300", tracer_args=("-v",))
+    m = re.search(r"unwinder: (\d+) DWARF stacks: (\d+) from the cache .*?(\d+) unwound "
+                  r"\(.*?, (\d+) not cacheable\)", tr.stderr())
+    check(m, f"the unwinder's statistics are logged with -v:\n{tr.stderr()}")
+    stacks, hits, misses, uncached = (int(x) for x in m.groups())
+    check_eq(stacks, truth["alloc_calls"], "stacks unwound")
+    check(misses <= 4, f"{misses} unwindings for 2 call sites")
+    check_eq(uncached, 0, "unwindings whose dependencies were not worked out")
+    check_eq(hits + misses, stacks, "every other stack came from the cache")
+
+
+def trace_dwarf(tmp, name, *args):
+    """A core workload under --stacks dwarf: (truth, report, process report)."""
+    wl = Workload(name, *args, tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, f"gpuleak exit status ({name})")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    return truth, rep, p
+
+
+# The ground-truth checks of test_core.py, with DWARF stacks.
+
+def test_dwarf_books_exact_every_family(tmp):
+    truth, _, p = trace_dwarf(tmp, "wl_basic")
+    check_sites(p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+    check_eq(p["free_calls"], truth["free_calls"], "free_calls")
+
+    truth, _, p = trace_dwarf(tmp, "wl_vmm")
+    check_sites(p, truth)
+    check_eq(p["address_space_bytes"], truth["reserved_bytes"], "address space reserved")
+
+    truth, _, p = trace_dwarf(tmp, "wl_oom")
+    check_eq(p["oom_failures"], truth["oom_failures"], "oom_failures")
+    check_eq(p["failures"], truth["oom_failures"] + truth["other_failures"], "failures")
+    check_eq(p["failed_frees"], truth["free_failures"], "failed frees")
+    ooms = [f for f in p["failures_list"] if f["error"] == "CUDA_ERROR_OUT_OF_MEMORY"]
+    check(ooms and ooms[0]["frames"][0]["function"].startswith("cuMem"),
+          "an OOM keeps the failing call's stack")
+
+
+def test_dwarf_books_exact_threads(tmp):
+    truth, rep, p = trace_dwarf(tmp, "wl_threads", "--threads", "8", "--iters", "3000")
+    check_sites(p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+    check_eq(p["free_calls"], truth["free_calls"], "free_calls")
+    check_eq(rep["stats"]["lost_call_records"] + rep["stats"]["lost_stack_records"], 0,
+             "ring-buffer records lost")
+
+
+def test_dwarf_books_exact_context_and_preattach(tmp):
+    truth, rep, p = trace_dwarf(tmp, "wl_ctx")
+    check_eq(p["context_dropped_bytes"], truth["ctx_dropped_bytes"], "context_dropped_bytes")
+    truth, rep, p = trace_dwarf(tmp, "wl_preattach")
+    check_eq(rep["unmatched_frees"], truth["unmatched_frees"], "top-level unmatched_frees")
+
+
+def test_dwarf_through_deleted_libraries(tmp):
+    """Libraries deleted after they were loaded (an upgrade under a running job) are
+    read through the process's own mappings: the stack is still complete."""
+    import shutil
+    from harness import OUTPUT, WORKLOADS
+    copy = os.path.join(tmp, "workloads")
+    os.mkdir(copy)
+    os.symlink(os.path.join(OUTPUT, "fakecuda"), os.path.join(tmp, "fakecuda"))
+    for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
+        shutil.copy2(os.path.join(WORKLOADS, f), copy)
+    wl = Workload(os.path.join(copy, "wl_nofp"), "--depth", "1", tmp=tmp, hold=True)
+    wl.wait_ready()
+    for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
+        os.unlink(os.path.join(copy, f))
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    want = expected(1)
+    check_eq(names(kept_stack(p))[:len(want)], want, "frames through deleted files")

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * test_unwind.c - stacks/unwind.c and stacks/dwarf.c on this very process:
+ * a chain of functions copies its own registers and stack the way the BPF
+ * program does, and the copy is unwound through the process's address map.
+ * Checks the frames by name, the cache (a repeated stack is a hit; a changed
+ * return address is not; changed words the result does not depend on are),
+ * copies cut at every length (always a prefix of the whole stack, never a
+ * made-up frame), the frame-pointer fallback for pcs without CFI, and FP
+ * records passed through.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "books/procs.h"
+#include "stacks/modules.h"
+#include "stacks/symbolize.h"
+#include "stacks/unwind.h"
+
+#ifdef __clang__
+#define FRAME __attribute__((noinline, used))
+#else
+#define FRAME __attribute__((noipa, used))
+#endif
+
+#define MAGIC 0x6d61676963000000ULL /* values kept in callee-saved registers */
+
+struct capture {
+	struct gl_stack rec;
+	uint8_t stack[GL_MAX_STACK_COPY];
+};
+
+struct fixture {
+	struct modules *mods;
+	struct symbolizer *sym;
+	struct proc proc;
+	struct capture cap;
+	struct stack_view view;
+	uint64_t full[UNWIND_MAX_FRAMES];
+	int nr_full;
+};
+
+static struct fixture *fx;
+
+/* The copy the BPF program makes at a probed function's entry: the stack above sp. */
+__attribute__((used)) void capture_copy(struct capture *c, uint64_t sp, uint64_t bp, uint64_t ip)
+{
+	pthread_attr_t attr;
+	struct iovec local, remote;
+	uint64_t end;
+	void *addr;
+	size_t size;
+	ssize_t n;
+
+	assert_int_equal(pthread_getattr_np(pthread_self(), &attr), 0);
+	assert_int_equal(pthread_attr_getstack(&attr, &addr, &size), 0);
+	pthread_attr_destroy(&attr);
+	end = (uint64_t)addr + size;
+	memset(&c->rec, 0, sizeof(c->rec));
+	c->rec.hdr.type = GL_REC_STACK;
+	c->rec.ip = ip;
+	c->rec.sp = sp;
+	c->rec.bp = bp;
+	c->rec.stack_bytes = end - sp < sizeof(c->stack) ? end - sp : sizeof(c->stack);
+	/* a system call, not memcpy: other frames' redzones are read too */
+	local = (struct iovec){ c->stack, c->rec.stack_bytes };
+	remote = (struct iovec){ (void *)sp, c->rec.stack_bytes };
+	n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	assert_int_equal(n, c->rec.stack_bytes);
+	memcpy(&c->rec.ret_addr, c->stack, sizeof(c->rec.ret_addr));
+}
+
+/*
+ * capture_entry(c): the registers at its first instruction, as a uprobe sees
+ * them, and the stack copied while they are still valid (the copy runs below
+ * sp). Its CFI says where the return address is.
+ */
+void capture_entry(struct capture *c);
+__asm__(".text\n"
+	".type capture_entry, @function\n"
+	"capture_entry:\n"
+	".cfi_startproc\n"
+	"mov %rsp, %rsi\n"
+	"mov %rbp, %rdx\n"
+	"lea capture_entry(%rip), %rcx\n"
+	"sub $8, %rsp\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"call capture_copy\n"
+	"add $8, %rsp\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size capture_entry, .-capture_entry\n");
+
+/* Six values of its own live across the call: it saves every callee-saved register. */
+FRAME static void chain_d(struct capture *c)
+{
+	uint64_t x = (uint64_t)c;
+	uint64_t a = x * 3, b = x ^ 5, d = x + 7, e = x >> 1, f = x * 11, g = x | 13;
+
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
+	capture_entry(c);
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
+	c->rec.pad = (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
+}
+
+/* Holds MAGIC values in callee-saved registers: chain_d's save slots hold them. */
+FRAME static void chain_c(struct capture *c)
+{
+	uint64_t a = MAGIC | 1, b = MAGIC | 2, d = MAGIC | 3, e = MAGIC | 4, f = MAGIC | 5;
+	uint64_t g = MAGIC | 6;
+
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
+	chain_d(c);
+	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
+	c->rec.pad ^= (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
+}
+
+FRAME static void chain_b(struct capture *c)
+{
+	volatile char scratch[100];
+
+	scratch[0] = 1;
+	chain_c(c);
+	scratch[1] = scratch[0];
+}
+
+FRAME static void chain_a(struct capture *c)
+{
+	chain_b(c);
+	__asm__ volatile("" ::: "memory");
+}
+
+static const char *function_at(uint64_t addr)
+{
+	struct sym_result r;
+	uint64_t off;
+	uint32_t mod = addr_map__resolve(fx->proc.am, addr, &off);
+
+	if (!mod || symbolizer__lookup(fx->sym, mod, off, &r) || !r.function)
+		return "?";
+	return r.function;
+}
+
+static int unwind(struct unwinder *u, uint64_t *ips)
+{
+	return unwind__stack(u, &fx->proc, &fx->view, ips, UNWIND_MAX_FRAMES);
+}
+
+static struct unwinder *dwarf_unwinder(void)
+{
+	struct unwinder *u = unwinder__new(fx->mods, GL_STACK_DWARF);
+
+	assert_non_null(u);
+	return u;
+}
+
+static int setup(void **state)
+{
+	fx = calloc(1, sizeof(*fx));
+	assert_non_null(fx);
+	fx->mods = modules__new();
+	assert_non_null(fx->mods);
+	fx->sym = symbolizer__new(fx->mods);
+	assert_non_null(fx->sym);
+	fx->proc.pid = getpid();
+	fx->proc.start_time = 1;
+	fx->proc.am = addr_map__new(fx->mods, getpid());
+	assert_non_null(fx->proc.am);
+	chain_a(&fx->cap);
+	fx->view = (struct stack_view){ .rec = &fx->cap.rec, .stack = fx->cap.stack };
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	addr_map__free(fx->proc.am);
+	symbolizer__free(fx->sym);
+	modules__free(fx->mods);
+	free(fx);
+	return 0;
+}
+
+static void test_own_stack_by_name(void **state)
+{
+	static const char *const want[] = { "capture_entry", "chain_d", "chain_c", "chain_b",
+					     "chain_a", "setup" };
+	struct unwinder *u = dwarf_unwinder();
+	int n = unwind(u, fx->full);
+
+	fx->nr_full = n;
+	assert_true(n > (int)(sizeof(want) / sizeof(want[0])));
+	assert_int_equal(fx->full[0], fx->cap.rec.ip);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_string_equal(function_at(i ? fx->full[i] - 1 : fx->full[i]), want[i]);
+	unwinder__free(u);
+}
+
+static void test_repeat_is_a_hit(void **state)
+{
+	struct unwinder *u = dwarf_unwinder();
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	assert_memory_equal(ips, fx->full, fx->nr_full * sizeof(ips[0]));
+	unwinder__stats(u, &st);
+	assert_int_equal(st.stacks, 2);
+	assert_int_equal(st.misses, 1);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.uncached, 0);
+	unwinder__free(u);
+}
+
+/* The words at which the copy holds v, from byte offset from on. */
+static int find_words(uint64_t v, size_t from, size_t *at, int max)
+{
+	int n = 0;
+
+	for (size_t off = from; off + 8 <= fx->cap.rec.stack_bytes && n < max; off += 8) {
+		uint64_t w;
+
+		memcpy(&w, fx->cap.stack + off, sizeof(w));
+		if (w == v)
+			at[n++] = off;
+	}
+	return n;
+}
+
+static void test_saved_registers_do_not_count(void **state)
+{
+	struct capture saved = fx->cap;
+	struct unwinder *u = dwarf_unwinder();
+	uint64_t ips[UNWIND_MAX_FRAMES], other = MAGIC | 0x77;
+	struct unwind_stats st;
+	size_t at[8];
+	int found = 0;
+
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	/* chain_c's values sit in save slots that libdwfl reads to restore registers */
+	for (uint64_t v = MAGIC | 1; v <= (MAGIC | 6); v++) {
+		int n = find_words(v, 0, at, 8);
+
+		for (int i = 0; i < n; i++)
+			memcpy(fx->cap.stack + at[i], &other, sizeof(other));
+		found += n;
+	}
+	assert_true(found > 0);
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	assert_memory_equal(ips, fx->full, fx->nr_full * sizeof(ips[0]));
+	unwinder__stats(u, &st);
+	assert_int_equal(st.hits, 1);
+	fx->cap = saved;
+	unwinder__free(u);
+}
+
+static void test_changed_return_address_misses(void **state)
+{
+	struct capture saved = fx->cap;
+	struct unwinder *u = dwarf_unwinder();
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+	size_t at = 0;
+
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	/* chain_b's return address into chain_a becomes one into setup */
+	assert_int_equal(find_words(fx->full[4], 0, &at, 1), 1);
+	memcpy(fx->cap.stack + at, &fx->full[5], sizeof(fx->full[5]));
+	unwind(u, ips);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.hits, 0);
+	assert_int_equal(st.misses, 2);
+	assert_memory_equal(ips, fx->full, 4 * sizeof(ips[0]));
+	assert_int_equal(ips[4], fx->full[5]);
+	assert_string_equal(function_at(ips[4] - 1), "setup");
+	fx->cap = saved;
+	unwinder__free(u);
+}
+
+static void test_cut_copy_gives_prefix(void **state)
+{
+	uint32_t len = fx->cap.rec.stack_bytes;
+	struct unwinder *u = dwarf_unwinder();
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	int last = 0;
+
+	for (uint32_t cut = 0; cut <= len; cut += 8) {
+		int n;
+
+		fx->cap.rec.stack_bytes = cut;
+		n = unwind(u, ips);
+		assert_true(n >= 1 && n <= fx->nr_full);
+		assert_memory_equal(ips, fx->full, n * sizeof(ips[0]));
+		assert_true(n >= last);
+		last = n;
+	}
+	assert_int_equal(last, fx->nr_full);
+	fx->cap.rec.stack_bytes = len;
+	unwinder__free(u);
+}
+
+/* pcs outside every module: libdwfl follows rbp; so does the replay, and it caches. */
+static void test_frame_pointer_fallback(void **state)
+{
+	struct capture *c = calloc(1, sizeof(*c));
+	struct stack_view v = { .rec = &c->rec, .stack = c->stack };
+	struct unwinder *u = dwarf_unwinder();
+	uint64_t ips[8], sp = 0x7ff000000000ULL, w[32] = { 0 };
+	struct unwind_stats st;
+
+	assert_non_null(c);
+	c->rec.ip = 0x1000;
+	c->rec.sp = sp;
+	c->rec.bp = sp + 64;
+	c->rec.stack_bytes = sizeof(w);
+	w[8] = sp + 128;  /* at bp: the caller's rbp */
+	w[9] = 0x2000;	  /* at bp + 8: the return address */
+	w[16] = 0;	  /* the end of the chain */
+	w[17] = 0x3000;
+	w[3] = 0x5555;	  /* read by nobody */
+	memcpy(c->stack, w, sizeof(w));
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 8), 3);
+	assert_int_equal(ips[0], 0x1000);
+	assert_int_equal(ips[1], 0x2000);
+	assert_int_equal(ips[2], 0x3000);
+	w[3] = 0x6666;
+	memcpy(c->stack, w, sizeof(w));
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 8), 3);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.hits, 1);
+	w[17] = 0x4000;
+	memcpy(c->stack, w, sizeof(w));
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 8), 3);
+	assert_int_equal(ips[2], 0x4000);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.misses, 2);
+	assert_int_equal(st.uncached, 0);
+	unwinder__free(u);
+	free(c);
+}
+
+static void test_without_address_map(void **state)
+{
+	struct unwinder *u = dwarf_unwinder();
+	struct proc p = { .pid = getpid(), .start_time = 2 };
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+	int n = unwind__stack(u, &p, &fx->view, ips, UNWIND_MAX_FRAMES);
+
+	assert_true(n >= 2);
+	assert_int_equal(ips[0], fx->cap.rec.ip);
+	assert_int_equal(ips[1], fx->full[1]);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.fp_walks, 1);
+	unwinder__free(u);
+}
+
+static void test_fp_records_pass_through(void **state)
+{
+	struct {
+		struct gl_stack rec;
+		uint64_t ips[3];
+	} r = { .rec = { .nr_ips = 3, .ret_addr = 0x20, .ip = 0x10 }, .ips = { 0x10, 0x30, 0 } };
+	struct stack_view v = { .rec = &r.rec, .ips = r.ips };
+	struct unwinder *u = unwinder__new(fx->mods, GL_STACK_FP);
+	uint64_t ips[8];
+
+	assert_non_null(u);
+	/* the caller's return address at sp is added after the entry; a 0 ends the walk */
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 8), 3);
+	assert_int_equal(ips[0], 0x10);
+	assert_int_equal(ips[1], 0x20);
+	assert_int_equal(ips[2], 0x30);
+	r.ips[1] = 0x20;
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 8), 2);
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, 1), 1);
+	unwinder__free(u);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_own_stack_by_name),
+		cmocka_unit_test(test_repeat_is_a_hit),
+		cmocka_unit_test(test_saved_registers_do_not_count),
+		cmocka_unit_test(test_changed_return_address_misses),
+		cmocka_unit_test(test_cut_copy_gives_prefix),
+		cmocka_unit_test(test_frame_pointer_fallback),
+		cmocka_unit_test(test_without_address_map),
+		cmocka_unit_test(test_fp_records_pass_through),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
