@@ -257,6 +257,8 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->total_frees++;
 		a->free_bytes += v->size;
 	}
+	if (v->cls < GL_CLASS_SLOTS)
+		proc->free_bytes[v->cls] += v->size;
 	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
 }
@@ -286,6 +288,8 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		.cls = c->cls,
 		.dev = (int8_t)c->dev,
 	};
+	if (c->cls < GL_CLASS_SLOTS)
+		proc->alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
 	if (a) {
 		a->total_allocs++;
@@ -517,4 +521,90 @@ int books__apply(struct books *b, const void *data, size_t size)
 		break;
 	}
 	return 0;
+}
+
+static void mark_stacks(struct proc *proc, uint8_t *keep)
+{
+	const struct agg_key *k;
+	struct alloc_val *v;
+	struct pending *pd;
+	size_t it = 0;
+
+	while (htab__next(proc->aggs, &it, (const void **)&k))
+		keep[k->stack] = 1;
+	it = 0;
+	while (proc->allocs && (v = htab__next(proc->allocs, &it, NULL)))
+		keep[v->stack] = 1;
+	it = 0;
+	while (proc->pending && (pd = htab__next(proc->pending, &it, NULL)))
+		keep[pd->stack] = 1;
+	for (uint32_t i = 0; i < PROC_MAX_FAILURES && i < proc->nr_fails; i++) {
+		keep[proc->fails[i].stack] = 1;
+		for (uint32_t h = 0; h < proc->fails[i].nr_holders; h++)
+			keep[proc->fails[i].holders[h].stack] = 1;
+	}
+}
+
+/* Rewrites a process's stack ids; aggregates are re-keyed into a new table. */
+static int remap_stacks(struct proc *proc, const uint32_t *remap)
+{
+	struct htab *aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
+	const struct agg_key *k;
+	struct alloc_val *v;
+	struct pending *pd;
+	struct agg *a, *na;
+	size_t it = 0;
+
+	if (!aggs)
+		return -ENOMEM;
+	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
+		struct agg_key nk = { .stack = remap[k->stack], .cls = k->cls };
+
+		na = htab__upsert(aggs, &nk, NULL);
+		if (!na) {
+			htab__free(aggs);
+			return -ENOMEM;
+		}
+		*na = *a;
+	}
+	htab__free(proc->aggs); /* the series moved to the new table */
+	proc->aggs = aggs;
+	it = 0;
+	while (proc->allocs && (v = htab__next(proc->allocs, &it, NULL)))
+		v->stack = remap[v->stack];
+	it = 0;
+	while (proc->pending && (pd = htab__next(proc->pending, &it, NULL)))
+		pd->stack = remap[pd->stack];
+	for (uint32_t i = 0; i < PROC_MAX_FAILURES && i < proc->nr_fails; i++) {
+		proc->fails[i].stack = remap[proc->fails[i].stack];
+		for (uint32_t h = 0; h < proc->fails[i].nr_holders; h++)
+			proc->fails[i].holders[h].stack = remap[proc->fails[i].holders[h].stack];
+	}
+	return 0;
+}
+
+int books__compact_stacks(struct books *b)
+{
+	uint32_t count = stacks__count(b->stacks) + 1, after;
+	uint8_t *keep = calloc(count, 1);
+	uint32_t *remap = calloc(count, sizeof(*remap));
+	struct proc *proc;
+	int err = -ENOMEM;
+
+	if (!keep || !remap)
+		goto cleanup;
+	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
+		mark_stacks(proc, keep);
+	err = stacks__compact(b->stacks, keep, remap);
+	if (err)
+		goto cleanup;
+	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
+		if (remap_stacks(proc, remap))
+			log_warn("out of memory renumbering the stacks of PID %d", proc->pid);
+	after = stacks__count(b->stacks);
+	err = (int)(count - 1 - after);
+cleanup:
+	free(keep);
+	free(remap);
+	return err;
 }

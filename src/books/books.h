@@ -60,6 +60,12 @@ struct procs *books__procs(struct books *b);
 struct stacks *books__stacks(struct books *b);
 struct modules *books__modules(struct books *b);
 const struct books_counters *books__counters(const struct books *b);
+/*
+ * Drops the interned stacks no process refers to any more (their processes
+ * were forgotten) and renumbers the rest in every process's books. Returns
+ * the number of stacks dropped, or -ENOMEM (nothing changed).
+ */
+int books__compact_stacks(struct books *b);
 /* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
 uint64_t books__now(const struct books *b);
 

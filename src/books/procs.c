@@ -21,6 +21,8 @@ struct procs {
 	struct proc **list;
 	uint32_t nr, cap;
 	struct htab *index; /* proc_key -> struct proc * */
+	uint32_t max;
+	uint64_t refused;
 };
 
 struct procs *procs__new(void)
@@ -100,6 +102,11 @@ struct proc *procs__get(struct procs *p, int pid, uint64_t start_time, bool *cre
 
 	if (created)
 		*created = false;
+	if (p->max && p->nr >= p->max && !htab__lookup(p->index, &k)) {
+		p->refused++;
+		errno = ENOSPC;
+		return NULL;
+	}
 	slot = htab__upsert(p->index, &k, &fresh);
 	if (!slot)
 		return NULL;
@@ -149,6 +156,38 @@ void procs__remove(struct procs *p, struct proc *proc)
 		break;
 	}
 	proc_free(proc);
+}
+
+void procs__set_max(struct procs *p, uint32_t max)
+{
+	p->max = max;
+}
+
+uint64_t procs__refused(const struct procs *p)
+{
+	return p->refused;
+}
+
+uint32_t procs__forget_exited(struct procs *p, uint64_t exited_before,
+			      void (*cb)(void *ctx, struct proc *proc), void *ctx)
+{
+	uint32_t kept = 0, n = p->nr;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct proc *proc = p->list[i];
+		struct proc_key k = { .start_time = proc->start_time, .pid = proc->pid };
+
+		if (!proc->exited || proc->exit_ns > exited_before) {
+			p->list[kept++] = proc;
+			continue;
+		}
+		if (cb)
+			cb(ctx, proc);
+		htab__delete(p->index, &k);
+		proc_free(proc);
+	}
+	p->nr = kept;
+	return n - kept;
 }
 
 struct proc *procs__at(struct procs *p, uint32_t i)

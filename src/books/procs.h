@@ -112,6 +112,8 @@ struct proc {
 
 	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
 	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
+	uint64_t alloc_bytes[GL_CLASS_SLOTS]; /* cumulative, per class */
+	uint64_t free_bytes[GL_CLASS_SLOTS];  /* cumulative (frees and teardown), per class */
 	uint64_t peak_device;
 	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* device class, per device ordinal */
 	uint64_t unknown_dev_bytes;	      /* device class, device not known */
@@ -130,9 +132,23 @@ struct procs;
 
 /* NULL with errno on failure. */
 struct procs *procs__new(void);
+/* Caps the table at max processes (0: no cap); procs__get then fails with ENOSPC, counted. */
+void procs__set_max(struct procs *p, uint32_t max);
+/* Processes refused because the table was full. */
+uint64_t procs__refused(const struct procs *p);
+/*
+ * Removes every process that exited at or before exited_before (books__now()
+ * clock), calling cb (may be NULL) on each just before it is freed. Returns
+ * the number removed.
+ */
+uint32_t procs__forget_exited(struct procs *p, uint64_t exited_before,
+			      void (*cb)(void *ctx, struct proc *proc), void *ctx);
 void procs__free(struct procs *p);
 
-/* The process (pid, start_time), created (empty books, comm read) if new; NULL on ENOMEM. */
+/*
+ * The process (pid, start_time), created (empty books, comm read) if new;
+ * NULL with errno ENOMEM, or ENOSPC when the table is at its cap.
+ */
 struct proc *procs__get(struct procs *p, int pid, uint64_t start_time, bool *created);
 /* The most recent process with this pid, or NULL. */
 struct proc *procs__find_pid(struct procs *p, int pid);

@@ -120,6 +120,9 @@ static void fill_frame(struct books *b, struct symbolizer *sym, struct python *p
 		out->function = probe__name(f->mod);
 		out->module = "libcuda";
 		break;
+	case FRAME_OVERFLOW:
+		out->function = "[stack table full]";
+		break;
 	case FRAME_PYTHON:
 		out->kind = "python";
 		out->line = (int)f->addr;
@@ -328,6 +331,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->duration_ns = end > begin ? end - begin : 0;
 	memcpy(sp->bytes, proc->bytes, sizeof(sp->bytes));
 	memcpy(sp->nallocs, proc->nallocs, sizeof(sp->nallocs));
+	memcpy(sp->alloc_bytes, proc->alloc_bytes, sizeof(sp->alloc_bytes));
+	memcpy(sp->free_bytes, proc->free_bytes, sizeof(sp->free_bytes));
 	sp->outstanding_allocs = proc->nallocs[GL_CLASS_DEVICE] + proc->nallocs[GL_CLASS_MANAGED] +
 				 proc->nallocs[GL_CLASS_HOST_PINNED];
 	sp->peak_device = proc->peak_device;

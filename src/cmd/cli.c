@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "util/http.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -28,6 +29,13 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_LISTEN,
+	OPT_STATE_DIR,
+	OPT_PROFILE_DIR,
+	OPT_PROFILE_EVERY,
+	OPT_PROFILE_KEEP,
+	OPT_MAX_PROCS,
+	OPT_MAX_STACKS,
 	OPT_SORT,
 	OPT_RESOLUTION,
 	OPT_FOLDED,
@@ -56,6 +64,13 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
+	{ "profile-every", required_argument, NULL, OPT_PROFILE_EVERY },
+	{ "profile-keep", required_argument, NULL, OPT_PROFILE_KEEP },
+	{ "max-procs", required_argument, NULL, OPT_MAX_PROCS },
+	{ "max-stacks", required_argument, NULL, OPT_MAX_STACKS },
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
@@ -73,6 +88,8 @@ void cli__usage(FILE *f)
 	      "       gpuleak run [options] -- CMD [ARG...]    start CMD and trace it from its "
 	      "first call\n"
 	      "       gpuleak top [options] [-p PID]...        live view (every process by default)\n"
+	      "       gpuleak serve [options]                  host-wide agent: Prometheus metrics\n"
+	      "                                                and heap profiles over HTTP\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -100,6 +117,17 @@ void cli__usage(FILE *f)
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
+	      "\n"
+	      "serve options:\n"
+	      "      --listen ADDR:PORT  HTTP address for /metrics and /debug/pprof/gpu_heap\n"
+	      "                        (127.0.0.1:9464; [::1]:9464 for IPv6; 0.0.0.0 only if asked)\n"
+	      "      --state-dir DIR   the only directory serve writes to (default: none)\n"
+	      "      --profile-dir DIR write heap profiles here (inside --state-dir)\n"
+	      "      --profile-every T how often to write a profile (60s)\n"
+	      "      --profile-keep N  profiles kept on disk, oldest removed first (10)\n"
+	      "      --max-procs N     processes tracked at once (8192)\n"
+	      "      --max-stacks N    distinct call stacks kept (16384)\n"
+	      "\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
@@ -120,6 +148,37 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 	return EXIT_USAGE;
 }
 
+static int serve_only(const struct gl_opts *o, const char *opt)
+{
+	return o->cmd == CMD_SERVE ? 0 : usage_error("%s belongs to serve", opt);
+}
+
+/* serve: no operands; --profile-dir needs --state-dir and lies inside it. */
+static int check_serve(struct gl_opts *o, int argc, char **argv)
+{
+	size_t n;
+
+	if (optind + 1 < argc)
+		return usage_error("serve takes no operands ('%s')", argv[optind + 1]);
+	if (o->nr_pids)
+		return usage_error("serve traces every process; -p belongs to attach and top");
+	o->all = true;
+	if (!o->profile_dir)
+		return EXIT_OK;
+	if (!o->state_dir)
+		return usage_error("--profile-dir needs --state-dir (the only place serve writes)");
+	n = strlen(o->state_dir);
+	while (n > 1 && o->state_dir[n - 1] == '/')
+		n--;
+	if (o->profile_dir[0] == '/' &&
+	    (strncmp(o->profile_dir, o->state_dir, n) || o->profile_dir[n] != '/'))
+		return usage_error("--profile-dir '%s' is not inside --state-dir '%s'",
+				   o->profile_dir, o->state_dir);
+	if (strstr(o->profile_dir, ".."))
+		return usage_error("--profile-dir '%s' must not contain '..'", o->profile_dir);
+	return EXIT_OK;
+}
+
 static void defaults(struct gl_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -137,6 +196,11 @@ static void defaults(struct gl_opts *o)
 	o->ringbuf_bytes = 32 << 20;
 	o->max_allocs = 1 << 20;
 	o->follow_forks = true;
+	o->listen = "127.0.0.1:9464";
+	o->profile_every_ms = 60000;
+	o->profile_keep = 10;
+	o->max_procs = 8192;
+	o->max_stacks = 16384;
 }
 
 static int parse_option(struct gl_opts *o, int c, const char *arg)
@@ -219,6 +283,38 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		o->no_torch = true;
 		o->torch = false;
 		return 0;
+	case OPT_LISTEN:
+		if (http__parse_addr(arg, NULL, NULL))
+			return usage_error("invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT",
+					   arg);
+		o->listen = arg;
+		return serve_only(o, "--listen");
+	case OPT_STATE_DIR:
+		if (arg[0] != '/')
+			return usage_error("invalid --state-dir '%s': expected an absolute path", arg);
+		o->state_dir = arg;
+		return serve_only(o, "--state-dir");
+	case OPT_PROFILE_DIR:
+		if (!arg[0])
+			return usage_error("invalid --profile-dir: empty");
+		o->profile_dir = arg;
+		return serve_only(o, "--profile-dir");
+	case OPT_PROFILE_EVERY:
+		if (parse_duration_ms(arg, 1000, 86400000ULL, &o->profile_every_ms))
+			return usage_error("invalid --profile-every '%s': expected 1s to 24h", arg);
+		return serve_only(o, "--profile-every");
+	case OPT_PROFILE_KEEP:
+		if (parse_u32(arg, 1, 100000, &o->profile_keep))
+			return usage_error("invalid --profile-keep '%s': expected 1 to 100000", arg);
+		return serve_only(o, "--profile-keep");
+	case OPT_MAX_PROCS:
+		if (parse_u32(arg, 1, 1 << 20, &o->max_procs))
+			return usage_error("invalid --max-procs '%s': expected 1 to 1048576", arg);
+		return serve_only(o, "--max-procs");
+	case OPT_MAX_STACKS:
+		if (parse_u32(arg, 16, 1 << 24, &o->max_stacks))
+			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216", arg);
+		return serve_only(o, "--max-stacks");
 	case 'p':
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
@@ -297,6 +393,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->cmd = CMD_ATTACH;
 	else if (!strcmp(sub, "run"))
 		o->cmd = CMD_RUN;
+	else if (!strcmp(sub, "serve"))
+		o->cmd = CMD_SERVE;
 	else if (!strcmp(sub, "top"))
 		o->cmd = CMD_TOP;
 	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
@@ -342,5 +440,7 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->argv = &argv[optind + 1];
 		return EXIT_OK;
 	}
+	if (o->cmd == CMD_SERVE)
+		return check_serve(o, argc, argv);
 	return parse_pids(o, argc, argv);
 }

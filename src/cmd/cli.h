@@ -56,6 +56,14 @@ struct gl_opts {
 	bool follow_forks;
 	int verbosity;
 	bool sort_bytes; /* top: by outstanding bytes instead of growth */
+	/* serve */
+	const char *listen;	   /* ADDR:PORT or [ADDR]:PORT */
+	const char *state_dir;	   /* the only place serve writes; NULL: writes nothing */
+	const char *profile_dir;   /* inside state_dir */
+	uint64_t profile_every_ms; /* 0: no profiles on disk */
+	uint32_t profile_keep;	   /* profiles kept on disk */
+	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
+	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
 };
 

@@ -392,7 +392,7 @@ static int setup(struct session *s)
 		.python = !o->no_python,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
-		.max_procs = 8192,
+		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };

@@ -29,6 +29,11 @@ struct pending_scan {
 	uint64_t due_ns;
 };
 
+struct lib_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct target {
 	int pid;
 	uint64_t start_ticks;
@@ -55,6 +60,8 @@ struct session {
 	uint64_t wait_deadline_ns, next_reconcile_ns;
 	struct pending_scan pending[64];
 	int nr_pending;
+	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
+	int nr_torch_denied;
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 };

@@ -91,7 +91,18 @@ static int attach_torch(struct session *s, int pid)
 		return 0;
 	if (tracer__has_torch(s->tracer, dev, ino))
 		return 1;
+	for (int i = 0; i < s->nr_torch_denied; i++)
+		if (s->torch_denied[i].dev == dev && s->torch_denied[i].ino == ino)
+			return 1;
 	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM && s->o->cmd == CMD_SERVE) {
+		/* the agent goes on: tensor blocks are then not traced in this library */
+		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
+			 "accounting only", display);
+		if (s->nr_torch_denied < (int)(sizeof(s->torch_denied) / sizeof(s->torch_denied[0])))
+			s->torch_denied[s->nr_torch_denied++] = (struct lib_id){ dev, ino };
+		return 1;
+	}
 	if (err == -EPERM) {
 		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
 		return -EPERM;

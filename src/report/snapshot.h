@@ -58,6 +58,7 @@ struct snap_proc {
 	uint64_t duration_ns; /* observed */
 	uint64_t bytes[GL_CLASS_SLOTS];
 	uint64_t nallocs[GL_CLASS_SLOTS];
+	uint64_t alloc_bytes[GL_CLASS_SLOTS], free_bytes[GL_CLASS_SLOTS]; /* cumulative */
 	uint64_t outstanding_allocs; /* device + managed + host_pinned */
 	uint64_t peak_device;
 	uint64_t dev_bytes[16];	     /* device class per device ordinal */

@@ -21,6 +21,9 @@ struct stacks {
 	struct stack_ref *refs; /* index = id; refs[0] unused */
 	uint32_t nr_refs, cap_refs;
 	struct htab *by_hash; /* u64 hash -> first id with that hash */
+	uint32_t max;	      /* distinct stacks kept, 0 = no cap */
+	uint32_t overflow_id; /* the stack standing for those past the cap, 0 = none yet */
+	uint64_t overflows;
 };
 
 struct stacks *stacks__new(void)
@@ -82,19 +85,25 @@ static int reserve(struct stacks *s, uint32_t n)
 	return 0;
 }
 
-uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n)
+/* Id of an interned stack equal to frames[0..n) with hash h, or 0. */
+static uint32_t find(const struct stacks *s, uint64_t h, const struct frame *f, uint32_t n)
 {
-	uint64_t h = hash_bytes(frames, n * sizeof(*frames), 0x5eed);
+	const uint32_t *head = htab__lookup(s->by_hash, &h);
+
+	for (uint32_t id = head ? *head : 0; id; id = s->refs[id].next)
+		if (same(s, id, f, n))
+			return id;
+	return 0;
+}
+
+static uint32_t insert(struct stacks *s, uint64_t h, const struct frame *frames, uint32_t n)
+{
 	uint32_t *head, id;
 	bool created;
 
 	head = htab__upsert(s->by_hash, &h, &created);
 	if (!head)
 		return 0;
-	if (!created)
-		for (id = *head; id; id = s->refs[id].next)
-			if (same(s, id, frames, n))
-				return id;
 	if (reserve(s, n)) {
 		if (created)
 			htab__delete(s->by_hash, &h);
@@ -107,6 +116,22 @@ uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n
 	s->nr_frames += n;
 	*head = id;
 	return id;
+}
+
+uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n)
+{
+	static const struct frame of = { .kind = FRAME_OVERFLOW };
+	uint64_t h = hash_bytes(frames, n * sizeof(*frames), 0x5eed);
+	uint32_t id = find(s, h, frames, n);
+
+	if (id)
+		return id;
+	if (!s->max || s->nr_refs - 1 < s->max)
+		return insert(s, h, frames, n);
+	s->overflows++;
+	if (!s->overflow_id)
+		s->overflow_id = insert(s, hash_bytes(&of, sizeof(of), 0x5eed), &of, 1);
+	return s->overflow_id;
 }
 
 const struct frame *stacks__get(const struct stacks *s, uint32_t id, uint32_t *n)
@@ -124,8 +149,48 @@ uint32_t stacks__count(const struct stacks *s)
 	return s->nr_refs - 1;
 }
 
+void stacks__set_max(struct stacks *s, uint32_t max)
+{
+	s->max = max;
+}
+
+uint64_t stacks__overflows(const struct stacks *s)
+{
+	return s->overflows;
+}
+
 size_t stacks__mem(const struct stacks *s)
 {
 	return sizeof(*s) + s->cap_frames * sizeof(struct frame) +
 	       s->cap_refs * sizeof(struct stack_ref) + htab__mem(s->by_hash);
+}
+
+int stacks__compact(struct stacks *s, const uint8_t *keep, uint32_t *remap)
+{
+	struct stacks *n = stacks__new(), tmp;
+
+	if (!n)
+		return -ENOMEM;
+	remap[0] = 0;
+	for (uint32_t id = 1; id < s->nr_refs; id++) {
+		const struct stack_ref *r = &s->refs[id];
+		const struct frame *f = &s->frames[r->first];
+
+		remap[id] = 0;
+		if (!keep[id] && id != s->overflow_id)
+			continue;
+		remap[id] = insert(n, hash_bytes(f, r->n * sizeof(*f), 0x5eed), f, r->n);
+		if (!remap[id]) {
+			stacks__free(n);
+			return -ENOMEM;
+		}
+	}
+	n->max = s->max;
+	n->overflows = s->overflows;
+	n->overflow_id = remap[s->overflow_id];
+	tmp = *s;
+	*s = *n;
+	*n = tmp;
+	stacks__free(n);
+	return 0;
 }

@@ -15,6 +15,7 @@ enum frame_kind {
 	FRAME_UNKNOWN = 1, /* addr = absolute address outside any file mapping */
 	FRAME_PYTHON = 2,  /* mod = Python code id (python.h), addr = line number */
 	FRAME_API = 3,	   /* the traced libcuda function itself: mod = API id */
+	FRAME_OVERFLOW = 4, /* the stack table was full: stands for every stack past the cap */
 };
 
 struct frame {
@@ -36,6 +37,20 @@ uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n
 /* Frames of stack id, innermost first; NULL (and *n = 0) for STACK_NONE or a bad id. */
 const struct frame *stacks__get(const struct stacks *s, uint32_t id, uint32_t *n);
 uint32_t stacks__count(const struct stacks *s);
+/*
+ * Caps the table at max distinct stacks (0: no cap). Past the cap, a new stack
+ * gets the id of one overflow stack (a single FRAME_OVERFLOW frame), counted.
+ */
+void stacks__set_max(struct stacks *s, uint32_t max);
+/* Stacks that got the overflow id because the table was full. */
+uint64_t stacks__overflows(const struct stacks *s);
+/*
+ * Keeps only the stacks marked in keep[id] (ids 1..count) and the overflow
+ * stack, renumbered densely in their old order: remap[old id] = new id, 0 for
+ * a stack dropped (remap[0] = 0). keep and remap have stacks__count() + 1
+ * entries. Returns 0, or -ENOMEM with the table unchanged.
+ */
+int stacks__compact(struct stacks *s, const uint8_t *keep, uint32_t *remap);
 /* Bytes held. */
 size_t stacks__mem(const struct stacks *s);
 

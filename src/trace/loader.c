@@ -484,6 +484,11 @@ int tracer__nr_probes(const struct tracer *t)
 	return t->nr_probes;
 }
 
+bool tracer__uses_multi_links(const struct tracer *t)
+{
+	return !t->no_multi;
+}
+
 int tracer__nr_libs(const struct tracer *t)
 {
 	return t->nr_libs;
@@ -504,6 +509,11 @@ int tracer__drain(struct tracer *t)
 	int n = ring_buffer__consume(t->rb);
 
 	return n == -EINTR ? 0 : n;
+}
+
+int tracer__epoll_fd(struct tracer *t)
+{
+	return ring_buffer__epoll_fd(t->rb);
 }
 
 int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])

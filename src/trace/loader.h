@@ -62,6 +62,8 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);
 int tracer__nr_libs(const struct tracer *t);
+/* Whether libraries are attached with uprobe_multi links (else one perf event per probe). */
+bool tracer__uses_multi_links(const struct tracer *t);
 /* Whether the dynamic loader file (dev, ino) is watched already. */
 bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino);
 /*
@@ -79,6 +81,8 @@ int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino
 int tracer__poll(struct tracer *t, int timeout_ms);
 /* Handles every record available now. */
 int tracer__drain(struct tracer *t);
+/* The ring buffer's epoll descriptor: readable when records wait (owned by the tracer). */
+int tracer__epoll_fd(struct tracer *t);
 
 /* Global BPF counters (enum gl_stat), summed over CPUs. */
 int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);

@@ -1,0 +1,300 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""gpuleak serve: a real Prometheus scrapes the agent every second while stand-in
+workloads start, leak and exit; the series are checked through Prometheus's HTTP API."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+from harness import FAKECUDA, GPULEAK, ROOT, WORKLOADS, check, check_eq, wait_until
+
+PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+SECRET_ARG = "topsecret-argv-4711"
+SECRET_ENV = "topsecret-env-0815"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+class Agent:
+    def __init__(self, tmp, args):
+        self.err_path = os.path.join(tmp, f"serve.{time.monotonic_ns()}.err")
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([GPULEAK, "serve", "--libcuda", FAKECUDA] + args,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._err)
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait_serving(self):
+        def serving():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}:\n"
+                                     f"{self.stderr()}")
+            return "serving http://" in self.stderr()
+        wait_until(serving, 20, "gpuleak serve to listen")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = "hung"
+        self._err.close()
+        return rc
+
+
+def start_prometheus(tmp, target):
+    port = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: gpuleak\n"
+                f"    static_configs:\n      - targets: ['{target}']\n")
+    log = open(os.path.join(tmp, "prometheus.log"), "wb")
+    proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
+                             f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
+                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+
+    def ready():
+        if proc.poll() is not None:
+            raise AssertionError(f"prometheus exited with {proc.returncode}")
+        try:
+            return get(f"{url}/-/ready", timeout=1) is not None
+        except OSError:
+            return False
+    try:
+        wait_until(ready, 20, "Prometheus to be ready")
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    return proc, url
+
+
+def query(prom, q):
+    body = json.loads(get(f"{prom}/api/v1/query?query={urllib.parse.quote(q)}"))
+    check_eq(body["status"], "success", f"query {q}")
+    return body["data"]["result"]
+
+
+def value(prom, q):
+    r = query(prom, q)
+    return float(r[0]["value"][1]) if r else None
+
+
+def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
+    """Prometheus scrapes the agent every second: the leaking process's bytes climb, an
+    exited process's series are gone within a scrape interval, health counters are there,
+    labels survive escaping, and no command line or environment leaks into the metrics."""
+    port = free_port()
+    state = os.path.join(tmp, "st")
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--state-dir", state,
+                        "--profile-dir", "profiles", "--profile-every", "1s",
+                        "--profile-keep", "3"])
+    prom, jobs = None, []
+    try:
+        agent.wait_serving()
+        metrics_url = f"http://127.0.0.1:{port}/metrics"
+        prom, prom_url = start_prometheus(tmp, f"127.0.0.1:{port}")
+        # a comm that needs escaping: quote and backslash
+        odd = os.path.join(tmp, 'wl"q\\x')
+        os.symlink(os.path.join(WORKLOADS, "wl_leak"), odd)
+        env = dict(os.environ, GPULEAK_TEST_SECRET=SECRET_ENV)
+        leaker = subprocess.Popen([odd, "--no-wait", "--iters", "0", "--interval-ms", "150",
+                                   "--truth", os.path.join(tmp, SECRET_ARG)],
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+        jobs.append(leaker)
+        steady = subprocess.Popen([os.path.join(WORKLOADS, "wl_basic"), "--no-wait", "--hold"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        jobs.append(steady)
+        short = subprocess.Popen([os.path.join(WORKLOADS, "wl_leak"), "--no-wait", "--iters",
+                                  "3", "--interval-ms", "100", "--hold"],
+                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        jobs.append(short)
+
+        def series(pid):
+            return f'gpuleak_process_memory_bytes{{pid="{pid}",class="device"}}'
+
+        wait_until(lambda: value(prom_url, series(leaker.pid)) is not None, 20,
+                   "Prometheus to have the leaking process's series")
+        wait_until(lambda: value(prom_url, series(short.pid)) is not None, 10,
+                   "Prometheus to have the short-lived process's series")
+        seen = []
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and len(set(seen)) < 4:
+            seen.append(value(prom_url, series(leaker.pid)))
+            time.sleep(0.5)
+        check(len(set(seen)) >= 3 and seen == sorted(seen),
+              f"the leaking process's device bytes climb scrape after scrape: {seen}")
+        check_eq(value(prom_url, f'gpuleak_process_memory_bytes{{pid="{steady.pid}",'
+                       'class="device"}'), 5605632.0, "the steady process's bytes")
+        r = query(prom_url, f'gpuleak_process_memory_bytes{{pid="{leaker.pid}",class="device"}}')
+        check_eq(r[0]["metric"]["comm"], 'wl"q\\x', "comm label after escaping and ingestion")
+        # the verdict needs some history: the leak is named within ~10 s, the steady one not
+        wait_until(lambda: (value(prom_url, f'gpuleak_process_leak_bytes{{pid="{leaker.pid}",'
+                                  'class="device"}') or 0) > 0, 20,
+                   "the leaking process's leak bytes > 0 in Prometheus")
+        check_eq(value(prom_url, f'gpuleak_process_leak_bytes{{pid="{steady.pid}",'
+                       'class="device"}'), 0.0, "the steady process's leak bytes")
+        # the README's query, over this test's processes (others may run beside it)
+        ours = "|".join(str(j.pid) for j in jobs)
+        pods = query(prom_url, 'sum by (pid) (gpuleak_process_leak_bytes{class="device",'
+                     f'pid=~"{ours}"}}) > 0')
+        check_eq([r["metric"]["pid"] for r in pods], [str(leaker.pid)],
+                 "the README's query names the leaking process alone")
+
+        # an exited process is gone from the next scrape, and stale in Prometheus
+        short.stdin.write(b"exit\n")
+        short.stdin.close()
+        short.wait(10)
+        t_exit = time.monotonic()
+        wait_until(lambda: f'pid="{short.pid}"' not in get(metrics_url), 1.5,
+                   "the exited process to leave /metrics")
+        check(time.monotonic() - t_exit < 1.5, "gone within one scrape interval")
+        wait_until(lambda: value(prom_url, series(short.pid)) is None, 5,
+                   "Prometheus to mark the exited process's series stale")
+
+        for name in ("gpuleak_events_lost_total", "gpuleak_processes_tracked",
+                     "gpuleak_probes_attached", "gpuleak_cap_hits_total",
+                     "gpuleak_unmatched_frees_total", "gpuleak_build_info"):
+            check(query(prom_url, name), f"health series {name} in Prometheus")
+        check(value(prom_url, "gpuleak_probes_attached") > 0, "probes attached")
+        check_eq(sorted(r["metric"]["record"] for r in query(prom_url,
+                                                              "gpuleak_events_lost_total")),
+                 ["call", "proc", "stack"], "lost records counted per record type")
+        check_eq(value(prom_url, f'gpuleak_process_books_consistent{{pid="{steady.pid}"}}'), 1.0,
+                 "the steady process's books equal the kernel's")
+        check(value(prom_url, "gpuleak_processes_forgotten_total") >= 1,
+              "the exited process counted as forgotten")
+
+        text = get(metrics_url)
+        for secret in (SECRET_ARG, SECRET_ENV, "--interval-ms", "--truth", "GPULEAK_TEST"):
+            check(secret not in text, f"{secret!r} appears in /metrics")
+        scrape = os.path.join(tmp, "scrape.txt")
+        with open(scrape, "w") as f:
+            f.write(text)
+        p = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(),
+                           capture_output=True, timeout=20)
+        check_eq(p.returncode, 0, f"promtool check metrics: {p.stdout!r} {p.stderr!r}")
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/pprof/gpu_heap",
+                                    timeout=10) as r:
+            check_eq(r.status, 200, "pprof endpoint")
+            check_eq(r.read()[:2], b"\x1f\x8b", "the profile is gzipped")
+        check_eq(os.listdir(state), ["profiles"], "the state dir holds the profiles alone")
+        profiles = os.listdir(os.path.join(state, "profiles"))
+        check(1 <= len(profiles) <= 3, f"profiles rotated to --profile-keep 3: {profiles}")
+        for name in profiles:
+            st = os.lstat(os.path.join(state, "profiles", name))
+            check_eq(oct(st.st_mode & 0o777), oct(0o600), f"mode of {name}")
+    finally:
+        for j in jobs:
+            if j.poll() is None:
+                j.kill()
+            j.wait()
+        if prom:
+            prom.kill()
+            prom.wait()
+        rc = agent.stop()
+    check_eq(rc, 0, f"exit status on SIGTERM:\n{agent.stderr()}")
+
+
+def listening(port):
+    """Local addresses listening on port, from /proc/net/tcp and tcp6."""
+    found = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(path) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                addr, p = local.split(":")
+                if state == "0A" and int(p, 16) == port:
+                    found.append(addr)
+    return found
+
+
+def test_serve_defaults_and_hostile_clients(tmp):
+    """The default address is loopback only; garbage, slow clients and a flood of
+    connections do not stop the agent; usage errors are refused."""
+    rc = subprocess.run([GPULEAK, "serve", "1234"], capture_output=True, timeout=10)
+    check_eq(rc.returncode, 2, "serve takes no PIDs")
+    rc = subprocess.run([GPULEAK, "serve", "--state-dir", "/var/lib/x", "--profile-dir",
+                         "/tmp/elsewhere"], capture_output=True, timeout=10)
+    check_eq(rc.returncode, 2, "a profile dir outside the state dir")
+    rc = subprocess.run([GPULEAK, "attach", "--listen", "127.0.0.1:1", "1"],
+                        capture_output=True, timeout=10)
+    check_eq(rc.returncode, 2, "--listen belongs to serve")
+
+    agent = Agent(tmp, [])
+    try:
+        agent.wait_serving()
+        addrs = listening(9464)
+        check_eq(addrs, ["0100007F"], "the default listens on 127.0.0.1:9464 alone")
+        url = "http://127.0.0.1:9464/metrics"
+        socks = []
+        for payload in (b"\x16\x03\x01\x00\xff garbage\r\n\r\n", b"GET /metr",
+                        b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+                        b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n"):
+            s = socket.create_connection(("127.0.0.1", 9464), timeout=5)
+            s.sendall(payload)
+            socks.append(s)
+        for _ in range(40):  # more than the client table holds
+            socks.append(socket.create_connection(("127.0.0.1", 9464), timeout=5))
+        text = get(url)
+        check("gpuleak_build_info" in text, "the agent still answers")
+        answers = []
+        for s in socks[:4]:
+            s.settimeout(5)
+            try:
+                answers.append(s.recv(100).split(b"\r\n")[0])
+            except OSError as e:
+                answers.append(repr(e).encode())
+        check_eq(answers[0], b"HTTP/1.1 400 Bad Request", "garbage")
+        check_eq(answers[2], b"HTTP/1.1 405 Method Not Allowed", "POST")
+        check(answers[3] in (b"HTTP/1.1 414 URI Too Long", b""), f"a huge target: {answers[3]}")
+        for s in socks:
+            s.close()
+        head = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(head, timeout=5) as r:
+            check_eq(r.status, 200, "HEAD /metrics")
+            check_eq(r.read(), b"", "HEAD has no body")
+        try:
+            get("http://127.0.0.1:9464/nope")
+            check(False, "an unknown path is 404")
+        except urllib.error.HTTPError as e:
+            check_eq(e.code, 404, "unknown path")
+    finally:
+        rc = agent.stop()
+    check_eq(rc, 0, f"exit status on SIGTERM:\n{agent.stderr()}")
+    check("capabilities kept: " in agent.stderr(), "capabilities given up after attaching")
+
+
+def test_deploy_manifests(tmp):
+    """deploy/: the Kubernetes manifests agree with each other (selectors, ports,
+    security context), the systemd unit is hardened, the image is the static binary."""
+    # Debian's python3 (python3-yaml), whichever python3 runs the tests
+    p = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "deploy", "validate.py")],
+                       capture_output=True, timeout=30)
+    out = p.stdout.decode() + p.stderr.decode()
+    check_eq(p.returncode, 0, f"deploy/validate.py:\n{out}")
+    check("deploy: ok" in out, f"deploy/validate.py said: {out}")
