@@ -107,6 +107,9 @@ $(OUTPUT):
 # The CUDA driver stand-in and the workloads that drive it.
 include tests/fakecuda/fakecuda.mk
 
+# Benchmark programs (bench/run drives them).
+include bench/bench.mk
+
 # A "libcuda.so.1" lacking most functions, for the missing-symbols test.
 PARTIAL_LIB := $(OUTPUT)/partial/libcuda.so.1
 $(PARTIAL_LIB): tests/fakecuda/partial.c

@@ -70,7 +70,7 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind,
 	r->dev = dev;
 	r->flags = flags;
 	r->kind = kind;
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
 /* A class as an index the verifier can bound (the compiler drops a plain mask). */
@@ -330,7 +330,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 	r->dropped_allocs = w.n;
 	for (int i = 0; i < GL_NR_CLASSES; i++)
 		r->dropped[i] = w.bytes[i];
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
 static __always_inline void ctx_push(struct gl_inflight *inf, __u64 ctx)
@@ -551,7 +551,7 @@ static __always_inline void emit_proc(struct task_struct *task, __u32 tgid, __u3
 	BPF_CORE_READ_STR_INTO(&r->comm, task, group_leader, comm);
 	if (st)
 		r->stats = *st;
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
 
 static long drop_ctx_one(struct bpf_map *map, struct gl_ctx_key *k, __s32 *v, __u32 *tgid)

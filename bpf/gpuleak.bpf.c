@@ -225,6 +225,8 @@ int dl_debug_state(struct pt_regs *ctx)
 	__builtin_memset(r, 0, sizeof(*r));
 	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), bpf_get_current_task_btf(), pid_tgid);
 	r->event = GL_PROC_LIBLOAD;
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
+
+#include "floor.bpf.h"

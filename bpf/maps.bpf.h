@@ -16,6 +16,7 @@ const volatile bool targ_follow_forks = true; /* children of targets become targ
 const volatile __u32 targ_stack_mode = GL_STACK_FP;
 const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
 const volatile bool targ_python = false;
+const volatile __u64 targ_wakeup_bytes = 0; /* see rb_flags(); 0: wake for every record */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -137,6 +138,32 @@ static __always_inline void stat_inc(__u32 which)
 
 	if (v)
 		*v += 1;
+}
+
+/* The last time a per-call record woke the consumer (any CPU; races are harmless). */
+__u64 last_wakeup_ns = 0;
+
+#define GL_WAKEUP_NS 1000000ULL
+
+/*
+ * Submit flags for a per-call record stamped ts. Waking the consumer costs an
+ * inter-processor interrupt (a VM exit in a guest), so in a stream of records
+ * it is woken at most once a millisecond, or sooner once targ_wakeup_bytes
+ * are waiting; the first record after a quiet spell wakes it at once, so that
+ * a new process is seen while it lives. User space drains what is left at
+ * each poll timeout. Process records always wake it (libraries loaded late
+ * must be attached at once).
+ */
+static __always_inline __u64 rb_flags(__u64 ts)
+{
+	if (!targ_wakeup_bytes)
+		return 0;
+	if (ts - last_wakeup_ns >= GL_WAKEUP_NS ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes) {
+		last_wakeup_ns = ts;
+		return BPF_RB_FORCE_WAKEUP;
+	}
+	return BPF_RB_NO_WAKEUP;
 }
 
 #endif /* GPULEAK_MAPS_BPF_H */

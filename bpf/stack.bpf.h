@@ -117,7 +117,7 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	if (size > sizeof(*b))
 		return;
 	fill_hdr(&r->hdr, GL_REC_STACK, size, task, pid_tgid);
-	if (bpf_ringbuf_output(&events, b, size, 0))
+	if (bpf_ringbuf_output(&events, b, size, rb_flags(r->hdr.ts)))
 		stat_inc(GL_STAT_LOST_STACK);
 }
 

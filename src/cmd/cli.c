@@ -41,6 +41,7 @@ enum {
 	OPT_FOLDED,
 	OPT_SVG,
 	OPT_PPROF,
+	OPT_BENCH_FLOOR,
 };
 
 static const struct option long_opts[] = {
@@ -73,6 +74,7 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -331,6 +333,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
 			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
+	case OPT_BENCH_FLOOR:
+		o->bench_floor = true;
+		return 0;
 	case 'v':
 		o->verbosity++;
 		return 0;

@@ -64,6 +64,7 @@ struct gl_opts {
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
+	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
 };
 
 /*

@@ -393,6 +393,7 @@ static int setup(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
+		.bench_floor = o->bench_floor,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
 	struct books_hooks hooks = {

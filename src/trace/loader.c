@@ -22,6 +22,9 @@
 #include "util/log.h"
 
 #define MAX_LIBS 64
+/* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
+ * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
+#define WAKEUP_BYTES (256 << 10)
 
 /* UAPI values of kernel 6.6+, absent from older headers. */
 #define GL_BPF_TRACE_UPROBE_MULTI 48
@@ -61,6 +64,7 @@ struct tracer {
 	int nr_probes;
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
+	bool bench_floor;
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -120,11 +124,16 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_mode = o->stack_mode;
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
+	s->rodata->targ_wakeup_bytes = o->ringbuf_bytes / 8;
+	if (s->rodata->targ_wakeup_bytes > WAKEUP_BYTES)
+		s->rodata->targ_wakeup_bytes = WAKEUP_BYTES;
 	/* uprobe_multi links attach and detach all functions at once (kernel 6.6+);
 	 * older kernels ignore the type and take the per-probe perf events instead */
 	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.call_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.dl_debug_state, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.floor_enter, GL_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(s->progs.floor_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0)
 		return -EINVAL;
@@ -164,6 +173,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		return NULL;
 	t->fn = fn;
 	t->fn_ctx = ctx;
+	t->bench_floor = opts->bench_floor;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
@@ -255,11 +265,19 @@ bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* The program attached to entries or returns: the floor's do-nothing ones when benchmarking. */
+static struct bpf_program *call_prog(struct tracer *t, bool ret)
+{
+	if (t->bench_floor)
+		return ret ? t->skel->progs.floor_exit : t->skel->progs.floor_enter;
+	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+}
+
 static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
 				   bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
-	struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+	struct bpf_program *prog = call_prog(t, ret);
 
 	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
 }
@@ -313,7 +331,7 @@ static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct att
 	if (!n)
 		return -ENOENT;
 	for (int ret = 0; ret < 2; ret++) {
-		struct bpf_program *prog = ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+		struct bpf_program *prog = call_prog(t, ret);
 
 		fd = link_uprobe_multi(bpf_program__fd(prog), lib->path, offsets, cookies, n, ret);
 		if (fd < 0)
@@ -480,6 +498,9 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 {
 	int n = ring_buffer__poll(t->rb, timeout_ms);
 
+	/* records below the wakeup threshold raise no event: take them at each timeout */
+	if (n == 0)
+		n = ring_buffer__consume(t->rb);
 	return n == -EINTR ? 0 : n;
 }
 

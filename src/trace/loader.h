@@ -24,6 +24,7 @@ struct tracer_opts {
 	uint64_t ringbuf_bytes; /* power of two */
 	uint32_t max_allocs;   /* BPF allocation table size */
 	uint32_t max_procs;
+	bool bench_floor;       /* attach the do-nothing floor programs (benchmarks) */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
@@ -72,7 +73,11 @@ bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino);
  */
 int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino);
 
-/* Waits up to timeout_ms for records and hands them to the callback. Returns count or -errno. */
+/*
+ * Waits up to timeout_ms for records and hands every waiting record to the
+ * callback (BPF wakes the consumer only once enough records wait, so a record
+ * can wait up to one timeout). Returns count or -errno.
+ */
 int tracer__poll(struct tracer *t, int timeout_ms);
 /* Handles every record available now. */
 int tracer__drain(struct tracer *t);

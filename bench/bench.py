@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""gpuleak's CPU benchmarks: runs the suites, prints the table, writes the results.
+
+Usage: bench.py [--smoke] [--only SUITE[,SUITE]] [--reps N] [--json FILE] [-q]
+
+Suites: overhead (C load), python (Python load), throughput, books, memory, attach.
+--smoke runs a few seconds' worth of the harness (every figure from tiny runs: they
+prove the harness works, not how fast gpuleak is). Progress goes to stderr, the table
+to stdout, the full results as JSON to --json (default $OUTPUT/bench/results.json).
+Needs root (BPF), ./gpuleak and `make bench-progs`.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import capacity  # noqa: E402
+import overhead  # noqa: E402
+from benchlib import BENCH_OUT, BenchError, machine  # noqa: E402
+
+SUITES = ("overhead", "python", "throughput", "books", "memory", "attach")
+
+FULL = {
+    "overhead": {"pairs": 20000, "reps": 9},
+    "python": {"pairs": 10000, "reps": 7},
+    "throughput": {"rates": [10000, 20000, 40000, 80000, 0], "threads": [1, 2],
+                   "seconds": 1.5, "ringbufs": [1 << 20, 32 << 20]},
+    "books": {"pairs": 1000000, "reps": 5},
+    "memory": {"keep": 1000000, "stacks_keep": 65536, "sites": 16384},
+    "attach": {"procs": 50, "reps": 7},
+}
+
+SMOKE = {
+    "overhead": {"pairs": 300, "reps": 1, "modes": ("untraced", "floor", "gpuleak fp")},
+    "books": {"pairs": 5000, "reps": 1},
+}
+
+
+def run_suites(names, cfg, reps, log, wall):
+    """{suite: results}; wall gets each suite's seconds."""
+    res = {}
+    for name in names:
+        c = cfg[name]
+        r = reps or c.get("reps")
+        t0 = time.monotonic()
+        if name in ("overhead", "python"):
+            res[name] = overhead.overhead("c" if name == "overhead" else "py", c["pairs"], r,
+                                          log, modes=c.get("modes"))
+        elif name == "throughput":
+            res[name] = {}
+            for threads in c["threads"]:
+                res[name][str(threads)] = capacity.throughput(
+                    c["rates"], threads, c["seconds"], c["ringbufs"], log)
+        elif name == "books":
+            res[name] = capacity.books(c["pairs"], r, log)
+        elif name == "memory":
+            res[name] = capacity.memory(c["keep"], c["stacks_keep"], c["sites"], log)
+        elif name == "attach":
+            res[name] = capacity.attach(c["procs"], r, log)
+        wall[name] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def fmt_stat(s, digits=0, scale=1.0):
+    return (f"{s['median'] * scale:.{digits}f} [{s['q1'] * scale:.{digits}f}-"
+            f"{s['q3'] * scale:.{digits}f}]")
+
+
+def table(res, info):
+    out = [f"gpuleak benchmarks, {info['date']}: {info['cpu']} x{info['cpus']}, Linux "
+           f"{info['kernel']}, load {info['load_1min']}, other tracers running: "
+           f"{info['other_tracers']}",
+           "figures: median [interquartile range] over the runs; ratios per run, then median"]
+    for name in ("overhead", "python"):
+        if name not in res:
+            continue
+        r = res[name]
+        out.append(f"\n{r['load']}: CPU ns per cuMemAlloc_v2+cuMemFree_v2 pair "
+                   f"({r['pairs']} pairs, {r['reps']} runs, interleaved)")
+        base = r["cpu_ns_per_pair"]["untraced"]["median"]
+        for cfg, s in r["cpu_ns_per_pair"].items():
+            out.append(f"  {cfg:<24} {fmt_stat(s):>26}   +{s['median'] - base:.0f} ns")
+        for k, s in r["ratios"].items():
+            out.append(f"  {k:<56} {fmt_stat(s, 2)}")
+        if "bpftrace_unavailable" in r:
+            out.append(f"  bpftrace: {r['bpftrace_unavailable']}")
+    if "throughput" in res:
+        out.append("\nthroughput: records/s reaching the books (stack + call records, fp)")
+        for threads, r in res["throughput"].items():
+            for ring, s in r["summary"].items():
+                ok, bad = s["max_lossless_records_per_s"], s["min_lossy_records_per_s"]
+                out.append(f"  {threads} producer(s), ring {int(ring) >> 10} KiB: lossless up "
+                           f"to {ok or 0:.0f}/s; "
+                           + (f"lost events from {bad:.0f}/s" if bad else "no loss seen"))
+    if "books" in res:
+        out.append("\ndecode+aggregate on one core (bench/books_bench.c), records/s")
+        for k, s in res["books"].items():
+            out.append(f"  {k:<36} {fmt_stat(s)}")
+    if "memory" in res:
+        m = res["memory"]
+        out.append(f"\nmemory with {m['outstanding']} outstanding allocations: "
+                   f"{m['rss_bytes_per_allocation']:.1f} B of tracer RSS and "
+                   f"{m['bpf_allocs_map_bytes_per_allocation']:.1f} B of BPF map per "
+                   f"allocation; {m['rss_bytes_per_stack']:.0f} B of RSS per distinct stack")
+    if "attach" in res:
+        a = res["attach"]
+        out.append(f"\nattach -a with {a['processes']} processes, start to attached: "
+                   f"{fmt_stat(a['seconds'], 3)} s")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--reps", type=int, default=0)
+    ap.add_argument("--json", default=os.path.join(BENCH_OUT, "results.json"))
+    ap.add_argument("-q", "--quiet", action="store_true")
+    a = ap.parse_args()
+    cfg = SMOKE if a.smoke else FULL
+    names = [n for n in (a.only.split(",") if a.only else SUITES) if n in cfg]
+    unknown = [n for n in a.only.split(",") if n and n not in SUITES]
+    if unknown or not names:
+        ap.error(f"unknown suite(s) {unknown}; choose from {', '.join(SUITES)}")
+
+    def log(msg):
+        if not a.quiet:
+            print(f"bench: {msg}", file=sys.stderr, flush=True)
+
+    info = machine()
+    info["suite_wall_s"] = {}
+    t0 = time.monotonic()
+    try:
+        res = run_suites(names, cfg, a.reps, log, info["suite_wall_s"])
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    info["wall_s"] = round(time.monotonic() - t0, 1)
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump({"machine": info, "config": {n: cfg[n] for n in names}, "results": res}, f,
+                  indent=1, default=list)
+    print(table(res, info), flush=True)
+    log(f"done in {info['wall_s']} s; results in {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The benchmark harness stays runnable: bench/bench.py --smoke measures a few hundred
+pairs untraced, under the floor programs and under gpuleak, and runs books_bench, in a
+few seconds. Its figures prove the harness works, not how fast gpuleak is: nothing here
+asserts a speed."""
+import json
+import os
+import subprocess
+import sys
+
+from harness import GPULEAK, OUTPUT, ROOT, check, check_eq
+
+BENCH = os.path.join(ROOT, "bench", "bench.py")
+
+
+def test_bench_smoke(tmp):
+    results = os.path.join(tmp, "results.json")
+    env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
+    p = subprocess.run([sys.executable, BENCH, "--smoke", "-q", "--json", results],
+                       capture_output=True, text=True, timeout=60, env=env)
+    check_eq(p.returncode, 0, f"bench.py --smoke exit status (stderr: {p.stderr[-1500:]})")
+    for row in ("untraced", "floor", "gpuleak fp", "(gpuleak fp - untraced) / (floor - untraced)",
+                "call records only"):
+        check(row in p.stdout, f"the table has no '{row}' row:\n{p.stdout}")
+    with open(results) as f:
+        res = json.load(f)["results"]
+    ns = res["overhead"]["cpu_ns_per_pair"]
+    check_eq(sorted(ns), ["floor", "gpuleak fp", "untraced"], "configurations measured")
+    check(all(s["median"] > 0 and s["n"] == 1 for s in ns.values()),
+          f"every configuration has one positive figure: {ns}")
+    check(ns["floor"]["median"] > ns["untraced"]["median"],
+          f"the floor's probes cost something: {ns}")
+    for name, s in res["books"].items():
+        check(s["median"] > 0, f"books_bench measured {name}: {s}")
