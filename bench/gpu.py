@@ -16,6 +16,7 @@ sets it up and runs it).
 Prints the table to stdout, progress to stderr.
 """
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -38,6 +39,16 @@ TRAIN_MODES = {
     "gpuleak --no-torch": ["--no-torch"],
     "_record_memory_history": "history",
 }
+# --breakdown: where the default mode's cost goes (PyTorch's probes with each stack mode)
+BREAKDOWN_MODES = {
+    "untraced": None,
+    "gpuleak (default)": [],
+    "gpuleak --stacks fp": ["--stacks", "fp"],
+    "gpuleak --stacks none": ["--stacks", "none"],
+    "gpuleak --no-python": ["--no-python"],
+    "gpuleak --no-torch": ["--no-torch"],
+    "_record_memory_history": "history",
+}
 
 
 def log(msg):
@@ -54,8 +65,10 @@ def train_once(mode, opts, steps, tmp):
     gl, attach_s = None, None
     try:
         wl.wait_for(r"ready \d+", 180, stream="stdout")
+        report = os.path.join(tmp, f"report.{time.monotonic_ns()}.json")
         if isinstance(opts, list):
-            gl = Proc([GPULEAK, "attach", "-i", "0", *opts, str(wl.pid)], tmp, "gpuleak")
+            gl = Proc([GPULEAK, "attach", "-i", "0", "--json", report, *opts, str(wl.pid)], tmp,
+                      "gpuleak")
             attach_s = gl.wait_for(r"attached to PID", 60)
         open(go, "w").close()
         deadline = time.monotonic() + 600
@@ -66,6 +79,11 @@ def train_once(mode, opts, steps, tmp):
         step_ms = kv(wl.stdout(), ("median_step_ms",))["median_step_ms"]
         if gl and gl.stop(timeout=60) != 0:
             raise BenchError(f"gpuleak failed ({mode}):\n{gl.stderr()[-1500:]}")
+        if gl and os.path.exists(report):
+            with open(report) as f:
+                calls = json.load(f)["stats"].get("calls", {})
+            per_step = {k: round(v / steps, 1) for k, v in sorted(calls.items(), key=lambda kv: -kv[1])}
+            log(f"{mode}: traced calls per step: {per_step}")
     finally:
         wl.kill()
         if gl:
@@ -73,14 +91,14 @@ def train_once(mode, opts, steps, tmp):
     return step_ms, attach_s
 
 
-def training(reps, steps):
-    samples = {m: [] for m in TRAIN_MODES}
+def training(reps, steps, train_modes=TRAIN_MODES):
+    samples = {m: [] for m in train_modes}
     attach = []
-    modes = list(TRAIN_MODES)
+    modes = list(train_modes)
     with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
         for r in range(reps):
             for m in modes[r % len(modes):] + modes[:r % len(modes)]:
-                ms, att = train_once(m, TRAIN_MODES[m], steps, tmp)
+                ms, att = train_once(m, train_modes[m], steps, tmp)
                 samples[m].append(ms)
                 if att is not None:
                     attach.append(att)
@@ -121,7 +139,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="only the training loop, with each stack mode (about 3 minutes)")
     a = ap.parse_args()
+    if a.breakdown:
+        samples, slow, _ = training(3, 200, BREAKDOWN_MODES)
+        print("transformer training step (bench/torch_train.py), ms per step")
+        for m, vals in samples.items():
+            extra = f"   slowdown {slow[m].median * 100:+.2f}%" if m in slow else ""
+            print(f"  {m:<24} {Stats(vals).fmt(2)}{extra}")
+        return 0
     reps = 3 if a.quick else 5
     info = machine()
     out = [f"gpuleak GPU benchmarks, {info['date']}: {info['cpu']} x{info['cpus']}, Linux "

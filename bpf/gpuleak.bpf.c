@@ -75,6 +75,7 @@ int call_enter(struct pt_regs *ctx)
 
 	if (api >= GL_NR_APIS || !is_target(pid_tgid >> 32))
 		return 0;
+	count_call(api);
 	task = bpf_get_current_task_btf();
 	inf = bpf_task_storage_get(&inflight, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!inf) {

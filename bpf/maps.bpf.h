@@ -46,6 +46,7 @@ struct gl_inflight {
 	__u64 seq;
 	__u32 depth;
 	__u32 pad;
+	__u64 py_tstate;      /* the thread's CPython thread state, last time it was found */
 	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
 	__u32 pad2;
@@ -131,6 +132,22 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gl_stack_buf);
 } scratch SEC(".maps");
+
+/* Traced calls per API (entries seen, whatever their result). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GL_NR_APIS);
+	__type(key, __u32);
+	__type(value, __u64);
+} api_calls SEC(".maps");
+
+static __always_inline void count_call(__u32 api)
+{
+	__u64 *v = bpf_map_lookup_elem(&api_calls, &api);
+
+	if (v)
+		*v += 1;
+}
 
 static __always_inline void stat_inc(__u32 which)
 {

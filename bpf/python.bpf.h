@@ -188,6 +188,7 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 {
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	const struct gl_py_proc *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct gl_inflight *inf;
 	struct gl_py_scratch *s;
 	struct py_walk w = {};
 	__u64 start;
@@ -216,7 +217,20 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		*status = GL_PY_NO_RUNTIME;
 		return 0;
 	}
-	bpf_loop(GL_PY_MAX_THREADS + GL_PY_MAX_INTERPS, find_thread_step, &w, 0);
+	/* the thread state found last time, if it still names this thread: no search */
+	inf = bpf_task_storage_get(&inflight, task, NULL, 0);
+	if (inf && inf->py_tstate) {
+		w.tstate = inf->py_tstate;
+		find_thread_step(0, &w);
+		if (!w.found) {
+			w.tstate = 0;
+			w.status = GL_PY_OK;
+		}
+	}
+	if (!w.found)
+		bpf_loop(GL_PY_MAX_THREADS + GL_PY_MAX_INTERPS, find_thread_step, &w, 0);
+	if (inf)
+		inf->py_tstate = w.found ? w.tstate : 0;
 	if (!w.found) {
 		*status = w.status ?: (w.tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
 		return 0;

@@ -23,6 +23,7 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c,
 	c->pid_tgid = bpf_get_current_pid_tgid();
 	if (!is_target(c->pid_tgid >> 32))
 		return NULL;
+	count_call(api);
 	c->task = bpf_get_current_task_btf();
 	inf = bpf_task_storage_get(&inflight, c->task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!inf) {

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "analysis.h"
 #include "books.h"
 #include "stacks/python.h"
@@ -19,6 +20,7 @@
 #include "trace/event.h"
 #include "trace/probes.h"
 #include "util/log.h"
+#include "util/procfs.h"
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define MAP_REFRESH_MIN_NS 10000000ULL
@@ -34,7 +36,16 @@ struct books {
 	struct books_hooks hooks;
 	struct books_counters counters;
 	uint64_t now;
+	struct htab *prefetched; /* pid -> struct prefetch */
 };
+
+/* A process's address map read while it was alive, for records that arrive after it died. */
+struct prefetch {
+	uint64_t ticks; /* start time in clock ticks: the process it belongs to */
+	struct addr_map *am;
+};
+
+#define PREFETCH_MAX 1024
 
 struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
 			 struct python *py, const struct books_opts *o)
@@ -49,17 +60,73 @@ struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u
 	b->python = py;
 	b->opts = *o;
 	b->procs = procs__new();
-	if (!b->procs) {
+	b->prefetched = htab__new(sizeof(int), sizeof(struct prefetch));
+	if (!b->procs || !b->prefetched) {
+		procs__free(b->procs);
+		htab__free(b->prefetched);
 		free(b);
 		return NULL;
 	}
 	return b;
 }
 
+static void drop_prefetched(struct books *b)
+{
+	struct prefetch *pf;
+	size_t it = 0;
+
+	while ((pf = htab__next(b->prefetched, &it, NULL)))
+		addr_map__free(pf->am);
+	htab__clear(b->prefetched);
+}
+
+void books__prefetch_maps(struct books *b, int pid)
+{
+	struct prefetch *pf;
+	struct addr_map *am;
+	uint64_t ticks;
+
+	if (b->opts.no_proc_files || procfs__start_ticks(pid, &ticks))
+		return;
+	am = addr_map__new(b->mods, pid);
+	if (!am)
+		return;
+	if (htab__count(b->prefetched) >= PREFETCH_MAX)
+		drop_prefetched(b);
+	pf = htab__upsert(b->prefetched, &pid, NULL);
+	if (!pf) {
+		addr_map__free(am);
+		return;
+	}
+	addr_map__free(pf->am);
+	*pf = (struct prefetch){ ticks, am };
+}
+
+/* The map prefetched for the process (pid, start boot-time ns), handed over; or NULL. */
+static struct addr_map *take_prefetched(struct books *b, int pid, uint64_t start_ns)
+{
+	struct prefetch *pf = htab__lookup(b->prefetched, &pid);
+	long hz = sysconf(_SC_CLK_TCK);
+	struct addr_map *am = NULL;
+
+	if (!pf)
+		return NULL;
+	if (hz <= 0)
+		hz = 100;
+	if (pf->ticks == start_ns / (1000000000ULL / (uint64_t)hz))
+		am = pf->am;
+	else
+		addr_map__free(pf->am);
+	htab__delete(b->prefetched, &pid);
+	return am;
+}
+
 void books__free(struct books *b)
 {
 	if (!b)
 		return;
+	drop_prefetched(b);
+	htab__free(b->prefetched);
 	procs__free(b->procs);
 	free(b);
 }
@@ -117,7 +184,14 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		snprintf(proc->comm, sizeof(proc->comm), "?");
 		proc->ns_pid = 0;
 	} else {
+		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
+
+		/* the process's maps now; if it is already gone, as they were while it ran */
 		proc->am = addr_map__new(b->mods, h->pid);
+		if (!proc->am)
+			proc->am = early;
+		else
+			addr_map__free(early);
 		proc->am_refreshed_ns = h->ts;
 		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
 	}

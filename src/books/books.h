@@ -56,6 +56,12 @@ int books__apply(struct books *b, const void *data, size_t size);
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts);
 
+/*
+ * Reads pid's address map now, while it lives: a short-lived process's records
+ * may be read after it exited, when /proc no longer has its maps.
+ */
+void books__prefetch_maps(struct books *b, int pid);
+
 struct procs *books__procs(struct books *b);
 struct stacks *books__stacks(struct books *b);
 struct modules *books__modules(struct books *b);

@@ -380,6 +380,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 : 0;
 	if (o->stats)
 		memcpy(s->stats, o->stats, sizeof(s->stats));
+	if (o->api_calls)
+		memcpy(s->api_calls, o->api_calls, sizeof(s->api_calls));
 	s->lost_events = s->stats[GL_STAT_LOST_STACK] + s->stats[GL_STAT_LOST_CALL] +
 			 s->stats[GL_STAT_LOST_PROC];
 	s->malformed = bc->malformed;

@@ -18,6 +18,7 @@ struct snapshot_opts {
 	uint32_t max_stacks; /* per process, 0 = every stack with outstanding memory */
 	bool all_stacks;     /* include stacks with nothing outstanding */
 	const uint64_t *stats; /* GL_NR_STATS BPF counters, or NULL */
+	const uint64_t *api_calls; /* GL_NR_APIS call counts, or NULL */
 	/* BPF's books of a running process; returns 0 or -ENOENT. NULL: none. */
 	int (*bpf_stats)(void *ctx, int pid, struct gl_proc_stats *out);
 	void *bpf_ctx;

@@ -193,12 +193,13 @@ static void reconcile_exits(struct session *s)
 
 static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 {
-	uint64_t stats[GL_NR_STATS] = {};
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
 	struct snapshot_opts so = {
 		.now_ns = now_ns(),
 		.start_ns = s->start_ns,
 		.max_stacks = max_stacks,
 		.stats = stats,
+		.api_calls = calls,
 		.bpf_stats = tracer_stats_cb,
 		.bpf_ctx = s->tracer,
 		.python = s->python,
@@ -214,6 +215,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		tracer__drain(s->tracer);
 		reconcile_exits(s);
 		tracer__stats(s->tracer, stats);
+		tracer__api_calls(s->tracer, calls);
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, s->sym, &so);
 		if (!snap || snap->complete || snap->lost_events)

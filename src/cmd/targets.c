@@ -262,6 +262,7 @@ static int scan_pid(struct session *s, int pid)
 		python__attach(s->python, s->tracer, pid);
 	if (libcuda__find_in_process(pid, lib) == 0) {
 		ret = 1;
+		books__prefetch_maps(s->books, pid);
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
 			err = attach_lib(s, lib, t ? pid : -1);
 		if (!err && t && t->state == T_WAITING)

@@ -221,6 +221,12 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	for (int i = 0; i < GL_NR_STATS; i++)
 		jsonw__field_u64(w, names[i], s->stats[i]);
 	jsonw__field_u64(w, "malformed_records", s->malformed);
+	jsonw__name(w, "calls");
+	jsonw__start_object(w);
+	for (int i = 0; i < GL_NR_APIS; i++)
+		if (s->api_calls[i])
+			jsonw__field_u64(w, probe__name(i), s->api_calls[i]);
+	jsonw__end_object(w);
 	jsonw__field_u64(w, "stacks_missing", s->stack_missing);
 	jsonw__end_object(w);
 }

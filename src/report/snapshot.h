@@ -89,6 +89,7 @@ struct snapshot {
 	uint64_t lost_events;	  /* ring-buffer records dropped */
 	uint64_t unmatched_frees; /* all processes */
 	uint64_t stats[GL_NR_STATS];
+	uint64_t api_calls[GL_NR_APIS]; /* traced calls per API (all processes) */
 	uint64_t malformed, stack_missing;
 	bool complete; /* nothing lost, books agree */
 	uint32_t nprocs;

@@ -565,3 +565,24 @@ int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
 		return -errno;
 	return 0;
 }
+
+int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS])
+{
+	uint64_t *vals = calloc(t->ncpus, sizeof(*vals));
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 i = 0; i < GL_NR_APIS; i++) {
+		out[i] = 0;
+		if (bpf_map__lookup_elem(t->skel->maps.api_calls, &i, sizeof(i), vals,
+					 sizeof(*vals) * t->ncpus, 0)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < t->ncpus; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+	return err;
+}

@@ -86,6 +86,8 @@ int tracer__epoll_fd(struct tracer *t);
 
 /* Global BPF counters (enum gl_stat), summed over CPUs. */
 int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);
+/* Traced calls per API id since load, summed over CPUs. Returns 0 or -errno. */
+int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS]);
 /* The in-kernel books of tgid. Returns 0, or -ENOENT if BPF holds none. */
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
 
