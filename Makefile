@@ -106,6 +106,7 @@ $(OUTPUT):
 
 # The CUDA driver stand-in and the workloads that drive it.
 include tests/fakecuda/fakecuda.mk
+include tests/fuzz/fuzz.mk
 
 # A "libcuda.so.1" lacking most functions, for the missing-symbols test.
 PARTIAL_LIB := $(OUTPUT)/partial/libcuda.so.1

@@ -4,6 +4,7 @@
  */
 #include <stdio.h>
 #include "cli.h"
+#include "offline.h"
 #include "session.h"
 #include "top.h"
 #include "util/log.h"
@@ -29,6 +30,10 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	case CMD_TOP:
 		return top__run(&o);
+	case CMD_RECORD:
+		return record_cmd__run(&o);
+	case CMD_REPORT:
+		return report_cmd__run(&o);
 	default:
 		return session__run(&o);
 	}
