@@ -125,8 +125,9 @@ def test_report_after_the_process_is_gone(tmp):
     rc, rep, text, err = report(tmp, rec, "--folded", folded, "--svg", svg, "--pprof", pprof)
     check_eq(rc, 0, f"exit status with every output ({err})")
     lines = open(folded).read().splitlines()
-    check(any("leak_site_staircase" in line and line.endswith(f" {truth['sites']['leak_site_staircase']}")
-              for line in lines), f"folded stacks: {lines}")
+    leak = truth["sites"]["leak_site_staircase"]
+    check(any("leak_site_staircase" in line and line.endswith(f" {leak}") for line in lines),
+          f"folded stacks: {lines}")
     check("leak_site_staircase" in open(svg).read(), "the flame graph names the site")
     check(open(pprof, "rb").read(2) == b"\x1f\x8b", "pprof is gzipped")
 
@@ -275,3 +276,27 @@ def test_fuzzer_short_run(tmp):
     check(runs and runs[0] > 1000, f"the fuzzer ran: {err[-500:]!r}")
     check(not [f for f in os.listdir(tmp) if f.startswith(("crash-", "leak-", "timeout-"))],
           "no crash, leak or timeout")
+
+
+def test_python_frames_recorded_resolved(tmp):
+    """Python frames are recorded with their function, file and line: the report names
+    them without the interpreter, which is gone."""
+    from test_python import PyWorkload, check_site
+    wl = PyWorkload(tmp)
+    try:
+        wl.wait_ready()
+        rec, tr = recorder(tmp, "py.glr", "-i", "0", str(wl.pid))
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    finally:
+        check_eq(wl.finish(), 0, "workload exit status")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check(truth["py_sites"], "the workload has Python sites")
+    for name, site in truth["py_sites"].items():
+        check_site(p, name, site)
+    check(" [python]" in text, "the text report shows Python frames")
