@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * fuzz_record.c - libFuzzer target: the recording reader, the replay into the
- * books and the reports, on any input. The first byte picks how the rest is
+ * books and every report (text, JSON, folded, SVG, pprof, top), on any input. The first byte picks how the rest is
  * used, so that mutations get past the checksums:
  *   0: a recording file as it is;
  *   1: a stream of records (type, length, payload), wrapped here into a
@@ -136,6 +136,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (snap) {
 		report__text(sink, snap, &to);
 		report__json(sink, snap);
+		report__folded(sink, snap, &(struct folded_opts){ .leak_only = data[0] & 0x40 });
+		report__svg(sink, snap, &(struct svg_opts){ .leak_only = data[0] & 0x40 });
+		report__pprof(sink, snap, &(struct pprof_opts){ .default_sample = (data[0] >> 4) % 4,
+								.time_ns = 1 });
+		report__top(sink, snap, &(struct top_opts){ .sort_bytes = data[0] & 0x40 });
 		snapshot__free(snap);
 	}
 cleanup:
