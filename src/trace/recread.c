@@ -99,6 +99,11 @@ static int check_header(struct rec_reader *r, char *why, size_t len)
 			 "version %u", r->version, GLR_VERSION);
 		return -EPROTONOSUPPORT;
 	}
+	if (glr_get(h + 16, 4) != GL_ABI_VERSION) {
+		snprintf(why, len, "recorded by a gpuleak of BPF ABI %u; this one has ABI %u",
+			 (unsigned int)glr_get(h + 16, 4), GL_ABI_VERSION);
+		return -EPROTONOSUPPORT;
+	}
 	if (!(flags & GLR_F_LITTLE_ENDIAN)) {
 		snprintf(why, len, "a big-endian gpuleak recording: this gpuleak cannot read it");
 		return -EPROTONOSUPPORT;

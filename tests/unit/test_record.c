@@ -328,6 +328,15 @@ static void test_not_recordings(void **state)
 	glr_put(h + 28, crc32(0, h, 28), 4);
 	assert_int_equal(recread__mem(h, sizeof(h), &rr, why, sizeof(why)), -EPROTONOSUPPORT);
 	assert_non_null(strstr(why, "format version 2"));
+	glr_put(h + 8, GLR_VERSION, 2);
+	glr_put(h + 16, GL_ABI_VERSION + 1, 4);
+	glr_put(h + 28, crc32(0, h, 28), 4);
+	assert_int_equal(recread__mem(h, sizeof(h), &rr, why, sizeof(why)), -EPROTONOSUPPORT);
+	assert_non_null(strstr(why, "BPF ABI"));
+	glr_put(h + 16, GL_ABI_VERSION, 4);
+	glr_put(h + 28, crc32(0, h, 28), 4);
+	assert_int_equal(recread__mem(h, sizeof(h), &rr, why, sizeof(why)), 0);
+	recread__free(rr);
 	assert_int_equal(recread__open("/nonexistent/rec.glr", &rr, why, sizeof(why)), -ENOENT);
 	assert_int_equal(recread__open("/dev/null", &rr, why, sizeof(why)), -EBADMSG);
 	assert_int_equal(recread__open(dir, &rr, why, sizeof(why)), -EBADMSG);
@@ -353,6 +362,7 @@ static void test_unknown_and_malformed_records(void **state)
 	glr_put(buf + 8, GLR_VERSION, 2);
 	glr_put(buf + 10, GLR_HDR_SIZE, 2);
 	glr_put(buf + 12, GLR_F_LITTLE_ENDIAN, 4);
+	glr_put(buf + 16, GL_ABI_VERSION, 4);
 	glr_put(buf + 28, crc32(0, buf, 28), 4);
 	glr_put(p - GLR_CHUNK_HDR, GLR_CHUNK_MAGIC, 4);
 	glr_put(p - GLR_CHUNK_HDR + 8, rec - p, 4);
