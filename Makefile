@@ -106,6 +106,7 @@ $(OUTPUT):
 
 # The CUDA driver stand-in and the workloads that drive it.
 include tests/fakecuda/fakecuda.mk
+include tests/fuzz/fuzz.mk
 
 # Benchmark programs (bench/run drives them).
 include bench/bench.mk

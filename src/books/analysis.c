@@ -316,7 +316,7 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 		out->growth_bytes_per_s = floor_slope(s);
 		if (out->growth_bytes_per_s <= 0)
 			out->growth_bytes_per_s = (fs.floor_now - fs.floor_first) / out->window_s;
-		fmt_bytes((uint64_t)(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
+		fmt_bytes(u64_of(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
 		say(out, VERDICT_LEAK, "+%s/s over %s, %u steps, no plateau", b1,
 		    fmt_secs(out->window_s, t1, sizeof(t1)), fs.rises);
 		return;

@@ -37,6 +37,8 @@ struct books {
 	struct books_counters counters;
 	uint64_t now;
 	struct htab *prefetched; /* pid -> struct prefetch */
+	uint32_t replay_stack; /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;	       /* the parked stack the record being applied took */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -136,6 +138,11 @@ void books__set_hooks(struct books *b, const struct books_hooks *h)
 	b->hooks = *h;
 }
 
+const struct books_hooks *books__hooks(const struct books *b)
+{
+	return &b->hooks;
+}
+
 struct procs *books__procs(struct books *b)
 {
 	return b->procs;
@@ -149,6 +156,16 @@ struct stacks *books__stacks(struct books *b)
 struct modules *books__modules(struct books *b)
 {
 	return b->mods;
+}
+
+struct python *books__python(struct books *b)
+{
+	return b->python;
+}
+
+const struct books_opts *books__opts(const struct books *b)
+{
+	return &b->opts;
 }
 
 const struct books_counters *books__counters(const struct books *b)
@@ -265,6 +282,7 @@ static void apply_stack(struct books *b, const void *data)
 		return;
 	p->seq = v.rec->seq;
 	p->stack = intern_stack(b, proc, &v);
+	b->taken = p->stack;
 }
 
 /* The stack parked by this call's entry, or a stack naming the API alone. */
@@ -275,9 +293,15 @@ static uint32_t take_stack(struct books *b, struct proc *proc, const struct gl_c
 	struct frame api = { .mod = c->api, .kind = FRAME_API };
 	uint32_t stack;
 
+	if (b->replay_stack) {
+		b->taken = b->replay_stack;
+		b->replay_stack = 0;
+		return b->taken;
+	}
 	if (p && p->seq == c->seq) {
 		stack = p->stack;
 		htab__delete(proc->pending, &k);
+		b->taken = stack;
 		return stack;
 	}
 	if (probe__desc(c->api)->flags & GL_API_STACK)
@@ -583,6 +607,7 @@ int books__apply(struct books *b, const void *data, size_t size)
 	b->counters.records[type]++;
 	if (((const struct gl_hdr *)data)->ts > b->now)
 		b->now = ((const struct gl_hdr *)data)->ts;
+	b->taken = 0;
 	switch (type) {
 	case GL_REC_STACK:
 		apply_stack(b, data);
@@ -594,6 +619,8 @@ int books__apply(struct books *b, const void *data, size_t size)
 		apply_proc(b, data);
 		break;
 	}
+	if (b->hooks.applied)
+		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
 	return 0;
 }
 
@@ -680,5 +707,19 @@ int books__compact_stacks(struct books *b)
 cleanup:
 	free(keep);
 	free(remap);
+	return err;
+}
+
+int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
+{
+	int err;
+
+	if (c->hdr.type != GL_REC_CALL) {
+		b->counters.malformed++;
+		return -EINVAL;
+	}
+	b->replay_stack = stack;
+	err = books__apply(b, c, sizeof(*c));
+	b->replay_stack = 0;
 	return err;
 }

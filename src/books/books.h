@@ -37,6 +37,12 @@ struct books_hooks {
 	void (*libs_changed)(void *ctx, int pid);
 	/* an allocation failed */
 	void (*failure)(void *ctx, struct proc *proc, const struct failure *f);
+	/*
+	 * a record was applied (after the hooks above): for a call, stack is the
+	 * stack parked by its entry that it took (0: it took none); for a stack
+	 * record, the id it was interned as; 0 for others
+	 */
+	void (*applied)(void *ctx, const void *data, size_t size, uint32_t stack);
 	void *ctx;
 };
 
@@ -45,9 +51,17 @@ struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u
 			 struct python *py, const struct books_opts *o);
 void books__free(struct books *b);
 void books__set_hooks(struct books *b, const struct books_hooks *h);
+/* The hooks in force (to chain new ones in front of them). */
+const struct books_hooks *books__hooks(const struct books *b);
 
 /* Applies one record. Returns 0, or -EINVAL for a malformed record (counted). */
 int books__apply(struct books *b, const void *data, size_t size);
+/*
+ * Applies a recorded call record as if the stack its entry parked were stack
+ * (an id of the books' stack table; 0: none was parked), without stack
+ * records or /proc. Returns 0, or -EINVAL for a malformed record (counted).
+ */
+int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack);
 
 /*
  * The process exited with these final kernel-side books (from its exit record,
@@ -65,6 +79,8 @@ void books__prefetch_maps(struct books *b, int pid);
 struct procs *books__procs(struct books *b);
 struct stacks *books__stacks(struct books *b);
 struct modules *books__modules(struct books *b);
+struct python *books__python(struct books *b);
+const struct books_opts *books__opts(const struct books *b);
 const struct books_counters *books__counters(const struct books *b);
 /*
  * Drops the interned stacks no process refers to any more (their processes

@@ -42,6 +42,10 @@ enum {
 	OPT_SVG,
 	OPT_PPROF,
 	OPT_BENCH_FLOOR,
+	OPT_MAX_SIZE,
+	OPT_KEEP_MODULES,
+	OPT_KEEP_MAX,
+	OPT_DEBUG_DIR,
 };
 
 static const struct option long_opts[] = {
@@ -75,6 +79,11 @@ static const struct option long_opts[] = {
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
+	{ "output", required_argument, NULL, 'o' },
+	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
+	{ "keep-modules", required_argument, NULL, OPT_KEEP_MODULES },
+	{ "keep-modules-max", required_argument, NULL, OPT_KEEP_MAX },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -90,6 +99,9 @@ void cli__usage(FILE *f)
 	      "       gpuleak top [options] [-p PID]...        live view (every process by default)\n"
 	      "       gpuleak serve [options]                  host-wide agent: Prometheus metrics\n"
 	      "                                                and heap profiles over HTTP\n"
+	      "       gpuleak record -o FILE [options] (PID... | -a | -- CMD [ARG...])\n"
+	      "                                                record to FILE, report later\n"
+	      "       gpuleak report [options] FILE            the report of a recording\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -128,11 +140,19 @@ void cli__usage(FILE *f)
 	      "      --max-procs N     processes tracked at once (8192)\n"
 	      "      --max-stacks N    distinct call stacks kept (16384)\n"
 	      "\n"
+	      "  -o, --output FILE     record: the recording (created 0600, symlinks refused)\n"
+	      "      --max-size N      record: stop recording when FILE reaches N (min 16k)\n"
+	      "      --keep-modules DIR  copy the modules of recorded stacks into DIR by build-id\n"
+	      "      --keep-modules-max N  most bytes DIR may hold (2G)\n"
+	      "      --debug-dir DIR   report: where modules are found by build-id (DIR/xx/yyyy,\n"
+	      "                        DIR/xx/yyyy.debug; a --keep-modules DIR is one), before\n"
+	      "                        /usr/lib/debug/.build-id; repeatable\n"
 	      "  -v, --verbose         more messages on stderr (-vv, -vvv)\n"
 	      "  -q, --quiet           errors only on stderr\n"
 	      "\n"
 	      "T is a duration: 10, 10s, 500ms, 2m, 1h. Sizes take k, M, G suffixes.\n"
-	      "exit status: 0 ok, 1 runtime error, 2 usage error, 4 missing privileges\n",
+	      "exit status: 0 ok, 1 runtime error, 2 usage error, 3 not a readable recording,\n"
+	      "4 missing privileges\n",
 	      f);
 }
 
@@ -201,6 +221,7 @@ static void defaults(struct gl_opts *o)
 	o->profile_keep = 10;
 	o->max_procs = 8192;
 	o->max_stacks = 16384;
+	o->keep_max = 2ULL << 30;
 }
 
 static int parse_option(struct gl_opts *o, int c, const char *arg)
@@ -336,6 +357,31 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
+	case 'o':
+		if (!*arg)
+			return usage_error("-o needs a file name");
+		o->record_path = arg;
+		return 0;
+	case OPT_MAX_SIZE:
+		if (parse_size(arg, 16384, 1ULL << 50, &o->max_size))
+			return usage_error("invalid --max-size '%s': expected 16k or more", arg);
+		return 0;
+	case OPT_KEEP_MODULES:
+		if (!*arg)
+			return usage_error("--keep-modules needs a directory");
+		o->keep_dir = arg;
+		return 0;
+	case OPT_KEEP_MAX:
+		if (parse_size(arg, 1, 1ULL << 50, &o->keep_max))
+			return usage_error("invalid --keep-modules-max '%s': expected a size", arg);
+		return 0;
+	case OPT_DEBUG_DIR:
+		if (o->nr_debug_dirs == GL_MAX_DEBUG_DIRS)
+			return usage_error("too many --debug-dir (at most %d)", GL_MAX_DEBUG_DIRS);
+		if (!*arg)
+			return usage_error("--debug-dir needs a directory");
+		o->debug_dirs[o->nr_debug_dirs++] = arg;
+		return 0;
 	case 'v':
 		o->verbosity++;
 		return 0;
@@ -374,15 +420,40 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 	if (!o->nr_pids && !o->all && o->cmd == CMD_TOP)
 		o->all = true;
 	if (!o->nr_pids && !o->all)
-		return usage_error("attach needs PIDs or -a");
+		return usage_error(o->cmd == CMD_RECORD ? "record needs PIDs, -a or -- CMD" :
+							  "attach needs PIDs or -a");
 	if (o->nr_pids && o->all)
 		return usage_error("give PIDs or -a, not both");
 	return EXIT_OK;
 }
 
+/* Options of record and report; report's FILE. */
+static int check_offline(struct gl_opts *o, int argc, char **argv)
+{
+	if (o->cmd != CMD_RECORD && (o->record_path || o->max_size))
+		return usage_error("-o and --max-size belong to record");
+	if (o->cmd != CMD_REPORT && o->nr_debug_dirs)
+		return usage_error("--debug-dir belongs to report");
+	if (o->cmd == CMD_RECORD && !o->record_path)
+		return usage_error("record needs -o FILE");
+	if (o->cmd == CMD_RECORD && (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
+		return usage_error("record writes no report: gpuleak report FILE makes them");
+	if (o->cmd != CMD_REPORT)
+		return EXIT_OK;
+	if (o->keep_dir || o->all || o->nr_pids)
+		return usage_error("report reads a recording: --keep-modules, -a and PIDs belong "
+				   "to record");
+	if (optind + 1 >= argc)
+		return usage_error("report needs a recording: gpuleak report FILE");
+	if (optind + 2 < argc)
+		return usage_error("report reads one recording, not '%s'", argv[optind + 2]);
+	o->record_path = argv[optind + 1];
+	return EXIT_OK;
+}
+
 int cli__parse(int argc, char **argv, struct gl_opts *o)
 {
-	const char *sub;
+	const char *sub, *optstr;
 	int c, err, at = 1;
 
 	defaults(o);
@@ -397,6 +468,10 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->cmd = CMD_SERVE;
 	else if (!strcmp(sub, "top"))
 		o->cmd = CMD_TOP;
+	else if (!strcmp(sub, "record"))
+		o->cmd = CMD_RECORD;
+	else if (!strcmp(sub, "report"))
+		o->cmd = CMD_REPORT;
 	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
 		o->cmd = CMD_HELP;
 	else if (!strcmp(sub, "version") || !strcmp(sub, "--version"))
@@ -415,8 +490,12 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	 */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, "+ai:d:w:p:vqh", long_opts, NULL)) != -1) {
+	/* report's FILE may come before its options; elsewhere options end at the first word */
+	optstr = o->cmd == CMD_REPORT ? "ai:d:w:p:o:vqh" : "+ai:d:w:p:o:vqh";
+	while ((c = getopt_long(argc - 1, argv + 1, optstr, long_opts, NULL)) != -1) {
 		if (c == '?') {
+			if (o->cmd == CMD_REPORT)
+				at = optind - 1;
 			if (!strncmp(argv[1 + at], "--", 2))
 				return usage_error("unknown or incomplete option '%s'",
 						   argv[1 + at]);
@@ -432,6 +511,17 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	err = check_outputs(o);
 	if (err)
 		return err;
+	err = check_offline(o, argc, argv);
+	if (err || o->cmd == CMD_REPORT)
+		return err;
+	if (o->cmd == CMD_RECORD && !strcmp(argv[optind], "--")) {
+		if (o->all || o->nr_pids)
+			return usage_error("record traces PIDs, -a or a command, one of them");
+		if (optind + 1 >= argc)
+			return usage_error("record needs a command after '--'");
+		o->argv = &argv[optind + 1];
+		return EXIT_OK;
+	}
 	if (o->cmd == CMD_RUN) {
 		if (o->all)
 			return usage_error("run traces its command; -a belongs to attach");

@@ -16,6 +16,7 @@ enum {
 	EXIT_OK = 0,
 	EXIT_RUNTIME = 1, /* the tracing could not be done: no such process, no libcuda, ... */
 	EXIT_USAGE = 2,	  /* bad command line */
+	EXIT_BADFILE = 3, /* report: the file cannot be read as a gpuleak recording */
 	EXIT_PRIV = 4,	  /* missing privileges (capabilities) */
 };
 
@@ -27,7 +28,11 @@ enum gl_cmd {
 	CMD_TOP,
 	CMD_HELP,
 	CMD_VERSION,
+	CMD_RECORD,
+	CMD_REPORT,
 };
+
+#define GL_MAX_DEBUG_DIRS 8
 
 #define GL_MAX_PIDS 256
 
@@ -65,6 +70,12 @@ struct gl_opts {
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	const char *record_path; /* record: -o FILE; report: FILE */
+	uint64_t max_size;	 /* record: 0 = no limit */
+	const char *keep_dir;	 /* --keep-modules: build-id store */
+	uint64_t keep_max;
+	const char *debug_dirs[GL_MAX_DEBUG_DIRS]; /* report: --debug-dir */
+	int nr_debug_dirs;
 };
 
 /*

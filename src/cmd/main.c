@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "cli.h"
 #include "serve.h"
+#include "offline.h"
 #include "session.h"
 #include "top.h"
 #include "util/log.h"
@@ -32,6 +33,10 @@ int main(int argc, char **argv)
 		return serve__run(&o);
 	case CMD_TOP:
 		return top__run(&o);
+	case CMD_RECORD:
+		return record_cmd__run(&o);
+	case CMD_REPORT:
+		return report_cmd__run(&o);
 	default:
 		return session__run(&o);
 	}

@@ -226,7 +226,7 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 }
 
 /* Whether a report file goes to stdout, which then carries nothing else. */
-static bool report_on_stdout(const struct gl_opts *o)
+bool session__report_on_stdout(const struct gl_opts *o)
 {
 	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
 	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
@@ -237,7 +237,7 @@ static void print_summary(struct session *s)
 	struct text_opts to = { .max_stacks = 3, .max_frames = 6 };
 	struct snapshot *snap;
 
-	if (report_on_stdout(s->o))
+	if (session__report_on_stdout(s->o))
 		return;
 	snap = take_snapshot(s, 3);
 	if (!snap)
@@ -287,23 +287,31 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	return err;
 }
 
+int session__write_files(const struct snapshot *snap, const struct gl_opts *o)
+{
+	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
+				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
+	int err = 0;
+
+	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
+		err = write_output(snap, i, paths[i]) ?: err;
+	return err;
+}
+
 static int final_report(struct session *s)
 {
 	const struct gl_opts *o = s->o;
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = take_snapshot(s, 0);
-	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
-				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
 	int err = 0;
 
 	if (!snap) {
 		log_error("failed to build the report: %s", strerror(errno));
 		return EXIT_RUNTIME;
 	}
-	if (!report_on_stdout(o))
+	if (!session__report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
-		err = write_output(snap, i, paths[i]) ?: err;
+	err = session__write_files(snap, o) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -340,6 +348,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
 	}
+	modstore__sync(s->keep, s->stacks, s->mods);
 	if (targets__step(s, now, &status)) {
 		*done = true;
 		return status;
@@ -360,6 +369,8 @@ void session__free(struct session *s)
 {
 	if (!s)
 		return;
+	modstore__sync(s->keep, s->stacks, s->mods);
+	modstore__free(s->keep);
 	books__free(s->books);
 	free(s->nvml);
 	tracer__free(s->tracer);
@@ -418,6 +429,10 @@ static int setup(struct session *s)
 		return EXIT_RUNTIME;
 	}
 	books__set_hooks(s->books, &hooks);
+	if (o->keep_dir && !(s->keep = modstore__new(o->keep_dir, o->keep_max))) {
+		log_error("cannot keep modules in %s: %s", o->keep_dir, strerror(errno));
+		return EXIT_RUNTIME;
+	}
 	s->tracer = tracer__new(&to, on_record, s);
 	if (!s->tracer)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;

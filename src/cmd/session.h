@@ -32,6 +32,13 @@ int session__step(struct session *s, int timeout_ms, bool *done);
 /* A snapshot of the books (drained, compared with BPF's counters); NULL on ENOMEM. */
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
 struct tracer *session__tracer(struct session *s);
+/*
+ * Writes the report files o names (--json, --folded, --svg, --pprof) from
+ * snap. Returns 0, or the last -errno (each failure said on stderr).
+ */
+int session__write_files(const struct snapshot *snap, const struct gl_opts *o);
+/* Whether one of those files is stdout (the text report is then left out). */
+bool session__report_on_stdout(const struct gl_opts *o);
 struct books *session__books(struct session *s);
 
 #endif /* GL_SESSION_H */

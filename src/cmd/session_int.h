@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include "books/books.h"
 #include "cli.h"
+#include "stacks/modstore.h"
 #include "stacks/python.h"
 #include "stacks/symbolize.h"
 #include "stacks/unwind.h"
@@ -51,6 +52,7 @@ struct session {
 	struct symbolizer *sym;
 	struct python *python;
 	struct books *books;
+	struct modstore *keep; /* --keep-modules */
 	struct target targets[GL_MAX_PIDS];
 	int nr_targets;
 	pid_t child;

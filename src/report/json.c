@@ -231,6 +231,30 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	jsonw__end_object(w);
 }
 
+static void write_recording(struct jsonw *w, const struct snap_recording *r)
+{
+	jsonw__name(w, "recording");
+	jsonw__start_object(w);
+	jsonw__field_string(w, "file", r->file);
+	jsonw__field_string(w, "host", r->host);
+	jsonw__field_u64(w, "started_unix_ns", r->wall_start_ns);
+	jsonw__field_u64(w, "format_version", r->version);
+	jsonw__field_bool(w, "complete", r->complete);
+	jsonw__field_bool(w, "ended", r->ended);
+	jsonw__field_bool(w, "truncated", r->truncated);
+	jsonw__field_bool(w, "cut", r->cut);
+	jsonw__field_u64(w, "max_size", r->max_size);
+	jsonw__field_u64(w, "bytes", r->bytes);
+	jsonw__field_u64(w, "skipped_bytes", r->skipped_bytes);
+	jsonw__field_u64(w, "bad_chunks", r->bad_chunks);
+	jsonw__field_u64(w, "bad_records", r->bad_records);
+	jsonw__field_u64(w, "unknown_records", r->unknown_records);
+	jsonw__field_u64(w, "calls", r->calls);
+	jsonw__field_u64(w, "modules", r->modules);
+	jsonw__field_u64(w, "modules_missing", r->modules_missing);
+	jsonw__end_object(w);
+}
+
 int report__json(FILE *f, const struct snapshot *s)
 {
 	struct jsonw *w = jsonw__new(f, false);
@@ -246,6 +270,8 @@ int report__json(FILE *f, const struct snapshot *s)
 	if (s->stack_mode)
 		jsonw__field_string(w, "stack_mode", s->stack_mode);
 	jsonw__field_u64(w, "probes", s->nr_probes);
+	if (s->recording)
+		write_recording(w, s->recording);
 	write_stats(w, s);
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);

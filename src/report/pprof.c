@@ -378,7 +378,7 @@ static void encode(struct pprof *pp, const struct snapshot *s, const struct ppro
 	};
 	uint64_t comments[2] = { 0, 0 };
 	uint64_t def = o->default_sample < 4 ? o->default_sample : 0;
-	uint64_t duration = s->duration_s > 0 ? (uint64_t)(s->duration_s * 1e9) : 0;
+	uint64_t duration = u64_of(s->duration_s * 1e9);
 
 	for (int i = 0; i < 4; i++)
 		value_type(pp, PROFILE_SAMPLE_TYPE, types[i][0], types[i][1]);

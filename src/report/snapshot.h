@@ -83,6 +83,22 @@ struct snap_proc {
 	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
 };
 
+/* Where a snapshot rebuilt from a recording (gpuleak report) came from, and what it lacks. */
+struct snap_recording {
+	const char *file;
+	const char *host;	/* where it was recorded, "" if unknown */
+	uint64_t wall_start_ns; /* when (CLOCK_REALTIME), 0 if unknown */
+	uint32_t version;	/* of the format */
+	bool complete;		/* ended, nothing truncated, cut, damaged or skipped */
+	bool ended;		/* the recorder finished it (its end record is there) */
+	bool truncated;		/* --max-size stopped the recording of events */
+	bool cut;		/* the file ends inside a chunk */
+	uint64_t max_size;
+	uint64_t bytes, skipped_bytes, bad_chunks, bad_records, unknown_records;
+	uint64_t calls;			/* call records replayed */
+	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
@@ -96,11 +112,17 @@ struct snapshot {
 	struct snap_proc *procs;
 	const char *stack_mode;
 	uint32_t nr_probes;
+	const struct snap_recording *recording; /* NULL: a live session */
 };
 
 void snapshot__free(struct snapshot *s);
 
 /* Human-readable byte count ("1.50 GiB") into buf. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* v as an unsigned integer (rounded down): 0 if negative or NaN, UINT64_MAX if beyond. */
+static inline uint64_t u64_of(double v)
+{
+	return v > 0 ? (v < 18446744073709551616.0 ? (uint64_t)v : UINT64_MAX) : 0;
+}
 
 #endif /* GL_SNAPSHOT_H */

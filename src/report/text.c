@@ -92,7 +92,7 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 
 	if (p->device_growth_bytes_per_s > 0) {
 		fprintf(f, "  device memory growing %s/s",
-			fmt_bytes((uint64_t)p->device_growth_bytes_per_s, b, sizeof(b)));
+			fmt_bytes(u64_of(p->device_growth_bytes_per_s), b, sizeof(b)));
 		if (t >= 0 && t < 120)
 			fprintf(f, "; at this rate its GPU memory is full in about %.0f s", t);
 		else if (t >= 0 && t < 7200)

@@ -90,7 +90,7 @@ static void fmt_rate(double v, char *buf, size_t len)
 		snprintf(buf, len, "0");
 		return;
 	}
-	fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b));
+	fmt_bytes(u64_of(v < 0 ? -v : v), b, sizeof(b));
 	snprintf(buf, len, "%c%.28s/s", v < 0 ? '-' : '+', b);
 }
 

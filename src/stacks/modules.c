@@ -120,6 +120,19 @@ uint32_t modules__add(struct modules *m, dev_t dev, ino_t ino, const char *path,
 	return *id;
 }
 
+int modules__set_fd(struct modules *m, uint32_t id, int fd)
+{
+	struct module *mod;
+
+	if (id == 0 || id > m->nr)
+		return -ENOENT;
+	mod = &m->mods[id - 1];
+	if (mod->info.fd >= 0)
+		close(mod->info.fd);
+	mod->info.fd = fd;
+	return 0;
+}
+
 /* Hex build-id from the ELF notes of fd; "" if none. */
 static void read_build_id(int fd, char *out, size_t len)
 {
@@ -155,6 +168,12 @@ static void read_build_id(int fd, char *out, size_t len)
 	}
 done:
 	elf_end(e);
+}
+
+void modules__file_build_id(int fd, char *out, size_t len)
+{
+	if (len)
+		read_build_id(fd, out, len);
 }
 
 const struct module_info *modules__info(struct modules *m, uint32_t id)

@@ -32,6 +32,10 @@ uint32_t modules__count(const struct modules *m);
 /* Registers a module by identity (used by the recording reader); returns its id or 0. */
 uint32_t modules__add(struct modules *m, dev_t dev, ino_t ino, const char *path,
 		      const char *build_id);
+/* The hex build-id of the ELF file open at fd into out ("" if none). */
+void modules__file_build_id(int fd, char *out, size_t len);
+/* Gives module id the open file fd to read it from (owned from now on). Returns 0 or -ENOENT. */
+int modules__set_fd(struct modules *m, uint32_t id, int fd);
 
 /* Reads /proc/PID/maps. NULL with errno (ESRCH: the process is gone). */
 struct addr_map *addr_map__new(struct modules *m, int pid);

@@ -141,7 +141,7 @@ const struct frame *stacks__get(const struct stacks *s, uint32_t id, uint32_t *n
 		return NULL;
 	}
 	*n = s->refs[id].n;
-	return &s->frames[s->refs[id].first];
+	return *n ? &s->frames[s->refs[id].first] : NULL; /* an empty stack may have no array */
 }
 
 uint32_t stacks__count(const struct stacks *s)

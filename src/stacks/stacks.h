@@ -34,7 +34,7 @@ void stacks__free(struct stacks *s);
 
 /* Id (>= 1) of the stack made of frames[0..n), interned; 0 on allocation failure. */
 uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n);
-/* Frames of stack id, innermost first; NULL (and *n = 0) for STACK_NONE or a bad id. */
+/* Frames of stack id, innermost first; NULL (and *n = 0) for STACK_NONE, a bad id or no frames. */
 const struct frame *stacks__get(const struct stacks *s, uint32_t id, uint32_t *n);
 uint32_t stacks__count(const struct stacks *s);
 /*

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * record_cmd.c - `gpuleak record`: a tracing session (as attach or run)
+ * whose books feed a recorder through hooks chained in front of the
+ * session's own. No report is printed: `gpuleak report FILE` makes it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "books/books.h"
+#include "offline.h"
+#include "report/snapshot.h"
+#include "session.h"
+#include "stacks/python.h"
+#include "trace/loader.h"
+#include "trace/record.h"
+#include "util/log.h"
+
+#define STEP_MS 100
+
+struct rec_cmd {
+	struct recorder *rec;
+	struct books_hooks next; /* the session's */
+	struct python *python;
+};
+
+static void on_proc_new(void *ctx, struct proc *proc)
+{
+	struct rec_cmd *rc = ctx;
+
+	recorder__proc_new(rc->rec, proc);
+	if (rc->next.proc_new)
+		rc->next.proc_new(rc->next.ctx, proc);
+}
+
+static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
+{
+	struct rec_cmd *rc = ctx;
+
+	if (event == GL_PROC_EXIT)
+		recorder__proc_exit(rc->rec, proc);
+	if (rc->next.proc_end)
+		rc->next.proc_end(rc->next.ctx, proc, event);
+}
+
+static void on_libs_changed(void *ctx, int pid)
+{
+	struct rec_cmd *rc = ctx;
+
+	if (rc->next.libs_changed)
+		rc->next.libs_changed(rc->next.ctx, pid);
+}
+
+static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
+{
+	struct rec_cmd *rc = ctx;
+
+	if (rc->next.failure)
+		rc->next.failure(rc->next.ctx, proc, f);
+}
+
+static void on_applied(void *ctx, const void *data, size_t size, uint32_t stack)
+{
+	struct rec_cmd *rc = ctx;
+
+	recorder__applied(rc->rec, data, size, stack);
+	if (rc->next.applied)
+		rc->next.applied(rc->next.ctx, data, size, stack);
+}
+
+static void code_info(void *ctx, uint32_t id, const char **function, const char **file)
+{
+	struct rec_cmd *rc = ctx;
+
+	python__code_info(rc->python, id, function, file);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void explain_create_error(const char *path, int err)
+{
+	if (err == ELOOP)
+		log_error("cannot record to %s: it is a symbolic link (not followed)", path);
+	else if (err == EMLINK)
+		log_error("cannot record to %s: it has other hard links", path);
+	else if (err == EINVAL)
+		log_error("cannot record to %s: not a regular file", path);
+	else if (err == EPERM)
+		log_error("cannot record to %s: it belongs to another user", path);
+	else
+		log_error("cannot record to %s: %s", path, strerror(err));
+}
+
+/* The end: BPF's counters and books, drained and compared as for a final report. */
+static int finish(struct session *s, struct rec_cmd *rc)
+{
+	struct books *b = session__books(s);
+	struct snapshot *snap = session__snapshot(s, 1);
+	int err;
+
+	if (!snap)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < snap->nprocs; i++) {
+		const struct snap_proc *p = &snap->procs[i];
+
+		if (!p->exited && p->bpf_valid)
+			recorder__bpf_proc(rc->rec, p->pid, &p->bpf);
+	}
+	err = recorder__finish(rc->rec, snap->now_ns, snap->stats, books__counters(b)->malformed,
+			       tracer__nr_probes(session__tracer(s)));
+	snapshot__free(snap);
+	return err;
+}
+
+static int record_loop(struct session *s, struct rec_cmd *rc, const struct gl_opts *o)
+{
+	uint64_t stats[GL_NR_STATS];
+	bool done = false, said = false;
+	int status = EXIT_OK;
+	char b[32];
+
+	while (!status && !done) {
+		status = session__step(s, STEP_MS, &done);
+		if (tracer__stats(session__tracer(s), stats))
+			memset(stats, 0, sizeof(stats));
+		if (recorder__tick(rc->rec, mono_ns(), stats))
+			status = EXIT_RUNTIME;
+		if (recorder__truncated(rc->rec) && !said) {
+			log_warn("%s reached --max-size (%s): recording stopped", o->record_path,
+				 fmt_bytes(o->max_size, b, sizeof(b)));
+			said = done = true;
+		}
+	}
+	return status;
+}
+
+int record_cmd__run(const struct gl_opts *o)
+{
+	struct gl_opts so = *o;
+	struct rec_cmd rc = {};
+	struct books_hooks hooks = {
+		.proc_new = on_proc_new,
+		.proc_end = on_proc_end,
+		.libs_changed = on_libs_changed,
+		.failure = on_failure,
+		.applied = on_applied,
+		.ctx = &rc,
+	};
+	struct recorder_opts ro = { .max_size = o->max_size, .code_info = code_info,
+				    .code_ctx = &rc };
+	struct session *s;
+	struct books *b;
+	int status;
+	char sz[32];
+
+	so.cmd = o->argv ? CMD_RUN : CMD_ATTACH;
+	so.interval_ms = 0;
+	ro.stack_mode = o->stack_mode;
+	/* the file first: a bad -o costs no BPF load */
+	rc.rec = recorder__new(o->record_path, &ro);
+	if (!rc.rec) {
+		explain_create_error(o->record_path, errno);
+		return EXIT_RUNTIME;
+	}
+	s = session__new(&so, &status);
+	if (!s) {
+		recorder__free(rc.rec);
+		unlink(o->record_path); /* nothing was recorded */
+		return status;
+	}
+	b = session__books(s);
+	rc.python = books__python(b);
+	rc.next = *books__hooks(b);
+	books__set_hooks(b, &hooks);
+	status = session__start(s);
+	if (status) {
+		unlink(o->record_path); /* nothing was recorded */
+		goto cleanup;
+	}
+	/* records reach the books from the first step on */
+	recorder__begin(rc.rec, books__modules(b), books__stacks(b), mono_ns(),
+			books__opts(b)->series_width_ns);
+	status = record_loop(s, &rc, o);
+	if (!recorder__failed(rc.rec) && finish(s, &rc) && status == EXIT_OK)
+		status = EXIT_RUNTIME;
+	if (recorder__failed(rc.rec) && status == EXIT_OK)
+		status = EXIT_RUNTIME;
+	if (status == EXIT_OK)
+		log_info("recorded %llu calls to %s (%s)%s",
+			 (unsigned long long)recorder__calls(rc.rec), o->record_path,
+			 fmt_bytes(recorder__size(rc.rec), sz, sizeof(sz)),
+			 recorder__truncated(rc.rec) ? ", truncated at --max-size" : "");
+cleanup:
+	books__set_hooks(b, &rc.next);
+	recorder__free(rc.rec);
+	session__free(s);
+	return status;
+}

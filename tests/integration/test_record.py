@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""gpuleak record / gpuleak report: a recording rebuilds, with no access to the processes,
+the very books a live attach keeps (to the byte, stacks named); it survives its processes,
+its binaries (with --keep-modules), a killed recorder, cuts and damage (a partial report
+that says what it lacks) and --max-size; it is never written through a symlink; and its
+reader holds up under a short fuzzing run."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from harness import (OUTPUT, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
+                     check_sites, process, run_gpuleak, site_bytes)
+
+FUZZER = os.path.join(OUTPUT, "fuzz", "fuzz_record")
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz",
+                      "corpus", "record")
+NOT_A_RECORDING = 3
+
+
+def report(tmp, rec, *args):
+    """gpuleak report REC --json: (exit status, JSON or None, stdout, stderr)."""
+    out = os.path.join(tmp, f"report.{time.monotonic_ns()}.json")
+    rc, text, err = run_gpuleak(["report", rec, "--json", out, *args])
+    rep = None
+    if os.path.exists(out):
+        with open(out) as f:
+            rep = json.load(f)
+    return rc, rep, text, err
+
+
+def recorder(tmp, name, *args):
+    rec = os.path.join(tmp, name)
+    return rec, Tracer(["record", "-o", rec, *args], tmp, json_report=False)
+
+
+def stack_view(proc):
+    """Stacks as comparable values: class, figures and every frame's name and place."""
+    return sorted((s["memory"], s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"],
+                   s["frees"], tuple((f.get("function"), f.get("module"), f.get("offset"))
+                                     for f in s["frames"])) for s in proc["stacks"])
+
+
+FIGURES = ("device_bytes", "managed_bytes", "host_pinned_bytes", "address_space_bytes",
+           "outstanding_allocs", "peak_device_bytes", "alloc_calls", "free_calls", "failures",
+           "oom_failures", "failed_frees", "unmatched_frees", "context_dropped_bytes",
+           "devices", "consistent", "bpf", "comm", "state")
+
+
+def record_beside_attach(tmp, workload, *args):
+    """Records a workload while a live attach watches it too; returns both reports and
+    the truth."""
+    wl = Workload(workload, *args, tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec, rtr = recorder(tmp, "rec.glr", "-i", "0", str(wl.pid))
+    rtr.wait_attached()
+    live = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
+    live.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    check_eq(live.stop(), 0, "attach's exit status")
+    check_eq(rtr.stop(), 0, f"record's exit status:\n{rtr.stderr()}")
+    wl.release()
+    wl.wait()
+    check("recorded" in rtr.stderr(), f"record says what it wrote: {rtr.stderr()!r}")
+    check_eq(os.stat(rec).st_mode & 0o777, 0o600, "the recording's mode")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    return wl, truth, live.report(), rep, text
+
+
+def check_same_books(wl, truth, live, rep):
+    p, lp = process(rep, wl.pid), process(live, wl.pid)
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    for key in FIGURES:
+        check_eq(p[key], lp[key], f"{key} of the report against the live attach")
+    check_eq(stack_view(p), stack_view(lp), "stacks and their frames")
+    check(rep["complete"] and rep["recording"]["complete"], f"complete: {rep['recording']}")
+    return p, lp
+
+
+def test_report_equals_live_attach(tmp):
+    wl, truth, live, rep, text = record_beside_attach(tmp, "wl_basic")
+    p, _ = check_same_books(wl, truth, live, rep)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
+    check("basic_site_alloc_v2" in text, "the text report names the sites")
+    check(text.startswith("recording "), f"the text says what recording it is: {text[:200]!r}")
+
+
+def test_report_of_failures_equals_live_attach(tmp):
+    wl, truth, live, rep, _ = record_beside_attach(tmp, "wl_oom")
+    p, lp = check_same_books(wl, truth, live, rep)
+    check_eq(p["oom_failures"], truth["oom_failures"], "oom_failures")
+    strip = [{k: v for k, v in f.items() if k != "ts_ns"} for f in p["failures_list"]]
+    lstrip = [{k: v for k, v in f.items() if k != "ts_ns"} for f in lp["failures_list"]]
+    check_eq(strip, lstrip, "failures with their stacks and top holders")
+
+
+def run_recorded(tmp, binary, *args, rec_args=()):
+    """gpuleak record -- BINARY --no-wait ...: returns (recording, truth, tracer)."""
+    truth_path = os.path.join(tmp, f"truth.{time.monotonic_ns()}.json")
+    rec, tr = recorder(tmp, f"rec.{time.monotonic_ns()}.glr", *rec_args, "--", binary,
+                       "--no-wait", "--truth", truth_path, *args)
+    check_eq(tr.wait(), 0, f"record's exit status:\n{tr.stderr()}")
+    with open(truth_path) as f:
+        return rec, json.load(f), tr
+
+
+def test_report_after_the_process_is_gone(tmp):
+    rec, truth, _ = run_recorded(tmp, os.path.join(WORKLOADS, "wl_leak"), "--iters", "8",
+                                 "--interval-ms", "20")
+    check(not os.path.exists(f"/proc/{truth['pid']}"), "the process is gone")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"exit status ({err})")
+    p = process(rep, truth["pid"])
+    check_eq(p["state"], "exited", "state")
+    check_books(rep, p, truth)
+    check_sites(p, truth)
+    check(p["consistent"], "the books at exit agree with BPF's")
+    # the offline outputs come from a recording as from a live session
+    folded, svg, pprof = (os.path.join(tmp, name) for name in ("r.folded", "r.svg", "r.pb.gz"))
+    rc, rep, text, err = report(tmp, rec, "--folded", folded, "--svg", svg, "--pprof", pprof)
+    check_eq(rc, 0, f"exit status with every output ({err})")
+    lines = open(folded).read().splitlines()
+    leak = truth["sites"]["leak_site_staircase"]
+    check(any("leak_site_staircase" in line and line.endswith(f" {leak}") for line in lines),
+          f"folded stacks: {lines}")
+    check("leak_site_staircase" in open(svg).read(), "the flame graph names the site")
+    check(open(pprof, "rb").read(2) == b"\x1f\x8b", "pprof is gzipped")
+
+
+def test_keep_modules_symbolizes_moved_binaries(tmp):
+    """The binary and its libcuda are moved away after recording: with the store kept by
+    --keep-modules the frames are named; without it they are module+offset."""
+    app = os.path.join(tmp, "app")
+    os.makedirs(os.path.join(app, "workloads"))
+    shutil.copytree(os.path.join(OUTPUT, "fakecuda"), os.path.join(app, "fakecuda"))
+    shutil.copy2(os.path.join(WORKLOADS, "wl_leak"), os.path.join(app, "workloads"))
+    store = os.path.join(tmp, "store")
+    rec, truth, tr = run_recorded(tmp, os.path.join(app, "workloads", "wl_leak"), "--iters",
+                                  "5", "--interval-ms", "10", rec_args=("--keep-modules", store))
+    check("kept" in tr.stderr(), f"record says what it kept: {tr.stderr()!r}")
+    os.rename(app, os.path.join(tmp, "moved"))
+
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"exit status without the binaries ({err})")
+    p = process(rep, truth["pid"])
+    check_books(rep, p, truth)
+    check_eq(site_bytes(p, "leak_site_staircase"), 0, "no frame is named without the binary")
+    frames = [f for s in p["stacks"] for f in s["frames"]
+              if f.get("module", "").endswith("/wl_leak")]
+    check(frames and all(f["function"] is None and f["offset"] > 0 and f.get("build_id")
+                         for f in frames), f"module+offset frames: {frames[:3]}")
+    check("0x" in text and "(wl_leak)" in text, "the text shows module+offset")
+    check(rep["recording"]["modules_missing"] >= 2, f"{rep['recording']}")
+
+    rc, rep, text, err = report(tmp, rec, "--debug-dir", store)
+    check_eq(rc, 0, f"exit status with the store ({err})")
+    p = process(rep, truth["pid"])
+    check_sites(p, truth)
+    check(site_bytes(p, "leak_site_staircase") > 0, "named through the store")
+    check("leak_site_staircase" in text, "the text names the site")
+
+
+def test_killed_recorder_loses_at_most_a_second(tmp):
+    wl = Workload("wl_basic", tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec, tr = recorder(tmp, "rec.glr", str(wl.pid))
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    time.sleep(1.5)
+    tr.stop(signal.SIGKILL)
+    wl.release()
+    wl.wait()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"a recording without its end is read ({err})")
+    p = process(rep, wl.pid)
+    for cls in ("device", "managed", "host_pinned"):
+        check_eq(p[f"{cls}_bytes"], truth[f"{cls}_bytes"], f"{cls}_bytes")
+    check_sites(p, truth)
+    check(not rep["recording"]["ended"] and not rep["complete"], f"{rep['recording']}")
+    check("no end record" in err and "no end record" in text, f"said: {err!r}")
+
+
+def test_cut_and_damaged_recordings(tmp):
+    rec, truth, _ = run_recorded(tmp, os.path.join(WORKLOADS, "wl_leak"), "--iters", "40",
+                                 "--interval-ms", "30")
+    data = open(rec, "rb").read()
+    check(len(data) > 200, f"a recording of {len(data)} bytes")
+    for cut in (8, 31, 32, 100, len(data) // 2, len(data) - 1):
+        path = os.path.join(tmp, f"cut{cut}.glr")
+        with open(path, "wb") as f:
+            f.write(data[:cut])
+        rc, rep, text, err = report(tmp, path)
+        if cut < 32:
+            check_eq(rc, NOT_A_RECORDING, f"exit status of a {cut}-byte file ({err})")
+            check("not a gpuleak recording" in err and err.count("\n") == 1, f"said: {err!r}")
+            continue
+        check_eq(rc, 0, f"exit status of a file cut at {cut} ({err})")
+        check(not rep["complete"] and not rep["recording"]["complete"],
+              f"cut at {cut}: incomplete: {rep['recording']}")
+        check_eq(rep["recording"]["bytes"], cut, "bytes read or skipped")
+        check("WARNING" in text, f"the text says so: {text[-300:]!r}")
+    for where in (len(data) // 3, len(data) // 2, len(data) - 10):
+        bad = bytearray(data)
+        bad[where] ^= 0x55
+        path = os.path.join(tmp, f"bad{where}.glr")
+        with open(path, "wb") as f:
+            f.write(bad)
+        rc, rep, text, err = report(tmp, path)
+        check_eq(rc, 0, f"exit status of a damaged file ({err})")
+        r = rep["recording"]
+        check(r["bad_chunks"] >= 1 and r["skipped_bytes"] > 0 and not rep["complete"], f"{r}")
+        check("damaged recording" in err and "bytes skipped" in text, f"said: {err!r}")
+        process(rep, truth["pid"])
+    json_path = os.path.join(tmp, "report.json")
+    with open(json_path, "w") as f:
+        f.write('{"version": 1}\n')
+    for path in (json_path, os.path.join(tmp, "missing.glr"), tmp):
+        rc, rep, text, err = report(tmp, path)
+        check_eq(rc, NOT_A_RECORDING, f"exit status for {path} ({err})")
+        check(rep is None and text == "", "no report for what is not a recording")
+
+
+def test_max_size_stops_and_says_so(tmp):
+    wl = Workload("wl_threads", "--threads", "2", "--iters", "4000", tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec, tr = recorder(tmp, "rec.glr", "--max-size", "16k", str(wl.pid))
+    tr.wait_attached()
+    wl.go()
+    check_eq(tr.wait(timeout=30), 0, "record stops by itself at --max-size")
+    wl.truth()
+    wl.release()
+    wl.wait()
+    check("reached --max-size" in tr.stderr(), f"said on stderr: {tr.stderr()!r}")
+    size = os.path.getsize(rec)
+    check(4096 < size <= 16384, f"the recording holds to --max-size: {size} bytes")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"exit status ({err})")
+    r = rep["recording"]
+    check(r["truncated"] and r["ended"] and not r["complete"] and not rep["complete"], f"{r}")
+    check_eq(r["max_size"], 16384, "max_size")
+    check("truncated at --max-size" in text and "truncated" in err, f"said: {text[-400:]!r}")
+    check(process(rep, wl.pid)["alloc_calls"] > 0, "what fitted is reported")
+
+
+def test_symlink_at_output_is_not_followed(tmp):
+    victim = os.path.join(tmp, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    link = os.path.join(tmp, "rec.glr")
+    os.symlink(victim, link)
+    rc, out, err = run_gpuleak(["record", "-o", link, "--", "/bin/true"])
+    check_eq(rc, 1, "exit status")
+    check("symbolic link" in err, f"said: {err!r}")
+    check_eq(open(victim).read(), "precious\n", "the symlink's target is untouched")
+    check(os.path.islink(link), "the symlink is left alone")
+
+
+def test_fuzzer_short_run(tmp):
+    """The reader, the replay and the reports under libFuzzer (ASan, UBSan) for 25 s,
+    from the seed corpus kept in the repository."""
+    check(os.path.exists(FUZZER), f"{FUZZER} is built by 'make test'")
+    work = os.path.join(tmp, "corpus")
+    os.makedirs(work)
+    p = subprocess.run([FUZZER, "-max_total_time=25", "-max_len=65536", "-timeout=10",
+                        "-rss_limit_mb=2048", f"-artifact_prefix={tmp}/", work, CORPUS],
+                       capture_output=True, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    check_eq(p.returncode, 0, f"the fuzzer's exit status:\n{err[-3000:]}")
+    runs = [int(line.split()[1]) for line in err.splitlines() if line.startswith("Done ")]
+    check(runs and runs[0] > 1000, f"the fuzzer ran: {err[-500:]!r}")
+    check(not [f for f in os.listdir(tmp) if f.startswith(("crash-", "leak-", "timeout-"))],
+          "no crash, leak or timeout")
+
+
+def test_python_frames_recorded_resolved(tmp):
+    """Python frames are recorded with their function, file and line: the report names
+    them without the interpreter, which is gone."""
+    from test_python import PyWorkload, check_site
+    wl = PyWorkload(tmp)
+    try:
+        wl.wait_ready()
+        rec, tr = recorder(tmp, "py.glr", "-i", "0", str(wl.pid))
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    finally:
+        check_eq(wl.finish(), 0, "workload exit status")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check(truth["py_sites"], "the workload has Python sites")
+    for name, site in truth["py_sites"].items():
+        check_site(p, name, site)
+    check(" [python]" in text, "the text report shows Python frames")
