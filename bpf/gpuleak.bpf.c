@@ -97,7 +97,7 @@ int call_enter(struct pt_regs *ctx)
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
-		emit_stack(ctx, task, pid_tgid, slot->seq, api, true);
+		emit_stack(ctx, task, pid_tgid, slot->seq, api, true, targ_stack_mode);
 	return 0;
 }
 

@@ -16,6 +16,7 @@ const volatile bool targ_follow_forks = true; /* children of targets become targ
 const volatile __u32 targ_stack_mode = GL_STACK_FP;
 const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
 const volatile bool targ_python = false;
+const volatile bool targ_torch_python_only = false; /* tensor blocks: no native stack */
 const volatile __u64 targ_wakeup_bytes = 0; /* see rb_flags(); 0: wake for every record */
 
 /* Processes to trace when !targ_all: tgid -> 1. */

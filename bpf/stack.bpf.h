@@ -72,7 +72,8 @@ static __always_inline __u32 copy_user_stack(struct task_struct *task, __u64 sp,
  * address) or for a probe inside a function (USDT).
  */
 static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
-				       __u64 pid_tgid, __u64 seq, __u32 api, bool at_entry)
+				       __u64 pid_tgid, __u64 seq, __u32 api, bool at_entry,
+				       __u32 mode)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), off = 0, size;
 	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
@@ -101,7 +102,7 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 		if (off > GL_PY_BYTES)
 			off = GL_PY_BYTES;
 	}
-	if (targ_stack_mode == GL_STACK_FP) {
+	if (mode == GL_STACK_FP) {
 		n = bpf_get_stack(ctx, b->data + off, GL_MAX_FP_FRAMES * 8, BPF_F_USER_STACK);
 		if (n < 0) {
 			stat_inc(GL_STAT_STACK_ERROR);
@@ -109,7 +110,7 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 		}
 		r->nr_ips = n / 8;
 		off += r->nr_ips * 8;
-	} else if (targ_stack_mode == GL_STACK_DWARF) {
+	} else if (mode == GL_STACK_DWARF) {
 		r->stack_bytes = copy_user_stack(task, r->sp, b->data + off);
 		off += r->stack_bytes;
 	}

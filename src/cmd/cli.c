@@ -29,6 +29,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_TORCH_STACKS,
 	OPT_LISTEN,
 	OPT_STATE_DIR,
 	OPT_PROFILE_DIR,
@@ -68,6 +69,7 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "torch-stacks", required_argument, NULL, OPT_TORCH_STACKS },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
@@ -126,6 +128,8 @@ void cli__usage(FILE *f)
 	      "      --torch           PyTorch tensor blocks through libc10_cuda's USDT probes\n"
 	      "                        (on by default when the target maps libc10_cuda.so)\n"
 	      "      --no-torch        driver level only\n"
+	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
+	      "                        (Python frames only: much cheaper per tensor)\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
@@ -303,6 +307,14 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_TORCH:
 		o->no_torch = true;
 		o->torch = false;
+		return 0;
+	case OPT_TORCH_STACKS:
+		if (!strcmp(arg, "python"))
+			o->torch_python_only = true;
+		else if (!strcmp(arg, "full"))
+			o->torch_python_only = false;
+		else
+			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
 		return 0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))

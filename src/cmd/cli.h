@@ -54,6 +54,7 @@ struct gl_opts {
 	bool no_python; /* do not walk CPython frames */
 	bool no_torch;	/* do not attach to PyTorch's allocator probes */
 	bool torch;	/* --torch: say so loudly when the probes are missing */
+	bool torch_python_only; /* --torch-stacks python */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

@@ -403,6 +403,7 @@ static int setup(struct session *s)
 		.stack_mode = o->stack_mode,
 		.stack_bytes = o->stack_bytes,
 		.python = !o->no_python,
+		.torch_python_only = o->torch_python_only,
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,

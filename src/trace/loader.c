@@ -124,6 +124,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_mode = o->stack_mode;
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
+	s->rodata->targ_torch_python_only = o->torch_python_only;
 	s->rodata->targ_wakeup_bytes = o->ringbuf_bytes / 8;
 	if (s->rodata->targ_wakeup_bytes > WAKEUP_BYTES)
 		s->rodata->targ_wakeup_bytes = WAKEUP_BYTES;

@@ -21,6 +21,7 @@ struct tracer_opts {
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;  /* DWARF mode */
 	bool python;	       /* walk CPython frames */
+	bool torch_python_only; /* tensor blocks: Python frames, no native stack */
 	uint64_t ringbuf_bytes; /* power of two */
 	uint32_t max_allocs;   /* BPF allocation table size */
 	uint32_t max_procs;

@@ -56,3 +56,20 @@ def test_no_torch_stays_at_driver_level(tmp):
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], 0, "no tensor blocks with --no-torch")
     check("allocator probes" not in tr.stderr(), "no probes attached")
+
+
+def test_python_only_tensor_stacks(tmp):
+    """--torch-stacks python: tensor blocks keep their Python frames only (this workload has
+    none, so their stack is the probe's own function); accounting stays exact, driver calls
+    keep their full stacks."""
+    wl, tr = _attach(tmp, "--torch-stacks", "python")
+    wl.go()
+    truth, rep = _finish(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "torch_allocated_bytes")
+    blocks = [s for s in p["stacks"] if s["memory"] == "torch_block"]
+    check(blocks and all([f["function"] for f in s["frames"]] == ["faketorch_malloc"]
+                         for s in blocks), f"no native frames for tensors: {blocks[:1]}")
+    dev = [s for s in p["stacks"] if s["memory"] == "device"]
+    check(all(len(s["frames"]) > 2 for s in dev), "driver calls keep their stacks")
