@@ -43,9 +43,9 @@ TRAIN_MODES = {
 BREAKDOWN_MODES = {
     "untraced": None,
     "gpuleak (default)": [],
+    "gpuleak --torch-stacks python": ["--torch-stacks", "python"],
     "gpuleak --stacks fp": ["--stacks", "fp"],
     "gpuleak --stacks none": ["--stacks", "none"],
-    "gpuleak --no-python": ["--no-python"],
     "gpuleak --no-torch": ["--no-torch"],
     "_record_memory_history": "history",
 }
@@ -143,7 +143,7 @@ def main():
                     help="only the training loop, with each stack mode (about 3 minutes)")
     a = ap.parse_args()
     if a.breakdown:
-        samples, slow, _ = training(3, 200, BREAKDOWN_MODES)
+        samples, slow, _ = training(3, 100, BREAKDOWN_MODES)
         print("transformer training step (bench/torch_train.py), ms per step")
         for m, vals in samples.items():
             extra = f"   slowdown {slow[m].median * 100:+.2f}%" if m in slow else ""
