@@ -3,7 +3,8 @@
 #
 #   make            build ./gpuleak (BPF object embedded as a skeleton)
 #   make STATIC=1   build a fully static ./gpuleak for copying onto GPU nodes
-#   make SAN=1      build with ASan and UBSan (make test SAN=1 runs every test so)
+#   make SAN=1      build with ASan and UBSan (make test runs the unit and integration
+#                   tests with the default build, then again with this one)
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
 #   make bench      run the CPU benchmarks
@@ -61,7 +62,7 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration check-static bench clean format fakecuda gpuleak
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda gpuleak
 .DEFAULT_GOAL := all
 
 all: gpuleak
@@ -131,13 +132,25 @@ unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
 integration: deps gpuleak fakecuda $(PARTIAL_LIB)
-	$(Q)GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(abspath $(OUTPUT)) $(PYTHON) tests/integration/run.py
+	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
+		$(PYTHON) tests/integration/run.py
+
+# The integration suite again, against gpuleak built with ASan and UBSan (the SAN=1
+# flavour, built beside the default one); any sanitizer report fails it.
+integration-san: deps gpuleak fakecuda $(PARTIAL_LIB)
+	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
+	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
+		$(PYTHON) tests/integration/run.py
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
 	$(Q)$(MAKE) --no-print-directory fakecuda-selftest
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory integration
+ifneq ($(SAN),1)
+	$(Q)$(MAKE) --no-print-directory SAN=1 unit
+	$(Q)$(MAKE) --no-print-directory integration-san
+endif
 
 check-static: gpuleak
 	$(Q)scripts/check-static gpuleak

@@ -18,6 +18,12 @@ GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
 OUTPUT = os.environ.get("OUTPUT", os.path.join(ROOT, ".output"))
 WORKLOADS = os.path.join(OUTPUT, "workloads")
 FAKECUDA = os.path.join(OUTPUT, "fakecuda", "libcuda.so.1")
+# GPULEAK is built with ASan and UBSan (make integration-san): it consumes records
+# several times slower, and its sanitizer reports are collected by run.py.
+SAN = os.environ.get("GPULEAK_SAN") == "1"
+# For tests of exact books under threads allocating in a tight loop: under ASan a ring
+# buffer that holds the whole run (lost records are test_load's subject).
+SAN_RINGBUF = ("--ringbuf-size", "256M") if SAN else ()
 
 CLASSES = ("device", "managed", "host_pinned")
 

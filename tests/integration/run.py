@@ -52,6 +52,14 @@ def main():
             print("0 passed, 1 failed")
             return 1
 
+    san_dir = None
+    if harness.SAN:
+        # Every sanitizer report of every gpuleak run lands here, also from runs whose
+        # exit status a test does not look at (killed tracers); any report fails the suite.
+        san_dir = harness.tmpdir()
+        for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS"):
+            os.environ[var] = f"log_path={san_dir}/report:print_stacktrace=1"
+
     passed = failed = 0
     t_all = time.monotonic()
     for name, fn in load_tests(args.pattern):
@@ -70,6 +78,11 @@ def main():
             shutil.rmtree(tmp, ignore_errors=True)  # a failed test's files stay for a look
         finally:
             harness.cleanup()
+    if san_dir:
+        for name in sorted(os.listdir(san_dir)):
+            failed += 1
+            with open(os.path.join(san_dir, name), errors="replace") as f:
+                print(f"FAIL sanitizer report {name}:\n{f.read()[:4000]}", flush=True)
     print(f"integration tests took {time.monotonic() - t_all:.0f} s")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or not passed else 0

@@ -5,6 +5,7 @@ ground truth."""
 import os
 import signal
 
+import harness
 from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
                      check_sites, process, run_gpuleak, site_bytes, wait_until)
 
@@ -79,7 +80,8 @@ def test_vmm_handles_mappings_reservations(tmp):
 
 
 def test_eight_threads_exact(tmp):
-    wl, tr = attach_workload(tmp, "wl_threads", "--threads", "8", "--iters", "3000")
+    wl, tr = attach_workload(tmp, "wl_threads", "--threads", "8", "--iters", "3000",
+                             tracer_args=harness.SAN_RINGBUF)
     truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check(truth["alloc_calls"] >= 8 * 3000, f"the threads made {truth['alloc_calls']} calls")

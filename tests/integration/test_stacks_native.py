@@ -6,7 +6,8 @@ than --stack-bytes is cut cleanly: a correct innermost part, no made-up frames."
 import os
 import re
 
-from harness import (Tracer, Workload, check, check_books, check_eq, check_sites, process)
+from harness import (SAN_RINGBUF, Tracer, Workload, check, check_books, check_eq, check_sites,
+                     process)
 
 SIZE = 1 << 20
 KEPT = 3  # wl_nofp keeps 3 allocations, then allocates and frees --iters more
@@ -109,11 +110,11 @@ def test_dwarf_unwinds_each_stack_once(tmp):
     check_eq(hits + misses, stacks, "every other stack came from the cache")
 
 
-def trace_dwarf(tmp, name, *args):
+def trace_dwarf(tmp, name, *args, tracer_args=()):
     """A core workload under --stacks dwarf: (truth, report, process report)."""
     wl = Workload(name, *args, tmp=tmp, hold=True)
     wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", *tracer_args, str(wl.pid)], tmp)
     tr.wait_attached()
     wl.go()
     truth = wl.truth()
@@ -149,7 +150,8 @@ def test_dwarf_books_exact_every_family(tmp):
 
 
 def test_dwarf_books_exact_threads(tmp):
-    truth, rep, p = trace_dwarf(tmp, "wl_threads", "--threads", "8", "--iters", "3000")
+    truth, rep, p = trace_dwarf(tmp, "wl_threads", "--threads", "8", "--iters", "3000",
+                                tracer_args=SAN_RINGBUF)
     check_sites(p, truth)
     check_eq(p["alloc_calls"], truth["alloc_calls"], "alloc_calls")
     check_eq(p["free_calls"], truth["free_calls"], "free_calls")
@@ -178,7 +180,7 @@ def test_dwarf_through_deleted_libraries(tmp):
     wl.wait_ready()
     for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
         os.unlink(os.path.join(copy, f))
-    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", *tracer_args, str(wl.pid)], tmp)
     tr.wait_attached()
     wl.go()
     truth = wl.truth()
