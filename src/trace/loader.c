@@ -517,17 +517,17 @@ int tracer__epoll_fd(struct tracer *t)
 	return ring_buffer__epoll_fd(t->rb);
 }
 
-int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
+/* Sums n per-CPU counters of a per-CPU array map into out. */
+static int sum_percpu(struct tracer *t, const struct bpf_map *map, uint64_t *out, __u32 n)
 {
 	uint64_t *vals = calloc(t->ncpus, sizeof(*vals));
 	int err = 0;
 
 	if (!vals)
 		return -ENOMEM;
-	for (__u32 i = 0; i < GL_NR_STATS; i++) {
+	for (__u32 i = 0; i < n; i++) {
 		out[i] = 0;
-		if (bpf_map__lookup_elem(t->skel->maps.stats, &i, sizeof(i), vals,
-					 sizeof(*vals) * t->ncpus, 0)) {
+		if (bpf_map__lookup_elem(map, &i, sizeof(i), vals, sizeof(*vals) * t->ncpus, 0)) {
 			err = -errno;
 			break;
 		}
@@ -536,6 +536,11 @@ int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
 	}
 	free(vals);
 	return err;
+}
+
+int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
+{
+	return sum_percpu(t, t->skel->maps.stats, out, GL_NR_STATS);
 }
 
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)
@@ -569,21 +574,5 @@ int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
 
 int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS])
 {
-	uint64_t *vals = calloc(t->ncpus, sizeof(*vals));
-	int err = 0;
-
-	if (!vals)
-		return -ENOMEM;
-	for (__u32 i = 0; i < GL_NR_APIS; i++) {
-		out[i] = 0;
-		if (bpf_map__lookup_elem(t->skel->maps.api_calls, &i, sizeof(i), vals,
-					 sizeof(*vals) * t->ncpus, 0)) {
-			err = -errno;
-			break;
-		}
-		for (int c = 0; c < t->ncpus; c++)
-			out[i] += vals[c];
-	}
-	free(vals);
-	return err;
+	return sum_percpu(t, t->skel->maps.api_calls, out, GL_NR_APIS);
 }

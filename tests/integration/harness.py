@@ -198,6 +198,29 @@ class Tracer:
             return json.load(f)
 
 
+def attach_workload(tmp, name, *args, tracer_args=(), hold=True, go=True):
+    """Start the workload, attach gpuleak (attach -i 0 TRACER_ARGS PID) while it waits,
+    then (go) let it run."""
+    wl = Workload(name, *args, tmp=tmp, hold=hold)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
+    tr.wait_attached()
+    if go:
+        wl.go()
+    return wl, tr
+
+
+def finish_attached(wl, tr):
+    """Take the workload's ground truth, stop gpuleak, let the workload exit:
+    (truth, gpuleak's JSON report)."""
+    truth = wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    return truth, tr.report()
+
+
 def run_gpuleak(args, timeout=30, env=None):
     """Runs gpuleak to completion; returns (exit status, stdout, stderr)."""
     p = subprocess.run([GPULEAK] + list(args), capture_output=True, timeout=timeout, env=env)

@@ -6,8 +6,9 @@ import os
 import signal
 
 import harness
-from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
-                     check_sites, process, run_gpuleak, site_bytes, wait_until)
+from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, attach_workload, check,
+                     check_books, check_eq, check_sites, finish_attached, process,
+                     run_gpuleak, site_bytes, wait_until)
 
 
 def run_workload(tmp, name, *args, tracer_args=()):
@@ -15,25 +16,6 @@ def run_workload(tmp, name, *args, tracer_args=()):
     tr = Tracer(["run", "-i", "0", *tracer_args, "--", os.path.join(WORKLOADS, name),
                  "--no-wait", "--hold", *args], tmp)
     return tr
-
-
-def attach_workload(tmp, name, *args, tracer_args=(), hold=True):
-    """Start the workload, attach gpuleak while it waits, then let it run."""
-    wl = Workload(name, *args, tmp=tmp, hold=hold)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
-    tr.wait_attached()
-    wl.go()
-    return wl, tr
-
-
-def finish_attached(wl, tr):
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
-    check_eq(tr.returncode, 0, "gpuleak exit status")
-    return truth, tr.report()
 
 
 def test_every_family_attached(tmp):

@@ -6,8 +6,8 @@ than --stack-bytes is cut cleanly: a correct innermost part, no made-up frames."
 import os
 import re
 
-from harness import (SAN_RINGBUF, Tracer, Workload, check, check_books, check_eq, check_sites,
-                     process)
+from harness import (SAN_RINGBUF, Tracer, Workload, attach_workload, check, check_books,
+                     check_eq, check_sites, finish_attached, process)
 
 SIZE = 1 << 20
 KEPT = 3  # wl_nofp keeps 3 allocations, then allocates and frees --iters more
@@ -112,17 +112,8 @@ def test_dwarf_unwinds_each_stack_once(tmp):
 
 def trace_dwarf(tmp, name, *args, tracer_args=()):
     """A core workload under --stacks dwarf: (truth, report, process report)."""
-    wl = Workload(name, *args, tmp=tmp, hold=True)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", *tracer_args, str(wl.pid)], tmp)
-    tr.wait_attached()
-    wl.go()
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
-    check_eq(tr.returncode, 0, f"gpuleak exit status ({name})")
-    rep = tr.report()
+    wl, tr = attach_workload(tmp, name, *args, tracer_args=("--stacks", "dwarf", *tracer_args))
+    truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     return truth, rep, p
@@ -180,7 +171,7 @@ def test_dwarf_through_deleted_libraries(tmp):
     wl.wait_ready()
     for f in ("wl_nofp", "libnofp_outer.so", "libnofp_inner.so"):
         os.unlink(os.path.join(copy, f))
-    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", *tracer_args, str(wl.pid)], tmp)
+    tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
     tr.wait_attached()
     wl.go()
     truth = wl.truth()

@@ -4,24 +4,11 @@
 that carries the same probes and semaphores."""
 import time
 
-from harness import Tracer, Workload, check, check_books, check_eq, process
+from harness import attach_workload, check, check_books, check_eq, finish_attached, process
 
 
 def _attach(tmp, *tracer_args):
-    wl = Workload("wl_torch", tmp=tmp, hold=True)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
-    tr.wait_attached()
-    return wl, tr
-
-
-def _finish(wl, tr):
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
-    check_eq(tr.returncode, 0, "gpuleak exit status")
-    return truth, tr.report()
+    return attach_workload(tmp, "wl_torch", tracer_args=tracer_args, go=False)
 
 
 def test_tensor_blocks_exact(tmp):
@@ -29,7 +16,7 @@ def test_tensor_blocks_exact(tmp):
     check("attached PyTorch's allocator probes" in tr.stderr(),
           f"the probes are attached automatically: {tr.stderr()!r}")
     wl.go()
-    truth, rep = _finish(wl, tr)
+    truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "torch_allocated_bytes")
@@ -51,7 +38,7 @@ def test_no_torch_stays_at_driver_level(tmp):
     wl, tr = _attach(tmp, "--no-torch")
     time.sleep(0.5)
     wl.go()
-    truth, rep = _finish(wl, tr)
+    truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], 0, "no tensor blocks with --no-torch")
@@ -64,7 +51,7 @@ def test_python_only_tensor_stacks(tmp):
     keep their full stacks."""
     wl, tr = _attach(tmp, "--torch-stacks", "python")
     wl.go()
-    truth, rep = _finish(wl, tr)
+    truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "torch_allocated_bytes")
