@@ -103,7 +103,10 @@ char *pycode__read_str(int pid, const struct py_layout *l, const struct py_targe
 	char *out = NULL;
 	int err;
 
-	if (l->str_compact_data > sizeof(hdr) || l->str_state + 4u > sizeof(hdr)) {
+	/* every header field read must lie in the l->str_ascii_data bytes read */
+	if (l->str_compact_data > sizeof(hdr) || l->str_ascii_data > l->str_compact_data ||
+	    l->str_state + 4u > l->str_ascii_data || l->str_length + 8u > l->str_ascii_data ||
+	    l->ob_type + 8u > l->str_ascii_data) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -148,7 +151,8 @@ static int read_bytes(int pid, const struct py_layout *l, const struct py_target
 	uint8_t *buf;
 	int err;
 
-	if (l->bytes_data > sizeof(hdr) || l->bytes_size + 8u > sizeof(hdr))
+	if (l->bytes_data > sizeof(hdr) || l->bytes_size + 8u > l->bytes_data ||
+	    l->ob_type + 8u > l->bytes_data)
 		return -EINVAL;
 	err = read_exact(pid, addr, hdr, l->bytes_data);
 	if (err)
@@ -188,7 +192,9 @@ int pycode__read(int pid, const struct py_layout *l, const struct py_target *t, 
 	int err;
 
 	memset(c, 0, sizeof(*c));
-	if (l->co_size > sizeof(obj) || !addr)
+	if (l->co_size > sizeof(obj) || !addr || l->ob_type + 8u > l->co_size ||
+	    l->co_firstlineno + 4u > l->co_size || l->co_qualname + 8u > l->co_size ||
+	    l->co_filename + 8u > l->co_size || l->co_linetable + 8u > l->co_size)
 		return -EINVAL;
 	err = read_exact(pid, addr, obj, l->co_size);
 	if (err)

@@ -4,6 +4,7 @@
  * PyCode_Addr2Line() does, with every byte read checked against the end of
  * the table (it comes from another process's memory).
  */
+#include <limits.h>
 #include <linux/types.h>
 #include "gpuleak_abi.h"
 #include "pyline.h"
@@ -21,7 +22,7 @@ enum {
 static int line_310(const uint8_t *t, size_t len, int firstlineno, uint64_t addr)
 {
 	uint64_t start, end = 0;
-	int line = firstlineno, ar_line = -1;
+	int64_t line = firstlineno, ar_line = -1;
 
 	for (size_t i = 0; i + 1 < len; i += 2) {
 		int8_t ldelta = (int8_t)t[i + 1];
@@ -32,6 +33,8 @@ static int line_310(const uint8_t *t, size_t len, int firstlineno, uint64_t addr
 			ar_line = -1;
 		} else {
 			line += ldelta;
+			if (line > INT_MAX || line < INT_MIN)
+				return 0;
 			ar_line = line;
 		}
 		if (start <= addr && addr < end)
@@ -57,7 +60,7 @@ static int64_t varint(const uint8_t *t, size_t len, size_t *p)
 	return v;
 }
 
-static int line_delta(const uint8_t *t, size_t len, size_t at, int *delta)
+static int line_delta(const uint8_t *t, size_t len, size_t at, int64_t *delta)
 {
 	int code = (t[at] >> 3) & 15;
 	size_t p = at + 1;
@@ -69,7 +72,7 @@ static int line_delta(const uint8_t *t, size_t len, size_t at, int *delta)
 		v = varint(t, len, &p);
 		if (v < 0)
 			return -1;
-		*delta = (v & 1) ? -(int)(v >> 1) : (int)(v >> 1);
+		*delta = (v & 1) ? -(v >> 1) : v >> 1;
 		return 0;
 	case LOC_ONE_LINE1:
 		*delta = 1;
@@ -87,13 +90,15 @@ static int line_delta(const uint8_t *t, size_t len, size_t at, int *delta)
 static int line_311(const uint8_t *t, size_t len, int firstlineno, uint64_t addr)
 {
 	uint64_t start, end = 0;
-	int line = firstlineno, ar_line, delta;
+	int64_t line = firstlineno, ar_line, delta;
 	size_t i = 0;
 
 	while (i < len) {
 		if (!(t[i] & 128) || line_delta(t, len, i, &delta))
 			return 0;
 		line += delta;
+		if (line > INT_MAX || line < INT_MIN)
+			return 0;
 		ar_line = (t[i] >> 3) == 0x1f ? -1 : line;
 		start = end;
 		end += ((t[i] & 7) + 1) * 2;
