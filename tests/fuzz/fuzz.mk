@@ -12,8 +12,8 @@
 #   make fuzz-corpus            rewrite the generated seeds (record, books, elf, python); the
 #                               others, and crash reproducers, are kept as they are
 #
-# The integration tests run every target briefly on its seed corpus (test_fuzz.py, and
-# test_record.py for the recording reader), so `make test` builds $(FUZZ_BINS) before them.
+# The integration tests run every target briefly on its seed corpus (test_fuzz.py),
+# so `make test` builds $(FUZZ_BINS) before them.
 # Every variable here starts with FUZZ_.
 
 FUZZ_OUT := $(OUTPUT)/fuzz

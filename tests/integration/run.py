@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Runs gpuleak's integration tests: every test_* function of every test_*.py here.
 
-Usage: run.py [-k SUBSTRING] [-v]
+Usage: run.py [-k SUBSTRING] [-x SUBSTRING] [-v]
+-k runs only the tests whose name (module.function) contains SUBSTRING; -x leaves out
+those that do.
 The tests load BPF programs and attach uprobes, so they need root. Nothing is
 skipped: without the privileges, the tests fail. The last line is
 'N passed, N failed'.
@@ -21,7 +23,7 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 
 
-def load_tests(pattern):
+def load_tests(pattern, exclude):
     tests = []
     for name in sorted(os.listdir(HERE)):
         if not (name.startswith("test_") and name.endswith(".py")):
@@ -33,7 +35,7 @@ def load_tests(pattern):
             fn = getattr(mod, attr)
             if attr.startswith("test_") and callable(fn):
                 full = f"{name[:-3]}.{attr}"
-                if not pattern or pattern in full:
+                if (not pattern or pattern in full) and not (exclude and exclude in full):
                     tests.append((full, fn))
     return tests
 
@@ -41,6 +43,7 @@ def load_tests(pattern):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", dest="pattern", default="")
+    ap.add_argument("-x", dest="exclude", default="")
     ap.add_argument("-v", dest="verbose", action="store_true")
     args = ap.parse_args()
 
@@ -62,7 +65,7 @@ def main():
 
     passed = failed = 0
     t_all = time.monotonic()
-    for name, fn in load_tests(args.pattern):
+    for name, fn in load_tests(args.pattern, args.exclude):
         t0 = time.monotonic()
         tmp = harness.tmpdir()
         try:

@@ -2,8 +2,8 @@
 """Every parser of outside data under libFuzzer (ASan, UBSan) for a few seconds, from the
 seed corpus kept in the repository (tests/fuzz/corpus/<target>/, crash reproducers
 included): the /proc parsers, cgroup paths and OCI config files, ELF readers, CPython
-memory, the agent's HTTP requests, nvidia-smi's CSV and ring-buffer records. The
-recording reader's run is in test_record.py."""
+memory, the agent's HTTP requests, nvidia-smi's CSV, ring-buffer records, and recordings
+(read, replayed and reported)."""
 import os
 import subprocess
 
@@ -11,11 +11,11 @@ from harness import OUTPUT, ROOT, check, check_eq
 
 SECONDS = 5
 # the fewest runs each target makes in SECONDS on a slow machine (ELF files are big)
-MIN_RUNS = {"procfs": 500, "cgroup": 2000, "elf": 300, "python": 2000, "http": 2000,
+MIN_RUNS = {"record": 1000, "procfs": 500, "cgroup": 2000, "elf": 300, "python": 2000, "http": 2000,
             "nvsmi": 2000, "books": 2000}
 
 
-def fuzz(tmp, target):
+def fuzz(tmp, target, max_len=16384):
     binary = os.path.join(OUTPUT, "fuzz", f"fuzz_{target}")
     corpus = os.path.join(ROOT, "tests", "fuzz", "corpus", target)
     check(os.path.exists(binary), f"{binary} is built by 'make test'")
@@ -23,7 +23,7 @@ def fuzz(tmp, target):
     check(len(seeds) >= 3, f"{corpus} holds seeds: {seeds}")
     work = os.path.join(tmp, "corpus")
     os.makedirs(work)
-    p = subprocess.run([binary, f"-max_total_time={SECONDS}", "-max_len=16384", "-timeout=10",
+    p = subprocess.run([binary, f"-max_total_time={SECONDS}", f"-max_len={max_len}", "-timeout=10",
                         "-rss_limit_mb=2048", f"-artifact_prefix={tmp}/", work, corpus],
                        capture_output=True, timeout=60 + SECONDS)
     err = p.stderr.decode(errors="replace")
@@ -32,6 +32,10 @@ def fuzz(tmp, target):
     check(runs and runs[0] >= MIN_RUNS[target], f"fuzz_{target} ran: {err[-500:]!r}")
     check(not [f for f in os.listdir(tmp) if f.startswith(("crash-", "leak-", "timeout-"))],
           f"fuzz_{target}: no crash, leak or timeout")
+
+
+def test_fuzz_record(tmp):
+    fuzz(tmp, "record", max_len=65536)
 
 
 def test_fuzz_procfs(tmp):

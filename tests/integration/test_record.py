@@ -8,15 +8,11 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 
 from harness import (OUTPUT, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
                      check_sites, process, run_gpuleak, site_bytes)
 
-FUZZER = os.path.join(OUTPUT, "fuzz", "fuzz_record")
-CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fuzz",
-                      "corpus", "record")
 NOT_A_RECORDING = 3
 
 
@@ -259,23 +255,6 @@ def test_symlink_at_output_is_not_followed(tmp):
     check("symbolic link" in err, f"said: {err!r}")
     check_eq(open(victim).read(), "precious\n", "the symlink's target is untouched")
     check(os.path.islink(link), "the symlink is left alone")
-
-
-def test_fuzzer_short_run(tmp):
-    """The reader, the replay and the reports under libFuzzer (ASan, UBSan) for 25 s,
-    from the seed corpus kept in the repository."""
-    check(os.path.exists(FUZZER), f"{FUZZER} is built by 'make test'")
-    work = os.path.join(tmp, "corpus")
-    os.makedirs(work)
-    p = subprocess.run([FUZZER, "-max_total_time=25", "-max_len=65536", "-timeout=10",
-                        "-rss_limit_mb=2048", f"-artifact_prefix={tmp}/", work, CORPUS],
-                       capture_output=True, timeout=120)
-    err = p.stderr.decode(errors="replace")
-    check_eq(p.returncode, 0, f"the fuzzer's exit status:\n{err[-3000:]}")
-    runs = [int(line.split()[1]) for line in err.splitlines() if line.startswith("Done ")]
-    check(runs and runs[0] > 1000, f"the fuzzer ran: {err[-500:]!r}")
-    check(not [f for f in os.listdir(tmp) if f.startswith(("crash-", "leak-", "timeout-"))],
-          "no crash, leak or timeout")
 
 
 def test_python_frames_recorded_resolved(tmp):
