@@ -222,11 +222,31 @@ struct array3d_desc {
 	__u32 format, channels, flags;
 };
 
-/* Bytes of a CUDA array: width x height x depth x element size, summed over mip levels. */
+struct mip_walk {
+	__u64 width, height, depth, elem, total;
+};
+
+/* One mip level: add its bytes, halve the extents for the next. */
+static long mip_level(__u32 i, void *data)
+{
+	struct mip_walk *m = data;
+
+	m->total += m->width * (m->height ? m->height : 1) * (m->depth ? m->depth : 1) * m->elem;
+	m->width = m->width > 1 ? m->width / 2 : 1;
+	m->height = m->height > 1 ? m->height / 2 : m->height;
+	m->depth = m->depth > 1 ? m->depth / 2 : m->depth;
+	return 0;
+}
+
+/*
+ * Bytes of a CUDA array: width x height x depth x element size, summed over mip levels
+ * (at most 16). The levels are a bpf_loop callback, verified once: an unrolled loop of
+ * branchy halvings made this function most of the verifier's work at attach.
+ */
 static __noinline __u64 array_bytes(__u64 desc_ptr, bool is3d, __u32 levels)
 {
 	struct array3d_desc d = {};
-	__u64 total = 0;
+	struct mip_walk m = {};
 
 	if (is3d) {
 		if (bpf_probe_read_user(&d, sizeof(d), (void *)desc_ptr))
@@ -241,14 +261,12 @@ static __noinline __u64 array_bytes(__u64 desc_ptr, bool is3d, __u32 levels)
 		d.format = d2.format;
 		d.channels = d2.channels;
 	}
-	for (int i = 0; i < 16 && i < levels; i++) {
-		total += d.width * (d.height ? d.height : 1) * (d.depth ? d.depth : 1) *
-			 array_elem_size(d.format) * d.channels;
-		d.width = d.width > 1 ? d.width / 2 : 1;
-		d.height = d.height > 1 ? d.height / 2 : d.height;
-		d.depth = d.depth > 1 ? d.depth / 2 : d.depth;
-	}
-	return total;
+	m.width = d.width;
+	m.height = d.height;
+	m.depth = d.depth;
+	m.elem = array_elem_size(d.format) * d.channels;
+	bpf_loop(levels < 16 ? levels : 16, mip_level, &m, 0);
+	return m.total;
 }
 
 struct drop_walk {
