@@ -4,11 +4,18 @@
 that carries the same probes and semaphores."""
 import time
 
-from harness import attach_workload, check, check_books, check_eq, finish_attached, process
+from harness import (attach_workload, check, check_books, check_eq, finish_attached, process,
+                     wait_until)
 
 
 def _attach(tmp, *tracer_args):
-    return attach_workload(tmp, "wl_torch", tracer_args=tracer_args, go=False)
+    """The workload waits until gpuleak has attached to libcuda and, unless --no-torch,
+    to the allocator probes (a separate step, reported on its own line)."""
+    wl, tr = attach_workload(tmp, "wl_torch", tracer_args=tracer_args, go=False)
+    if "--no-torch" not in tracer_args:
+        wait_until(lambda: "attached PyTorch's allocator probes" in tr.stderr(), 20,
+                   "gpuleak to attach PyTorch's allocator probes")
+    return wl, tr
 
 
 def test_tensor_blocks_exact(tmp):
