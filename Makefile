@@ -35,6 +35,7 @@ INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
 LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
 
 ifeq ($(STATIC),1)
+CFLAGS += -DGPULEAK_STATIC
 LDFLAGS += -static
 LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lpthread -lm
 endif

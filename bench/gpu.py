@@ -44,6 +44,7 @@ BREAKDOWN_MODES = {
     "untraced": None,
     "gpuleak (default)": [],
     "gpuleak --torch-stacks python": ["--torch-stacks", "python"],
+    "gpuleak --stack-bytes 8k": ["--stack-bytes", "8k"],
     "gpuleak --stacks fp": ["--stacks", "fp"],
     "gpuleak --stacks none": ["--stacks", "none"],
     "gpuleak --no-torch": ["--no-torch"],
@@ -141,15 +142,22 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer runs (about 2 minutes)")
     ap.add_argument("--breakdown", action="store_true",
                     help="only the training loop, with each stack mode (about 3 minutes)")
+    ap.add_argument("--attach", action="store_true",
+                    help="only the time to attach to a process that uses the driver")
+    ap.add_argument("--reps", type=int, default=0, help="repetitions (default 3, --quick 3, else 5)")
     a = ap.parse_args()
+    if a.attach:
+        att = attach_driver(a.lib, a.reps or 7)
+        print(f"attach PID, start to attached: driver initialized {att.fmt(3)} s")
+        return 0
     if a.breakdown:
-        samples, slow, _ = training(3, 100, BREAKDOWN_MODES)
+        samples, slow, _ = training(a.reps or 3, 100, BREAKDOWN_MODES)
         print("transformer training step (bench/torch_train.py), ms per step")
         for m, vals in samples.items():
             extra = f"   slowdown {slow[m].median * 100:+.2f}%" if m in slow else ""
             print(f"  {m:<24} {Stats(vals).fmt(2)}{extra}")
         return 0
-    reps = 3 if a.quick else 5
+    reps = a.reps or (3 if a.quick else 5)
     info = machine()
     out = [f"gpuleak GPU benchmarks, {info['date']}: {info['cpu']} x{info['cpus']}, Linux "
            f"{info['kernel']}, driver {a.lib}",

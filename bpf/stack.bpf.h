@@ -40,16 +40,22 @@ static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, voi
 	return 0;
 }
 
-/* Copy [sp, min(sp + targ_stack_bytes, end of its mapping)) to buf; returns bytes copied. */
-static __always_inline __u32 copy_user_stack(struct task_struct *task, __u64 sp, __u8 *buf)
+/* The number of stack bytes to copy at sp: targ_stack_bytes, less where its mapping ends sooner. */
+static __always_inline __u64 stack_want(struct task_struct *task, __u64 sp)
 {
 	struct vma_end_ctx vc = {};
-	__u64 want = targ_stack_bytes, done = 0;
+	__u64 want = targ_stack_bytes > GL_MAX_STACK_COPY ? GL_MAX_STACK_COPY : targ_stack_bytes;
 
-	if (want > GL_MAX_STACK_COPY)
-		want = GL_MAX_STACK_COPY;
 	if (bpf_find_vma(task, sp, vma_end_cb, &vc, 0) == 0 && vc.end > sp && vc.end - sp < want)
 		want = vc.end - sp;
+	return want;
+}
+
+/* Copy want bytes at sp to buf page by page, up to the first that cannot be read; returns bytes copied. */
+static __always_inline __u32 copy_user_stack(__u64 sp, __u64 want, __u8 *buf)
+{
+	__u64 done = 0;
+
 	for (int i = 0; i < GL_MAX_STACK_COPY / GL_PAGE_SIZE + 1; i++) {
 		__u64 chunk = GL_PAGE_SIZE - ((sp + done) & (GL_PAGE_SIZE - 1));
 
@@ -67,6 +73,59 @@ static __always_inline __u32 copy_user_stack(struct task_struct *task, __u64 sp,
 }
 
 /*
+ * DWARF mode's common case: the copy is read with one call straight into a
+ * ring-buffer reservation, not into the scratch buffer and then copied again.
+ * The reservation has room for every Python frame and the copy, rounded up;
+ * hdr.size says how much of it is the record (user space trims the rest).
+ * False when nothing was sent because a page of the copy cannot be read: the
+ * copy must then go page by page, to keep what can be read.
+ */
+static __always_inline bool send_direct(struct gl_stack_buf *b, __u8 *rec, __u64 off, __u64 want,
+					__u64 cap, struct task_struct *task, __u64 pid_tgid)
+{
+	struct gl_stack *r = &b->rec;
+
+	if (!rec) {
+		stat_inc(GL_STAT_LOST_STACK);
+		return true;
+	}
+	if (off > GL_PY_BYTES || want > cap ||
+	    bpf_probe_read_user(rec + sizeof(*r) + off, want, (void *)r->sp)) {
+		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		return false;
+	}
+	r->stack_bytes = want;
+	fill_hdr(&r->hdr, GL_REC_STACK, sizeof(*r) + off + want, task, pid_tgid);
+	if (bpf_probe_read_kernel(rec, sizeof(*r) + off, b)) {
+		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
+		return false;
+	}
+	bpf_ringbuf_submit(rec, rb_flags(r->hdr.ts));
+	return true;
+}
+
+#define GL_DIRECT_SIZE(cap) (sizeof(struct gl_stack) + GL_PY_BYTES + (cap))
+
+static __always_inline bool emit_stack_direct(struct gl_stack_buf *b, __u64 off, __u64 want,
+					      struct task_struct *task, __u64 pid_tgid)
+{
+	/* the size reserved must be a constant: the next power of two up from a page */
+	if (!want)
+		return false;
+	if (want <= GL_PAGE_SIZE)
+		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(GL_PAGE_SIZE), 0),
+				   off, want, GL_PAGE_SIZE, task, pid_tgid);
+	if (want <= 2 * GL_PAGE_SIZE)
+		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(2 * GL_PAGE_SIZE), 0),
+				   off, want, 2 * GL_PAGE_SIZE, task, pid_tgid);
+	if (want <= 4 * GL_PAGE_SIZE)
+		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(4 * GL_PAGE_SIZE), 0),
+				   off, want, 4 * GL_PAGE_SIZE, task, pid_tgid);
+	return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(GL_MAX_STACK_COPY), 0),
+			   off, want, GL_MAX_STACK_COPY, task, pid_tgid);
+}
+
+/*
  * Write a GL_REC_STACK record for the call that just entered (at_entry: the
  * probe sits on a function's first instruction, so sp points at the return
  * address) or for a probe inside a function (USDT).
@@ -75,7 +134,8 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 				       __u64 pid_tgid, __u64 seq, __u32 api, bool at_entry,
 				       __u32 mode)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), off = 0, size;
+	__u32 cpu = bpf_get_smp_processor_id(), size;
+	__u64 off = 0;
 	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
 	struct gl_stack *r;
 	long n;
@@ -111,7 +171,11 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 		r->nr_ips = n / 8;
 		off += r->nr_ips * 8;
 	} else if (mode == GL_STACK_DWARF) {
-		r->stack_bytes = copy_user_stack(task, r->sp, b->data + off);
+		__u64 want = stack_want(task, r->sp);
+
+		if (emit_stack_direct(b, off, want, task, pid_tgid))
+			return;
+		r->stack_bytes = copy_user_stack(r->sp, want, b->data + off);
 		off += r->stack_bytes;
 	}
 	size = sizeof(*r) + off;

@@ -59,6 +59,7 @@ static void proc_free(struct proc *proc)
 	htab__free(proc->aggs);
 	series__free(proc->device_series);
 	free(proc->ctxs);
+	free(proc->unknown);
 	free(proc);
 }
 
@@ -212,6 +213,7 @@ void proc__clear_books(struct proc *proc)
 	memset(proc->nallocs, 0, sizeof(proc->nallocs));
 	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
 	proc->unknown_dev_bytes = 0;
+	proc->nr_unknown = 0;
 	/* BPF's close_books() zeroes its counters too: both books start over */
 	proc->peak_device = 0;
 	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;

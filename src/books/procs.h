@@ -65,8 +65,13 @@ struct agg {
 
 struct proc_ctx {
 	uint64_t ctx;
-	int16_t dev;
+	int16_t dev; /* -1: not known (created before attach, and nothing told it since) */
 	bool primary;
+};
+
+/* A device allocation whose device is not known (see books.c, learn_device()). */
+struct unknown_dev {
+	uint64_t addr, size;
 };
 
 #define FAILURE_HOLDERS 5
@@ -117,6 +122,8 @@ struct proc {
 	uint64_t peak_device;
 	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* device class, per device ordinal */
 	uint64_t unknown_dev_bytes;	      /* device class, device not known */
+	struct unknown_dev *unknown;	      /* those allocations (some may be gone since) */
+	uint32_t nr_unknown, cap_unknown;
 	struct series *device_series; /* device bytes over time (analysis.h) */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;

@@ -132,17 +132,18 @@ static int try_attach_target(struct session *s, struct target *t)
 	if (err == -ENOENT) {
 		err = 1;
 	} else if (err == 0) {
-		/* Python frames first: calls made once "attached" is said must have them */
+		/* Python frames and PyTorch's probes first: what is allocated once
+		 * "attached to PID" is said must be seen with them */
 		if (!s->o->no_python)
 			python__attach(s->python, s->tracer, t->pid);
-		err = attach_lib(s, lib, t->pid);
-		if (!err) {
-			t->state = T_ATTACHED;
-			if (!t->torch_done)
-				err = attach_torch(s, t->pid);
+		if (!t->torch_done) {
+			err = attach_torch(s, t->pid);
 			t->torch_done = err == 1;
-			err = err < 0 ? err : 0;
 		}
+		if (err >= 0)
+			err = attach_lib(s, lib, t->pid);
+		if (!err)
+			t->state = T_ATTACHED;
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)", t->pid);

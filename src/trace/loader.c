@@ -102,15 +102,21 @@ void tracer__explain_eperm(const char *what)
 			  "CVE-2025-38466 fix require it for uprobes)",
 			  what);
 	else
-		log_error("%s: Operation not permitted (capabilities present; a security module "
-			  "or kernel.perf_event_paranoid / unprivileged_bpf_disabled may refuse it)",
+		log_error("%s: refused with the capabilities present: the kernel's verifier "
+			  "rejected a program (-vv shows its log), or a security module or "
+			  "kernel.perf_event_paranoid / unprivileged_bpf_disabled refuses it",
 			  what);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
 {
+	const struct gl_hdr *h = data;
 	struct tracer *t = ctx;
 
+	/* a stack record read straight into its reservation: the rest is slack */
+	if (size >= sizeof(*h) && h->type == GL_REC_STACK && h->size >= sizeof(*h) &&
+	    h->size < size)
+		size = h->size;
 	return t->fn(t->fn_ctx, data, size);
 }
 

@@ -402,12 +402,28 @@ static int write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static void __attribute__((noreturn)) run_child(int fd, const char *path, struct nvml_sample *s)
+/*
+ * Set once NVML took the process that loaded it down (a static gpuleak cannot
+ * load a library built for the host's C library: dlopen may crash rather than
+ * fail): the nvidia-smi command answers from then on. A static build starts so.
+ */
+#ifdef GPULEAK_STATIC
+static bool nvml_crashes = true;
+#else
+static bool nvml_crashes;
+#endif
+
+static void __attribute__((noreturn)) run_child(int fd, const char *path, bool smi,
+						struct nvml_sample *s)
 {
 	struct reply r = {};
-	struct nvml *n = nvml__open(path);
+	struct nvml *n = smi ? NULL : nvml__open(path);
 
-	if (!n) {
+	if (smi) {
+		r.err = nvsmi__sample(s);
+		if (r.err)
+			snprintf(r.error, sizeof(r.error), "nvidia-smi: %s", strerror(-r.err));
+	} else if (!n) {
 		int err = errno;
 		const char *why = err == ENOENT ? dlerror() : NULL;
 
@@ -426,7 +442,7 @@ static void __attribute__((noreturn)) run_child(int fd, const char *path, struct
 	_exit(0);
 }
 
-int nvml__sample_isolated(const char *path, int timeout_ms, struct nvml_sample *out)
+static int sample_in_child(const char *path, bool smi, int timeout_ms, struct nvml_sample *out)
 {
 	struct timespec deadline;
 	struct reply r = {};
@@ -449,7 +465,7 @@ int nvml__sample_isolated(const char *path, int timeout_ms, struct nvml_sample *
 	}
 	if (child == 0) {
 		close(fds[0]);
-		run_child(fds[1], path, out);
+		run_child(fds[1], path, smi, out);
 	}
 	close(fds[1]);
 	fds[1] = -1;
@@ -473,5 +489,22 @@ cleanup:
 		close(fds[0]);
 	if (fds[1] >= 0)
 		close(fds[1]);
+	return err;
+}
+
+int nvml__sample_isolated(const char *path, int timeout_ms, struct nvml_sample *out)
+{
+	int err;
+
+	if (!path && nvml_crashes)
+		return sample_in_child(NULL, true, timeout_ms, out);
+	err = sample_in_child(path, false, timeout_ms, out);
+	if (err == -EIO && !path) {
+		/* the child died before it answered: NVML crashed it */
+		log_debug("NVML: the library crashed the process that loaded it; nvidia-smi "
+			  "answers instead");
+		nvml_crashes = true;
+		err = sample_in_child(NULL, true, timeout_ms, out);
+	}
 	return err;
 }

@@ -6,10 +6,12 @@
  * total and free memory) and compute processes (GPU UUID, PID, memory used).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include "nvml.h"
 #include "nvsmi.h"
 #include "parse.h"
@@ -21,6 +23,10 @@ static const char *const nvsmi_paths[] = {
 
 static const char *find_nvsmi(void)
 {
+	const char *env = getenv("GPULEAK_NVIDIA_SMI");
+
+	if (env && *env)
+		return access(env, X_OK) == 0 ? env : NULL;
 	for (size_t i = 0; i < sizeof(nvsmi_paths) / sizeof(nvsmi_paths[0]); i++)
 		if (access(nvsmi_paths[i], X_OK) == 0)
 			return nvsmi_paths[i];
@@ -92,22 +98,45 @@ int nvsmi__parse_apps(FILE *f, struct nvml_sample *s)
 	return 0;
 }
 
-/* Runs nvidia-smi with a query; parses its output with fn. */
-static int query(const char *bin, const char *args, int (*fn)(FILE *, struct nvml_sample *),
+/* Runs nvidia-smi with a query (no shell between); parses its output with fn. */
+static int query(const char *bin, const char *q, int (*fn)(FILE *, struct nvml_sample *),
 		 struct nvml_sample *s)
 {
-	char cmd[256];
-	FILE *p;
-	int err;
+	char *const argv[] = { (char *)bin, (char *)q, "--format=csv,noheader,nounits", NULL };
+	int fds[2], status = 0, err;
+	pid_t pid;
+	FILE *f;
 
-	if (snprintf(cmd, sizeof(cmd), "%s %s 2>/dev/null", bin, args) >= (int)sizeof(cmd))
-		return -ENAMETOOLONG;
-	p = popen(cmd, "re");
-	if (!p)
+	if (pipe2(fds, O_CLOEXEC))
 		return -errno;
-	err = fn(p, s);
-	if (pclose(p) != 0 && !err)
-		err = -EIO;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return err;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (dup2(fds[1], STDOUT_FILENO) < 0 || null < 0 || dup2(null, STDERR_FILENO) < 0 ||
+		    dup2(null, STDIN_FILENO) < 0)
+			_exit(127);
+		execv(bin, argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	if (!f) {
+		err = -errno;
+		close(fds[0]);
+		waitpid(pid, NULL, 0);
+		return err;
+	}
+	err = fn(f, s);
+	fclose(f);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		err = err ? err : -EIO;
 	return err;
 }
 
@@ -119,12 +148,10 @@ int nvsmi__sample(struct nvml_sample *s)
 	memset(s, 0, sizeof(*s));
 	if (!bin)
 		return -ENOENT;
-	err = query(bin, "--query-gpu=index,uuid,memory.total,memory.free "
-			 "--format=csv,noheader,nounits", nvsmi__parse_gpus, s);
+	err = query(bin, "--query-gpu=index,uuid,memory.total,memory.free", nvsmi__parse_gpus, s);
 	if (err)
 		return err;
-	err = query(bin, "--query-compute-apps=gpu_uuid,pid,used_memory "
-			 "--format=csv,noheader,nounits", nvsmi__parse_apps, s);
+	err = query(bin, "--query-compute-apps=gpu_uuid,pid,used_memory", nvsmi__parse_apps, s);
 	for (uint32_t d = 0; err && d < s->ndevices; d++)
 		s->devs[d].procs_err = err;
 	return 0;

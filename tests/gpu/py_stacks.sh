@@ -34,7 +34,7 @@ wait_file "$out/workload.out" '^ready' 90 || { cat "$out/workload.err"; exit 1; 
 "$gl" attach -v -i 0 --json "$out/gpuleak.json" "$wpid" \
 	> "$out/gpuleak.txt" 2> "$out/gpuleak.err" &
 gpid=$!
-wait_file "$out/gpuleak.err" 'attached' 30 || { cat "$out/gpuleak.err"; exit 1; }
+wait_file "$out/gpuleak.err" 'attached to PID' 30 || { cat "$out/gpuleak.err"; exit 1; }
 grep -E 'CPython|Python frames' "$out/gpuleak.err"
 
 touch "$out/go"

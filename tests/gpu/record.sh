@@ -26,10 +26,10 @@ run_one() {
 	wait_for "$d/wl.out" 1200 '^ready' || { echo "$name: workload not ready" >> "$sum"; return; }
 	"$gl" record -v -o "$d/rec.glr" --keep-modules "$d/store" "$wpid" 2> "$d/record.err" &
 	local rpid=$!
-	wait_for "$d/record.err" 600 attached
+	wait_for "$d/record.err" 600 "attached to PID"
 	"$gl" attach -v -i 0 --json "$d/live.json" "$wpid" > /dev/null 2> "$d/attach.err" &
 	local apid=$!
-	wait_for "$d/attach.err" 600 attached
+	wait_for "$d/attach.err" 600 "attached to PID"
 	touch "$d/go"
 	for _ in $(seq 1200); do [ -f "$d/done" ] && break; sleep 0.1; done
 	sleep 1

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-2-Clause
 # On a GPU machine: attach gpuleak to running PyTorch processes, before they allocate,
-# under each allocator configuration, and keep gpuleak's JSON next to PyTorch's own figures.
+# under each allocator configuration (and on two devices at once where there are two), and
+# keep gpuleak's JSON next to PyTorch's own figures.
 #   tests/gpu/run-core.sh OUTDIR   (gpuleak built with 'make STATIC=1' in the repo root)
 set -u
 out=${1:?usage: run-core.sh OUTDIR}
@@ -22,7 +23,7 @@ run_one() {
 	local t0=$(date +%s%N)
 	"$gl" attach -v -i 0 --json "$out/$name.json" "$wpid" > "$out/$name.txt" 2> "$out/$name.err" &
 	local gpid=$!
-	for _ in $(seq 300); do grep -q 'attached' "$out/$name.err" 2>/dev/null && break; sleep 0.01; done
+	for _ in $(seq 300); do grep -q 'attached to PID' "$out/$name.err" 2>/dev/null && break; sleep 0.01; done
 	local t1=$(date +%s%N)
 	echo "$name: attach took $(( (t1 - t0) / 1000000 )) ms (wall, incl. start-up)" >> "$out/summary.txt"
 	touch "$d.tmp/go"
@@ -40,3 +41,6 @@ run_one default "" ""
 run_one expandable "expandable_segments:True" ""
 run_one async "backend:cudaMallocAsync" ""
 run_one pinned "" "--pinned"
+if [ "$($py -c 'import torch; print(torch.cuda.device_count())')" -ge 2 ]; then
+	run_one multi "" "--devices 2"
+fi

@@ -5,7 +5,8 @@
 # six for DURATION, then verdicts.py prints each one's most suspicious stack and checks
 # the verdicts (the healthy loop must get no leak). About two minutes in all.
 #   tests/gpu/run-verdicts.sh OUTDIR   (gpuleak built with 'make STATIC=1' in the repo root)
-# Environment: GPULEAK (./gpuleak), PYTHON (python3), DURATION (60s), STACKS (fp).
+# Environment: GPULEAK (./gpuleak), PYTHON (python3), DURATION (60s), STACKS (gpuleak's
+# default, dwarf).
 set -u
 out=${1:?usage: run-verdicts.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,11 +46,11 @@ for c in $cases; do
 	i=$((i + 1))
 done
 
-"$gl" attach -v -i 20s -d "$duration" --stacks "${STACKS:-fp}" --json "$out/verdicts.json" \
+"$gl" attach -v -i 20s -d "$duration" ${STACKS:+--stacks "$STACKS"} --json "$out/verdicts.json" \
 	"${pids[@]}" > "$out/gpuleak.txt" 2> "$out/gpuleak.err" &
 gpid=$!
 for _ in $(seq 600); do
-	[ "$(grep -c attached "$out/gpuleak.err" 2>/dev/null)" -ge 6 ] && break
+	[ "$(grep -c "attached to PID" "$out/gpuleak.err" 2>/dev/null)" -ge 6 ] && break
 	kill -0 "$gpid" 2>/dev/null || break
 	sleep 0.05
 done

@@ -27,7 +27,7 @@ trap 'touch "$out/exit"; kill $wpid 2>/dev/null' EXIT
 wait_file "$out/workload.out" '^ready' 90 || { cat "$out/workload.err"; exit 1; }
 "$gl" attach -i 0 --json "$out/gpuleak.json" "$wpid" > "$out/gpuleak.txt" 2> "$out/gpuleak.err" &
 gpid=$!
-wait_file "$out/gpuleak.err" "allocator probes" 30 || { cat "$out/gpuleak.err"; exit 1; }
+wait_file "$out/gpuleak.err" "attached to PID" 30 || { cat "$out/gpuleak.err"; exit 1; }
 touch "$out/go"
 for _ in $(seq 600); do [ -f "$out/done" ] && break; sleep 0.1; done
 kill -INT $gpid; wait $gpid

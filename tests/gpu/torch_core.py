@@ -5,7 +5,9 @@
 It initializes CUDA, says "ready <pid>", waits for the file --go to exist (the tracer
 attaches in between), allocates and frees a mix of tensors, then writes PyTorch's view
 (memory_reserved, memory_allocated, pinned bytes kept) to --done as JSON and waits for
---exit before leaving. The allocator is whatever PYTORCH_CUDA_ALLOC_CONF says.
+--exit before leaving. The allocator is whatever PYTORCH_CUDA_ALLOC_CONF says. With
+--devices N, the same mix runs on each of the first N devices, and the figures are
+given per device too.
 """
 import argparse
 import json
@@ -30,7 +32,11 @@ def main():
     ap.add_argument("--done", required=True)
     ap.add_argument("--exit", required=True)
     ap.add_argument("--pinned", action="store_true", help="also keep pinned host buffers")
+    ap.add_argument("--devices", type=int, default=1, help="run the mix on this many devices")
     args = ap.parse_args()
+    if not 1 <= args.devices <= torch.cuda.device_count():
+        sys.exit(f"torch_core: --devices {args.devices}: this machine has "
+                 f"{torch.cuda.device_count()}")
 
     torch.cuda.init()
     torch.cuda.synchronize()
@@ -39,24 +45,30 @@ def main():
 
     keep = []
     pinned = []
+    devices = [torch.device("cuda", d) for d in range(args.devices)]
     for step in range(20):
-        # a mix of small (<1 MiB: 2 MiB segments), medium and large blocks
-        keep.append(torch.empty(256 * 1024, dtype=torch.uint8, device="cuda"))
-        keep.append(torch.empty(3 * 1024 * 1024 + step * 4096, dtype=torch.uint8, device="cuda"))
-        tmp = torch.empty(40 * 1024 * 1024, dtype=torch.uint8, device="cuda")
-        del tmp
-        if step % 5 == 4:
-            torch.cuda.empty_cache()
+        for dev in devices:
+            # a mix of small (<1 MiB: 2 MiB segments), medium and large blocks
+            keep.append(torch.empty(256 * 1024, dtype=torch.uint8, device=dev))
+            keep.append(torch.empty(3 * 1024 * 1024 + step * 4096, dtype=torch.uint8,
+                                    device=dev))
+            tmp = torch.empty(40 * 1024 * 1024, dtype=torch.uint8, device=dev)
+            del tmp
+            if step % 5 == 4:
+                with torch.cuda.device(dev):
+                    torch.cuda.empty_cache()
         if args.pinned:
             pinned.append(torch.empty(1 << 20, dtype=torch.uint8).pin_memory())
-    x = torch.randn(1024, 1024, device="cuda")
-    y = x @ x  # cuBLAS: workspace from the caching allocator
-    keep.append(y)
-    torch.cuda.synchronize()
+    for dev in devices:
+        x = torch.randn(1024, 1024, device=dev)
+        keep.append(x @ x)  # cuBLAS: a handle and its workspace per device
+        torch.cuda.synchronize(dev)
     info = {
         "pid": os.getpid(),
-        "memory_reserved": torch.cuda.memory_reserved(),
-        "memory_allocated": torch.cuda.memory_allocated(),
+        "memory_reserved": sum(torch.cuda.memory_reserved(d) for d in devices),
+        "memory_allocated": sum(torch.cuda.memory_allocated(d) for d in devices),
+        "per_device": [{"device": d.index, "memory_reserved": torch.cuda.memory_reserved(d),
+                        "memory_allocated": torch.cuda.memory_allocated(d)} for d in devices],
         "pinned_buffers": len(pinned),
         "pinned_bytes": sum(p.numel() for p in pinned),
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),

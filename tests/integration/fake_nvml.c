@@ -4,11 +4,14 @@
  * compiles it. nvmlInit_v2 reads the file named by $FAKE_NVML_FILE:
  *   device TOTAL FREE UUID      one line per device, in index order
  *   proc DEVICE PID USED        a process using USED bytes of device DEVICE
- * Only the functions gpuleak calls exist; their signatures are NVML's.
+ * Only the functions gpuleak calls exist; their signatures are NVML's. With
+ * $FAKE_NVML_CRASH set, nvmlInit_v2 kills its process instead.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX 16
 
@@ -32,8 +35,11 @@ __attribute__((visibility("default"))) int nvmlInit_v2(void)
 	unsigned long long a, b;
 	unsigned int d, pid;
 	char line[256], uuid[96];
-	FILE *f = path ? fopen(path, "r") : NULL;
+	FILE *f;
 
+	if (getenv("FAKE_NVML_CRASH"))
+		kill(getpid(), SIGKILL); /* a library that takes its process down */
+	f = path ? fopen(path, "r") : NULL;
 	if (!f)
 		return 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
 	ndevs = 0;

@@ -7,6 +7,7 @@ and what was seen, plus the tail of the tracer's stderr.
 """
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -172,7 +173,9 @@ class Tracer:
             if self.proc.poll() is not None:
                 raise TestFailure(f"gpuleak exited with {self.proc.returncode} before "
                                   f"attaching:\n{self.stderr()}")
-            return self.stderr().count("attached") >= count
+            # "attached to PID N ..." or, with -a, "attached: ..." (not the lines of
+            # PyTorch's probes, which come before)
+            return len(re.findall(r"attached(?: to PID|:)", self.stderr())) >= count
         wait_until(attached, timeout, "gpuleak to attach")
 
     def wait(self, timeout=30):

@@ -4,17 +4,19 @@
 that carries the same probes and semaphores."""
 import time
 
-from harness import (attach_workload, check, check_books, check_eq, finish_attached, process,
-                     wait_until)
+from harness import attach_workload, check, check_books, check_eq, finish_attached, process
 
 
-def _attach(tmp, *tracer_args):
-    """The workload waits until gpuleak has attached to libcuda and, unless --no-torch,
-    to the allocator probes (a separate step, reported on its own line)."""
-    wl, tr = attach_workload(tmp, "wl_torch", tracer_args=tracer_args, go=False)
+def _attach(tmp, *tracer_args, wl_args=()):
+    """attach_workload returns once gpuleak says "attached to PID"; by then the allocator
+    probes must be attached too (their line comes first), so that the workload's first
+    tensor is seen."""
+    wl, tr = attach_workload(tmp, "wl_torch", *wl_args, tracer_args=tracer_args, go=False)
     if "--no-torch" not in tracer_args:
-        wait_until(lambda: "attached PyTorch's allocator probes" in tr.stderr(), 20,
-                   "gpuleak to attach PyTorch's allocator probes")
+        err = tr.stderr()
+        probes, pid = err.find("attached PyTorch's allocator probes"), err.find("attached to PID")
+        check(0 <= probes < pid, f"the allocator probes are attached before 'attached to "
+              f"PID' is said: {err!r}")
     return wl, tr
 
 
@@ -67,3 +69,21 @@ def test_python_only_tensor_stacks(tmp):
                          for s in blocks), f"no native frames for tensors: {blocks[:1]}")
     dev = [s for s in p["stacks"] if s["memory"] == "device"]
     check(all(len(s["frames"]) > 2 for s in dev), "driver calls keep their stacks")
+
+
+def test_blocks_tell_the_device_of_a_context_from_before_attach(tmp):
+    """The job made device 1's context current before gpuleak attached, as a training job
+    has: BPF cannot tell which device its driver allocations are on, PyTorch's blocks can.
+    A segment holding a block of device 1 is on device 1, and so is the rest of its context
+    (the workspace allocated outside the caching allocator). Without the probes the device
+    stays unknown (-1), and says so."""
+    for tracer_args, dev in (((), 1), (("--no-torch",), -1)):
+        wl, tr = _attach(tmp, *tracer_args, wl_args=("--device", "1"))
+        wl.go()
+        truth, rep = finish_attached(wl, tr)
+        p = process(rep, wl.pid)
+        check_books(rep, p, truth)
+        devs = {d["device"]: d["device_bytes"] for d in p["devices"]}
+        check_eq(devs, {dev: p["device_bytes"]}, f"devices with {tracer_args or 'the probes'}")
+        check(p["device_bytes"] > truth["sites"]["torch_site_workspace"] > 0,
+              "the workspace is part of it")

@@ -160,7 +160,26 @@ def test_nvml_capacity_and_memory_before_attach(tmp):
     fills its GPU at its rate."""
     libdir = build_fake_nvml(tmp)
     nvml_file = os.path.join(tmp, "nvml.txt")
-    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml_file)
+    nvml_figures(tmp, nvml_file, dict(os.environ, LD_LIBRARY_PATH=libdir,
+                                      FAKE_NVML_FILE=nvml_file))
+
+
+def test_nvidia_smi_answers_when_nvml_crashes(tmp):
+    """The same figures from the nvidia-smi command when loading NVML kills the process
+    that loads it (as it may a static gpuleak): gpuleak is not that process, and says
+    nothing wrong."""
+    libdir = build_fake_nvml(tmp)
+    nvml_file = os.path.join(tmp, "nvml.txt")
+    tr = nvml_figures(tmp, nvml_file, dict(
+        os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml_file, FAKE_NVML_CRASH="1",
+        GPULEAK_NVIDIA_SMI=os.path.join(HERE, "fake_nvidia_smi")), "-v", "-v")
+    check("NVML: the library crashed the process that loaded it" in tr.stderr(),
+          f"the crash is seen and nvidia-smi asked: {tr.stderr()!r}")
+
+
+def nvml_figures(tmp, nvml_file, env, *tracer_args):
+    """Two processes, one steady with memory from before attach, one leaking; NVML (or
+    what stands for it in env) says how much each holds and how much room is left."""
     free = 10 << 30
     wls = {p: Workload("wl_patterns", "--pattern", p, tmp=tmp) for p in ("once", "staircase")}
     for wl in wls.values():
@@ -171,7 +190,7 @@ def test_nvml_capacity_and_memory_before_attach(tmp):
         f.write(f"proc 0 {wls['once'].pid} {64 * MIB + 500 * MIB}\n")
         f.write(f"proc 0 {wls['staircase'].pid} {1 * MIB}\n")
     tr = Tracer(["attach", "-i", "0", "--resolution", RESOLUTION, "-d", f"{RUN_MS}ms",
-                 *[str(wl.pid) for wl in wls.values()]], tmp, env=env)
+                 *tracer_args, *[str(wl.pid) for wl in wls.values()]], tmp, env=env)
     try:
         tr.wait_attached(count=2)
         for wl in wls.values():
@@ -197,3 +216,4 @@ def test_nvml_capacity_and_memory_before_attach(tmp):
         text = f.read()
     check("full in about" in text and "500.00 MiB of device memory not in these figures" in text,
           f"the text report tells both:\n{text}")
+    return tr

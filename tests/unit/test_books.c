@@ -629,6 +629,54 @@ static void test_ctx_index(void **state)
 	procs__free(NULL);
 }
 
+/* A PyTorch block of device D inside a driver allocation of unknown device: that allocation
+ * is on D, and so is everything allocated in its context, before and after. */
+static void fx_block(struct fx *f, uint64_t ptr, uint64_t bytes, int16_t dev)
+{
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_pytorch_malloc, .op = GL_OP_ALLOC,
+						       .kind = GL_KIND_TORCH,
+						       .cls = GL_CLASS_TORCH_BLOCK, .key = ptr,
+						       .bytes = bytes, .dev = dev, .seq = ++f->seq }),
+			 0);
+}
+
+static void test_block_device_learned(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x10000000, 20 << 20, 0);	 /* no context known */
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x20000000, 20 << 20, 0xc1); /* context, no device */
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x30000000, 1 << 20, 0xc1);  /* a workspace in it */
+	/* many more, gone by the time a block comes: the list of candidates stays bounded */
+	for (uint64_t i = 0; i < 3000; i++)
+		fx_alloc(f, GL_API_cuMemAlloc_v2, 0x40000000 + i * 4096, 4096, 0);
+	for (uint64_t i = 0; i < 3000; i++)
+		fx_free_key(f, GL_API_cuMemFree_v2, 0x40000000 + i * 4096, 4096, GL_CLASS_DEVICE);
+	p = fx_proc(f);
+	assert_int_equal(p->unknown_dev_bytes, 41 << 20);
+	assert_true(p->nr_unknown <= 1024);
+
+	fx_block(f, 0x30000000 + (1 << 20), 4096, 3); /* just past the workspace: in nothing */
+	assert_int_equal(p->unknown_dev_bytes, 41 << 20);
+	fx_block(f, 0x10000000 + 4096, 4096, 2);
+	assert_int_equal(p->dev_bytes[2], 20 << 20);
+	assert_int_equal(p->unknown_dev_bytes, 21 << 20);
+	fx_block(f, 0x20000000 + (20 << 20) - 4096, 4096, 1);
+	assert_int_equal(p->dev_bytes[1], 21 << 20);
+	assert_int_equal(p->unknown_dev_bytes, 0);
+	assert_int_equal(p->dev_bytes[3], 0);
+	/* the context's device is known from now on; a free takes from its device */
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x50000000, 2 << 20, 0xc1);
+	assert_int_equal(p->dev_bytes[1], 23 << 20);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x20000000, 20 << 20, GL_CLASS_DEVICE);
+	assert_int_equal(p->dev_bytes[1], 3 << 20);
+	fx_free_key(f, GL_API_cuMemFree_v2, 0x10000000, 20 << 20, GL_CLASS_DEVICE);
+	assert_int_equal(p->dev_bytes[2], 0);
+	expect_class(p, GL_CLASS_DEVICE, 3 << 20, 2);
+	fx_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -650,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_counters_and_clock),
 		cmocka_unit_test(test_no_proc_files),
 		cmocka_unit_test(test_ctx_index),
+		cmocka_unit_test(test_block_device_learned),
 	};
 
 	return cmocka_run_group_tests_name("books", tests, NULL, NULL);

@@ -9,10 +9,20 @@
  * see) and torch_site_scratch allocates and frees one per step. The truth
  * adds "torch_block_bytes" and "torch_blocks": the blocks outstanding.
  *
- * Options: --iters N steps (default 40), --size N block bytes (256 KiB).
+ * The context (device 0's primary, or --device N's) is made current before
+ * the tracer attaches, as a training job's is: BPF does not know its device.
+ * After attach the job makes it current again and allocates a workspace
+ * outside the caching allocator (as cuBLAS does), then the segments; the
+ * blocks' device tells gpuleak where both are.
+ *
+ * Options: --iters N steps (default 40), --size N block bytes (256 KiB),
+ * --device N (0).
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "wl.h"
 
@@ -21,14 +31,16 @@ void faketorch_free(void *ptr);
 
 #define SEGMENT (20 * WL_MIB)
 
-enum { S_SEGMENT, S_LEAK, S_SCRATCH };
+enum { S_SEGMENT, S_WORKSPACE, S_LEAK, S_SCRATCH };
 
 static struct wl_site sites[] = {
 	[S_SEGMENT] = { "torch_site_segment", FAKECUDA_DEVICE, 0, 0 },
+	[S_WORKSPACE] = { "torch_site_workspace", FAKECUDA_DEVICE, 0, 0 },
 	[S_LEAK] = { "torch_site_leak", -1, 0, 0 },
 	[S_SCRATCH] = { "torch_site_scratch", -1, 0, 0 },
 };
 
+static int device;
 static CUdeviceptr seg_base;
 static uint64_t seg_used;
 static long long blocks, block_bytes;
@@ -38,6 +50,14 @@ WL_SITE static void torch_site_segment(void)
 	wl_check(cuMemAlloc_v2(&seg_base, SEGMENT), "cuMemAlloc_v2(segment)");
 	wl_site_alloc(&sites[S_SEGMENT], SEGMENT);
 	seg_used = 0;
+}
+
+WL_SITE static void torch_site_workspace(void)
+{
+	CUdeviceptr p;
+
+	wl_check(cuMemAlloc_v2(&p, WL_MIB), "cuMemAlloc_v2(workspace)");
+	wl_site_alloc(&sites[S_WORKSPACE], WL_MIB);
 }
 
 /* A block from the current segment; a new segment when it is full. */
@@ -56,7 +76,7 @@ WL_SITE void *torch_site_leak(uint64_t size)
 {
 	void *p = carve(size);
 
-	faketorch_malloc(p, 0, size, 0);
+	faketorch_malloc(p, device, size, 0);
 	blocks++;
 	block_bytes += size;
 	return p;
@@ -66,25 +86,53 @@ WL_SITE void torch_site_scratch(uint64_t size)
 {
 	void *p = carve(size);
 
-	faketorch_malloc(p, 0, size, 7);
+	faketorch_malloc(p, device, size, 7);
 	faketorch_free(p);
+}
+
+/* Takes --device N out of argv (wl_parse does not know it); exits with 2 if malformed. */
+static int take_device(int *argc, char **argv)
+{
+	char *end;
+	long d;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], "--device"))
+			continue;
+		if (i + 1 >= *argc)
+			wl_die("--device needs a number");
+		errno = 0;
+		d = strtol(argv[i + 1], &end, 10);
+		if (errno || end == argv[i + 1] || *end || d < 0 || d > 63) {
+			fprintf(stderr, "wl_torch: invalid --device '%s'\n", argv[i + 1]);
+			exit(2);
+		}
+		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
+		*argc -= 2;
+		return (int)d;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 40, .size = 256 * 1024 };
 	char extra[128];
+	CUcontext ctx;
 
+	device = take_device(&argc, argv);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
-	wl_cuda_start(0);
+	ctx = wl_cuda_start(device);
 	wl_ready(&o);
 	fakecuda_mark();
+	wl_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	torch_site_workspace();
 	for (unsigned long long i = 0; i < o.iters; i++) {
 		torch_site_leak(o.size);
 		torch_site_scratch(2 * o.size);
 	}
 	snprintf(extra, sizeof(extra), "\"torch_block_bytes\":%lld,\"torch_blocks\":%lld", block_bytes,
 		 blocks);
-	wl_finish(&o, fakecuda_truth_json, sites, 1, extra);
+	wl_finish(&o, fakecuda_truth_json, sites, 2, extra);
 	return 0;
 }
