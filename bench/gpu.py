@@ -9,8 +9,8 @@ sets it up and runs it).
    PyTorch without its caching allocator, untraced, under the floor programs and under
    gpuleak in each stack mode (interleaved runs, medians).
 2. Step time of a transformer training loop (bench/torch_train.py): untraced, with
-   gpuleak attached (default options, and --no-torch), with PyTorch's own
-   _record_memory_history(); interleaved runs.
+   gpuleak attached (default options, --torch-stacks python, --no-torch), with PyTorch's
+   own _record_memory_history() (all stacks, and Python stacks only); interleaved runs.
 3. Time from starting `gpuleak attach PID` to "attached", for a process that has
    initialized the driver, and for the training process.
 Prints the table to stdout, progress to stderr.
@@ -36,19 +36,21 @@ TORCH_MODES = ("untraced", "floor", "gpuleak fp, no Python", "gpuleak fp+Python"
 TRAIN_MODES = {
     "untraced": None,
     "gpuleak (default)": [],
+    "gpuleak --torch-stacks python": ["--torch-stacks", "python"],
     "gpuleak --no-torch": ["--no-torch"],
     "_record_memory_history": "history",
+    "_record_memory_history(stacks=python)": "history-python",
 }
 # --breakdown: where the default mode's cost goes (PyTorch's probes with each stack mode)
 BREAKDOWN_MODES = {
     "untraced": None,
     "gpuleak (default)": [],
     "gpuleak --torch-stacks python": ["--torch-stacks", "python"],
-    "gpuleak --stack-bytes 8k": ["--stack-bytes", "8k"],
     "gpuleak --stacks fp": ["--stacks", "fp"],
     "gpuleak --stacks none": ["--stacks", "none"],
     "gpuleak --no-torch": ["--no-torch"],
     "_record_memory_history": "history",
+    "_record_memory_history(stacks=python)": "history-python",
 }
 
 
@@ -60,8 +62,9 @@ def train_once(mode, opts, steps, tmp):
     """(median step ms, seconds from gpuleak's start to attached or None)."""
     go = os.path.join(tmp, f"go.{time.monotonic_ns()}")
     argv = [python_exe(), TRAIN, "--steps", str(steps), "--go", go]
-    if opts == "history":
-        argv.append("--record-history")
+    if opts in ("history", "history-python"):
+        argv += ["--record-history", "--history-stacks",
+                 "python" if opts == "history-python" else "all"]
     wl = Proc(argv, tmp, "train")
     gl, attach_s = None, None
     try:

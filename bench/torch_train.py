@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--record-history", action="store_true")
+    ap.add_argument("--history-stacks", default="all", choices=("all", "python"),
+                    help="the stacks _record_memory_history() records")
     ap.add_argument("--go", default="")
     a = ap.parse_args()
 
@@ -54,7 +56,7 @@ def main():
         while not os.path.exists(a.go):
             time.sleep(0.01)
     if a.record_history:
-        torch.cuda.memory._record_memory_history(max_entries=100000)
+        torch.cuda.memory._record_memory_history(max_entries=100000, stacks=a.history_stacks)
     times = []
     for i in range(a.warmup + a.steps):
         t0 = time.perf_counter()

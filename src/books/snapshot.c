@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "analysis.h"
 #include "snapshot.h"
 #include "stacks/python.h"
@@ -283,17 +284,39 @@ static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, 
 		sp->projected_oom_s = headroom / vi.growth_bytes_per_s;
 }
 
-static bool books_agree(const struct snap_proc *sp)
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Whether the two books agree. BPF's counters of a process that is still
+ * running are read while it calls: a call counted by the kernel whose record
+ * is not drained yet (at most one per CPU inside the programs, and what was
+ * submitted since the last drain) makes them differ by a few calls. For such
+ * a live reading, counts within that bound agree; equal counts must still
+ * mean equal bytes. A process's final books (taken at its exit) must agree
+ * exactly.
+ */
+static bool books_agree(const struct snap_proc *sp, bool live)
 {
 	const struct gl_proc_stats *s = &sp->bpf;
+	uint64_t slack = 0;
 
+	if (live) {
+		long cpus = sysconf(_SC_NPROCESSORS_CONF);
+
+		slack = 64 + 4 * (uint64_t)(cpus > 0 ? cpus : 1);
+	}
 	for (size_t i = 0; i < sizeof(checked_classes); i++) {
 		uint8_t c = checked_classes[i];
+		uint64_t d = absdiff(s->allocs[c], sp->nallocs[c]);
 
-		if (s->bytes[c] != sp->bytes[c] || s->allocs[c] != sp->nallocs[c])
+		if (d > slack || (d == 0 && s->bytes[c] != sp->bytes[c]))
 			return false;
 	}
-	return s->unmatched_frees == sp->unmatched_frees && s->failures == sp->failures;
+	return absdiff(s->unmatched_frees, sp->unmatched_frees) <= slack &&
+	       absdiff(s->failures, sp->failures) <= slack;
 }
 
 /*
@@ -320,6 +343,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
 	uint64_t begin, end;
+	bool live = false;
 
 	sp->pid = proc->pid;
 	sp->ns_pid = proc->ns_pid;
@@ -351,11 +375,14 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, proc->pid, &sp->bpf) == 0 &&
 		   sp->bpf.start_time == proc->start_time) {
 		sp->bpf_valid = true;
+		/* lost call records make a real difference, which no slack may hide */
+		live = !sp->bpf.exit_time &&
+		       !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
 	} else if (proc->alloc_calls == 0 && proc->free_calls == 0 && proc->failures == 0) {
 		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
 		memset(&sp->bpf, 0, sizeof(sp->bpf));
 	}
-	sp->consistent = sp->bpf_valid && books_agree(sp);
+	sp->consistent = sp->bpf_valid && books_agree(sp, live);
 	if (sp->bpf_valid && !sp->consistent)
 		use_kernel_totals(sp);
 	fill_growth(proc, o, end, sp);

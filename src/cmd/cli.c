@@ -120,7 +120,8 @@ void cli__usage(FILE *f)
 	      "      --stack-bytes N   user stack copied per call in dwarf mode (16k, max 32k)\n"
 	      "      --top N           stacks shown per process in text (10; 0 = all)\n"
 	      "      --frames N        frames shown per stack in text (32; 0 = all)\n"
-	      "      --ringbuf-size N  ring buffer size, a power of two (32M)\n"
+	      "      --ringbuf-size N  ring buffer size, a power of two (128M with dwarf stacks,\n"
+	      "                        else 32M)\n"
 	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
@@ -217,7 +218,7 @@ static void defaults(struct gl_opts *o)
 	o->stack_bytes = 16384;
 	o->top = 10;
 	o->frames = 32;
-	o->ringbuf_bytes = 32 << 20;
+	o->ringbuf_bytes = 0; /* set_ringbuf(): by stack mode */
 	o->max_allocs = 1 << 20;
 	o->follow_forks = true;
 	o->listen = "127.0.0.1:9464";
@@ -520,6 +521,9 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
+	if (!o->ringbuf_bytes)
+		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 128 << 20 : 32 << 20;
 	err = check_outputs(o);
 	if (err)
 		return err;

@@ -26,6 +26,8 @@ for name in ("default", "expandable", "async", "pinned", "multi"):
           f"torch reserved={t['memory_reserved']} allocated={t['memory_allocated']} "
           f"segments={t['segments']} pinned={t['pinned_bytes']} diff={p['device_bytes'] - t['memory_reserved']}")
     devs = {d["device"]: d["device_bytes"] for d in p.get("devices", [])}
+    print(f"   devices {devs}; pre_attach_bytes {p.get('pre_attach_bytes', 'absent')}, "
+          f"projected_oom_s {p.get('projected_oom_s')}")
     for d in t.get("per_device", []) if name == "multi" else []:
         g_bytes = devs.get(d["device"], 0)
         print(f"   device {d['device']}: gpuleak {g_bytes} | torch reserved {d['memory_reserved']} "
