@@ -20,33 +20,37 @@ static const uint8_t checked_classes[] = {
 	GL_CLASS_TORCH_BLOCK,
 };
 
-/* Whether a frame is in PyTorch's CUDA caching allocator (libc10_cuda.so). */
-static bool in_torch_allocator(const struct snap_frame *f)
+/* Whether a module is PyTorch's CUDA caching allocator (libc10_cuda.so). */
+static bool is_torch_allocator(const char *path)
 {
-	const char *base = f->module ? strrchr(f->module, '/') : NULL;
+	const char *base = path ? strrchr(path, '/') : NULL;
 
-	base = base ? base + 1 : f->module;
+	base = base ? base + 1 : path;
 	return base && !strncmp(base, "libc10_cuda.so", 14);
 }
 
-/* Device memory whose stack passes through the caching allocator: its segments. */
+/* Whether a device stack passes through the caching allocator: one of its segments. */
+static bool torch_segment(struct books *b, uint32_t id)
+{
+	uint32_t n;
+	const struct frame *frames = stacks__get(books__stacks(b), id, &n);
+
+	for (uint32_t i = 0; frames && i < n; i++) {
+		const struct module_info *mi;
+
+		if (frames[i].kind != FRAME_NATIVE)
+			continue;
+		mi = modules__info(books__modules(b), frames[i].mod);
+		if (mi && is_torch_allocator(mi->path))
+			return true;
+	}
+	return false;
+}
+
+/* Device memory under the caching allocator: its segments (of every stack, shown or not). */
 static uint64_t torch_reserved(const struct snap_proc *sp)
 {
-	uint64_t total = 0;
-
-	for (uint32_t i = 0; i < sp->nstacks; i++) {
-		const struct snap_stack *st = &sp->stacks[i];
-
-		if (st->cls != GL_CLASS_DEVICE)
-			continue;
-		for (uint32_t j = 0; j < st->nframes; j++) {
-			if (in_torch_allocator(&st->frames[j])) {
-				total += st->outstanding_bytes;
-				break;
-			}
-		}
-	}
-	return total;
+	return sp->torch_segment_bytes;
 }
 
 void snapshot__free(struct snapshot *s)
@@ -155,13 +159,21 @@ static int verdict_rank(const char *v)
 	return !strcmp(v, "leak") ? 0 : !strcmp(v, "unknown") ? 1 : 2;
 }
 
-static int cmp_stack(const void *a, const void *b)
+/*
+ * Most suspicious first: leaks, then unknown, then steady; within a verdict,
+ * by growth, then bytes. Where PyTorch's blocks are traced, the caching
+ * allocator's segments come after the other stacks of their verdict: they hold
+ * the same memory as the blocks, and the blocks' stacks name the code.
+ */
+static int cmp_stack(const void *a, const void *b, void *demote_segments)
 {
 	const struct snap_stack *x = a, *y = b;
 	int rx = verdict_rank(x->verdict), ry = verdict_rank(y->verdict);
 
 	if (rx != ry)
 		return rx - ry;
+	if (*(bool *)demote_segments && x->torch_segment != y->torch_segment)
+		return x->torch_segment ? 1 : -1;
 	if (x->growth_bytes_per_s != y->growth_bytes_per_s)
 		return x->growth_bytes_per_s > y->growth_bytes_per_s ? -1 : 1;
 	if (x->outstanding_bytes != y->outstanding_bytes)
@@ -177,6 +189,7 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
 	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
 	struct verdict_info vi;
+	bool blocks = false;
 
 	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
 	if (!sp->stacks)
@@ -200,11 +213,16 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			.last_ns = a->last_ns,
 			.verdict = verdict__name(vi.verdict),
 			.growth_bytes_per_s = vi.growth_bytes_per_s,
+			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
 		};
 		st->why = strdup(vi.why);
+		if (st->torch_segment)
+			sp->torch_segment_bytes += a->bytes;
+		if (k->cls == GL_CLASS_TORCH_BLOCK)
+			blocks = true;
 		n++;
 	}
-	qsort(sp->stacks, n, sizeof(*sp->stacks), cmp_stack);
+	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
 	if (o->max_stacks && n > o->max_stacks) {
 		for (size_t i = o->max_stacks; i < n; i++)
 			free((char *)sp->stacks[i].why);

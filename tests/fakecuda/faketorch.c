@@ -6,7 +6,8 @@
  *
  * The "allocator" hands out blocks inside segments the caller got from the
  * CUDA driver (stand-in): faketorch_malloc() fires pytorch:malloc for a block
- * the caller chose, faketorch_free() fires pytorch:free. It keeps no books:
+ * the caller chose, faketorch_free() fires pytorch:free, faketorch_grow() calls
+ * the caller back for a new segment. It keeps no books:
  * workloads keep the ground truth.
  */
 #define _SDT_HAS_SEMAPHORES 1
@@ -40,6 +41,15 @@ EXPORT __attribute__((noinline)) void faketorch_free(void *ptr)
 	book(-1);
 	if (pytorch_free_semaphore)
 		STAP_PROBE1(pytorch, free, ptr);
+}
+
+/* The allocator growing: it asks the caller's function for a new segment, so the
+ * segment's stack passes through this library, as PyTorch's cudaMalloc calls do. */
+EXPORT __attribute__((noinline)) void faketorch_grow(void (*alloc_segment)(void))
+{
+	book(0);
+	alloc_segment();
+	book(0);
 }
 
 /* Whether a tracer is listening (for the workload's own checks). */

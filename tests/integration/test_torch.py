@@ -41,6 +41,14 @@ def test_tensor_blocks_exact(tmp):
                                         for f in s["frames"])]
     check(all(s["outstanding_bytes"] == 0 for s in scratch),
           "freed scratch blocks hold nothing")
+    # the segments are the caching allocator's (their stacks pass through libc10_cuda.so):
+    # PyTorch reserved; they hold the blocks' memory, so the blocks' stacks rank first
+    check_eq(p["torch_reserved_bytes"], truth["sites"]["torch_site_segment"],
+             "torch_reserved_bytes: the segments")
+    first = p["stacks"][0]
+    check(first["memory"] == "torch_block" and
+          any(f.get("function") == "torch_site_leak" for f in first["frames"]),
+          f"the leaking blocks' stack first, before the larger segment: {first}")
 
 
 def test_no_torch_stays_at_driver_level(tmp):

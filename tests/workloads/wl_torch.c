@@ -3,8 +3,8 @@
  * wl_torch.c - a caching allocator over the CUDA driver stand-in, announcing
  * its blocks through PyTorch's USDT probes (libc10_cuda.so stand-in).
  *
- * Like PyTorch, it asks the driver for segments (20 MiB, cuMemAlloc_v2) and
- * carves tensor blocks out of them: after warm-up the driver sees nothing,
+ * Like PyTorch, it asks the driver for segments (20 MiB, cuMemAlloc_v2, called
+ * back from the allocator library) and carves tensor blocks out of them: after warm-up the driver sees nothing,
  * while torch_site_leak keeps one block per step (the leak the driver cannot
  * see) and torch_site_scratch allocates and frees one per step. The truth
  * adds "torch_block_bytes" and "torch_blocks": the blocks outstanding.
@@ -28,6 +28,7 @@
 
 void faketorch_malloc(void *ptr, int device, uint64_t size, uint64_t stream);
 void faketorch_free(void *ptr);
+void faketorch_grow(void (*alloc_segment)(void));
 
 #define SEGMENT (20 * WL_MIB)
 
@@ -66,7 +67,7 @@ static void *carve(uint64_t size)
 	void *p;
 
 	if (!seg_base || seg_used + size > SEGMENT)
-		torch_site_segment();
+		faketorch_grow(torch_site_segment);
 	p = (void *)(uintptr_t)(seg_base + seg_used);
 	seg_used += size;
 	return p;
