@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +61,32 @@ void wl_check_rc(int rc, int want, const char *call)
 	if (rc != want)
 		wl_die("%s failed: %s (%d), expected %s (%d)", call, rc_name(rc), rc, rc_name(want),
 		       want);
+}
+
+unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
+			  unsigned long dflt)
+{
+	unsigned long v;
+	char *end;
+
+	for (int i = 1; i < *argc; i++) {
+		if (strcmp(argv[i], name))
+			continue;
+		if (i + 1 >= *argc) {
+			fprintf(stderr, "%s: %s needs a number\n", argv[0], name);
+			exit(2);
+		}
+		errno = 0;
+		v = strtoul(argv[i + 1], &end, 10);
+		if (errno || end == argv[i + 1] || *end || argv[i + 1][0] == '-' || v > max) {
+			fprintf(stderr, "%s: invalid %s '%s'\n", argv[0], name, argv[i + 1]);
+			exit(2);
+		}
+		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
+		*argc -= 2;
+		return v;
+	}
+	return dflt;
 }
 
 void wl_check(int rc, const char *call)

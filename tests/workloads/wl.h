@@ -99,6 +99,13 @@ typedef int (*wl_truth_fn)(FILE *f, const char *extra_json_fields);
  */
 void wl_parse(struct wl_opts *o, int argc, char **argv, unsigned int allowed);
 
+/*
+ * Takes "NAME N" out of argv (an option wl_parse does not know): N, or dflt when
+ * NAME is absent. Exits with 2 when N is missing, not a number or above max.
+ */
+unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
+			  unsigned long dflt);
+
 /* Exits with 1 after printing "<prog>: <call> failed: <name> (<rc>)" unless rc is 0. */
 void wl_check(int rc, const char *call);
 

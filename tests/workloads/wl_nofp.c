@@ -14,9 +14,7 @@
  * Options: --size BYTES (default 1 MiB), --iters N (default 100),
  * --depth N (frames of nofp_deep, 560 bytes of stack each; default 0).
  */
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -72,30 +70,6 @@ WL_FRAME static unsigned long long nofp_phase(const struct wl_opts *o, unsigned 
 	return now_ns() - t0;
 }
 
-/* Takes --depth N out of argv (wl_parse does not know it); exits with 2 if malformed. */
-static unsigned long take_depth(int *argc, char **argv)
-{
-	unsigned long depth = 0;
-	char *end;
-
-	for (int i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--depth"))
-			continue;
-		if (i + 1 >= *argc)
-			wl_die("--depth needs a number");
-		errno = 0;
-		depth = strtoul(argv[i + 1], &end, 10);
-		if (errno || end == argv[i + 1] || *end || depth > 10000) {
-			fprintf(stderr, "wl_nofp: invalid --depth '%s'\n", argv[i + 1]);
-			exit(2);
-		}
-		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
-		*argc -= 2;
-		break;
-	}
-	return depth;
-}
-
 static unsigned long long cpu_ns(void)
 {
 	struct rusage ru;
@@ -113,7 +87,7 @@ int main(int argc, char **argv)
 	unsigned long depth;
 	char extra[160];
 
-	depth = take_depth(&argc, argv);
+	depth = wl_take_num(&argc, argv, "--depth", 10000, 0);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE | WL_OPT_VERBOSE);
 	if (!o.size)
 		wl_die("--size must not be 0");

@@ -18,11 +18,8 @@
  * Options: --iters N steps (default 40), --size N block bytes (256 KiB),
  * --device N (0).
  */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "wl.h"
 
@@ -91,37 +88,13 @@ WL_SITE void torch_site_scratch(uint64_t size)
 	faketorch_free(p);
 }
 
-/* Takes --device N out of argv (wl_parse does not know it); exits with 2 if malformed. */
-static int take_device(int *argc, char **argv)
-{
-	char *end;
-	long d;
-
-	for (int i = 1; i < *argc; i++) {
-		if (strcmp(argv[i], "--device"))
-			continue;
-		if (i + 1 >= *argc)
-			wl_die("--device needs a number");
-		errno = 0;
-		d = strtol(argv[i + 1], &end, 10);
-		if (errno || end == argv[i + 1] || *end || d < 0 || d > 63) {
-			fprintf(stderr, "wl_torch: invalid --device '%s'\n", argv[i + 1]);
-			exit(2);
-		}
-		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
-		*argc -= 2;
-		return (int)d;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 40, .size = 256 * 1024 };
 	char extra[128];
 	CUcontext ctx;
 
-	device = take_device(&argc, argv);
+	device = (int)wl_take_num(&argc, argv, "--device", 63, 0);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
 	ctx = wl_cuda_start(device);
 	wl_ready(&o);
