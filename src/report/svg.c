@@ -124,7 +124,8 @@ static int child(struct tree *t, uint32_t parent, const char *name, const char *
 /*
  * A frame's label and where it is. Python frames are labelled with the base
  * name of their file, which keeps the line number visible in narrow frames;
- * the whole path is in where, which also tells frames apart.
+ * the whole path is in where, which also tells frames apart. Native frames
+ * are told apart by function and file, not line, as flame graphs merge them.
  */
 static void frame_label(const struct snap_frame *fr, char *name, char *where, size_t len)
 {
@@ -141,8 +142,9 @@ static void frame_label(const struct snap_frame *fr, char *name, char *where, si
 		return;
 	}
 	report__frame_name(fr, name, len);
+	/* one box per native function, whichever line of it called: the file, not the line */
 	if (fr->module && fr->file)
-		snprintf(where, len, "%s  %s:%d", base_name(fr->module), fr->file, fr->line);
+		snprintf(where, len, "%s  %s", base_name(fr->module), fr->file);
 	else if (fr->module)
 		snprintf(where, len, "%s", base_name(fr->module));
 	else

@@ -2,9 +2,11 @@
 /*
  * symbolize.c - ELF symbol tables (.symtab, else .dynsym) sorted by address,
  * searched by binary search; C++ names demangled with the C++ runtime's
- * __cxa_demangle.
+ * __cxa_demangle. Source file and line from the module's DWARF line table
+ * (elfutils' libdw) where it has one.
  */
 #include <errno.h>
+#include <elfutils/libdw.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -26,6 +28,8 @@ struct segment {
 
 struct symtab {
 	bool loaded;
+	bool dw_tried;
+	Dwarf *dw; /* NULL: no debug information */
 	Elf *elf;
 	struct elf_sym *syms;
 	size_t nr;
@@ -98,6 +102,8 @@ void symbolizer__free(struct symbolizer *s)
 	for (uint32_t i = 0; i < s->nr_tabs; i++) {
 		free(s->tabs[i].syms);
 		free(s->tabs[i].segs);
+		if (s->tabs[i].dw)
+			dwarf_end(s->tabs[i].dw);
 		elf_end(s->tabs[i].elf);
 	}
 	free(s->tabs);
@@ -253,6 +259,36 @@ static const struct elf_sym *find_sym(const struct symtab *t, uint64_t vaddr)
 	return best;
 }
 
+/*
+ * The source line of vaddr, from the line table of the compilation unit that
+ * covers it. A frame's address inside a function (not its first instruction)
+ * is a return address, or a probe inside it: the line is the one of the
+ * instruction before, the call.
+ */
+static void source_line(struct symtab *t, uint64_t vaddr, uint64_t sym_off, struct cache_val *v)
+{
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *src;
+	int line = 0;
+
+	if (!t->dw_tried) {
+		t->dw_tried = true;
+		t->dw = dwarf_begin_elf(t->elf, DWARF_C_READ, NULL);
+	}
+	if (sym_off && vaddr)
+		vaddr--;
+	if (!t->dw || !dwarf_addrdie(t->dw, vaddr, &cu))
+		return;
+	l = dwarf_getsrc_die(&cu, vaddr);
+	if (!l || dwarf_lineno(l, &line) || line <= 0)
+		return;
+	src = dwarf_linesrc(l, NULL, NULL);
+	if (!src || !(v->file = strdup(src)))
+		return;
+	v->line = line;
+}
+
 int symbolizer__lookup(struct symbolizer *s, uint32_t mod, uint64_t off, struct sym_result *out)
 {
 	struct cache_key k = { .mod = mod, .off = off };
@@ -276,6 +312,7 @@ int symbolizer__lookup(struct symbolizer *s, uint32_t mod, uint64_t off, struct 
 					v->function = strdup(sym->name);
 				v->sym_off = vaddr - sym->addr;
 			}
+			source_line(t, vaddr, sym ? v->sym_off : 1, v);
 		}
 	}
 	out->function = v->function;

@@ -63,6 +63,14 @@ def test_dwarf_stack_is_complete_without_frame_pointers(tmp):
     check_eq(got[:len(want)], want, "frames innermost first, up to main")
     for i, (fn, lib) in enumerate(LIBS):
         check_eq(os.path.basename(st["frames"][i]["module"]), lib, f"module of {fn}")
+    # source lines from the workloads' DWARF line tables: each caller's line is its call
+    for i, f in enumerate(st["frames"][1:len(want)], 1):
+        callee = st["frames"][i - 1]["function"]
+        check(f.get("file") and f.get("line"), f"{f['function']} has a source line: {f}")
+        with open(f["file"]) as src:
+            text = src.read().splitlines()[f["line"] - 1]
+        check(callee in text, f"{f['function']} at {os.path.basename(f['file'])}:{f['line']} "
+              f"calls {callee}: {text.strip()!r}")
     # the keeping loop and the alloc/free loop call from two places in nofp_phase:
     # two stacks, each with its own calls, however often the unwinding was reused
     check_eq(st["allocs"], KEPT, "allocations made at the kept call site")
