@@ -2,8 +2,8 @@
 """Every parser of outside data under libFuzzer (ASan, UBSan) for a few seconds, from the
 seed corpus kept in the repository (tests/fuzz/corpus/<target>/, crash reproducers
 included): the /proc parsers, cgroup paths and OCI config files, ELF readers, CPython
-memory, the agent's HTTP requests, nvidia-smi's CSV, ring-buffer records, and recordings
-(read, replayed and reported)."""
+memory, the agent's HTTP requests, nvidia-smi's CSV, ring-buffer records, recordings
+(read, replayed and reported), and stack copies unwound with the modules' CFI."""
 import os
 import subprocess
 
@@ -12,7 +12,7 @@ from harness import OUTPUT, ROOT, check, check_eq
 SECONDS = 5
 # the fewest runs each target makes in SECONDS on a slow machine (ELF files are big)
 MIN_RUNS = {"record": 1000, "procfs": 500, "cgroup": 2000, "elf": 300, "python": 2000, "http": 2000,
-            "nvsmi": 2000, "books": 2000}
+            "nvsmi": 2000, "books": 2000, "unwind": 300}
 
 
 def fuzz(tmp, target, max_len=16384):
@@ -72,3 +72,8 @@ def test_fuzz_nvsmi(tmp):
 def test_fuzz_books(tmp):
     """Ring-buffer records of any bytes through event__validate and books__apply."""
     fuzz(tmp, "books")
+
+
+def test_fuzz_unwind(tmp):
+    """A traced process's stack, every byte of it its own, unwound with real CFI."""
+    fuzz(tmp, "unwind", max_len=32768)
