@@ -361,86 +361,6 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 	htab__delete(proc->allocs, k);
 }
 
-/*
- * The device of a device allocation is the one of the context current on the
- * calling thread; a context made current before attach is not known to BPF,
- * so its allocations come with device -1. PyTorch's probes name the device of
- * each tensor block, and a block lies inside the segment it was carved from:
- * a segment of unknown device that holds a block of device D is on D, and so
- * is everything allocated in the same context. The candidates are kept in
- * proc->unknown, checked against the books when looked at.
- */
-#define MAX_UNKNOWN_DEV 1024
-
-static struct alloc_val *unknown_alloc(struct proc *proc, const struct unknown_dev *u)
-{
-	struct alloc_key k = { .key = u->addr, .kind = GL_KIND_DPTR };
-	struct alloc_val *v = htab__lookup(proc->allocs, &k);
-
-	return v && v->cls == GL_CLASS_DEVICE && v->dev < 0 && v->size == u->size ? v : NULL;
-}
-
-static void set_device(struct proc *proc, struct alloc_val *v, int dev)
-{
-	v->dev = (int8_t)dev;
-	proc->unknown_dev_bytes -= v->size;
-	proc->dev_bytes[dev] += v->size;
-}
-
-static void note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
-{
-	uint32_t n = 0;
-
-	if (proc->nr_unknown == proc->cap_unknown) {
-		/* full: drop what is gone first, then grow up to the cap */
-		for (uint32_t i = 0; i < proc->nr_unknown; i++)
-			if (unknown_alloc(proc, &proc->unknown[i]))
-				proc->unknown[n++] = proc->unknown[i];
-		proc->nr_unknown = n;
-	}
-	if (proc->nr_unknown == proc->cap_unknown) {
-		uint32_t cap = proc->cap_unknown ? proc->cap_unknown * 2 : 8;
-		struct unknown_dev *u;
-
-		if (cap > MAX_UNKNOWN_DEV || !(u = realloc(proc->unknown, cap * sizeof(*u))))
-			return;
-		proc->unknown = u;
-		proc->cap_unknown = cap;
-	}
-	proc->unknown[proc->nr_unknown++] = (struct unknown_dev){ addr, size };
-}
-
-static void learn_device(struct proc *proc, uint64_t block, int dev)
-{
-	struct alloc_val *v = NULL;
-	uint16_t ctx = 0;
-	uint32_t n = 0;
-
-	if (dev < 0 || dev >= PROC_MAX_DEVICES)
-		return;
-	for (uint32_t i = 0; i < proc->nr_unknown && !v; i++) {
-		const struct unknown_dev *u = &proc->unknown[i];
-
-		if (block >= u->addr && block - u->addr < u->size)
-			v = unknown_alloc(proc, u);
-	}
-	if (!v)
-		return;
-	ctx = v->ctx;
-	set_device(proc, v, dev);
-	if (ctx && proc->ctxs[ctx - 1].dev < 0)
-		proc->ctxs[ctx - 1].dev = (int16_t)dev;
-	/* the rest of that context's allocations, and what is gone, leave the list */
-	for (uint32_t i = 0; i < proc->nr_unknown; i++) {
-		v = unknown_alloc(proc, &proc->unknown[i]);
-		if (v && ctx && v->ctx == ctx)
-			set_device(proc, v, dev);
-		else if (v)
-			proc->unknown[n++] = proc->unknown[i];
-	}
-	proc->nr_unknown = n;
-}
-
 static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
@@ -468,10 +388,10 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		.dev = (int8_t)c->dev,
 	};
 	if (v->dev < 0 && v->ctx && proc->ctxs[v->ctx - 1].dev >= 0)
-		v->dev = (int8_t)proc->ctxs[v->ctx - 1].dev; /* learned by learn_device() */
+		v->dev = (int8_t)proc->ctxs[v->ctx - 1].dev; /* learned by proc__learn_device() */
 	dev = v->dev;
 	if (dev < 0 && c->cls == GL_CLASS_DEVICE && c->kind == GL_KIND_DPTR)
-		note_unknown_dev(proc, c->key, c->bytes);
+		proc__note_unknown_dev(proc, c->key, c->bytes);
 	if (c->cls < GL_CLASS_SLOTS)
 		proc->alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
@@ -484,7 +404,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	}
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
-		learn_device(proc, c->key, c->dev);
+		proc__learn_device(proc, c->key, c->dev);
 }
 
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * procs.c - process table. Processes live in an array (creation order, for
- * stable reports) with a hash index on (pid, start time).
+ * stable reports) with a hash index on (pid, start time). Also the devices a
+ * process's allocations are on, where BPF could not tell.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -262,4 +263,84 @@ size_t proc__mem(const struct proc *proc)
 {
 	return sizeof(*proc) + (proc->allocs ? htab__mem(proc->allocs) : 0) +
 	       htab__mem(proc->aggs) + (proc->pending ? htab__mem(proc->pending) : 0);
+}
+
+/*
+ * The device of a device allocation is the one of the context current on the
+ * calling thread; a context made current before attach is not known to BPF,
+ * so its allocations come with device -1. PyTorch's probes name the device of
+ * each tensor block, and a block lies inside the segment it was carved from:
+ * a segment of unknown device that holds a block of device D is on D, and so
+ * is everything allocated in the same context. The candidates are kept in
+ * proc->unknown, checked against the books when looked at.
+ */
+#define MAX_UNKNOWN_DEV 1024
+
+static struct alloc_val *unknown_alloc(struct proc *proc, const struct unknown_dev *u)
+{
+	struct alloc_key k = { .key = u->addr, .kind = GL_KIND_DPTR };
+	struct alloc_val *v = htab__lookup(proc->allocs, &k);
+
+	return v && v->cls == GL_CLASS_DEVICE && v->dev < 0 && v->size == u->size ? v : NULL;
+}
+
+static void set_device(struct proc *proc, struct alloc_val *v, int dev)
+{
+	v->dev = (int8_t)dev;
+	proc->unknown_dev_bytes -= v->size;
+	proc->dev_bytes[dev] += v->size;
+}
+
+void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
+{
+	uint32_t n = 0;
+
+	if (proc->nr_unknown == proc->cap_unknown) {
+		/* full: drop what is gone first, then grow up to the cap */
+		for (uint32_t i = 0; i < proc->nr_unknown; i++)
+			if (unknown_alloc(proc, &proc->unknown[i]))
+				proc->unknown[n++] = proc->unknown[i];
+		proc->nr_unknown = n;
+	}
+	if (proc->nr_unknown == proc->cap_unknown) {
+		uint32_t cap = proc->cap_unknown ? proc->cap_unknown * 2 : 8;
+		struct unknown_dev *u;
+
+		if (cap > MAX_UNKNOWN_DEV || !(u = realloc(proc->unknown, cap * sizeof(*u))))
+			return;
+		proc->unknown = u;
+		proc->cap_unknown = cap;
+	}
+	proc->unknown[proc->nr_unknown++] = (struct unknown_dev){ addr, size };
+}
+
+void proc__learn_device(struct proc *proc, uint64_t block, int dev)
+{
+	struct alloc_val *v = NULL;
+	uint16_t ctx = 0;
+	uint32_t n = 0;
+
+	if (dev < 0 || dev >= PROC_MAX_DEVICES)
+		return;
+	for (uint32_t i = 0; i < proc->nr_unknown && !v; i++) {
+		const struct unknown_dev *u = &proc->unknown[i];
+
+		if (block >= u->addr && block - u->addr < u->size)
+			v = unknown_alloc(proc, u);
+	}
+	if (!v)
+		return;
+	ctx = v->ctx;
+	set_device(proc, v, dev);
+	if (ctx && proc->ctxs[ctx - 1].dev < 0)
+		proc->ctxs[ctx - 1].dev = (int16_t)dev;
+	/* the rest of that context's allocations, and what is gone, leave the list */
+	for (uint32_t i = 0; i < proc->nr_unknown; i++) {
+		v = unknown_alloc(proc, &proc->unknown[i]);
+		if (v && ctx && v->ctx == ctx)
+			set_device(proc, v, dev);
+		else if (v)
+			proc->unknown[n++] = proc->unknown[i];
+	}
+	proc->nr_unknown = n;
 }

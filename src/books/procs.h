@@ -69,7 +69,7 @@ struct proc_ctx {
 	bool primary;
 };
 
-/* A device allocation whose device is not known (see books.c, learn_device()). */
+/* A device allocation whose device is not known (see proc__learn_device()). */
 struct unknown_dev {
 	uint64_t addr, size;
 };
@@ -173,5 +173,17 @@ void proc__retire(struct proc *proc);
 uint16_t proc__ctx_index(struct proc *proc, uint64_t ctx);
 /* Bytes the process's tables hold. */
 size_t proc__mem(const struct proc *proc);
+/*
+ * A device allocation (address kind) whose device is not known: remembered as
+ * a candidate for proc__learn_device(). Nothing is reported on failure (the
+ * allocation then keeps device -1).
+ */
+void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size);
+/*
+ * A PyTorch block of device dev at address block: the candidate allocation
+ * holding it, and every allocation of that allocation's context, are on dev;
+ * the context's device is kept for later allocations.
+ */
+void proc__learn_device(struct proc *proc, uint64_t block, int dev);
 
 #endif /* GL_PROCS_H */
