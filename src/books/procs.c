@@ -215,6 +215,7 @@ void proc__clear_books(struct proc *proc)
 	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
 	proc->unknown_dev_bytes = 0;
 	proc->nr_unknown = 0;
+	proc->unknown_skipped = 0;
 	/* BPF's close_books() zeroes its counters too: both books start over */
 	proc->peak_device = 0;
 	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
@@ -296,7 +297,12 @@ void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
 	uint32_t n = 0;
 
 	if (proc->nr_unknown == proc->cap_unknown) {
-		/* full: drop what is gone first, then grow up to the cap */
+		/* full at the cap of live allocations: look again only after as many
+		 * more, so that a call pays O(1) on average */
+		if (proc->cap_unknown == MAX_UNKNOWN_DEV && ++proc->unknown_skipped < MAX_UNKNOWN_DEV)
+			return;
+		proc->unknown_skipped = 0;
+		/* drop what is gone first, then grow up to the cap */
 		for (uint32_t i = 0; i < proc->nr_unknown; i++)
 			if (unknown_alloc(proc, &proc->unknown[i]))
 				proc->unknown[n++] = proc->unknown[i];

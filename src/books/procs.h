@@ -124,6 +124,7 @@ struct proc {
 	uint64_t unknown_dev_bytes;	      /* device class, device not known */
 	struct unknown_dev *unknown;	      /* those allocations (some may be gone since) */
 	uint32_t nr_unknown, cap_unknown;
+	uint32_t unknown_skipped;	      /* candidates not kept since the list was full */
 	struct series *device_series; /* device bytes over time (analysis.h) */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;

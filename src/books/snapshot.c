@@ -47,12 +47,6 @@ static bool torch_segment(struct books *b, uint32_t id)
 	return false;
 }
 
-/* Device memory under the caching allocator: its segments (of every stack, shown or not). */
-static uint64_t torch_reserved(const struct snap_proc *sp)
-{
-	return sp->torch_segment_bytes;
-}
-
 void snapshot__free(struct snapshot *s)
 {
 	if (!s)
@@ -216,8 +210,8 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
 		};
 		st->why = strdup(vi.why);
-		if (st->torch_segment)
-			sp->torch_segment_bytes += a->bytes;
+		if (st->torch_segment) /* of every stack, shown or not */
+			sp->torch_reserved_bytes += a->bytes;
 		if (k->cls == GL_CLASS_TORCH_BLOCK)
 			blocks = true;
 		n++;
@@ -322,9 +316,14 @@ static bool books_agree(const struct snap_proc *sp, bool live)
 	uint64_t slack = 0;
 
 	if (live) {
-		long cpus = sysconf(_SC_NPROCESSORS_CONF);
+		static uint64_t cpus; /* sysconf reads /sys: once */
 
-		slack = 64 + 4 * (uint64_t)(cpus > 0 ? cpus : 1);
+		if (!cpus) {
+			long n = sysconf(_SC_NPROCESSORS_CONF);
+
+			cpus = n > 0 ? (uint64_t)n : 1;
+		}
+		slack = 64 + 4 * cpus;
 	}
 	for (size_t i = 0; i < sizeof(checked_classes); i++) {
 		uint8_t c = checked_classes[i];
@@ -406,7 +405,6 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	fill_growth(proc, o, end, sp);
 	if (fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
-	sp->torch_reserved_bytes = torch_reserved(sp);
 	return fill_failures(b, sym, proc, o, sp);
 }
 

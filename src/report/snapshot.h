@@ -67,7 +67,6 @@ struct snap_proc {
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
-	uint64_t torch_segment_bytes;  /* the same, summed while the stacks are taken */
 	bool bpf_valid;		     /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
 	bool consistent;	     /* user-space books equal BPF's */

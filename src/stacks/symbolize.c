@@ -261,11 +261,10 @@ static const struct elf_sym *find_sym(const struct symtab *t, uint64_t vaddr)
 
 /*
  * The source line of vaddr, from the line table of the compilation unit that
- * covers it. A frame's address inside a function (not its first instruction)
- * is a return address, or a probe inside it: the line is the one of the
- * instruction before, the call.
+ * covers it (frames above the innermost already point into their call, not
+ * after it: books.c's intern_stack()).
  */
-static void source_line(struct symtab *t, uint64_t vaddr, uint64_t sym_off, struct cache_val *v)
+static void source_line(struct symtab *t, uint64_t vaddr, struct cache_val *v)
 {
 	Dwarf_Die cu;
 	Dwarf_Line *l;
@@ -276,8 +275,6 @@ static void source_line(struct symtab *t, uint64_t vaddr, uint64_t sym_off, stru
 		t->dw_tried = true;
 		t->dw = dwarf_begin_elf(t->elf, DWARF_C_READ, NULL);
 	}
-	if (sym_off && vaddr)
-		vaddr--;
 	if (!t->dw || !dwarf_addrdie(t->dw, vaddr, &cu))
 		return;
 	l = dwarf_getsrc_die(&cu, vaddr);
@@ -312,7 +309,7 @@ int symbolizer__lookup(struct symbolizer *s, uint32_t mod, uint64_t off, struct 
 					v->function = strdup(sym->name);
 				v->sym_off = vaddr - sym->addr;
 			}
-			source_line(t, vaddr, sym ? v->sym_off : 1, v);
+			source_line(t, vaddr, v);
 		}
 	}
 	out->function = v->function;

@@ -148,6 +148,30 @@ static void fail(struct recorder *r, int err)
 	log_error("writing the recording failed: %s", strerror(-err));
 }
 
+void record__file_header(uint8_t *h)
+{
+	memset(h, 0, GLR_HDR_SIZE);
+	memcpy(h, GLR_MAGIC, 8);
+	glr_put(h + 8, GLR_VERSION, 2);
+	glr_put(h + 10, GLR_HDR_SIZE, 2);
+	glr_put(h + 12, GLR_F_LITTLE_ENDIAN, 4);
+	glr_put(h + 16, GL_ABI_VERSION, 4);
+	glr_put(h + 20, GLR_CHUNK_RAW_MAX, 4);
+	glr_put(h + 28, crc32(0, h, 28), 4);
+}
+
+void record__chunk_header(uint8_t *h, uint32_t flags, uint32_t raw, uint32_t stored,
+			  const uint8_t *data)
+{
+	glr_put(h, GLR_CHUNK_MAGIC, 4);
+	glr_put(h + 4, flags, 2);
+	glr_put(h + 6, 0, 2);
+	glr_put(h + 8, raw, 4);
+	glr_put(h + 12, stored, 4);
+	glr_put(h + 16, crc32(0, data, stored), 4);
+	glr_put(h + 20, crc32(0, h, 20), 4);
+}
+
 /* Writes the buffered records as one chunk. Returns 0 or -errno. */
 static int flush(struct recorder *r)
 {
@@ -165,13 +189,7 @@ static int flush(struct recorder *r)
 		stored = zlen;
 		flags = GLR_CHUNK_DEFLATE;
 	}
-	glr_put(hdr, GLR_CHUNK_MAGIC, 4);
-	glr_put(hdr + 4, flags, 2);
-	glr_put(hdr + 6, 0, 2);
-	glr_put(hdr + 8, r->len, 4);
-	glr_put(hdr + 12, stored, 4);
-	glr_put(hdr + 16, crc32(0, data, stored), 4);
-	glr_put(hdr + 20, crc32(0, hdr, 20), 4);
+	record__chunk_header(hdr, flags, r->len, stored, data);
 	iov[0] = (struct iovec){ hdr, sizeof(hdr) };
 	iov[1] = (struct iovec){ (void *)data, stored };
 	err = write_all(r->fd, iov, 2);
@@ -266,17 +284,11 @@ static int create_file(const char *path)
 
 static int write_header(struct recorder *r)
 {
-	uint8_t h[GLR_HDR_SIZE] = {};
+	uint8_t h[GLR_HDR_SIZE];
 	struct iovec iov = { h, sizeof(h) };
 	int err;
 
-	memcpy(h, GLR_MAGIC, 8);
-	glr_put(h + 8, GLR_VERSION, 2);
-	glr_put(h + 10, GLR_HDR_SIZE, 2);
-	glr_put(h + 12, GLR_F_LITTLE_ENDIAN, 4);
-	glr_put(h + 16, GL_ABI_VERSION, 4);
-	glr_put(h + 20, GLR_CHUNK_RAW_MAX, 4);
-	glr_put(h + 28, crc32(0, h, 28), 4);
+	record__file_header(h);
 	err = write_all(r->fd, &iov, 1);
 	if (!err)
 		r->size = sizeof(h);

@@ -124,6 +124,12 @@ bool recorder__failed(const struct recorder *r);
 uint64_t recorder__size(const struct recorder *r);
 uint64_t recorder__calls(const struct recorder *r);
 
+/* The file header as this version writes it, into h[GLR_HDR_SIZE]. */
+void record__file_header(uint8_t *h);
+/* A chunk header, into h[GLR_CHUNK_HDR], for stored bytes of data holding raw bytes of records. */
+void record__chunk_header(uint8_t *h, uint32_t flags, uint32_t raw, uint32_t stored,
+			  const uint8_t *data);
+
 /* Little-endian field access for the writer and the reader. */
 static inline void glr_put(uint8_t *p, uint64_t v, int bytes)
 {

@@ -32,30 +32,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static void put_header(uint8_t *h)
-{
-	memset(h, 0, GLR_HDR_SIZE);
-	memcpy(h, GLR_MAGIC, 8);
-	glr_put(h + 8, GLR_VERSION, 2);
-	glr_put(h + 10, GLR_HDR_SIZE, 2);
-	glr_put(h + 12, GLR_F_LITTLE_ENDIAN, 4);
-	glr_put(h + 16, GL_ABI_VERSION, 4);
-	glr_put(h + 20, GLR_CHUNK_RAW_MAX, 4);
-	glr_put(h + 28, crc32(0, h, 28), 4);
-}
-
-static void put_chunk_header(uint8_t *h, uint32_t flags, uint32_t raw, uint32_t stored,
-			     const uint8_t *data)
-{
-	glr_put(h, GLR_CHUNK_MAGIC, 4);
-	glr_put(h + 4, flags, 2);
-	glr_put(h + 6, 0, 2);
-	glr_put(h + 8, raw, 4);
-	glr_put(h + 12, stored, 4);
-	glr_put(h + 16, crc32(0, data, stored), 4);
-	glr_put(h + 20, crc32(0, h, 20), 4);
-}
-
 /* Mode 1: records split into stored chunks of at most 64 KiB. */
 static uint8_t *wrap(const uint8_t *data, size_t size, size_t *len)
 {
@@ -65,13 +41,13 @@ static uint8_t *wrap(const uint8_t *data, size_t size, size_t *len)
 
 	if (!out)
 		return NULL;
-	put_header(out);
+	record__file_header(out);
 	p = out + GLR_HDR_SIZE;
 	do {
 		size_t n = size - off < 65536 ? size - off : 65536;
 
 		memcpy(p + GLR_CHUNK_HDR, data + off, n);
-		put_chunk_header(p, 0, n, n, p + GLR_CHUNK_HDR);
+		record__chunk_header(p, 0, n, n, p + GLR_CHUNK_HDR);
 		p += GLR_CHUNK_HDR + n;
 		off += n;
 	} while (off < size);
