@@ -88,8 +88,9 @@ def read_layout(layout, tag):
 def test_image_layout_and_root_filesystem(tmp):
     """`make image` (run by `make integration`) built an OCI image holding the static binary
     alone, non-root by default, labelled with version, source and revision; unpacked by
-    umoci, its root file system runs the binary (chroot, as uid 65534). podman run is tried
-    too; where this machine refuses it, the test says why."""
+    umoci, its root file system runs the binary (chroot, as uid 65534); two builds of one
+    commit are the same image. podman run is tried too; where this machine refuses it, the
+    test says why."""
     ver = version()
     layout = os.path.join(IMAGE, "oci")
     check(os.path.isdir(layout), f"no image at {layout}: run `make image` (make integration "
@@ -138,6 +139,16 @@ def test_image_layout_and_root_filesystem(tmp):
     p = run(["unshare", "--mount", "--pid", "--fork", "--kill-child", "chroot",
              "--userspec=65534:65534", rootfs, "/gpuleak", "serve", "--help"], timeout=30)
     check("--state-dir" in (p.stdout + p.stderr).decode(), "serve --help from the image")
+
+    # reproducible: the same commit and binary give the same image, to the digest
+    digests = []
+    for n in range(2):
+        out = os.path.join(tmp, f"build{n}")
+        p = run([os.path.join(ROOT, "scripts", "build-image"), STATIC_BIN, out, ver])
+        check_eq(p.returncode, 0, f"build-image: {p.stderr.decode()}")
+        with open(os.path.join(out, "oci", "index.json")) as f:
+            digests.append(json.load(f)["manifests"][0]["digest"])
+    check_eq(digests[0], digests[1], "two builds of one commit")
 
     archive = os.path.join(IMAGE, f"gpuleak-{ver}-amd64.tar")
     check(os.path.getsize(archive) < 8 << 20, f"the image is small: {os.path.getsize(archive)}")
