@@ -299,7 +299,8 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap"))
 		return agent__reply_profile(a, rep);
-	if (!strcmp(req->path, "/debug/pprof/") || !strcmp(req->path, "/debug/pprof"))
+	/* with its slash only: the index's links are relative, as Go's */
+	if (!strcmp(req->path, "/debug/pprof/"))
 		return reply_html(rep, pprof_html);
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");

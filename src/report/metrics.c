@@ -297,7 +297,8 @@ static void process_families(struct ctx *c)
 	}
 
 	fam = "gpuleak_process_device_growth_bytes_per_second";
-	family(c, fam, "gauge", "Growth rate of a process's device memory over its recent history.");
+	family(c, fam, "gauge",
+	       "Growth rate of a process's device memory over its recent history.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		if (c->s->procs[i].exited)
 			continue;

@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import tarfile
 import threading
-import time
 import urllib.parse
 import urllib.request
 
@@ -208,7 +207,8 @@ def test_kustomize_renders_plain_and_optional_parts(tmp):
     os.makedirs(ov)
     with open(os.path.join(ov, "kustomization.yaml"), "w") as f:
         yaml.safe_dump({"resources": [os.path.relpath(os.path.join(DEPLOY, "kubernetes"), ov)],
-                        "images": [{"name": "localhost/gpuleak", "newName": "registry.example/ml/gpuleak",
+                        "images": [{"name": "localhost/gpuleak",
+                                    "newName": "registry.example/ml/gpuleak",
                                     "newTag": "1.2.3"}]}, f)
     check_eq(containers(kustomize(ov))["gpuleak"]["image"], "registry.example/ml/gpuleak:1.2.3",
              "the image set in an overlay")
@@ -356,22 +356,24 @@ def check_names_and_syntax(tmp, exprs, exported, records):
 
 # ---- a running agent -------------------------------------------------------------------
 
-DCGM_TEXT = """# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
-# TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{{gpu="0",UUID="GPU-fake-0",device="nvidia0",modelName="NVIDIA H200",Hostname="{host}"}} 0
-DCGM_FI_DEV_FB_USED{{gpu="1",UUID="GPU-fake-1",device="nvidia1",modelName="NVIDIA H200",Hostname="{host}"}} 4096
-# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).
-# TYPE DCGM_FI_DEV_FB_FREE gauge
-DCGM_FI_DEV_FB_FREE{{gpu="0",UUID="GPU-fake-0",device="nvidia0",modelName="NVIDIA H200",Hostname="{host}"}} 143000
-DCGM_FI_DEV_FB_FREE{{gpu="1",UUID="GPU-fake-1",device="nvidia1",modelName="NVIDIA H200",Hostname="{host}"}} 138904
-"""
+def dcgm_text(host):
+    """dcgm-exporter's exposition (its label names) for the two stand-in GPUs, in MiB."""
+    out = []
+    for field, values in (("USED", (0, 4096)), ("FREE", (143000, 138904))):
+        name = f"DCGM_FI_DEV_FB_{field}"
+        out.append(f"# HELP {name} Framebuffer memory {field.lower()} (in MiB).")
+        out.append(f"# TYPE {name} gauge")
+        for i, v in enumerate(values):
+            out.append(f'{name}{{gpu="{i}",UUID="GPU-fake-{i}",device="nvidia{i}",'
+                       f'modelName="NVIDIA H200",Hostname="{host}"}} {v}')
+    return "\n".join(out) + "\n"
 
 
 class DcgmStandIn:
     """Serves a dcgm-exporter exposition (its label names and spellings) on loopback."""
 
     def __init__(self):
-        text = DCGM_TEXT.format(host=os.uname().nodename).encode()
+        text = dcgm_text(os.uname().nodename).encode()
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
@@ -424,7 +426,7 @@ def start_prometheus(tmp, targets):
 
 def fetch(url, headers=None):
     req = urllib.request.Request(url, headers=headers or {})
-    with urllib.request.urlopen(req, timeout=10) as r:
+    with urllib.request.urlopen(req, timeout=20) as r:
         return r.status, dict(r.headers), r.read()
 
 
@@ -464,15 +466,19 @@ def test_serve_fleet_endpoints_and_dcgm_join(tmp):
         line = []
 
         def labelled():
-            line[:] = [ln for ln in get(f"{base}/metrics").splitlines()
+            try:
+                text = get(f"{base}/metrics", timeout=20)
+            except OSError:
+                return False  # a loaded machine: attaching to others' new processes
+            line[:] = [ln for ln in text.splitlines()
                        if ln.startswith("gpuleak_process_device_memory_bytes{") and
                        f'pid="{wl.pid}"' in ln]
             return line and want in line[0]
         # NVML is sampled every 10 s
-        wait_until(labelled, 30, f"the workload's device series with {want}")
+        wait_until(labelled, 60, f"the workload's device series with {want}")
         check_eq(line[0].split()[-1], "5605632", "its device bytes")
 
-        text = get(f"{base}/metrics")
+        text = get(f"{base}/metrics", timeout=20)
         check("gpu_uuid=" not in text, "UUID is spelled as dcgm-exporter spells it")
         p = run([PROMTOOL, "check", "metrics"], input=text.encode(), timeout=20)
         check_eq(p.returncode, 0, f"promtool check metrics: {p.stdout!r} {p.stderr!r}")
