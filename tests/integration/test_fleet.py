@@ -315,8 +315,15 @@ def metric_names(expr):
 def dashboard_exprs():
     with open(os.path.join(DEPLOY, "grafana", "gpuleak.json")) as f:
         dash = json.load(f)
-    out = []
+    out, cells = [], {}
     for panel in dash["panels"]:
+        g = panel["gridPos"]
+        check(g["x"] + g["w"] <= 24, f"panel {panel['title']!r} fits the grid's 24 columns")
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                check((x, y) not in cells, f"panels {cells.get((x, y))!r} and "
+                      f"{panel['title']!r} overlap")
+                cells[(x, y)] = panel["title"]
         if panel["type"] == "row":
             continue
         check(panel["targets"], f"panel {panel['title']!r} has a query")
