@@ -162,6 +162,7 @@ int call_exit(struct pt_regs *ctx)
 }
 
 #include "torch.bpf.h"
+#include "tiers.bpf.h"
 
 /* A thread exits: when it is the last of its process, the driver frees everything. */
 SEC("tp_btf/sched_process_exit")

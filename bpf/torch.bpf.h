@@ -65,7 +65,14 @@ int BPF_USDT(torch_free, void *ptr)
 	struct gl_call_ctx c = {};
 	struct gl_slot slot = {};
 
+	struct gl_alloc_key k = { .kind = GL_KIND_TORCH, .key = (__u64)ptr };
+
 	if (!torch_begin(&c, &slot, GL_API_pytorch_free) || !ptr)
+		return 0;
+	/* a block whose malloc was not seen (before attach, between tensor windows,
+	 * in a window's tail) tells nothing: no record, no count */
+	k.tgid = tgid_of(&c);
+	if (!bpf_map_lookup_elem(&allocs, &k))
 		return 0;
 	book_free(&c, GL_KIND_TORCH, (__u64)ptr);
 	return 0;

@@ -181,7 +181,7 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 	const struct agg_key *k;
 	struct agg *a;
 	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
-	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
+	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns, tensor_now = now;
 	struct verdict_info vi;
 	bool blocks = false;
 
@@ -193,7 +193,10 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 
 		if (!o->all_stacks && a->allocs == 0)
 			continue;
-		series__classify(a->series, now, &vi);
+		/* blocks are seen in windows only: judge them as of the last one's end */
+		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
+			tensor_now = o->tensors->until_ns;
+		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
 		*st = (struct snap_stack){
 			.id = k->stack,
 			.cls = k->cls,
@@ -431,6 +434,10 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	if (o->tensors) {
+		s->tensors_buf = *o->tensors;
+		s->tensors = &s->tensors_buf;
+	}
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto fail;

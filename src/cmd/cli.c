@@ -30,6 +30,9 @@ enum {
 	OPT_TORCH,
 	OPT_NO_TORCH,
 	OPT_TORCH_STACKS,
+	OPT_TENSORS,
+	OPT_TENSOR_WINDOW,
+	OPT_TENSOR_DUTY,
 	OPT_LISTEN,
 	OPT_STATE_DIR,
 	OPT_PROFILE_DIR,
@@ -70,6 +73,9 @@ static const struct option long_opts[] = {
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "torch-stacks", required_argument, NULL, OPT_TORCH_STACKS },
+	{ "tensors", required_argument, NULL, OPT_TENSORS },
+	{ "tensor-window", required_argument, NULL, OPT_TENSOR_WINDOW },
+	{ "tensor-duty", required_argument, NULL, OPT_TENSOR_DUTY },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
@@ -131,6 +137,11 @@ void cli__usage(FILE *f)
 	      "      --no-torch        driver level only\n"
 	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
 	      "                        (Python frames only: much cheaper per tensor)\n"
+	      "      --tensors MODE    when tensor blocks are traced: windowed (default: in\n"
+	      "                        windows, see README), full (always: every block) or off\n"
+	      "      --tensor-window T a window's length (16 x --resolution: 16s)\n"
+	      "      --tensor-duty PCT automatic windows' share of the time (2); SIGUSR1 or\n"
+	      "                        serve's POST /tensors/arm opens one at once\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
@@ -210,6 +221,7 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+	o->tensor_duty_pct = 2;
 #if defined(__x86_64__)
 	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
 #else
@@ -317,6 +329,25 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else
 			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
 		return 0;
+	case OPT_TENSORS:
+		if (!strcmp(arg, "full") || !strcmp(arg, "windowed")) {
+			o->tensors_full = arg[0] == 'f';
+			o->no_torch = false;
+		} else if (!strcmp(arg, "off")) {
+			o->no_torch = true;
+			o->torch = o->tensors_full = false;
+		} else {
+			return usage_error("invalid --tensors '%s': expected windowed, full or off",
+					   arg);
+		}
+		return 0;
+	case OPT_TENSOR_WINDOW:
+		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
+			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h", arg) :
+			       0;
+	case OPT_TENSOR_DUTY:
+		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
+			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) : 0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
 			return usage_error("invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT",
@@ -521,6 +552,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	if (!o->tensor_window_ms)
+		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
 	if (!o->ringbuf_bytes)
 		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 128 << 20 : 32 << 20;

@@ -55,6 +55,9 @@ struct gl_opts {
 	bool no_torch;	/* do not attach to PyTorch's allocator probes */
 	bool torch;	/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
+	bool tensors_full;	/* --tensors full: the allocator probes attached all the time */
+	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
+	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

@@ -2,9 +2,11 @@
 """Tensor-level attribution through PyTorch's caching-allocator USDT probes
 (pytorch:malloc / pytorch:free in libc10_cuda.so), against a stand-in library
 that carries the same probes and semaphores."""
+import signal
 import time
 
-from harness import attach_workload, check, check_books, check_eq, finish_attached, process
+from harness import (attach_workload, check, check_books, check_eq, finish_attached, process,
+                     wait_until)
 
 
 def _attach(tmp, *tracer_args, wl_args=()):
@@ -95,3 +97,56 @@ def test_blocks_tell_the_device_of_a_context_from_before_attach(tmp):
         check_eq(devs, {dev: p["device_bytes"]}, f"devices with {tracer_args or 'the probes'}")
         check(p["device_bytes"] > truth["sites"]["torch_site_workspace"] > 0,
               "the workspace is part of it")
+
+
+def _wait_log(tr, text, timeout=15):
+    wait_until(lambda: text in tr.stderr(), timeout, f"gpuleak to say {text!r}")
+
+
+def test_tensor_windows_detach_and_rearm_on_request(tmp):
+    """Default (windowed) mode: the first window opens with tracing and closes; then the
+    probes are detached (the workload sees its semaphore at 0), SIGUSR1 opens a second
+    window, which starts from nothing; driver-level books stay exact throughout."""
+    wl, tr = _attach(tmp, "--tensor-window", "500ms", "--tensor-duty", "10",
+                     "--resolution", "50ms",
+                     wl_args=("--iters", "200", "--interval-ms", "20", "--size", "4096"))
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed")
+    time.sleep(0.3)
+    tr.proc.send_signal(signal.SIGUSR1)
+    _wait_log(tr, "tensor window 2 (request)")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check(truth["traced_steps"] > 0 and truth["untraced_steps"] > 0,
+          f"steps with the semaphore raised and at 0: {truth['traced_steps']}, "
+          f"{truth['untraced_steps']}")
+    tl = p["tensor_level"]
+    check_eq(tl["mode"], "windowed", "tensor_level.mode")
+    check_eq(tl["coverage"], "windowed", "tensor_level.coverage")
+    check_eq(tl["windows_total"], 2, "windows")
+    check_eq([w["why"] for w in tl["windows"]], ["start", "request"], "why each window opened")
+    check(tl["windows"][0]["end_s"] is not None and
+          tl["windows"][0]["end_s"] <= tl["windows"][1]["start_s"], f"windows: {tl}")
+    # the second window forgot the first's blocks: it holds part of the leak, and the
+    # kernel's books agree with user space's
+    check(0 < p["torch_allocated_bytes"] < truth["torch_block_bytes"],
+          f"torch_allocated_bytes {p['torch_allocated_bytes']} of {truth['torch_block_bytes']}")
+    check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
+             "BPF's torch block bytes")
+    check(p["consistent"], "books consistent")
+
+
+def test_tensor_window_opens_on_driver_growth(tmp):
+    """Segments growing past the last window's high-water mark open a window
+    (why "growth") once the duty cycle allows it."""
+    wl, tr = _attach(tmp, "--tensor-window", "300ms", "--tensor-duty", "50",
+                     "--resolution", "50ms",
+                     wl_args=("--iters", "250", "--interval-ms", "20"))
+    wl.go()
+    _wait_log(tr, "tensor window 2 (growth)")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    whys = [w["why"] for w in p["tensor_level"]["windows"]]
+    check(whys[0] == "start" and "growth" in whys, f"windows opened on: {whys}")
