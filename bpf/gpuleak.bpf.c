@@ -161,8 +161,8 @@ int call_exit(struct pt_regs *ctx)
 	return 0;
 }
 
-#include "torch.bpf.h"
 #include "tiers.bpf.h"
+#include "torch.bpf.h"
 
 /* A thread exits: when it is the last of its process, the driver frees everything. */
 SEC("tp_btf/sched_process_exit")

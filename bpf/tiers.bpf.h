@@ -44,4 +44,42 @@ int forget_tensors(void *ctx)
 	return 0;
 }
 
+/*
+ * Byte-weighted sampling of tensor-block stacks, as the heap profilers of Go,
+ * tcmalloc and jemalloc do: the bytes allocated form a Poisson process of rate
+ * 1/R, and a block gets a stack when a sample point falls in it, with
+ * probability 1 - exp(-size/R). A countdown per CPU holds the bytes until the
+ * next point; it is drawn from an exponential distribution of mean R through
+ * a quantile table user space fills (targ_sample_exp[i] = R * -ln((i + 0.5) /
+ * GL_SAMPLE_EXP_N)). Every block is still booked: totals stay exact.
+ */
+const volatile __u64 targ_sample_bytes = 0; /* R; 0: every block gets a stack */
+const volatile __u64 targ_sample_exp[GL_SAMPLE_EXP_N] = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} sample_left SEC(".maps");
+
+/* Whether the block of size bytes gets a stack. */
+static __always_inline bool sample_take(__u64 size)
+{
+	__u32 zero = 0;
+	__s64 *left;
+
+	if (!targ_sample_bytes)
+		return true;
+	left = bpf_map_lookup_elem(&sample_left, &zero);
+	if (!left)
+		return true;
+	*left -= (__s64)size;
+	if (*left > 0)
+		return false;
+	/* memoryless: the next point is a fresh draw past this block */
+	*left = targ_sample_exp[bpf_get_prandom_u32() & (GL_SAMPLE_EXP_N - 1)];
+	return true;
+}
+
 #endif /* GPULEAK_TIERS_BPF_H */

@@ -18,6 +18,7 @@ struct python;
 struct books_opts {
 	uint64_t series_width_ns; /* initial resolution of per-stack history */
 	bool no_proc_files;	  /* do not read /proc (offline report) */
+	uint64_t sample_bytes;	  /* tensor-block stacks sampled (tiers.bpf.h); 0: all */
 };
 
 struct books_counters {

@@ -16,6 +16,9 @@
 #define GPULEAK_VERSION "0.1.0"
 #endif
 
+/* --tensors sampled: a tensor-block stack per MiB allocated, on average */
+#define DEFAULT_TENSOR_SAMPLE (1ULL << 20)
+
 enum {
 	OPT_JSON = 256,
 	OPT_STACKS,
@@ -33,6 +36,7 @@ enum {
 	OPT_TENSORS,
 	OPT_TENSOR_WINDOW,
 	OPT_TENSOR_DUTY,
+	OPT_TENSOR_SAMPLE,
 	OPT_LISTEN,
 	OPT_STATE_DIR,
 	OPT_PROFILE_DIR,
@@ -76,6 +80,7 @@ static const struct option long_opts[] = {
 	{ "tensors", required_argument, NULL, OPT_TENSORS },
 	{ "tensor-window", required_argument, NULL, OPT_TENSOR_WINDOW },
 	{ "tensor-duty", required_argument, NULL, OPT_TENSOR_DUTY },
+	{ "tensor-sample", required_argument, NULL, OPT_TENSOR_SAMPLE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
@@ -138,7 +143,11 @@ void cli__usage(FILE *f)
 	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
 	      "                        (Python frames only: much cheaper per tensor)\n"
 	      "      --tensors MODE    when tensor blocks are traced: windowed (default: in\n"
-	      "                        windows, see README), full (always: every block) or off\n"
+	      "                        windows, see README), sampled (always: every block\n"
+	      "                        booked, stacks for a byte-weighted sample), full\n"
+	      "                        (always: every block with its stack) or off\n"
+	      "      --tensor-sample N tensor-block stacks one per N bytes on average\n"
+	      "                        (Poisson; 0 = every block; 1M with --tensors sampled)\n"
 	      "      --tensor-window T a window's length (16 x --resolution: 16s)\n"
 	      "      --tensor-duty PCT automatic windows' share of the time (2); SIGUSR1 or\n"
 	      "                        serve's POST /tensors/arm opens one at once\n"
@@ -330,14 +339,16 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
 		return 0;
 	case OPT_TENSORS:
-		if (!strcmp(arg, "full") || !strcmp(arg, "windowed")) {
-			o->tensors_full = arg[0] == 'f';
+		if (!strcmp(arg, "full") || !strcmp(arg, "windowed") || !strcmp(arg, "sampled")) {
+			o->tensors_full = arg[0] != 'w';
+			o->tensors_sampled = arg[0] == 's';
 			o->no_torch = false;
 		} else if (!strcmp(arg, "off")) {
 			o->no_torch = true;
-			o->torch = o->tensors_full = false;
+			o->torch = o->tensors_full = o->tensors_sampled = false;
 		} else {
-			return usage_error("invalid --tensors '%s': expected windowed, full or off",
+			return usage_error("invalid --tensors '%s': expected windowed, sampled, full "
+					   "or off",
 					   arg);
 		}
 		return 0;
@@ -345,6 +356,10 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
 			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h", arg) :
 			       0;
+	case OPT_TENSOR_SAMPLE:
+		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
+			       usage_error("invalid --tensor-sample '%s': expected a size, 0 to 1T",
+					   arg) : 0;
 	case OPT_TENSOR_DUTY:
 		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
 			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) : 0;
@@ -552,6 +567,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	if (o->tensors_sampled && !o->tensor_sample_bytes)
+		o->tensor_sample_bytes = DEFAULT_TENSOR_SAMPLE;
 	if (!o->tensor_window_ms)
 		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */

@@ -58,6 +58,8 @@ struct gl_opts {
 	bool tensors_full;	/* --tensors full: the allocator probes attached all the time */
 	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
 	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
+	bool tensors_sampled;	   /* --tensors sampled: always attached, stacks sampled */
+	uint64_t tensor_sample_bytes; /* --tensor-sample: mean bytes between stacks; 0: all */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

@@ -429,8 +429,10 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
 	};
-	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,

@@ -88,7 +88,9 @@ struct tiers *tiers__new(struct session *s)
 	/* automatic windows: at most duty % of the time, window + tail included */
 	t->gap_ns = (t->window_ns + t->tail_ns) * (100 - o->tensor_duty_pct) / o->tensor_duty_pct;
 	t->period_ns = 2 * t->gap_ns;
-	t->view.mode = o->no_torch ? "off" : o->tensors_full ? "full" : "windowed";
+	t->view.mode = o->no_torch ? "off" : o->tensors_sampled ? "sampled" :
+		       o->tensors_full ? "full" : "windowed";
+	t->view.sample_bytes = o->tensor_sample_bytes;
 	if (o->no_torch) {
 		t->phase = PH_OFF;
 	} else if (o->tensors_full) {
@@ -273,7 +275,7 @@ const struct snap_tensors *tiers__view(struct tiers *t, uint64_t now)
 	v->armed = t->phase == PH_FULL || t->phase == PH_ARMED || t->phase == PH_TAIL;
 	v->until_ns = t->phase == PH_IDLE ? t->last_end : 0;
 	if (t->phase == PH_FULL)
-		v->coverage = "complete";
+		v->coverage = v->sample_bytes ? "sampled" : "complete";
 	else if (t->phase == PH_OFF)
 		v->coverage = "none";
 	else if (total == 1 && t->phase == PH_ARMED && t->win_start[0] <= start)

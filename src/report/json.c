@@ -60,6 +60,14 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
+	if (st->estimated) {
+		/* sampled stacks: the figures above count the sampled blocks only */
+		jsonw__field_bool(w, "sampled", true);
+		jsonw__field_double(w, "estimated_outstanding_bytes", st->estimated_bytes);
+		jsonw__field_double(w, "estimated_outstanding_allocs", st->estimated_allocs);
+	}
+	if (st->unsampled)
+		jsonw__field_bool(w, "unsampled", true);
 	jsonw__field_u64(w, "stack_id", st->id);
 	if (st->nframes) {
 		char site[256];
@@ -137,6 +145,7 @@ static void write_tensors(struct jsonw *w, const struct snap_tensors *t)
 	jsonw__field_string(w, "mode", t->mode);
 	jsonw__field_string(w, "coverage", t->coverage);
 	jsonw__field_bool(w, "armed", t->armed);
+	jsonw__field_u64(w, "sample_bytes", t->sample_bytes);
 	jsonw__field_double(w, "armed_s", t->armed_s);
 	jsonw__field_u64(w, "windows_total", t->windows_total);
 	jsonw__name(w, "windows");

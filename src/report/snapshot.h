@@ -34,6 +34,10 @@ struct snap_stack {
 	double growth_bytes_per_s;
 	const char *why; /* one line explaining the verdict */
 	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
+	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
+	bool estimated;	    /* the estimates below are set: a sampled stack */
+	bool unsampled;	    /* the blocks that drew no stack (exact figures, no frames) */
+	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
 	uint32_t nframes;
 	struct snap_frame *frames;
 };
@@ -110,7 +114,8 @@ struct snap_window {
 
 /* What the tensor-level figures (class torch_block) cover. */
 struct snap_tensors {
-	const char *mode;     /* --tensors: "windowed", "full" or "off" */
+	const char *mode;     /* --tensors: "windowed", "sampled", "full" or "off" */
+	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
 	const char *coverage; /* "complete" (every block since tracing started), "windowed" */
 	bool armed;	      /* the probes are attached now */
 	uint64_t until_ns;    /* windowed and disarmed: the figures are as of this; else 0 */

@@ -50,6 +50,11 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
+	if (st->estimated)
+		fprintf(f, "      sampled stack: about %s in %.0f blocks outstanding (estimated)\n",
+			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)), st->estimated_allocs);
+	if (st->unsampled)
+		fprintf(f, "      blocks that drew no stack (sampling; their figures are exact)\n");
 	if (st->nframes) {
 		char site[256];
 
@@ -185,6 +190,8 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	if (!strcmp(t->coverage, "complete")) {
 		fprintf(f, "  tensor blocks: complete (every block since tracing started%s)\n",
 			strcmp(t->mode, "full") ? ", in the first window, still open" : "");
+	} else if (!strcmp(t->coverage, "sampled")) {
+		fprintf(f, "  tensor blocks: every block since tracing started (totals exact)\n");
 	} else if (!strcmp(t->coverage, "none")) {
 		fprintf(f, "  tensor blocks: not traced (--tensors off)\n");
 	} else if (w && t->armed) {
@@ -198,6 +205,13 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 			(unsigned long long)t->windows_total, w->start_s, w->end_s, w->why,
 			t->armed_s, (unsigned long long)t->windows_total,
 			t->windows_total == 1 ? "" : "s");
+	}
+	if (t->sample_bytes) {
+		char b[32];
+
+		fprintf(f, "  tensor-block stacks: a byte-weighted sample, one per %s on average; "
+			   "per-stack figures of sampled stacks are estimates\n",
+			fmt_bytes(t->sample_bytes, b, sizeof(b)));
 	}
 }
 

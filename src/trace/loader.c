@@ -8,6 +8,7 @@
  * file descriptors, so a crashed tracer leaves no probes behind.
  */
 #include <errno.h>
+#include <math.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,10 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
 	s->rodata->targ_torch_python_only = o->torch_python_only;
+	s->rodata->targ_sample_bytes = o->sample_bytes;
+	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
+		s->rodata->targ_sample_exp[i] =
+			(__u64)(o->sample_bytes * -log((i + 0.5) / GL_SAMPLE_EXP_N)) + 1;
 	s->rodata->targ_wakeup_bytes = o->ringbuf_bytes / 8;
 	if (s->rodata->targ_wakeup_bytes > WAKEUP_BYTES)
 		s->rodata->targ_wakeup_bytes = WAKEUP_BYTES;

@@ -26,6 +26,8 @@ struct tracer_opts {
 	uint32_t max_allocs;   /* BPF allocation table size */
 	uint32_t max_procs;
 	bool bench_floor;       /* attach the do-nothing floor programs (benchmarks) */
+	uint64_t sample_bytes;  /* tensor blocks: stacks for a byte-weighted sample of mean
+				 * distance this (tiers.bpf.h); 0: a stack for every block */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */

@@ -17,7 +17,8 @@
  *
  * Options: --iters N steps (default 40), --size N block bytes (256 KiB),
  * --device N (0), --interval-ms N between steps (0). The truth also says in how
- * many steps a tracer held the probes' semaphore (traced_steps, untraced_steps).
+ * many steps a tracer held the probes' semaphore (traced_steps, untraced_steps) and
+ * its least and greatest value (one per tracer attached: semaphore_min, _max).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,7 @@ void faketorch_malloc(void *ptr, int device, uint64_t size, uint64_t stream);
 void faketorch_free(void *ptr);
 void faketorch_grow(void (*alloc_segment)(void));
 int faketorch_traced(void);
+extern unsigned short pytorch_malloc_semaphore; /* tracers attached (uprobe reference count) */
 
 #define SEGMENT (20 * WL_MIB)
 
@@ -94,8 +96,8 @@ WL_SITE void torch_site_scratch(uint64_t size)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 40, .size = 256 * 1024 };
-	long long traced = 0, untraced = 0;
-	char extra[192];
+	long long traced = 0, untraced = 0, sem_min = 1 << 16, sem_max = -1;
+	char extra[256];
 	CUcontext ctx;
 
 	device = (int)wl_take_num(&argc, argv, "--device", 63, 0);
@@ -111,14 +113,18 @@ int main(int argc, char **argv)
 			traced++;
 		else
 			untraced++;
+		if (pytorch_malloc_semaphore < sem_min)
+			sem_min = pytorch_malloc_semaphore;
+		if (pytorch_malloc_semaphore > sem_max)
+			sem_max = pytorch_malloc_semaphore;
 		torch_site_leak(o.size);
 		torch_site_scratch(2 * o.size);
 		if (o.interval_ms)
 			usleep(o.interval_ms * 1000);
 	}
 	snprintf(extra, sizeof(extra), "\"torch_block_bytes\":%lld,\"torch_blocks\":%lld,"
-		 "\"traced_steps\":%lld,\"untraced_steps\":%lld", block_bytes, blocks, traced,
-		 untraced);
+		 "\"traced_steps\":%lld,\"untraced_steps\":%lld,\"semaphore_min\":%lld,"
+		 "\"semaphore_max\":%lld", block_bytes, blocks, traced, untraced, sem_min, sem_max);
 	wl_finish(&o, fakecuda_truth_json, sites, 2, extra);
 	return 0;
 }
