@@ -278,7 +278,7 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			blocks = true;
 		n++;
 	}
-	if (blocks && o->tensors && o->tensors->sample_bytes &&
+	if (blocks && proc->allocs && o->tensors && o->tensors->sample_bytes &&
 	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
 		return -ENOMEM;
 	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);

@@ -50,6 +50,7 @@ enum {
 	OPT_SVG,
 	OPT_PPROF,
 	OPT_BENCH_FLOOR,
+	OPT_BENCH_TORCH_LIB,
 	OPT_MAX_SIZE,
 	OPT_KEEP_MODULES,
 	OPT_KEEP_MAX,
@@ -91,7 +92,8 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
-	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR },
+	{ "bench-torch-lib", required_argument, NULL, OPT_BENCH_TORCH_LIB }, /* hidden: bench/ only */
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "keep-modules", required_argument, NULL, OPT_KEEP_MODULES },
@@ -413,6 +415,12 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
 			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
+	case OPT_BENCH_TORCH_LIB:
+		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
+			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
+					   "prefix under 64 bytes", arg);
+		o->bench_torch_lib = arg;
+		return 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;

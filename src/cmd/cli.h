@@ -76,6 +76,7 @@ struct gl_opts {
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path; /* record: -o FILE; report: FILE */
 	uint64_t max_size;	 /* record: 0 = no limit */
 	const char *keep_dir;	 /* --keep-modules: build-id store */

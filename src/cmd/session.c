@@ -442,6 +442,8 @@ static int setup(struct session *s)
 	};
 
 	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;

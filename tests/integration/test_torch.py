@@ -205,3 +205,23 @@ def test_sampled_stacks_keep_totals_exact(tmp):
           f"(sigma {sigma:.0f})")
     check(sum(s["outstanding_allocs"] for s in leak) < iters, "fewer stacks than blocks")
     check(any(s.get("unsampled") for s in blocks), "the unsampled blocks have their entry")
+
+
+def test_default_mode_names_a_tensor_leak_within_its_first_window(tmp):
+    """No options: a leak of one tensor block a step at 4 steps a second is a leak
+    verdict on its stack within the first window (16 s), and still is, judged as of the
+    window's end, once the window has closed."""
+    t0 = time.monotonic()
+    wl, tr = _attach(tmp, wl_args=("--iters", "80", "--interval-ms", "250", "--size", "65536"))
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed", timeout=40)
+    truth, rep = finish_attached(wl, tr)
+    elapsed = time.monotonic() - t0
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["tensor_level"]["coverage"], "windowed", "coverage after the first window")
+    leak = [s for s in p["stacks"] if s["memory"] == "torch_block" and
+            any(f.get("function") == "torch_site_leak" for f in s["frames"])]
+    check(leak and leak[0]["verdict"] == "leak", f"the leaking site's verdict: {leak}")
+    check(p["stacks"][0] is leak[0], "the leak ranks first")
+    check(elapsed < 60, f"attach to verdict in {elapsed:.0f} s")
