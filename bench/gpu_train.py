@@ -3,11 +3,11 @@
 """Step time of a training loop under each way of watching its memory, interleaved in
 one training process (bench/gpu.sh runs it on the GPU machine).
 
-    gpu_train.py [--large] [--reps N] [--steps N] [--json FILE] [--fake LIB]
+    gpu_train.py [--large] [--reps N] [--steps N] [--settle N] [--json FILE] [--fake LIB]
 
 One process of bench/torch_train.py trains without end (--control); between blocks
 of --steps steps this script changes what watches it, and the process tags each step
-with the phase in force. Phases, in a rotating order, rep after rep:
+with the phase in force. Phases, rep after rep:
   untraced            nothing attached
   attach, idle        `gpuleak attach PID` (default: tensor level windowed), between
                       windows: its first window shortened to 1 s, measured after it closed
@@ -16,13 +16,16 @@ with the phase in force. Phases, in a rotating order, rep after rep:
   serve, idle         `gpuleak serve` (host-wide), between windows, as attach, idle
   full                `gpuleak attach --tensors full PID`: every block, full stacks
   history             torch.cuda.memory._record_memory_history() (all stacks)
-Each phase's first step is dropped (the change happened inside it). Per block: median
+The order of the phases is shuffled in each rep (seeded by the rep: no phase always
+follows another), and each block's first --settle steps are dropped (a change,
+e.g. the recorder's buffer freed, settles). Per block: median
 step wall time, main-thread CPU time and process CPU time; overheads are each block's
 median against the untraced block of the same rep, then median [IQR] over the reps.
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
 """
 import argparse
 import json
+import random
 import os
 import signal
 import statistics
@@ -126,12 +129,13 @@ class Trainer:
             f.write(label)
         os.rename(tmp, self.ctl)
 
-    def block(self, label, steps, timeout=600):
-        """Runs steps + 1 steps under label; (wall, main CPU, process CPU) lists in ns."""
+    def block(self, label, steps, settle, timeout=600):
+        """Runs settle + steps steps under label; (wall, main CPU, process CPU) lists in ns
+        of the last steps."""
         self.set(label)
         deadline = time.monotonic() + timeout
         rows = []
-        while len(rows) < steps + 1:
+        while len(rows) < steps + settle:
             if self.p.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"training stopped: {open(self.out).read()[-2000:]}")
             lines = open(self.log).read().splitlines()[self.seen:]
@@ -143,7 +147,7 @@ class Trainer:
                         rows.append([int(x) for x in parts[1:]])
             time.sleep(0.01)
         self.set("idle")
-        rows = rows[1:steps + 1]
+        rows = rows[settle:steps + settle]
         return [[r[i] for r in rows] for i in range(3)]
 
     def quit(self):
@@ -165,6 +169,8 @@ def main():
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--steps", type=int, default=0, help="per block (40; --large 8)")
+    ap.add_argument("--settle", type=int, default=10,
+                    help="steps dropped at the start of each block (a change settles)")
     ap.add_argument("--phases", default=",".join(PHASES))
     ap.add_argument("--json", default="")
     ap.add_argument("--fake", default="", help="no GPU: torch_train.py --fake LIB")
@@ -182,10 +188,12 @@ def main():
         tr = Trainer(a, tmp)
         try:
             for rep in range(a.reps):
-                for ph in phases[rep % len(phases):] + phases[:rep % len(phases)]:
+                order = list(phases)
+                random.Random(rep).shuffle(order)
+                for ph in order:
                     t = start_tracer(ph, tr.pid, tmp)
                     try:
-                        blocks[ph].append(tr.block(ph, steps))
+                        blocks[ph].append(tr.block(ph, steps, a.settle))
                     finally:
                         if t:
                             t.stop()

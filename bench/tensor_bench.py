@@ -53,7 +53,7 @@ MODES = {
     "idle": ["--tensor-window", "1s"],
     "default": [],
 }
-IDLE_DELAY_S = 2.6  # the 1 s window, its 1 s tail and a margin
+IDLE_DELAY_S = 3.5  # the 1 s window, its 1 s tail and a margin
 
 
 def nest(depth, fn):

@@ -149,9 +149,12 @@ static bool grew(struct tiers *t)
 
 		if (proc->exited || !proc->bytes[GL_CLASS_DEVICE])
 			continue;
-		for (int j = 0; j < t->nr_marks; j++)
-			if (t->marks[j].pid == proc->pid && t->marks[j].start_time == proc->start_time)
-				mark = t->marks[j].device_bytes;
+		for (int j = 0; j < t->nr_marks; j++) {
+			const struct mark *m = &t->marks[j];
+
+			if (m->pid == proc->pid && m->start_time == proc->start_time)
+				mark = m->device_bytes;
+		}
 		if (proc->bytes[GL_CLASS_DEVICE] > mark) {
 			log_info("PID %d: driver-level device memory %llu bytes above the last "
 				 "window's: tracing tensor blocks", proc->pid,

@@ -52,7 +52,8 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	fputc('\n', f);
 	if (st->estimated)
 		fprintf(f, "      sampled stack: about %s in %.0f blocks outstanding (estimated)\n",
-			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)), st->estimated_allocs);
+			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)),
+			st->estimated_allocs);
 	if (st->unsampled)
 		fprintf(f, "      blocks that drew no stack (sampling; their figures are exact)\n");
 	if (st->nframes) {
