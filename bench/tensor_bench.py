@@ -24,7 +24,9 @@ probes); full (--tensors full: every block, default stacks: DWARF + Python);
 full-python (--tensors full --torch-stacks python); sampled (--tensors sampled,
 1 MiB); none (--tensors full --stacks none: traps and books, no stacks); idle (the
 default windowed mode between windows: the first window made short, 1 s, and the
-load starts after it closed); default (no options: the first window, armed).
+load starts after it closed); default (no options: the first window, armed). The load
+waits until the probes' semaphore is raised (and, between windows, dropped again)
+before it measures.
 """
 import argparse
 import ctypes
@@ -53,7 +55,6 @@ MODES = {
     "idle": ["--tensor-window", "1s"],
     "default": [],
 }
-IDLE_DELAY_S = 3.5  # the 1 s window, its 1 s tail and a margin
 
 
 def nest(depth, fn):
@@ -75,9 +76,20 @@ def workload(a):
     dalloc.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
     dfree.argtypes = [ctypes.c_ulonglong]
     dptr = ctypes.c_ulonglong()
+    sem = ctypes.c_ushort.in_dll(torch, "pytorch_malloc_semaphore")
+    fsem = ctypes.c_ushort.in_dll(torch, "pytorch_free_semaphore")
+    # the tracer attaches to the library once it is loaded: wait for the state measured
+    # (raised, or raised then dropped again between windows)
+    for want in [int(x) for x in a.sem.split(",") if x]:
+        deadline = time.monotonic() + 30
+        # raised: malloc's; dropped: both (a window's tail keeps the free probe)
+        while (sem.value > 0 if want else sem.value == 0 and fsem.value == 0) is False:
+            if time.monotonic() > deadline:
+                sys.exit(f"tensor_bench: the semaphore never became {want}")
+            time.sleep(0.005)
     time.sleep(a.delay)
     base = 1 << 40
-    res = {"semaphore": ctypes.c_ushort.in_dll(torch, "pytorch_malloc_semaphore").value}
+    res = {"semaphore": sem.value + fsem.value}
 
     def pairs(n):
         t0 = time.thread_time_ns()
@@ -125,12 +137,12 @@ def private_libs(tmp):
 
 def one_run(mode, a, lib, torch):
     """The workload's JSON result under mode."""
-    delay = IDLE_DELAY_S if mode == "idle" else 0.3
+    sem = "" if MODES[mode] is None else "1,0" if mode == "idle" else "1"
     out = os.path.join(a.tmp, "wl.json")
     wl = [PYTHON, os.path.abspath(__file__), "--workload", "--lib", lib, "--torch",
           torch, "--out", out, "--pairs", str(a.pairs if a.what == "pair" else 0), "--steps",
-          str(a.steps if a.what == "step" else 0), "--work", str(a.work), "--delay",
-          str(delay)]
+          str(a.steps if a.what == "step" else 0), "--work", str(a.work), "--delay", "0.2",
+          "--sem", sem]
     if MODES[mode] is None:
         subprocess.run(wl, check=True)
         return json.load(open(out))
@@ -192,6 +204,7 @@ def main():
     ap.add_argument("--torch")
     ap.add_argument("--delay", type=float, default=0)
     ap.add_argument("--out")
+    ap.add_argument("--sem", default="", help="semaphore states to wait for, e.g. 1,0")
     ap.add_argument("--pairs", type=int, default=20000)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--work", type=int, default=1500000)

@@ -162,6 +162,9 @@ def test_tensor_windows_detach_and_rearm_on_request(tmp):
     check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
              "BPF's torch block bytes")
     check(p["consistent"], "books consistent")
+    check("tensor blocks: windowed: traced now, in window 2" in tr.stdout() or
+          "tensor blocks: windowed: as of the end of window 2" in tr.stdout(),
+          f"the text report says what the tensor figures cover:\n{tr.stdout()[-1500:]}")
 
 
 def test_tensor_window_opens_on_driver_growth(tmp):
@@ -205,6 +208,7 @@ def test_sampled_stacks_keep_totals_exact(tmp):
           f"(sigma {sigma:.0f})")
     check(sum(s["outstanding_allocs"] for s in leak) < iters, "fewer stacks than blocks")
     check(any(s.get("unsampled") for s in blocks), "the unsampled blocks have their entry")
+    check("sampled stack: about" in tr.stdout(), "the text report names the estimates")
 
 
 def test_default_mode_names_a_tensor_leak_within_its_first_window(tmp):

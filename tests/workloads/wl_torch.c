@@ -30,7 +30,7 @@ void faketorch_malloc(void *ptr, int device, uint64_t size, uint64_t stream);
 void faketorch_free(void *ptr);
 void faketorch_grow(void (*alloc_segment)(void));
 int faketorch_traced(void);
-extern unsigned short pytorch_malloc_semaphore; /* tracers attached (uprobe reference count) */
+int faketorch_semaphore(void);
 
 #define SEGMENT (20 * WL_MIB)
 
@@ -113,10 +113,10 @@ int main(int argc, char **argv)
 			traced++;
 		else
 			untraced++;
-		if (pytorch_malloc_semaphore < sem_min)
-			sem_min = pytorch_malloc_semaphore;
-		if (pytorch_malloc_semaphore > sem_max)
-			sem_max = pytorch_malloc_semaphore;
+		if (faketorch_semaphore() < sem_min)
+			sem_min = faketorch_semaphore();
+		if (faketorch_semaphore() > sem_max)
+			sem_max = faketorch_semaphore();
 		torch_site_leak(o.size);
 		torch_site_scratch(2 * o.size);
 		if (o.interval_ms)
