@@ -317,6 +317,10 @@ def test_serve_opens_a_tensor_window_on_post(tmp):
             check_eq(r.status, 202, "POST /tensors/arm")
         wait_until(lambda: "tensor window 2 (request)" in agent.stderr(), 10,
                    "the requested window to open")
+        metrics = get(f"http://127.0.0.1:{port}/metrics")
+        check("gpuleak_tensor_windows_total 2" in metrics and
+              "gpuleak_tensor_probes_armed 1" in metrics,
+              f"the metrics count the windows: {[l for l in metrics.splitlines() if 'tensor' in l]}")
         try:
             get(f"http://127.0.0.1:{port}/tensors/arm")
             check(False, "GET /tensors/arm is refused")
