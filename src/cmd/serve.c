@@ -28,6 +28,7 @@
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
+#include "tiers.h"
 #include "session.h"
 #include "session_int.h"
 #include "util/caps.h"
@@ -70,6 +71,7 @@ struct snapshot *agent__snapshot(struct agent *a, bool symbols)
 		.nr_probes = tracer__nr_probes(s->tracer),
 		/* NVML's room on each GPU: when a leaking process fills its GPU */
 		.nvml = agent__nvml(a),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 	};
 	struct snapshot *snap = NULL;
 
@@ -280,6 +282,7 @@ static const char index_html[] =
 	"<li><a href=\"debug/pprof/gpu_heap\">/debug/pprof/gpu_heap</a>: outstanding GPU "
 	"memory by call stack (pprof, gzipped)</li>\n"
 	"<li><a href=\"healthz\">/healthz</a>: liveness</li>\n"
+	"<li>POST /tensors/arm: trace tensor blocks for a window now</li>\n"
 	"</ul>\n</body></html>\n";
 
 /* The profile index, as Go's net/http/pprof lays it out: one row per profile. */
@@ -295,6 +298,15 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 {
 	struct agent *a = ctx;
 
+	if (!strcmp(req->path, "/tensors/arm")) {
+		if (!req->post)
+			return reply_text(rep, 405, "POST /tensors/arm opens a tensor window\n");
+		tiers__request(a->s->tiers);
+		log_info("POST /tensors/arm: a tensor window is asked for");
+		return reply_text(rep, 202, "a tensor window opens\n");
+	}
+	if (req->post)
+		return reply_text(rep, 405, "only /tensors/arm takes POST\n");
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap"))
