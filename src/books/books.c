@@ -361,11 +361,52 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 	htab__delete(proc->allocs, k);
 }
 
+/*
+ * A destroyed context whose teardown record came after ctx_call_ns (a call's
+ * entry): the call acted on memory the driver dropped with that context.
+ */
+static bool ctx_gone(const struct proc *proc, uint64_t ctx, uint64_t call_ns)
+{
+	for (uint16_t i = 0; ctx && i < proc->nr_ctxs; i++)
+		if (proc->ctxs[i].dead_ctx == ctx && proc->ctxs[i].dead_ns > call_ns)
+			return true;
+	return false;
+}
+
+/* When the call of record c entered the driver. */
+static uint64_t entry_ns(const struct gl_call *c)
+{
+	return c->hdr.ts > c->dur_ns ? c->hdr.ts - c->dur_ns : 0;
+}
+
+/*
+ * The key of a new allocation is still in these books. When BPF saw it too,
+ * the release of the old one was never seen: it goes. Otherwise the old one's
+ * free is in flight (its entry took the key out of BPF's books): it stays
+ * outstanding under its number until that free's record comes.
+ */
+static void displace(struct books *b, struct proc *proc, const struct gl_call *c,
+		     const struct alloc_key *k, struct alloc_val *v)
+{
+	struct alloc_key fk = { .key = v->id, .kind = ALLOC_KIND_FREEING };
+	struct alloc_val old = *v, *nv;
+
+	if (!(c->flags & GL_CALL_REPLACED) && old.id && c->id) {
+		nv = htab__upsert(proc->allocs, &fk, NULL);
+		if (nv) {
+			*nv = old;
+			htab__delete(proc->allocs, k);
+			return;
+		}
+	}
+	remove_alloc(b, proc, k, &old, c->hdr.ts);
+}
+
 static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	uint32_t stack = take_stack(b, proc, c);
-	struct alloc_val *v, old;
+	struct alloc_val *v, copy;
 	struct agg *a;
 	int dev;
 
@@ -373,15 +414,14 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (c->flags & GL_CALL_TABLE_FULL)
 		return; /* BPF does not hold it either: both books leave it out */
 	v = htab__lookup(proc->allocs, &k);
-	if (v) {
-		old = *v;
-		remove_alloc(b, proc, &k, &old, c->hdr.ts);
-	}
+	if (v)
+		displace(b, proc, c, &k, v);
 	v = htab__upsert(proc->allocs, &k, NULL);
 	if (!v)
 		return;
 	*v = (struct alloc_val){
 		.size = c->bytes,
+		.id = c->id,
 		.stack = stack,
 		.ctx = proc__ctx_index(proc, c->ctx),
 		.cls = c->cls,
@@ -405,15 +445,46 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
+	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
+	    ctx_gone(proc, c->ctx, entry_ns(c))) {
+		/* made in flight while its context was torn down: dropped with it */
+		copy = *v;
+		if (copy.cls != GL_CLASS_ADDRESS && copy.cls != GL_CLASS_IMPORTED)
+			proc->dropped_bytes += copy.size;
+		remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+	}
 }
 
+/*
+ * A free BPF matched. Its key may name a newer allocation already (see
+ * displace()): the number says which one it took.
+ */
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
+	struct alloc_key fk = { .key = c->id, .kind = ALLOC_KIND_FREEING };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
 	proc->free_calls++;
+	if (v && c->id && v->id && v->id != c->id) {
+		struct alloc_val *f = htab__lookup(proc->allocs, &fk);
+
+		if (f) {
+			v = f;
+			k = fk;
+		}
+	} else if (!v && c->id) {
+		v = htab__lookup(proc->allocs, &fk);
+		k = fk;
+	}
 	if (!v) {
+		if (c->cls != GL_CLASS_ADDRESS && c->cls != GL_CLASS_IMPORTED &&
+		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->dropped_bytes >= c->bytes) {
+			/* freed in flight while its context was torn down: the teardown's
+			 * record came first and dropped what this call had freed */
+			proc->dropped_bytes -= c->bytes;
+			return;
+		}
 		b->counters.user_unmatched++;
 		return;
 	}
@@ -486,8 +557,11 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 	drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 	if (!drop)
 		return;
+	proc->ctx_drops++;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		/* one being freed: BPF's teardown does not see it either (claim_key()) */
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
+		    k->kind == GL_KIND_VA || k->kind == ALLOC_KIND_FREEING)
 			continue;
 		if (v->ctx && c->dev < 0 && v->ctx != idx)
 			continue;
@@ -503,8 +577,12 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
-	if (c->dev < 0 && idx)
-		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */
+	if (c->dev < 0 && idx) {
+		/* destroyed: a new context may reuse the value */
+		proc->ctxs[idx - 1].dead_ctx = c->ctx;
+		proc->ctxs[idx - 1].dead_ns = c->hdr.ts;
+		proc->ctxs[idx - 1].ctx = 0;
+	}
 }
 
 static void apply_call(struct books *b, const struct gl_call *c)
@@ -539,6 +617,9 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		apply_ctx_drop(b, proc, c);
 		break;
 	case GL_OP_CTX_NEW:
+		for (uint16_t i = 0; i < proc->nr_ctxs; i++)
+			if (proc->ctxs[i].dead_ctx == c->key)
+				proc->ctxs[i].dead_ctx = 0;
 		idx = proc__ctx_index(proc, c->key);
 		if (idx) {
 			proc->ctxs[idx - 1].dev = c->dev;
@@ -546,6 +627,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		}
 		break;
 	case GL_OP_NONE:
+		if (c->flags & GL_CALL_CTX_GONE)
+			proc->ctx_drops++; /* the teardown's own record drops it here */
 		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
 			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
 			proc->failed_frees++;

@@ -26,6 +26,8 @@ struct snapshot_opts {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
+	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
+	uint32_t cap_stacks;
 };
 
 /*
