@@ -150,6 +150,10 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 			   "totals above are the kernel's; the stacks below are incomplete (they add "
 			   "up to %s of device memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+	else if (p->bpf_valid && !p->consistent)
+		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
+			   "(device %s there)\n",
+			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 }
 
 static const char *plural(uint64_t n)
