@@ -290,6 +290,7 @@ struct fakecuda_truth {
 	/* state now, never charged */
 	uint64_t reserved_bytes; /* address space reserved (cuMemAddressReserve) */
 	uint64_t imported_bytes; /* open IPC mappings and imported handles */
+	uint64_t reused_addresses; /* allocations since the mark given a freed address back */
 	int pid;
 };
 
@@ -308,7 +309,7 @@ void fakecuda_truth(struct fakecuda_truth *t);
  * pre_attach_device_bytes, pre_attach_managed_bytes, pre_attach_host_pinned_bytes,
  * pre_attach_allocs, unmatched_frees, oom_failures, other_failures, free_failures,
  * alloc_calls, free_calls, ctx_dropped_bytes, ctx_dropped_allocs,
- * pre_attach_dropped_bytes, reserved_bytes, imported_bytes, pid.
+ * pre_attach_dropped_bytes, reserved_bytes, imported_bytes, reused_addresses, pid.
  * Returns 0, or -1 with errno set when writing failed.
  */
 int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, const char *extra_json_fields);

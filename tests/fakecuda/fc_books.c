@@ -294,6 +294,7 @@ uint64_t fc_reuse(enum fc_pool pool, uint64_t size, void **host)
 		if (host)
 			*host = holes[pool][i].host;
 		holes[pool][i] = holes[pool][--nholes[pool]];
+		fc.t.reused_addresses++;
 		return addr;
 	}
 	return 0;
@@ -390,6 +391,7 @@ FC_EXPORT void fakecuda_mark(void)
 	t->alloc_calls = t->free_calls = t->unmatched_frees = 0;
 	t->oom_failures = t->other_failures = t->free_failures = 0;
 	t->ctx_dropped_bytes = t->ctx_dropped_allocs = t->pre_attach_dropped_bytes = 0;
+	t->reused_addresses = 0;
 	pthread_mutex_unlock(&fc_lock);
 }
 
@@ -428,7 +430,7 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    "\"free_failures\":%llu,\"alloc_calls\":%llu,\"free_calls\":%llu,"
 		    "\"ctx_dropped_bytes\":%llu,\"ctx_dropped_allocs\":%llu,"
 		    "\"pre_attach_dropped_bytes\":%llu,\"reserved_bytes\":%llu,"
-		    "\"imported_bytes\":%llu,\"pid\":%d%s%s}\n",
+		    "\"imported_bytes\":%llu,\"reused_addresses\":%llu,\"pid\":%d%s%s}\n",
 		    (unsigned long long)t->unmatched_frees, (unsigned long long)t->oom_failures,
 		    (unsigned long long)t->other_failures, (unsigned long long)t->free_failures,
 		    (unsigned long long)t->alloc_calls, (unsigned long long)t->free_calls,
@@ -436,7 +438,7 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    (unsigned long long)t->ctx_dropped_allocs,
 		    (unsigned long long)t->pre_attach_dropped_bytes,
 		    (unsigned long long)t->reserved_bytes, (unsigned long long)t->imported_bytes,
-		    t->pid, extra && *extra ? "," : "", extra ? extra : "");
+		    (unsigned long long)t->reused_addresses, t->pid, extra && *extra ? "," : "", extra ? extra : "");
 	if (n < 0)
 		return -1;
 	return fflush(f) ? -1 : 0;
