@@ -10,8 +10,8 @@ import re
 import signal
 import time
 
-from harness import (SAN_RINGBUF, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
-                     process, site_bytes)
+from harness import (SAN, SAN_RINGBUF, WORKLOADS, Tracer, Workload, check, check_books,
+                     check_eq, process, site_bytes)
 
 # The stand-in reuses addresses as the real driver does, and sleeps after its books so that
 # other threads' calls (a teardown among them) land between a call's work and its return.
@@ -84,8 +84,10 @@ def test_no_false_alarm_in_summaries_of_a_busy_process(tmp):
 
 
 def test_sigint_under_load_is_consistent(tmp):
+    # under ASan gpuleak drains several times slower: fewer threads keep the ring buffer whole
+    threads = "4" if SAN else "16"
     for _ in range(3):
-        wl = Workload("wl_load", "--threads", "16", "--iters", "30", tmp=tmp, wait=False)
+        wl = Workload("wl_load", "--threads", threads, "--iters", "30", tmp=tmp, wait=False)
         wl.wait_ready()
         tr = Tracer(["attach", "-i", "0", "--ringbuf-size", "256M", str(wl.pid)], tmp)
         tr.wait_attached()
