@@ -124,7 +124,7 @@ void cli__usage(FILE *f)
 	      "                        else 32M)\n"
 	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
 	      "      --max-stacks N    distinct call stacks kept, which bounds gpuleak's memory;\n"
-	      "                        past it, stacks are counted as one \"other stacks\" (16384)\n"
+	      "                        past it, stacks count as one \"other stacks\" (16384)\n"
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
 	      "      --no-python       do not walk CPython frames\n"

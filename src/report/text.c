@@ -146,9 +146,9 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 			p->bpf.untracked_allocs == 1 ? "" : "s",
 			fmt_bytes(p->bpf.untracked_bytes, b, sizeof(b)));
 	if (p->totals_from_kernel)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters: the "
-			   "totals above are the kernel's; the stacks below are incomplete (they add "
-			   "up to %s of device memory)\n",
+		fprintf(f, "  WARNING: these books differ from the kernel's exact counters: "
+			   "the totals above are the kernel's; the stacks below are incomplete "
+			   "(they add up to %s of device memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
 		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
@@ -173,8 +173,9 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 	if (s->complete)
 		return buf;
 	if (s->lost_events)
-		n = snprintf(buf, len, "%llu events were lost (ring buffer full); figures are "
-			     "incomplete: raise --ringbuf-size", (unsigned long long)s->lost_events);
+		n = snprintf(buf, len, "%llu events were lost (ring buffer full); figures "
+			     "are incomplete: raise --ringbuf-size",
+			     (unsigned long long)s->lost_events);
 	else if (st[GL_STAT_ALLOC_TABLE_FULL] && s->cap_allocs)
 		n = snprintf(buf, len, "the kernel's allocation table (--max-allocs %u) was full: "
 			     "%llu allocation%s (%s) are in no figure, and frees of them count as "
@@ -196,8 +197,8 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     (unsigned long long)st[GL_STAT_INFLIGHT_FULL],
 			     (unsigned long long)st[GL_STAT_NESTED_OVERFLOW], GL_MAX_NEST);
 	else if (s->malformed)
-		n = snprintf(buf, len, "%llu malformed record%s were dropped; figures are incomplete",
-			     (unsigned long long)s->malformed, plural(s->malformed));
+		n = snprintf(buf, len, "%llu malformed record%s dropped; figures are "
+			     "incomplete", (unsigned long long)s->malformed, plural(s->malformed));
 	else
 		n = snprintf(buf, len, "the books disagree with the kernel's exact counters: the "
 			     "totals are the kernel's, the stacks are incomplete (see \"bpf\" in "

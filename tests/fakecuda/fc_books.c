@@ -438,7 +438,8 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    (unsigned long long)t->ctx_dropped_allocs,
 		    (unsigned long long)t->pre_attach_dropped_bytes,
 		    (unsigned long long)t->reserved_bytes, (unsigned long long)t->imported_bytes,
-		    (unsigned long long)t->reused_addresses, t->pid, extra && *extra ? "," : "", extra ? extra : "");
+		    (unsigned long long)t->reused_addresses, t->pid, extra && *extra ? "," : "",
+		    extra ? extra : "");
 	if (n < 0)
 		return -1;
 	return fflush(f) ? -1 : 0;
