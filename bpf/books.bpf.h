@@ -455,11 +455,37 @@ static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_wal
 	}
 }
 
+struct dead_walk {
+	__u32 tgid;
+	__s32 dev;
+	__u64 now;
+};
+
+/* A primary context of the device being reset: torn down at w->now. */
+static long mark_primary_dead(struct bpf_map *map, struct gl_ctx_key *k, __s32 *v,
+			      struct dead_walk *w)
+{
+	if (k->tgid == w->tgid && (*v & 0xffff) == w->dev && (*v & 0x10000))
+		bpf_map_update_elem(&ctx_dead, k, &w->now, BPF_ANY);
+	return 0;
+}
+
+/*
+ * Context ctx (or, for dev >= 0, device dev's primary context) is torn down.
+ * Its time goes into ctx_dead before the books are walked: calls in flight in
+ * it see the teardown (book_alloc()).
+ */
 static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
 {
 	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
+	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 	struct gl_call *r;
 
+	if (dev >= 0)
+		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
+	else
+		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
@@ -472,6 +498,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 	r->seq = c->slot->seq;
 	r->key = ctx;
 	r->ctx = ctx;
+	r->bytes = dw.now;
 	r->api = c->api;
 	r->op = GL_OP_CTX_DROP;
 	r->dev = dev;
@@ -499,7 +526,6 @@ static __always_inline void ctx_remember(struct gl_call_ctx *c, __u64 ctx, __s32
 	__s32 v = (dev & 0xffff) | (primary ? 0x10000 : 0);
 
 	bpf_map_update_elem(&ctx_dev, &k, &v, BPF_ANY);
-	bpf_map_delete_elem(&ctx_dead, &k); /* a new context at a destroyed one's address */
 	emit_call(c, GL_OP_CTX_NEW, 0, ctx, 0, 0, primary, dev);
 }
 
@@ -538,12 +564,9 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 		break;
 	case GL_ROLE_CTX_DESTROY: {
 		struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = a[0] };
-		__u64 now = bpf_ktime_get_ns();
 
 		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] == a[0])
 			inf->ctx_depth = d - 1;
-		/* before the walk: calls in flight in this context see it (book_alloc()) */
-		bpf_map_update_elem(&ctx_dead, &k, &now, BPF_ANY);
 		book_ctx_drop(c, a[0], -1);
 		bpf_map_delete_elem(&ctx_dev, &k);
 		break;

@@ -113,8 +113,9 @@ struct gl_ctx_key {
  * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
  * teardown's books were dropped). A call that entered before that time and
  * returns after it acted on a context the driver has since destroyed with
- * everything it held. Least recently used entries go first: only calls in
- * flight at the teardown need one.
+ * everything it held; one that entered after it acts on a new context at the
+ * same address. Least recently used entries go first: only calls in flight at
+ * the teardown need one.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

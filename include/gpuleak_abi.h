@@ -170,7 +170,9 @@ enum gl_op {
 	GL_OP_FREE = 2,		  /* key's bytes were given back */
 	GL_OP_FAIL = 3,		  /* an allocation failed: rc says why */
 	GL_OP_UNMATCHED_FREE = 4, /* freed a key made before attach (not in the books) */
-	GL_OP_CTX_DROP = 5,	  /* context teardown dropped allocations (key = ctx) */
+	GL_OP_CTX_DROP = 5,	  /* context teardown dropped allocations (key = ctx; bytes = when,
+				   * bpf_ktime_get_ns: calls that entered before it and return
+				   * after it acted on memory the teardown dropped) */
 	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
 };
 

@@ -362,8 +362,9 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 }
 
 /*
- * A destroyed context whose teardown record came after ctx_call_ns (a call's
- * entry): the call acted on memory the driver dropped with that context.
+ * Whether context ctx was torn down after call_ns (a call's entry): the call
+ * acted on memory the driver dropped with that context. A call that entered
+ * after the teardown acts on a new context at the same address.
  */
 static bool ctx_gone(const struct proc *proc, uint64_t ctx, uint64_t call_ns)
 {
@@ -577,12 +578,17 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
-	if (c->dev < 0 && idx) {
-		/* destroyed: a new context may reuse the value */
-		proc->ctxs[idx - 1].dead_ctx = c->ctx;
-		proc->ctxs[idx - 1].dead_ns = c->hdr.ts;
-		proc->ctxs[idx - 1].ctx = 0;
+	/* calls that entered before the teardown and come after it (c->bytes: BPF's time) */
+	for (uint16_t i = 0; i < proc->nr_ctxs; i++) {
+		struct proc_ctx *pc = &proc->ctxs[i];
+
+		if (c->dev < 0 ? i + 1 != idx : !(pc->primary && pc->dev == c->dev))
+			continue;
+		pc->dead_ctx = pc->ctx;
+		pc->dead_ns = c->bytes ? c->bytes : c->hdr.ts;
 	}
+	if (c->dev < 0 && idx)
+		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */
 }
 
 static void apply_call(struct books *b, const struct gl_call *c)
@@ -617,9 +623,6 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		apply_ctx_drop(b, proc, c);
 		break;
 	case GL_OP_CTX_NEW:
-		for (uint16_t i = 0; i < proc->nr_ctxs; i++)
-			if (proc->ctxs[i].dead_ctx == c->key)
-				proc->ctxs[i].dead_ctx = 0;
 		idx = proc__ctx_index(proc, c->key);
 		if (idx) {
 			proc->ctxs[idx - 1].dev = c->dev;

@@ -59,9 +59,10 @@ def test_device_addresses_reused_across_threads(tmp):
 
 def test_context_destroyed_while_threads_allocate(tmp):
     env = dict(REUSE_ENV, FAKECUDA_RETURN_DELAY_US="200")
-    for _ in range(2):
-        truth, rep, p, tr = _run(tmp, "wl_ctxrace", ["--threads", "8", "--interval-ms", "1500"],
-                                 env=env)
+    # a created context destroyed twice, then a primary context reset
+    for reset in ("0", "0", "1"):
+        truth, rep, p, tr = _run(tmp, "wl_ctxrace", ["--threads", "8", "--interval-ms", "1500",
+                                                     "--reset", reset], env=env)
         check(truth["ctx_dropped_allocs"] > 0, "the teardown freed what the threads held")
         check_books(rep, p, truth, extra=("unmatched_frees", "alloc_calls", "free_calls"))
         _kernel_exact(p, truth)

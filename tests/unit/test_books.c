@@ -853,6 +853,23 @@ static void test_ctx_teardown_with_calls_in_flight(void **state)
 						       .dev = 0 }), 0);
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x4000, 70, ctx);
 	expect_class(p, GL_CLASS_DEVICE, 70, 1);
+	/* a primary context reset (BPF's time in bytes) with an allocation in flight */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuDevicePrimaryCtxRetain,
+						       .op = GL_OP_CTX_NEW, .key = 0x9999,
+						       .flags = 1, .dev = 1 }), 0);
+	before = f->clock_ns + 500000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuDevicePrimaryCtxReset,
+						       .op = GL_OP_CTX_DROP, .dev = 1,
+						       .bytes = before + 100000 }), 0);
+	f->clock_ns += 1000000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x5000,
+						       .bytes = 30, .ctx = 0x9999, .dev = 1,
+						       .dur_ns = f->clock_ns - before,
+						       .hdr.ts = f->clock_ns }), 0);
+	expect_class(p, GL_CLASS_DEVICE, 70, 1);
+	assert_int_equal(p->dropped_bytes, 280);
 	fx_free(f);
 }
 

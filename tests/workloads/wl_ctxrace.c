@@ -5,11 +5,14 @@
  * (cuCtxCreate_v2), starts N threads (8) that make it current and allocate and
  * free device and pinned host memory in it as fast as the stand-in goes (a
  * ring of 8 live buffers each), then destroys it (cuCtxDestroy_v2) after
- * --interval-ms (2000). A thread stops at its first call the teardown made fail;
+ * --interval-ms (2000); with --reset 1 the threads use device 1's primary
+ * context instead, and the main thread resets it (cuDevicePrimaryCtxReset_v2,
+ * as cudaDeviceReset does). A thread stops at its first call the teardown made fail;
  * calls in flight at the teardown succeed or fail by where the driver was. The
  * context's memory is all freed by the teardown; the primary's stays.
  *
- * Options: --threads N, --interval-ms N, --size N (largest allocation, 64 KiB).
+ * Options: --threads N, --interval-ms N, --size N (largest allocation, 64 KiB),
+ * --reset 0|1.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -88,6 +91,7 @@ int main(int argc, char **argv)
 	struct worker *workers;
 	unsigned long long calls = 0;
 	CUcontext primary, ctx = NULL;
+	unsigned long reset = wl_take_num(&argc, argv, "--reset", 1, 0);
 	char extra[64];
 
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_INTERVAL | WL_OPT_SIZE);
@@ -100,7 +104,10 @@ int main(int argc, char **argv)
 	wl_ready(&o);
 	fakecuda_mark();
 	ctxrace_keep();
-	wl_check(cuCtxCreate_v2(&ctx, 0, 0), "cuCtxCreate_v2");
+	if (reset)
+		wl_check(cuDevicePrimaryCtxRetain(&ctx, 1), "cuDevicePrimaryCtxRetain");
+	else
+		wl_check(cuCtxCreate_v2(&ctx, 0, 0), "cuCtxCreate_v2");
 	for (unsigned int i = 0; i < o.threads; i++) {
 		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
 		workers[i].ctx = ctx;
@@ -110,7 +117,10 @@ int main(int argc, char **argv)
 	pause.tv_sec = o.interval_ms / 1000;
 	pause.tv_nsec = (o.interval_ms % 1000) * 1000000L;
 	nanosleep(&pause, NULL);
-	wl_check(cuCtxDestroy_v2(ctx), "cuCtxDestroy_v2");
+	if (reset)
+		wl_check(cuDevicePrimaryCtxReset_v2(1), "cuDevicePrimaryCtxReset_v2");
+	else
+		wl_check(cuCtxDestroy_v2(ctx), "cuCtxDestroy_v2");
 	for (unsigned int i = 0; i < o.threads; i++) {
 		pthread_join(workers[i].tid, NULL);
 		calls += workers[i].calls;
