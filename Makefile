@@ -52,7 +52,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SRCS := $(wildcard src/*/*.c)
+SRCS := $(wildcard src/*/*.c src/*/*/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/src/cmd/main.o,$(OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c bpf/*.bpf.h) include/gpuleak_abi.h

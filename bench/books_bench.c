@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include "books/books.h"
 #include "books/procs.h"
-#include "stacks/python.h"
+#include "stacks/python/python.h"
 #include "stacks/stacks.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 #include "util/parse.h"
 
 #define CHUNK_PAIRS 4096

@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/procs.h"
-#include "stacks/dwarf.h"
-#include "stacks/dwarf_deps.h"
+#include "stacks/native/dwarf.h"
+#include "stacks/native/dwarf_deps.h"
 #include "stacks/modules.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 #include "util/parse.h"
 
 struct capture {

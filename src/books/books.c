@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
-#include "stacks/python.h"
-#include "stacks/unwind.h"
+#include "stacks/python/python.h"
+#include "stacks/native/unwind.h"
 #include "trace/event.h"
 #include "trace/probes.h"
 #include "util/log.h"

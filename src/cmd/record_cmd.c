@@ -11,11 +11,11 @@
 #include <unistd.h>
 #include "books/books.h"
 #include "offline.h"
-#include "report/snapshot.h"
-#include "session.h"
-#include "stacks/python.h"
+#include "model/snapshot.h"
+#include "model/session.h"
+#include "stacks/python/python.h"
 #include "trace/loader.h"
-#include "trace/record.h"
+#include "recording/record.h"
 #include "util/log.h"
 
 #define STEP_MS 100

@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "books/replay.h"
+#include "recording/replay.h"
 #include "offline.h"
 #include "report/report.h"
-#include "session.h"
-#include "trace/recread.h"
+#include "model/session.h"
+#include "recording/recread.h"
 #include "util/log.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug/.build-id"

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "report/report.h"
-#include "report/snapshot.h"
-#include "session.h"
+#include "model/snapshot.h"
+#include "model/session.h"
 #include "top.h"
 #include "util/log.h"
 

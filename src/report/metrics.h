@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "snapshot.h"
-#include "util/cgroup.h"
+#include "model/snapshot.h"
+#include "agent/cgroup.h"
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

@@ -16,7 +16,7 @@
 #include "fuzz.h"
 #include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 
 static struct modules *mods;
 static struct unwinder *uw;

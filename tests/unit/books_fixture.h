@@ -10,7 +10,7 @@
 
 #include "unit.h"
 #include "books/books.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 #include "trace/probes.h"
 #include "util/procfs.h"
 

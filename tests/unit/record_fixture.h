@@ -19,7 +19,7 @@
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
 #include "trace/probes.h"
-#include "trace/record.h"
+#include "recording/record.h"
 
 #define RF_PID 4242
 #define RF_PID2 4343

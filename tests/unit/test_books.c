@@ -6,7 +6,7 @@
  * to calls, exec, exit, PID reuse and malformed records.
  */
 #include "books_fixture.h"
-#include "books/snapshot.h"
+#include "model/build.h"
 
 static void expect_class(struct proc *p, uint8_t cls, uint64_t bytes, uint64_t n)
 {

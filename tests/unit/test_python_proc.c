@@ -19,7 +19,7 @@
 #include <cmocka.h>
 #include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/python.h"
+#include "stacks/python/python.h"
 
 /* Non-ASCII names on purpose: a Latin-1 function name, a file name with a UCS-2 character. */
 static const char script[] =

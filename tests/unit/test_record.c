@@ -11,10 +11,10 @@
 #include "unit.h"
 #include "record_fixture.h"
 #include "books/books.h"
-#include "books/replay.h"
+#include "recording/replay.h"
 #include "cmd/cli.h"
 #include "report/report.h"
-#include "trace/recread.h"
+#include "recording/recread.h"
 #include "util/log.h"
 #include <zlib.h>
 

@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/symbolize.h"
-#include "stacks/unwind.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
 
 #ifdef __clang__
 #define FRAME __attribute__((noinline, used))

@@ -9,10 +9,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "cli.h"
+#include "cmd/cli.h"
 #include "report/metrics.h"
 #include "util/htab.h"
-#include "util/http.h"
+#include "http.h"
 
 struct session;
 struct snapshot;

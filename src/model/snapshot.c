@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "analysis.h"
-#include "snapshot.h"
-#include "stacks/python.h"
+#include "books/analysis.h"
+#include "build.h"
+#include "stacks/python/python.h"
 #include "trace/probes.h"
-#include "util/nvml.h"
+#include "gpu/nvml.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,

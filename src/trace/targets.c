@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "session_int.h"
-#include "trace/probes.h"
+#include "model/session_int.h"
+#include "probes.h"
 #include "util/log.h"
 #include "util/procfs.h"
 

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include "nvml.h"
 #include "nvsmi.h"
-#include "parse.h"
+#include "util/parse.h"
 
 static const char *const nvsmi_paths[] = {
 	"/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi", "/usr/local/bin/nvidia-smi",

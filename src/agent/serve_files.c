@@ -15,12 +15,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "books/snapshot.h"
+#include "model/build.h"
 #include "report/report.h"
 #include "serve_int.h"
-#include "session_int.h"
+#include "model/session_int.h"
 #include "util/log.h"
-#include "util/nvml.h"
+#include "gpu/nvml.h"
 
 #define PROFILE_PREFIX "gpu_heap-"
 #define PROFILE_SUFFIX ".pb.gz"

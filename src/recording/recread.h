@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "trace/record.h"
+#include "record.h"
 
 struct rr_frame {
 	uint8_t kind; /* enum glr_frame_kind (checked) */

@@ -18,18 +18,18 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
-#include "books/snapshot.h"
+#include "build.h"
 #include "report/report.h"
 #include "session.h"
 #include "session_int.h"
-#include "stacks/python.h"
-#include "stacks/symbolize.h"
-#include "stacks/unwind.h"
+#include "stacks/python/python.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "util/log.h"
-#include "util/nvml.h"
+#include "gpu/nvml.h"
 #include "util/outfile.h"
 #include "util/procfs.h"
 

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http.h"
-#include "parse.h"
+#include "util/parse.h"
 
 #define ACCEPT_BURST 16
 

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
+#include "util/log.h"
 #include "nvml.h"
 #include "nvsmi.h"
 

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "modules.h"
+#include "stacks/modules.h"
 
 struct dwarf_ctx;  /* shared by every process: the modules' ELF layouts */
 struct dwarf_proc; /* one process: a Dwfl over its address map */

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "report/snapshot.h"
+#include "model/snapshot.h"
 
 struct replay;
 struct rec_reader;

@@ -8,7 +8,7 @@
 #define GL_SESSION_H
 
 #include <stdbool.h>
-#include "cli.h"
+#include "cmd/cli.h"
 
 struct session;
 struct snapshot;

@@ -11,7 +11,7 @@
 #define GL_SYMBOLIZE_H
 
 #include <stdint.h>
-#include "modules.h"
+#include "stacks/modules.h"
 
 struct symbolizer;
 

@@ -18,7 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "modstore.h"
-#include "report/snapshot.h"
+#include "model/snapshot.h"
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
 #include "util/htab.h"

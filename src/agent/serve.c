@@ -23,13 +23,13 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include "books/snapshot.h"
+#include "model/build.h"
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
-#include "session.h"
-#include "session_int.h"
-#include "util/caps.h"
+#include "model/session.h"
+#include "model/session_int.h"
+#include "caps.h"
 #include "util/log.h"
 #include "util/procfs.h"
 

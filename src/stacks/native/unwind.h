@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuleak_abi.h"
-#include "stacks.h"
+#include "stacks/stacks.h"
 #include "trace/event.h"
 
 #define UNWIND_MAX_FRAMES 256

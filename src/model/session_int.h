@@ -11,11 +11,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "books/books.h"
-#include "cli.h"
-#include "stacks/modstore.h"
-#include "stacks/python.h"
-#include "stacks/symbolize.h"
-#include "stacks/unwind.h"
+#include "cmd/cli.h"
+#include "recording/modstore.h"
+#include "stacks/python/python.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 

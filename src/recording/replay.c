@@ -12,12 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "books.h"
+#include "books/books.h"
 #include "replay.h"
-#include "snapshot.h"
-#include "stacks/modstore.h"
-#include "stacks/symbolize.h"
-#include "trace/recread.h"
+#include "model/build.h"
+#include "modstore.h"
+#include "stacks/native/symbolize.h"
+#include "recread.h"
 #include "util/htab.h"
 
 #define DEFAULT_WIDTH_NS 1000000000ULL

@@ -5,9 +5,9 @@
 #ifndef GL_BOOKS_SNAPSHOT_H
 #define GL_BOOKS_SNAPSHOT_H
 
-#include "books.h"
-#include "report/snapshot.h"
-#include "stacks/symbolize.h"
+#include "books/books.h"
+#include "snapshot.h"
+#include "stacks/native/symbolize.h"
 
 struct python;
 struct nvml_sample;

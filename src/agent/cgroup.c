@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cgroup.h"
-#include "procfs.h"
+#include "util/procfs.h"
 
 #define ID_LEN 64
 #define UID_LEN 36

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "books/procs.h"
-#include "modules.h"
+#include "stacks/modules.h"
 #include "pycode.h"
 #include "pyline.h"
 #include "pyoffsets.h"
