@@ -11,15 +11,7 @@
 #define GL_CGROUP_H
 
 #include <stddef.h>
-
-struct proc_ident {
-	char container_id[65]; /* 64 hex digits, "" if not in a container we recognize */
-	char pod_uid[37];      /* 8-4-4-4-12 with dashes, "" if not in a Kubernetes pod */
-	const char *runtime;   /* "docker", "containerd", "cri-o", "podman", or NULL */
-	char namespace[64];    /* Kubernetes names: "" unless the runtime's state said */
-	char pod[254];
-	char container[254];
-};
+#include "report/metrics.h" /* struct proc_ident */
 
 /*
  * Fills id from the text of /proc/PID/cgroup (every line; the unified v2

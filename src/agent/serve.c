@@ -23,6 +23,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "cgroup.h"
 #include "model/build.h"
 #include "report/metrics.h"
 #include "serve.h"
@@ -30,6 +31,7 @@
 #include "model/session.h"
 #include "model/session_int.h"
 #include "caps.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
 

@@ -19,6 +19,7 @@
 #include "report/report.h"
 #include "serve_int.h"
 #include "model/session_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "gpu/nvml.h"
 

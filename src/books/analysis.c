@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
-#include "model/snapshot.h"
+#include "util/fmt.h"
 
 /*
  * Thresholds. W is the window (first change to now), B the series' base width

@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "model/session.h"
 #include "recording/recread.h"
+#include "util/fmt.h"
 #include "util/log.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug/.build-id"

@@ -28,6 +28,8 @@
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
+#include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 #include "gpu/nvml.h"
 #include "util/outfile.h"
@@ -42,14 +44,6 @@ static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig)
 {
 	stop_signal = sig;
-}
-
-uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static int on_record(void *ctx, const void *data, size_t size)

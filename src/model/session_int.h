@@ -68,9 +68,6 @@ struct session {
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 };
 
-/* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
-uint64_t now_ns(void);
-
 /* targets.c */
 /* Attaches to what the command line names (PIDs, -a, or a new child). Returns EXIT_*. */
 int targets__start(struct session *s);

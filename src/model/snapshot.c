@@ -75,23 +75,6 @@ void snapshot__free(struct snapshot *s)
 	free(s);
 }
 
-const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = bytes;
-	int u = 0;
-
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.2f %s", v, units[u]);
-	return buf;
-}
-
 static void fill_frame(struct books *b, struct symbolizer *sym, struct python *py,
 		       const struct frame *f, struct snap_frame *out)
 {

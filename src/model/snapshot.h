@@ -118,12 +118,4 @@ struct snapshot {
 
 void snapshot__free(struct snapshot *s);
 
-/* Human-readable byte count ("1.50 GiB") into buf. */
-const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
-/* v as an unsigned integer (rounded down): 0 if negative or NaN, UINT64_MAX if beyond. */
-static inline uint64_t u64_of(double v)
-{
-	return v > 0 ? (v < 18446744073709551616.0 ? (uint64_t)v : UINT64_MAX) : 0;
-}
-
 #endif /* GL_SNAPSHOT_H */

@@ -18,9 +18,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "modstore.h"
-#include "model/snapshot.h"
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 #include "util/log.h"
 

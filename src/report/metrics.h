@@ -10,7 +10,16 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "model/snapshot.h"
-#include "agent/cgroup.h"
+
+/* Who a process belongs to (filled by the agent from its cgroup, agent/cgroup.h). */
+struct proc_ident {
+	char container_id[65]; /* 64 hex digits, "" if not in a container we recognize */
+	char pod_uid[37];      /* 8-4-4-4-12 with dashes, "" if not in a Kubernetes pod */
+	const char *runtime;   /* "docker", "containerd", "cri-o", "podman", or NULL */
+	char namespace[64];    /* Kubernetes names: "" unless the runtime's state said */
+	char pod[254];
+	char container[254];
+};
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

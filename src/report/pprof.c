@@ -16,6 +16,7 @@
 #include <zlib.h>
 #include "report.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 
 #ifndef GPULEAK_VERSION

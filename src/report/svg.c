@@ -16,6 +16,7 @@
 #include "svg_assets.h"
 #include "xml.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 
 #define PAD 10

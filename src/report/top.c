@@ -9,6 +9,7 @@
 #include <string.h>
 #include "report.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 
 static const char *basename_of(const char *path)
 {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "model/session_int.h"
 #include "probes.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
 

@@ -31,6 +31,7 @@
 #include "dwarf.h"
 #include "dwarf_deps.h"
 #include "unwind.h"
+#include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
 
@@ -82,14 +83,6 @@ struct unwinder {
 	size_t cache_bytes;
 	struct unwind_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 struct unwinder *unwinder__new(struct modules *m, enum gl_stack_mode mode)
 {

@@ -21,6 +21,7 @@
 #include "pyproc.h"
 #include "python.h"
 #include "trace/loader.h"
+#include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -122,14 +123,6 @@ void python__free(struct python *py)
 	htab__free(py->codes);
 	htab__free(py->by_hash);
 	free(py);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static struct py_proc *proc_lookup(struct python *py, int pid)
