@@ -5,7 +5,7 @@
 #ifndef GL_SERVE_H
 #define GL_SERVE_H
 
-#include "cmd/cli.h"
+#include "model/opts.h"
 
 /* Runs the agent until SIGTERM/SIGINT; returns the process exit status. */
 int serve__run(const struct gl_opts *o);

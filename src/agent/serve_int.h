@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "cmd/cli.h"
+#include "model/opts.h"
 #include "report/metrics.h"
 #include "util/htab.h"
 #include "http.h"

@@ -8,7 +8,7 @@
 #define GL_SESSION_H
 
 #include <stdbool.h>
-#include "cmd/cli.h"
+#include "model/opts.h"
 
 struct session;
 struct snapshot;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "books/books.h"
-#include "cmd/cli.h"
+#include "model/opts.h"
 #include "recording/modstore.h"
 #include "stacks/python/python.h"
 #include "stacks/native/symbolize.h"
