@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cgroup.h"
-#include "model/build.h"
+#include "model/snapshot.h"
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
@@ -49,42 +49,6 @@ struct ident_key {
 	int32_t pid;
 	int32_t pad;
 };
-
-static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
-{
-	return tracer__proc_stats(ctx, pid, out);
-}
-
-struct snapshot *agent__snapshot(struct agent *a, bool symbols)
-{
-	struct session *s = a->s;
-	uint64_t stats[GL_NR_STATS] = {};
-	struct snapshot_opts so = {
-		.now_ns = now_ns(),
-		.start_ns = s->start_ns,
-		.stats = stats,
-		.bpf_stats = bpf_stats_cb,
-		.bpf_ctx = s->tracer,
-		.python = symbols ? s->python : NULL,
-		.stack_mode = a->o->stack_mode == GL_STACK_DWARF ? "dwarf" :
-			      a->o->stack_mode == GL_STACK_FP ? "fp" : "none",
-		.nr_probes = tracer__nr_probes(s->tracer),
-	};
-	struct snapshot *snap = NULL;
-
-	/* a call between its kernel-side update and its record can make the two
-	 * books differ for an instant: drain and look once more before saying so */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		tracer__drain(s->tracer);
-		tracer__stats(s->tracer, stats);
-		so.now_ns = now_ns();
-		snapshot__free(snap);
-		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
-		if (!snap || snap->complete || snap->lost_events)
-			break;
-	}
-	return snap;
-}
 
 static void on_forget(void *ctx, struct proc *proc)
 {
@@ -221,7 +185,7 @@ static int reply_metrics(struct agent *a, struct http_reply *rep)
 	FILE *f;
 
 	agent__housekeeping(a, now_ns());
-	snap = agent__snapshot(a, false);
+	snap = session__snapshot(a->s, 0, false);
 	if (!snap)
 		return 0;
 	idents = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*idents));
@@ -262,8 +226,10 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
-	if (!strcmp(req->path, "/debug/pprof/gpu_heap"))
+	if (!strcmp(req->path, "/debug/pprof/gpu_heap")) {
+		agent__housekeeping(a, now_ns()); /* an exited process is gone from this profile */
 		return agent__reply_profile(a, rep);
+	}
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
 	if (!strcmp(req->path, "/"))

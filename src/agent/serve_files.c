@@ -15,19 +15,18 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "model/build.h"
+#include "model/session.h"
+#include "model/snapshot.h"
 #include "report/report.h"
 #include "serve_int.h"
 #include "model/session_int.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "gpu/nvml.h"
+#include "gpu/sampler.h"
 
 #define PROFILE_PREFIX "gpu_heap-"
 #define PROFILE_SUFFIX ".pb.gz"
 #define TMP_PREFIX ".tmp-"
-#define NVML_EVERY_NS 10000000000ULL
-#define NVML_TIMEOUT_MS 3000
 
 /* Opens dir (a directory, not a link) under at, creating it 0700 if absent. */
 static int open_dir_at(int at, const char *dir)
@@ -113,8 +112,6 @@ void agent__close_state(struct agent *a)
 	if (a->state_fd >= 0)
 		close(a->state_fd);
 	a->profile_fd = a->state_fd = -1;
-	free(a->nvml);
-	a->nvml = NULL;
 }
 
 /* The outstanding-bytes profile (inuse_space first) of snap, gzipped pprof. 0 or -errno. */
@@ -197,7 +194,7 @@ void agent__write_profile(struct agent *a)
 	snprintf(name, sizeof(name), PROFILE_PREFIX "%012llu-%06llu" PROFILE_SUFFIX,
 		 (unsigned long long)rt.tv_sec, (unsigned long long)(a->profile_seq++ % 1000000));
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s", name);
-	snap = agent__snapshot(a, true);
+	snap = session__snapshot(a->s, 0, true);
 	fd = snap ? openat(a->profile_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			   0600) : -1;
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -234,8 +231,7 @@ int agent__reply_profile(struct agent *a, struct http_reply *rep)
 	FILE *f;
 	int err;
 
-	agent__housekeeping(a, now_ns());
-	snap = agent__snapshot(a, true);
+	snap = session__snapshot(a->s, 0, true);
 	if (!snap)
 		return 0;
 	f = open_memstream(&rep->body, &rep->len);
@@ -252,29 +248,10 @@ int agent__reply_profile(struct agent *a, struct http_reply *rep)
 	return 0;
 }
 
-/* NVML's devices, sampled in a child process at most every NVML_EVERY_NS. */
-static const struct nvml_sample *nvml_of(struct agent *a)
-{
-	uint64_t now = now_ns();
-
-	if (a->nvml_off || now < a->next_nvml_ns)
-		return a->nvml_valid ? a->nvml : NULL;
-	a->next_nvml_ns = now + NVML_EVERY_NS;
-	if (!a->nvml)
-		a->nvml = malloc(sizeof(*a->nvml));
-	if (!a->nvml || nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, a->nvml)) {
-		log_debug("no NVML here: metrics carry GPU ordinals without UUIDs");
-		a->nvml_off = true;
-		a->nvml_valid = false;
-		return NULL;
-	}
-	a->nvml_valid = true;
-	return a->nvml;
-}
-
 void agent__gpus_init(struct agent *a)
 {
-	nvml_of(a);
+	if (!gpu_sampler__get(session__gpus(a->s)))
+		log_debug("no NVML here: metrics carry GPU ordinals without UUIDs");
 }
 
 /*
@@ -306,7 +283,7 @@ static const char *uuid_of(const struct nvml_sample *ns, const struct snap_proc 
 
 const char **agent__gpu_uuids(struct agent *a, const struct snapshot *snap)
 {
-	const struct nvml_sample *ns = nvml_of(a);
+	const struct nvml_sample *ns = gpu_sampler__get(session__gpus(a->s));
 	const char **uuids;
 
 	if (!ns)

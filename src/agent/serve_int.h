@@ -29,13 +29,8 @@ struct agent {
 	uint64_t profile_seq;
 	uint64_t compacted_at_forgotten; /* procs_forgotten at the last stack compaction */
 	uint64_t next_compact_ns;
-	struct nvml_sample *nvml; /* the latest NVML sample */
-	bool nvml_valid, nvml_off;
-	uint64_t next_nvml_ns;
 };
 
-/* A snapshot of every process (symbolized frames only if symbols). NULL on ENOMEM. */
-struct snapshot *agent__snapshot(struct agent *a, bool symbols);
 /* Drops exited processes (and those /proc says are gone) from the books. */
 void agent__housekeeping(struct agent *a, uint64_t now);
 

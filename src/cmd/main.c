@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include "cli.h"
 #include "agent/serve.h"
+#include "attach.h"
 #include "offline.h"
-#include "model/session.h"
 #include "top.h"
 #include "util/log.h"
 

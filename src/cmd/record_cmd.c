@@ -97,7 +97,7 @@ static void explain_create_error(const char *path, int err)
 static int finish(struct session *s, struct rec_cmd *rc)
 {
 	struct books *b = session__books(s);
-	struct snapshot *snap = session__snapshot(s, 1);
+	struct snapshot *snap = session__snapshot(s, 1, true);
 	int err;
 
 	if (!snap)

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "output.h"
 #include "recording/replay.h"
 #include "offline.h"
 #include "report/report.h"
-#include "model/session.h"
 #include "recording/recread.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -78,7 +78,7 @@ int report_cmd__run(const struct gl_opts *o)
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
 	struct replay_opts ro = { .dirs = dirs };
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
-	bool text = !session__report_on_stdout(o);
+	bool text = !output__to_stdout(o);
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;
 	struct snapshot *snap = NULL;
@@ -115,7 +115,7 @@ int report_cmd__run(const struct gl_opts *o)
 			status = EXIT_RUNTIME;
 	}
 	print_gaps(text ? stdout : NULL, replay__info(rp), recread__counts(rr));
-	if (session__write_files(snap, o))
+	if (output__write_files(snap, o))
 		status = EXIT_RUNTIME;
 	if (text && fflush(stdout))
 		status = EXIT_RUNTIME;

@@ -63,7 +63,7 @@ static bool read_keys(struct term *t, struct top_opts *to, bool *redraw)
 
 static void draw(struct session *s, const struct top_opts *to, bool tty)
 {
-	struct snapshot *snap = session__snapshot(s, 0);
+	struct snapshot *snap = session__snapshot(s, 0, true);
 
 	if (!snap)
 		return;

@@ -4,7 +4,7 @@
  *
  * It owns the tracer (BPF side), the books and the tables behind them, the
  * list of targets and their state (waiting for libcuda, attached, exited),
- * the main loop, and the final report.
+ * one step of the main loop, and the snapshot every command reports from.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
-#include "build.h"
-#include "report/report.h"
+#include "gpu/sampler.h"
+#include "snapshot.h"
 #include "session.h"
 #include "session_int.h"
 #include "stacks/python/python.h"
@@ -31,13 +31,12 @@
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
-#include "gpu/nvml.h"
-#include "util/outfile.h"
 #include "util/procfs.h"
 
-#define POLL_MS 100
 #define RESCAN_ALL_NS 5000000000ULL
-#define NVML_TIMEOUT_MS 3000
+#define SNAPSHOT_ATTEMPTS 3
+#define SNAPSHOT_RETRY_US 20000
+#define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
 static volatile sig_atomic_t stop_signal;
 
@@ -140,33 +139,6 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
 }
 
-static int tracer_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
-{
-	return tracer__proc_stats(ctx, pid, out);
-}
-
-static const char *stack_mode_name(enum gl_stack_mode m)
-{
-	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
-}
-
-/* NVML's view of the devices for a report; NULL when there is none. */
-static const struct nvml_sample *sample_nvml(struct session *s)
-{
-	int err;
-
-	if (s->nvml_off || !procs__count(books__procs(s->books)))
-		return NULL;
-	if (!s->nvml)
-		s->nvml = malloc(sizeof(*s->nvml));
-	err = s->nvml ? nvml__sample_isolated(NULL, NVML_TIMEOUT_MS, s->nvml) : -ENOMEM;
-	if (!err)
-		return s->nvml;
-	log_debug("no NVML figures (GPU capacity, memory held before attach): %s", strerror(-err));
-	s->nvml_off = true;
-	return NULL;
-}
-
 /*
  * Processes whose exit record was lost (ring buffer full): BPF keeps their
  * final books marked exited; take them now.
@@ -185,141 +157,8 @@ static void reconcile_exits(struct session *s)
 	}
 }
 
-static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
-{
-	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
-	struct snapshot_opts so = {
-		.now_ns = now_ns(),
-		.start_ns = s->start_ns,
-		.max_stacks = max_stacks,
-		.stats = stats,
-		.api_calls = calls,
-		.bpf_stats = tracer_stats_cb,
-		.bpf_ctx = s->tracer,
-		.python = s->python,
-		.stack_mode = stack_mode_name(s->o->stack_mode),
-		.nr_probes = tracer__nr_probes(s->tracer),
-		.nvml = sample_nvml(s),
-	};
-	struct snapshot *snap = NULL;
-
-	/* a call between its kernel-side update and its record can make the two
-	 * books differ for an instant: drain and look again before saying so */
-	for (int attempt = 0; attempt < 3; attempt++) {
-		tracer__drain(s->tracer);
-		reconcile_exits(s);
-		tracer__stats(s->tracer, stats);
-		tracer__api_calls(s->tracer, calls);
-		snapshot__free(snap);
-		snap = snapshot__build(s->books, s->sym, &so);
-		if (!snap || snap->complete || snap->lost_events)
-			break;
-		usleep(20000);
-	}
-	return snap;
-}
-
-/* Whether a report file goes to stdout, which then carries nothing else. */
-bool session__report_on_stdout(const struct gl_opts *o)
-{
-	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
-	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
-}
-
-static void print_summary(struct session *s)
-{
-	struct text_opts to = { .max_stacks = 3, .max_frames = 6 };
-	struct snapshot *snap;
-
-	if (session__report_on_stdout(s->o))
-		return;
-	snap = take_snapshot(s, 3);
-	if (!snap)
-		return;
-	printf("--- %.1f s ---\n", (now_ns() - s->start_ns) / 1e9);
-	report__text(stdout, snap, &to);
-	snapshot__free(snap);
-}
-
-enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
-
-/* Writes one report file (none if path is NULL). Returns 0 or -errno, said on stderr. */
-static int write_output(const struct snapshot *snap, enum output kind, const char *path)
-{
-	struct timespec wall;
-	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
-	FILE *f;
-	int err;
-
-	if (!path)
-		return 0;
-	f = outfile__open(path);
-	if (!f) {
-		err = -errno;
-		if (err == -ELOOP)
-			log_error("cannot write %s: it is a symbolic link (not followed)", path);
-		else if (err == -EMLINK)
-			log_error("cannot write %s: it has other hard links", path);
-		else
-			log_error("cannot write %s: %s", path, strerror(-err));
-		return err;
-	}
-	if (kind == OUT_JSON) {
-		err = report__json(f, snap);
-	} else if (kind == OUT_FOLDED) {
-		err = report__folded(f, snap, &(struct folded_opts){ 0 });
-	} else if (kind == OUT_SVG) {
-		err = report__svg(f, snap, &(struct svg_opts){ 0 });
-	} else {
-		clock_gettime(CLOCK_REALTIME, &wall);
-		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
-		err = report__pprof(f, snap, &po);
-	}
-	err = outfile__close(f) ?: err;
-	if (err)
-		log_error("writing %s failed: %s", path, strerror(-err));
-	return err;
-}
-
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o)
-{
-	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
-				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
-	int err = 0;
-
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
-		err = write_output(snap, i, paths[i]) ?: err;
-	return err;
-}
-
-static int final_report(struct session *s)
-{
-	const struct gl_opts *o = s->o;
-	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
-	struct snapshot *snap = take_snapshot(s, 0);
-	int err = 0;
-
-	if (!snap) {
-		log_error("failed to build the report: %s", strerror(errno));
-		return EXIT_RUNTIME;
-	}
-	if (!session__report_on_stdout(o))
-		err = report__text(stdout, snap, &to);
-	err = session__write_files(snap, o) ?: err;
-	if (snap->lost_events)
-		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
-			 (unsigned long long)snap->lost_events);
-	else if (!snap->complete)
-		log_warn("the books disagree with the kernel's exact counters: figures are "
-			 "incomplete (see \"stats\" and \"bpf\" in --json)");
-	snapshot__free(snap);
-	return err ? EXIT_RUNTIME : EXIT_OK;
-}
-
-
 int session__step(struct session *s, int timeout_ms, bool *done)
 {
-	const struct gl_opts *o = s->o;
 	int status = EXIT_OK, n;
 	uint64_t now;
 
@@ -351,11 +190,6 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
-	if (o->interval_ms && o->cmd != CMD_SERVE && o->cmd != CMD_TOP &&
-	    now >= s->next_summary_ns) {
-		print_summary(s);
-		s->next_summary_ns = now + o->interval_ms * 1000000ULL;
-	}
 	return EXIT_OK;
 }
 
@@ -366,7 +200,7 @@ void session__free(struct session *s)
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
 	books__free(s->books);
-	free(s->nvml);
+	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
 	symbolizer__free(s->sym);
 	python__free(s->python);
@@ -428,6 +262,12 @@ static int setup(struct session *s)
 		log_error("cannot keep modules in %s: %s", o->keep_dir, strerror(errno));
 		return EXIT_RUNTIME;
 	}
+	/* the agent answers scrapes: NVML's figures may be that old; a report samples anew */
+	s->gpus = gpu_sampler__new(o->cmd == CMD_SERVE ? GPU_SAMPLE_AGE_SERVE_NS : 0);
+	if (!s->gpus) {
+		log_error("out of memory");
+		return EXIT_RUNTIME;
+	}
 	s->tracer = tracer__new(&to, on_record, s);
 	if (!s->tracer)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
@@ -464,14 +304,54 @@ int session__start(struct session *s)
 	s->start_ns = now_ns();
 	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
 	s->wait_deadline_ns = s->start_ns + o->wait_ms * 1000000ULL;
-	s->next_summary_ns = s->start_ns + o->interval_ms * 1000000ULL;
 	s->next_rescan_ns = s->start_ns + RESCAN_ALL_NS;
 	return status;
 }
 
-struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks)
+static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 {
-	return take_snapshot(s, max_stacks);
+	return tracer__proc_stats(ctx, pid, out);
+}
+
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
+{
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
+	struct snapshot_opts so = {
+		.start_ns = s->start_ns,
+		.max_stacks = max_stacks,
+		.stats = stats,
+		.api_calls = calls,
+		.bpf_stats = bpf_stats_cb,
+		.bpf_ctx = s->tracer,
+		.python = symbols ? s->python : NULL,
+		.stack_mode = stack_mode__name(s->o->stack_mode),
+		.nr_probes = tracer__nr_probes(s->tracer),
+		/* a machine with nothing traced needs no child process for NVML */
+		.nvml = procs__count(books__procs(s->books)) ? gpu_sampler__get(s->gpus) : NULL,
+	};
+	struct snapshot *snap = NULL;
+
+	/* a call between its kernel-side update and its record can make the two
+	 * books differ for an instant: drain and look again before saying so */
+	for (int attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+		if (attempt)
+			usleep(SNAPSHOT_RETRY_US);
+		tracer__drain(s->tracer);
+		reconcile_exits(s);
+		tracer__stats(s->tracer, stats);
+		tracer__api_calls(s->tracer, calls);
+		so.now_ns = now_ns();
+		snapshot__free(snap);
+		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
+		if (!snap || snap->complete || snap->lost_events)
+			break;
+	}
+	return snap;
+}
+
+struct gpu_sampler *session__gpus(struct session *s)
+{
+	return s->gpus;
 }
 
 struct tracer *session__tracer(struct session *s)
@@ -484,20 +364,3 @@ struct books *session__books(struct session *s)
 	return s->books;
 }
 
-int session__run(const struct gl_opts *o)
-{
-	struct session *s;
-	bool done = false;
-	int status;
-
-	s = session__new(o, &status);
-	if (!s)
-		return status;
-	status = session__start(s);
-	while (!status && !done)
-		status = session__step(s, POLL_MS, &done);
-	if (status == EXIT_OK)
-		status = final_report(s);
-	session__free(s);
-	return status;
-}

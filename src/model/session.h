@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * session.h - one tracing session: attach to targets (or start one), collect
- * until they exit, the duration ends or a signal comes, then report. The
- * agent (serve.c) drives the same session step by step.
+ * session.h - one live tracing session: attach to targets (or start one),
+ * collect until they exit, the duration ends or a signal comes, and take
+ * snapshots to report from. attach/run (cmd/attach.c), top, record and the
+ * agent (agent/serve.c) drive the same session step by step.
  */
 #ifndef GL_SESSION_H
 #define GL_SESSION_H
@@ -14,9 +15,7 @@ struct session;
 struct snapshot;
 struct tracer;
 struct books;
-
-/* Runs the session described by o; returns the process exit status. */
-int session__run(const struct gl_opts *o);
+struct gpu_sampler;
 
 /* Loads the BPF side. NULL with *status set (EXIT_PRIV, EXIT_RUNTIME) on failure. */
 struct session *session__new(const struct gl_opts *o, int *status);
@@ -29,16 +28,17 @@ int session__start(struct session *s);
  * returns an exit status.
  */
 int session__step(struct session *s, int timeout_ms, bool *done);
-/* A snapshot of the books (drained, compared with BPF's counters); NULL on ENOMEM. */
-struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
-struct tracer *session__tracer(struct session *s);
 /*
- * Writes the report files o names (--json, --folded, --svg, --pprof) from
- * snap. Returns 0, or the last -errno (each failure said on stderr).
+ * A snapshot of the books: the ring buffer drained, lost exit records taken
+ * from BPF's books, compared with BPF's exact counters and built again (a few
+ * times, a moment apart) while they disagree for calls in flight. max_stacks
+ * as snapshot_opts; symbols false leaves frames unsymbolized (cheaper). NULL
+ * on ENOMEM.
  */
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o);
-/* Whether one of those files is stdout (the text report is then left out). */
-bool session__report_on_stdout(const struct gl_opts *o);
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols);
+/* NVML's view of the devices, cached for the session. */
+struct gpu_sampler *session__gpus(struct session *s);
+struct tracer *session__tracer(struct session *s);
 struct books *session__books(struct session *s);
 
 #endif /* GL_SESSION_H */

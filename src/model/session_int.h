@@ -12,7 +12,7 @@
 #include <sys/types.h>
 #include "books/books.h"
 #include "model/opts.h"
-#include "recording/modstore.h"
+#include "stacks/modstore.h"
 #include "stacks/python/python.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
@@ -58,14 +58,13 @@ struct session {
 	pid_t child;
 	int child_status;
 	bool child_done;
-	uint64_t start_ns, deadline_ns, next_summary_ns, next_liveness_ns, next_rescan_ns;
+	uint64_t start_ns, deadline_ns, next_liveness_ns, next_rescan_ns;
 	uint64_t wait_deadline_ns, next_reconcile_ns;
 	struct pending_scan pending[64];
 	int nr_pending;
 	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
 	int nr_torch_denied;
-	struct nvml_sample *nvml; /* the latest NVML sample */
-	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
+	struct gpu_sampler *gpus; /* NVML, cached */
 };
 
 /* targets.c */

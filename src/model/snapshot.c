@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 #include "books/analysis.h"
-#include "build.h"
+#include "snapshot.h"
+#include "books/books.h"
+#include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
 #include "gpu/nvml.h"

@@ -116,6 +116,35 @@ struct snapshot {
 	const struct snap_recording *recording; /* NULL: a live session */
 };
 
+struct books;
+struct symbolizer;
+struct python;
+struct nvml_sample;
+
+struct snapshot_opts {
+	uint64_t now_ns;    /* bpf_ktime_get_ns clock */
+	uint64_t start_ns;  /* when tracing started, same clock */
+	uint32_t max_stacks; /* per process, 0 = every stack with outstanding memory */
+	bool all_stacks;     /* include stacks with nothing outstanding */
+	const uint64_t *stats; /* GL_NR_STATS BPF counters, or NULL */
+	const uint64_t *api_calls; /* GL_NR_APIS call counts, or NULL */
+	/* BPF's books of a running process; returns 0 or -ENOENT. NULL: none. */
+	int (*bpf_stats)(void *ctx, int pid, struct gl_proc_stats *out);
+	void *bpf_ctx;
+	struct python *python; /* resolves Python frames; may be NULL */
+	const char *stack_mode;
+	uint32_t nr_probes;
+	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
+};
+
+/*
+ * A snapshot of every process in the books. Strings are borrowed from the
+ * symbolizer and the module table, which must outlive it. NULL on ENOMEM.
+ */
+struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
+				 const struct snapshot_opts *o);
+
+/* NULL is a no-op. */
 void snapshot__free(struct snapshot *s);
 
 #endif /* GL_SNAPSHOT_H */

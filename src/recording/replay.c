@@ -14,10 +14,11 @@
 #include <string.h>
 #include "books/books.h"
 #include "replay.h"
-#include "model/build.h"
-#include "modstore.h"
+#include "model/snapshot.h"
+#include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
 #include "recread.h"
+#include "trace/probes.h"
 #include "util/htab.h"
 
 #define DEFAULT_WIDTH_NS 1000000000ULL
@@ -390,11 +391,6 @@ static void name_python(struct replay *rp, struct snap_stack *st)
 	}
 }
 
-static const char *stack_mode_name(uint8_t m)
-{
-	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
-}
-
 struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 {
 	struct snapshot_opts so = {
@@ -404,7 +400,7 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 		.stats = rp->have_stats ? rp->stats : NULL,
 		.bpf_stats = recorded_bpf,
 		.bpf_ctx = rp,
-		.stack_mode = stack_mode_name(rp->stack_mode),
+		.stack_mode = stack_mode__name(rp->stack_mode),
 		.nr_probes = rp->nr_probes,
 	};
 	struct books *b = books_of(rp);

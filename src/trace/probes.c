@@ -65,3 +65,8 @@ const char *cuda__error_name(int rc)
 	default: return "CUDA_ERROR_OTHER";
 	}
 }
+
+const char *stack_mode__name(enum gl_stack_mode m)
+{
+	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
+}

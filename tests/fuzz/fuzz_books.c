@@ -10,7 +10,7 @@
  */
 #include "fuzz.h"
 #include "books/books.h"
-#include "model/build.h"
+#include "model/snapshot.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
 #include "trace/event.h"

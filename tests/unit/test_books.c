@@ -6,7 +6,7 @@
  * to calls, exec, exit, PID reuse and malformed records.
  */
 #include "books_fixture.h"
-#include "model/build.h"
+#include "model/snapshot.h"
 
 static void expect_class(struct proc *p, uint8_t cls, uint64_t bytes, uint64_t n)
 {

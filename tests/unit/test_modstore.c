@@ -6,7 +6,7 @@
  * build-id matches, else in the store and debug directories.
  */
 #include "unit.h"
-#include "recording/modstore.h"
+#include "stacks/modstore.h"
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
 #include "util/log.h"

@@ -18,8 +18,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "modstore.h"
-#include "stacks/modules.h"
-#include "stacks/stacks.h"
+#include "modules.h"
+#include "stacks.h"
 #include "util/fmt.h"
 #include "util/htab.h"
 #include "util/log.h"
