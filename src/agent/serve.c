@@ -61,7 +61,7 @@ static void on_forget(void *ctx, struct proc *proc)
 	/* the kernel keeps an exited process's books until told (lost exit records) */
 	tracer__forget_proc(a->s->tracer, proc->pid, proc->start_time);
 	if (!a->o->no_python)
-		python__detach(a->s->python, a->s->tracer, proc->pid);
+		python__detach(a->s->python, proc->pid);
 	log_debug("PID %d (%s) exited: dropped from the books", proc->pid, proc->comm);
 }
 

@@ -23,8 +23,6 @@
 #include "util/procfs.h"
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
-#define MAP_REFRESH_MIN_NS 10000000ULL
-#define MAP_REFRESH_MAX_NS 1000000000ULL
 
 struct books {
 	struct modules *mods;
@@ -209,8 +207,6 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 			proc->am = early;
 		else
 			addr_map__free(early);
-		proc->am_refreshed_ns = h->ts;
-		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
 	}
 	if (b->hooks.proc_new)
 		b->hooks.proc_new(b->hooks.ctx, proc);
@@ -219,7 +215,9 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 
 /*
  * Address -> frame. On a miss the process's maps are read again (a library
- * was loaded), backing off while misses persist (JIT code has no file).
+ * was loaded), backing off while misses persist (JIT code has no file). A
+ * process whose maps could not be read at its first record (gone already)
+ * stays without: its PID may name another process by now.
  */
 static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint64_t addr,
 			  struct frame *f)
@@ -227,18 +225,8 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 	uint64_t off;
 	uint32_t mod = addr_map__resolve(proc->am, addr, &off);
 
-	if (!mod && !b->opts.no_proc_files && now - proc->am_refreshed_ns >= proc->am_backoff_ns) {
-		proc->am_refreshed_ns = now;
-		if (!proc->am)
-			proc->am = addr_map__new(b->mods, proc->pid);
-		else
-			addr_map__refresh(proc->am);
+	if (!mod && addr_map__refresh_after_miss(proc->am, now))
 		mod = addr_map__resolve(proc->am, addr, &off);
-		if (mod)
-			proc->am_backoff_ns = MAP_REFRESH_MIN_NS;
-		else if (proc->am_backoff_ns < MAP_REFRESH_MAX_NS)
-			proc->am_backoff_ns = proc->am_backoff_ns * 2 ?: MAP_REFRESH_MIN_NS;
-	}
 	if (mod)
 		*f = (struct frame){ .addr = off, .mod = mod, .kind = FRAME_NATIVE };
 	else
@@ -247,11 +235,12 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 
 static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
 {
+	struct stack_owner who = { .pid = proc->pid, .start_time = proc->start_time, .am = proc->am };
 	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	int n_ips, n = 0;
 
-	n_ips = unwind__stack(b->unwinder, proc, v, ips, UNWIND_MAX_FRAMES);
+	n_ips = unwind__stack(b->unwinder, &who, v, ips, UNWIND_MAX_FRAMES);
 	if (n_ips <= 0) /* no native stack: the traced function itself still tells something */
 		frames[n++] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
 	for (int i = 0; i < n_ips && n < (int)(sizeof(frames) / sizeof(frames[0])); i++) {
@@ -261,7 +250,7 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
 	}
 	if (b->python)
-		n = python__merge(b->python, proc, v, frames, n, sizeof(frames) / sizeof(frames[0]));
+		n = python__merge(b->python, &who, v, frames, n, sizeof(frames) / sizeof(frames[0]));
 	return stacks__intern(b->stacks, frames, n);
 }
 

@@ -108,9 +108,7 @@ struct proc {
 	struct htab *allocs;  /* alloc_key -> alloc_val */
 	struct htab *aggs;    /* agg_key -> agg */
 	struct htab *pending; /* pending_key -> pending */
-	struct addr_map *am;
-	uint64_t am_refreshed_ns;
-	uint64_t am_backoff_ns; /* wait before re-reading the maps after a miss */
+	struct addr_map *am; /* re-read after misses, with a backoff (modules.h) */
 
 	struct proc_ctx *ctxs;
 	uint16_t nr_ctxs, cap_ctxs;

@@ -28,6 +28,7 @@
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
+#include "trace/pyprocs.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -63,9 +64,9 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
 	if (!s->o->no_python) {
 		/* a new image has its own interpreter, or none */
-		python__detach(s->python, s->tracer, proc->pid);
+		python__detach(s->python, proc->pid);
 		if (event == GL_PROC_EXEC)
-			python__attach(s->python, s->tracer, proc->pid);
+			python__attach(s->python, proc->pid);
 	}
 	if (event == GL_PROC_EXEC) {
 		if (proc->bytes[GL_CLASS_DEVICE])
@@ -84,7 +85,7 @@ static void on_proc_new(void *ctx, struct proc *proc)
 	struct session *s = ctx;
 
 	if (!s->o->no_python)
-		python__attach(s->python, s->tracer, proc->pid);
+		python__attach(s->python, proc->pid);
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
@@ -245,6 +246,7 @@ static int setup(struct session *s)
 		.failure = on_failure,
 		.ctx = s,
 	};
+	struct py_publisher pub;
 
 	raise_fd_limit();
 	s->mods = modules__new();
@@ -271,6 +273,8 @@ static int setup(struct session *s)
 	s->tracer = tracer__new(&to, on_record, s);
 	if (!s->tracer)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	pub = pyprocs__publisher(s->tracer);
+	python__set_publisher(s->python, &pub);
 	return EXIT_OK;
 }
 

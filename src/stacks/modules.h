@@ -53,5 +53,14 @@ int addr_map__for_each(const struct addr_map *am,
 		       void *ctx);
 /* Generation counter: increases at every refresh that changed the map. */
 uint64_t addr_map__generation(const struct addr_map *am);
+/*
+ * After an address was not found: re-reads the maps (a library was loaded)
+ * unless the last such re-read was less than the backoff ago. The backoff is
+ * 0 for a new map (the first miss re-reads at once), 10 ms after a re-read
+ * that changed the map, and doubles up to 1 s while re-reads change nothing
+ * (JIT code has no file). now is in ns on the caller's clock (record
+ * timestamps). Returns whether the map changed; NULL am is a no-op.
+ */
+bool addr_map__refresh_after_miss(struct addr_map *am, uint64_t now);
 
 #endif /* GL_MODULES_H */

@@ -9,14 +9,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuleak_abi.h"
-
-/* A validated stack record and its variable parts. */
-struct stack_view {
-	const struct gl_stack *rec;
-	const struct gl_py_frame *py; /* rec->nr_py entries */
-	const uint64_t *ips;	      /* rec->nr_ips entries (unaligned-safe copy not needed: 8-aligned) */
-	const uint8_t *stack;	      /* rec->stack_bytes bytes, a copy of the user stack at rec->sp */
-};
+#include "stacks/stacks.h" /* struct stack_view */
 
 /*
  * Checks that data[0..size) is one well-formed record: known type, sizes

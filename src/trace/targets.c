@@ -136,7 +136,7 @@ static int try_attach_target(struct session *s, struct target *t)
 		/* Python frames and PyTorch's probes first: what is allocated once
 		 * "attached to PID" is said must be seen with them */
 		if (!s->o->no_python)
-			python__attach(s->python, s->tracer, t->pid);
+			python__attach(s->python, t->pid);
 		if (!t->torch_done) {
 			err = attach_torch(s, t->pid);
 			t->torch_done = err == 1;
@@ -261,7 +261,7 @@ static int scan_pid(struct session *s, int pid)
 	if (!lib)
 		return 0;
 	if (!s->o->no_python)
-		python__attach(s->python, s->tracer, pid);
+		python__attach(s->python, pid);
 	if (libcuda__find_in_process(pid, lib) == 0) {
 		ret = 1;
 		books__prefetch_maps(s->books, pid);
@@ -471,7 +471,7 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 			}
 			t->torch_done = r == 1;
 			if (t->torch_done && !s->o->no_python)
-				python__attach(s->python, s->tracer, t->pid);
+				python__attach(s->python, t->pid);
 		}
 		if (t->state != T_WAITING)
 			continue;

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "books/procs.h"
 #include "stacks/modules.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
@@ -40,7 +39,7 @@ struct capture {
 struct fixture {
 	struct modules *mods;
 	struct symbolizer *sym;
-	struct proc proc;
+	struct stack_owner proc;
 	struct capture cap;
 	struct stack_view view;
 	uint64_t full[UNWIND_MAX_FRAMES];
@@ -350,7 +349,7 @@ static void test_frame_pointer_fallback(void **state)
 static void test_without_address_map(void **state)
 {
 	struct unwinder *u = dwarf_unwinder();
-	struct proc p = { .pid = getpid(), .start_time = 2 };
+	struct stack_owner p = { .pid = getpid(), .start_time = 2 };
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	struct unwind_stats st;
 	int n = unwind__stack(u, &p, &fx->view, ips, UNWIND_MAX_FRAMES);

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "books/procs.h"
 #include "dwarf.h"
 #include "dwarf_deps.h"
 #include "unwind.h"
@@ -39,8 +38,6 @@
 #define MAX_ENTRIES 4096       /* cached stacks per process; beyond, its cache starts over */
 #define CACHE_BYTES (64 << 20) /* all caches together; beyond, they all start over */
 /* re-reading a process's maps on an unknown pc: books.c's policy on the same fields */
-#define MAP_REFRESH_MIN_NS 10000000ULL
-#define MAP_REFRESH_MAX_NS 1000000000ULL
 
 struct proc_key {
 	int64_t pid;
@@ -217,7 +214,7 @@ static void evict_lru(struct unwinder *u)
 	}
 }
 
-static struct uproc *uproc_get(struct unwinder *u, const struct proc *proc)
+static struct uproc *uproc_get(struct unwinder *u, const struct stack_owner *proc)
 {
 	struct proc_key k = { .pid = proc->pid, .start_time = proc->start_time };
 	struct uproc **slot, *up;
@@ -245,7 +242,7 @@ static struct uproc *uproc_get(struct unwinder *u, const struct proc *proc)
 }
 
 /* The Dwfl of proc matches its address map: built (again) if not. */
-static void uproc_sync(struct unwinder *u, struct uproc *up, const struct proc *proc)
+static void uproc_sync(struct unwinder *u, struct uproc *up, const struct stack_owner *proc)
 {
 	const struct addr_map *am = proc->am;
 	uint64_t t0;
@@ -351,33 +348,15 @@ static bool all_resolved(const struct addr_map *am, const uint64_t *pcs, int n)
 	return true;
 }
 
-/* Reads the maps again unless that was done lately; returns whether they changed. */
-static bool refresh_map(struct proc *proc, uint64_t now)
-{
-	uint64_t gen;
-
-	if (!proc->am || now - proc->am_refreshed_ns < proc->am_backoff_ns)
-		return false;
-	gen = addr_map__generation(proc->am);
-	proc->am_refreshed_ns = now;
-	if (addr_map__refresh(proc->am) == 0 && addr_map__generation(proc->am) != gen) {
-		proc->am_backoff_ns = MAP_REFRESH_MIN_NS;
-		return true;
-	}
-	if (proc->am_backoff_ns < MAP_REFRESH_MAX_NS)
-		proc->am_backoff_ns = proc->am_backoff_ns * 2 ?: MAP_REFRESH_MIN_NS;
-	return false;
-}
-
 /* A miss: libdwfl, the maps read again if a pc is unknown, then the cache. */
-static int dwarf_miss(struct unwinder *u, struct uproc *up, struct proc *proc,
+static int dwarf_miss(struct unwinder *u, struct uproc *up, const struct stack_owner *proc,
 		      const struct dwarf_input *in, const struct cache_key *k, uint64_t ts,
 		      uint64_t *ips, int max)
 {
 	struct dwarf_deps deps;
 	int n = dwarf_proc__unwind(up->dw, in, ips, max);
 
-	if (!all_resolved(proc->am, ips, n) && refresh_map(proc, ts)) {
+	if (!all_resolved(proc->am, ips, n) && addr_map__refresh_after_miss(proc->am, ts)) {
 		uproc_sync(u, up, proc);
 		if (!up->dw) {
 			u->st.fp_walks++;
@@ -393,8 +372,8 @@ static int dwarf_miss(struct unwinder *u, struct uproc *up, struct proc *proc,
 	return n;
 }
 
-static int dwarf_stack(struct unwinder *u, struct proc *proc, const struct stack_view *v,
-		       uint64_t *ips, int max)
+static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
+		       const struct stack_view *v, uint64_t *ips, int max)
 {
 	const struct gl_stack *r = v->rec;
 	struct dwarf_input in = {
@@ -433,10 +412,10 @@ static int dwarf_stack(struct unwinder *u, struct proc *proc, const struct stack
 	return n;
 }
 
-int unwind__stack(struct unwinder *u, struct proc *proc, const struct stack_view *v,
+int unwind__stack(struct unwinder *u, const struct stack_owner *who, const struct stack_view *v,
 		  uint64_t *ips, int max)
 {
 	if (v->rec->nr_ips || u->mode != GL_STACK_DWARF)
 		return fp_stack(v, ips, max);
-	return dwarf_stack(u, proc, v, ips, max);
+	return dwarf_stack(u, who, v, ips, max);
 }

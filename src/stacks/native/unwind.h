@@ -15,12 +15,10 @@
 #include <linux/types.h>
 #include "gpuleak_abi.h"
 #include "stacks/stacks.h"
-#include "trace/event.h"
 
 #define UNWIND_MAX_FRAMES 256
 
 struct unwinder;
-struct proc;
 struct modules;
 
 /* What the unwinder did with DWARF records. */
@@ -44,11 +42,11 @@ void unwinder__stats(const struct unwinder *u, struct unwind_stats *out);
 /*
  * Instruction addresses of the stack in v, innermost first: ips[0] is the
  * traced function's entry, the others are return addresses. Returns the
- * count, 0 if the record has no stack. DWARF records of proc are unwound
- * through proc->am, which is read again when a pc lies outside it (a library
- * loaded since), at most as often as books.c would.
+ * count, 0 if the record has no stack. DWARF records are unwound through
+ * who->am, which is read again when a pc lies outside it (a library loaded
+ * since), as addr_map__refresh_after_miss() allows.
  */
-int unwind__stack(struct unwinder *u, struct proc *proc, const struct stack_view *v,
+int unwind__stack(struct unwinder *u, const struct stack_owner *who, const struct stack_view *v,
 		  uint64_t *ips, int max);
 
 #endif /* GL_UNWIND_H */

@@ -12,15 +12,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/bpf.h>
-#include "books/procs.h"
 #include "stacks/modules.h"
 #include "pycode.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
 #include "python.h"
-#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -63,7 +60,7 @@ struct code_name {
 
 struct python {
 	struct modules *mods;
-	struct tracer *tracer; /* the last one attached with, for retries */
+	struct py_publisher pub; /* where BPF's settings go; .set NULL: nowhere */
 	struct htab *procs;   /* pid -> struct py_proc * */
 	struct htab *codes;   /* code_key -> code_val */
 	struct htab *by_hash; /* hash of (function, file) -> first code id */
@@ -71,6 +68,11 @@ struct python {
 	uint32_t nr_names, cap_names;
 	uint64_t status[GL_PY_NR_STATUS];
 };
+
+void python__set_publisher(struct python *py, const struct py_publisher *pub)
+{
+	py->pub = pub ? *pub : (struct py_publisher){ 0 };
+}
 
 struct python *python__new(struct modules *m)
 {
@@ -176,11 +178,11 @@ static bool layout_fits(int pid, const struct py_target *tgt, const struct py_la
 	return pyproc__read(pid, tstate + l->ts_interp, &back, 8) == 8 && back == interp;
 }
 
-static int configure(struct tracer *t, struct py_proc *pp)
+static int configure(const struct py_publisher *pub, struct py_proc *pp)
 {
 	struct gl_py_proc walk;
 	long tck = sysconf(_SC_CLK_TCK);
-	int err, fd, minor;
+	int err, minor;
 
 	err = pyproc__find(pp->pid, &pp->tgt);
 	if (err)
@@ -202,12 +204,9 @@ static int configure(struct tracer *t, struct py_proc *pp)
 	walk.runtime = pp->tgt.runtime;
 	walk.start_ticks = pp->start_ticks;
 	walk.tick_ns = tck > 0 ? 1000000000 / tck : 10000000;
-	if (t) {
-		int32_t key = pp->pid;
-
-		fd = tracer__map_fd(t, "py_procs");
-		if (fd < 0 || bpf_map_update_elem(fd, &key, &walk, BPF_ANY)) {
-			err = fd < 0 ? fd : -errno;
+	if (pub->set) {
+		err = pub->set(pub->ctx, pp->pid, &walk);
+		if (err) {
 			log_warn("PID %d: cannot enable Python frames: %s", pp->pid, strerror(-err));
 			return err;
 		}
@@ -243,25 +242,21 @@ static void forget_codes(struct python *py, int pid)
 	free(drop);
 }
 
-void python__detach(struct python *py, struct tracer *t, int pid)
+void python__detach(struct python *py, int pid)
 {
 	struct py_proc *pp = proc_lookup(py, pid);
 	int32_t key = pid;
-	int fd;
 
 	if (!pp)
 		return;
-	if (t && pp->python) {
-		fd = tracer__map_fd(t, "py_procs");
-		if (fd >= 0)
-			bpf_map_delete_elem(fd, &key);
-	}
+	if (py->pub.clear && pp->python)
+		py->pub.clear(py->pub.ctx, pid);
 	forget_codes(py, pid);
 	htab__delete(py->procs, &key);
 	free(pp);
 }
 
-int python__attach(struct python *py, struct tracer *t, int pid)
+int python__attach(struct python *py, int pid)
 {
 	struct py_proc *pp = proc_lookup(py, pid), **slot;
 	int32_t key = pid;
@@ -272,7 +267,7 @@ int python__attach(struct python *py, struct tracer *t, int pid)
 		return -ESRCH;
 	if (pp && pp->start_ticks == ticks)
 		return pp->python ? 0 : -ENOENT;
-	python__detach(py, t, pid);
+	python__detach(py, pid);
 	pp = calloc(1, sizeof(*pp));
 	if (!pp)
 		return -ENOMEM;
@@ -284,9 +279,8 @@ int python__attach(struct python *py, struct tracer *t, int pid)
 		return -ENOMEM;
 	}
 	*slot = pp;
-	py->tracer = t;
 	pp->tried_ns = now_ns();
-	err = configure(t, pp);
+	err = configure(&py->pub, pp);
 	if (err == -ENOENT)
 		pp->retries = ATTACH_RETRIES;
 	else if (err)
@@ -303,7 +297,7 @@ static void retry_attach(struct python *py, struct py_proc *pp, uint64_t now)
 		return;
 	pp->retries--;
 	pp->tried_ns = now;
-	err = configure(py->tracer, pp);
+	err = configure(&py->pub, pp);
 	if (err && err != -ENOENT)
 		pp->retries = 0;
 }
@@ -350,7 +344,7 @@ fail:
 }
 
 static const struct code_val *code_of(struct python *py, const struct py_proc *pp,
-				      const struct proc *proc, uint64_t code)
+				      const struct stack_owner *proc, uint64_t code)
 {
 	struct code_key k = { .start_time = proc->start_time, .code = code, .pid = proc->pid };
 	struct code_val *v = htab__lookup(py->codes, &k);
@@ -411,7 +405,7 @@ int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
 	return k;
 }
 
-int python__merge(struct python *py, struct proc *proc, const struct stack_view *v,
+int python__merge(struct python *py, const struct stack_owner *proc, const struct stack_view *v,
 		  struct frame *frames, int n, int max)
 {
 	struct frame pyf[GL_MAX_PY_FRAMES], out[MAX_MERGED];

@@ -11,28 +11,43 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "stacks/stacks.h"
-#include "trace/event.h"
 
 struct python;
-struct tracer;
-struct proc;
 struct modules;
+struct gl_py_proc;
+
+/*
+ * Where the settings BPF needs to walk a process's frames go: the tracer's
+ * py_procs map (trace/pyprocs.c). The Python module decides what they are;
+ * the tracer owns the map.
+ */
+struct py_publisher {
+	/* pid's settings; returns 0 or -errno */
+	int (*set)(void *ctx, int pid, const struct gl_py_proc *walk);
+	/* withdraws pid's settings */
+	void (*clear)(void *ctx, int pid);
+	void *ctx;
+};
 
 /* NULL with errno on failure. m is not owned. */
 struct python *python__new(struct modules *m);
 void python__free(struct python *py);
+/*
+ * Settings for BPF go to pub from now on (copied; NULL: nowhere, as for
+ * offline use; names and lines still resolve).
+ */
+void python__set_publisher(struct python *py, const struct py_publisher *pub);
 
 /*
  * Looks for a CPython interpreter in pid (the python binary or libpython);
- * when one of a supported version is found, tells the BPF side (through the
- * tracer's maps) how to walk its frames. Returns 0, -ENOENT if pid runs no
+ * when one of a supported version is found, publishes how BPF is to walk its
+ * frames (python__set_publisher()). Returns 0, -ENOENT if pid runs no
  * CPython, -ENOTSUP for a version gpuleak cannot walk, or another -errno.
- * Calling it again for the same process is cheap. t may be NULL (nothing is
- * told to BPF; names and lines still resolve).
+ * Calling it again for the same process is cheap.
  */
-int python__attach(struct python *py, struct tracer *t, int pid);
-/* Forgets pid (exited or exec'd); removes its BPF configuration. */
-void python__detach(struct python *py, struct tracer *t, int pid);
+int python__attach(struct python *py, int pid);
+/* Forgets pid (exited or exec'd); withdraws its settings. */
+void python__detach(struct python *py, int pid);
 
 /*
  * Merges the Python frames of record v into frames[0..n) (native frames,
@@ -44,7 +59,7 @@ void python__detach(struct python *py, struct tracer *t, int pid);
  * frames (mod = code id, addr = line). Returns the new count (<= max). A
  * record without Python frames leaves frames unchanged.
  */
-int python__merge(struct python *py, struct proc *proc, const struct stack_view *v,
+int python__merge(struct python *py, const struct stack_owner *who, const struct stack_view *v,
 		  struct frame *frames, int n, int max);
 
 /* Qualified function name and file of a Python code id; NULLs if unknown. */
