@@ -311,7 +311,7 @@ static int loop(struct agent *a)
 
 		fds[n++] = (struct pollfd){ .fd = tracer__epoll_fd(a->s->tracer), .events = POLLIN };
 		n += http__pollfds(a->http, fds + 1, max - 1);
-		if (a->s->nr_pending)
+		if (targets__scanning(a->s->targets))
 			timeout = 5;
 		if (ht >= 0 && ht < timeout)
 			timeout = ht;

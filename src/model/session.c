@@ -34,7 +34,6 @@
 #include "util/log.h"
 #include "util/procfs.h"
 
-#define RESCAN_ALL_NS 5000000000ULL
 #define SNAPSHOT_ATTEMPTS 3
 #define SNAPSHOT_RETRY_US 20000
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
@@ -57,7 +56,6 @@ static int on_record(void *ctx, const void *data, size_t size)
 static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 {
 	struct session *s = ctx;
-	struct target *t = targets__find(s, proc->pid);
 	char b[32];
 
 	if (event == GL_PROC_EXIT)
@@ -74,10 +72,25 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 				 proc->pid, fmt_bytes(proc->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 		return;
 	}
-	if (t && t->state != T_EXITED) {
-		t->state = T_EXITED;
-		log_info("PID %d (%s) exited", proc->pid, proc->comm);
-	}
+	targets__exited(s->targets, proc->pid, proc->comm);
+}
+
+static void on_libs_changed(void *ctx, int pid)
+{
+	struct session *s = ctx;
+
+	targets__libs_changed(s->targets, pid);
+}
+
+static void prefetch_maps(void *ctx, int pid)
+{
+	books__prefetch_maps(ctx, pid);
+}
+
+/* An exit status from a targets__* result. */
+static int exit_status(int err)
+{
+	return err == -EPERM ? EXIT_PRIV : err ? EXIT_RUNTIME : EXIT_OK;
 }
 
 static void on_proc_new(void *ctx, struct proc *proc)
@@ -160,11 +173,13 @@ static void reconcile_exits(struct session *s)
 
 int session__step(struct session *s, int timeout_ms, bool *done)
 {
-	int status = EXIT_OK, n;
+	int err = 0, n;
 	uint64_t now;
 
 	*done = false;
-	n = tracer__poll(s->tracer, s->nr_pending && timeout_ms > 20 ? 20 : timeout_ms);
+	if (targets__scanning(s->targets) && timeout_ms > 20)
+		timeout_ms = 20;
+	n = tracer__poll(s->tracer, timeout_ms);
 	if (n < 0) {
 		log_error("reading the ring buffer failed: %s", strerror(-n));
 		*done = true;
@@ -173,7 +188,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 	now = now_ns();
 	if (stop_signal) {
 		if (stop_signal == SIGTERM)
-			targets__signal_child(s, SIGTERM);
+			targets__signal_child(s->targets, SIGTERM);
 		log_info("stopping (signal %d)", (int)stop_signal);
 		*done = true;
 		return EXIT_OK;
@@ -183,9 +198,9 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		s->next_reconcile_ns = now + 1000000000ULL;
 	}
 	modstore__sync(s->keep, s->stacks, s->mods);
-	if (targets__step(s, now, &status)) {
+	if (targets__step(s->targets, now, &err)) {
 		*done = true;
-		return status;
+		return exit_status(err);
 	}
 	if (s->deadline_ns && now >= s->deadline_ns) {
 		*done = true;
@@ -208,8 +223,7 @@ void session__free(struct session *s)
 	unwinder__free(s->unwinder);
 	stacks__free(s->stacks);
 	modules__free(s->mods);
-	if (s->child > 0 && !s->child_done)
-		waitpid(s->child, NULL, 0);
+	targets__free(s->targets);
 	free(s);
 }
 
@@ -242,9 +256,21 @@ static int setup(struct session *s)
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
-		.libs_changed = targets__libs_changed,
+		.libs_changed = on_libs_changed,
 		.failure = on_failure,
 		.ctx = s,
+	};
+	struct targets_opts tgo = {
+		.pids = o->pids,
+		.nr_pids = o->nr_pids,
+		.all = o->all,
+		.argv = o->cmd == CMD_RUN ? o->argv : NULL,
+		.libcuda = o->libcuda,
+		.wait_ms = o->wait_ms,
+		.no_python = o->no_python,
+		.no_torch = o->no_torch,
+		.torch = o->torch,
+		.keep_going = o->cmd == CMD_SERVE,
 	};
 	struct py_publisher pub;
 
@@ -275,6 +301,11 @@ static int setup(struct session *s)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
 	pub = pyprocs__publisher(s->tracer);
 	python__set_publisher(s->python, &pub);
+	s->targets = targets__new(&tgo, s->tracer, s->python, prefetch_maps, s->books);
+	if (!s->targets) {
+		log_error("out of memory");
+		return EXIT_RUNTIME;
+	}
 	return EXIT_OK;
 }
 
@@ -303,12 +334,10 @@ struct session *session__new(const struct gl_opts *o, int *status)
 int session__start(struct session *s)
 {
 	const struct gl_opts *o = s->o;
-	int status = targets__start(s);
+	int status = exit_status(targets__start(s->targets));
 
 	s->start_ns = now_ns();
 	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
-	s->wait_deadline_ns = s->start_ns + o->wait_ms * 1000000ULL;
-	s->next_rescan_ns = s->start_ns + RESCAN_ALL_NS;
 	return status;
 }
 

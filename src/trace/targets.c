@@ -15,8 +15,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "model/session_int.h"
+#include "loader.h"
 #include "probes.h"
+#include "targets.h"
+#include "stacks/python/python.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -24,10 +26,51 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+/* A library change is scanned at once and once more this much later. */
+#define PENDING_FOLLOW_UP_NS 100000000ULL
 
-static int attach_ldso(struct session *s, int pid);
+enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
 
-struct target *targets__find(struct session *s, int pid)
+struct pending_scan {
+	int pid;
+	bool scanned;	  /* the first scan is done; the follow-up is due at due_ns */
+	uint64_t due_ns;
+};
+
+struct lib_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct target {
+	int pid;
+	uint64_t start_ticks;
+	enum target_state state;
+	uint64_t gone_ns; /* when /proc said it was gone */
+	bool torch_done;  /* its libc10_cuda.so was found (attached or not) */
+};
+
+struct targets {
+	struct targets_opts o;
+	struct tracer *tracer;
+	struct python *python;
+	void (*seen)(void *ctx, int pid);
+	void *seen_ctx;
+	struct target targets[TARGETS_MAX];
+	int nr_targets;
+	pid_t child;
+	int child_status;
+	bool child_done;
+	uint64_t wait_deadline_ns, next_liveness_ns, next_rescan_ns;
+	struct pending_scan pending[64];
+	int nr_pending;
+	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
+	int nr_torch_denied;
+};
+
+static int attach_ldso(struct targets *s, int pid);
+
+static struct target *find_target(struct targets *s, int pid)
 {
 	for (int i = 0; i < s->nr_targets; i++)
 		if (s->targets[i].pid == pid)
@@ -35,7 +78,7 @@ struct target *targets__find(struct session *s, int pid)
 	return NULL;
 }
 
-static void report_attached(struct session *s, const struct cuda_lib *lib, int n, int pid)
+static void report_attached(struct targets *s, const struct cuda_lib *lib, int n, int pid)
 {
 	char missing[2048];
 	char comm[32] = "";
@@ -57,7 +100,7 @@ static void report_attached(struct session *s, const struct cuda_lib *lib, int n
 }
 
 /* Attaches to the library if it is new. Returns 0, or -errno (-EPERM: privileges). */
-static int attach_lib(struct session *s, const struct cuda_lib *lib, int pid)
+static int attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
 {
 	int n;
 
@@ -79,14 +122,14 @@ static int attach_lib(struct session *s, const struct cuda_lib *lib, int pid)
  * 1 when the library was found (attached or without probes), 0 when pid maps
  * none (yet), -EPERM on privileges.
  */
-static int attach_torch(struct session *s, int pid)
+static int attach_torch(struct targets *s, int pid)
 {
 	char path[PATH_MAX], display[PATH_MAX];
 	dev_t dev;
 	ino_t ino;
 	int err;
 
-	if (s->o->no_torch)
+	if (s->o.no_torch)
 		return 1;
 	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
 		return 0;
@@ -96,7 +139,7 @@ static int attach_torch(struct session *s, int pid)
 		if (s->torch_denied[i].dev == dev && s->torch_denied[i].ino == ino)
 			return 1;
 	err = tracer__attach_torch(s->tracer, path, dev, ino);
-	if (err == -EPERM && s->o->cmd == CMD_SERVE) {
+	if (err == -EPERM && s->o.keep_going) {
 		/* the agent goes on: tensor blocks are then not traced in this library */
 		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
 			 "accounting only", display);
@@ -109,7 +152,7 @@ static int attach_torch(struct session *s, int pid)
 		return -EPERM;
 	}
 	if (err == -ENOENT || err == -ESRCH)
-		log_msg(s->o->torch ? LOG_WARN : LOG_INFO,
+		log_msg(s->o.torch ? LOG_WARN : LOG_INFO,
 			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
 			"driver-level accounting only", display);
 	else if (err)
@@ -122,7 +165,7 @@ static int attach_torch(struct session *s, int pid)
 }
 
 /* Looks for the target's libcuda; attaches when found. Returns 0, 1 (not yet) or -errno. */
-static int try_attach_target(struct session *s, struct target *t)
+static int try_attach_target(struct targets *s, struct target *t)
 {
 	struct cuda_lib *lib = malloc(sizeof(*lib));
 	int err;
@@ -135,7 +178,7 @@ static int try_attach_target(struct session *s, struct target *t)
 	} else if (err == 0) {
 		/* Python frames and PyTorch's probes first: what is allocated once
 		 * "attached to PID" is said must be seen with them */
-		if (!s->o->no_python)
+		if (!s->o.no_python)
 			python__attach(s->python, t->pid);
 		if (!t->torch_done) {
 			err = attach_torch(s, t->pid);
@@ -163,50 +206,50 @@ static bool target_alive(const struct target *t)
 	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
 }
 
-static int add_targets(struct session *s)
+static int add_targets(struct targets *s)
 {
-	const struct gl_opts *o = s->o;
+	const struct targets_opts *o = &s->o;
 
 	for (int i = 0; i < o->nr_pids; i++) {
 		struct target *t = &s->targets[s->nr_targets];
 		int err;
 
-		if (targets__find(s, o->pids[i]))
+		if (find_target(s, o->pids[i]))
 			continue;
 		t->pid = o->pids[i];
 		if (procfs__start_ticks(t->pid, &t->start_ticks)) {
 			log_error("no such process: %d", t->pid);
-			return EXIT_RUNTIME;
+			return -EIO;
 		}
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
 			log_error("failed to add PID %d to the targets: %s", t->pid, strerror(-err));
-			return EXIT_RUNTIME;
+			return -EIO;
 		}
 		s->nr_targets++;
 		if (attach_ldso(s, t->pid) == -EPERM)
-			return EXIT_PRIV;
+			return -EPERM;
 		err = try_attach_target(s, t);
 		if (err == -EPERM)
-			return EXIT_PRIV;
+			return -EPERM;
 		if (err < 0 && !target_alive(t)) {
 			log_error("process %d exited before gpuleak could attach", t->pid);
-			return EXIT_RUNTIME;
+			return -EIO;
 		}
 		if (err < 0)
-			return EXIT_RUNTIME;
+			return -EIO;
 		if (err == 1)
 			log_info("PID %d has not loaded libcuda yet; waiting up to %.0f s", t->pid,
 				 o->wait_ms / 1e3);
 	}
-	return EXIT_OK;
+	return 0;
 }
 
 /*
  * Watches pid's dynamic loader (once per ld.so file): libraries it loads
  * later are found at once. Returns 0, or -EPERM on privileges.
  */
-static int attach_ldso(struct session *s, int pid)
+static int attach_ldso(struct targets *s, int pid)
 {
 	char path[PATH_MAX], display[PATH_MAX];
 	dev_t dev;
@@ -227,7 +270,7 @@ static int attach_ldso(struct session *s, int pid)
 }
 
 /* The system's dynamic loader, which new programs (run, -a) will use. */
-static int attach_system_ldso(struct session *s)
+static int attach_system_ldso(struct targets *s)
 {
 	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
 					     "/lib/ld-linux-aarch64.so.1" };
@@ -252,19 +295,20 @@ static int attach_system_ldso(struct session *s)
  * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
  * -EPERM on privileges.
  */
-static int scan_pid(struct session *s, int pid)
+static int scan_pid(struct targets *s, int pid)
 {
 	struct cuda_lib *lib = malloc(sizeof(*lib));
-	struct target *t = targets__find(s, pid);
+	struct target *t = find_target(s, pid);
 	int ret = 0, err = 0;
 
 	if (!lib)
 		return 0;
-	if (!s->o->no_python)
+	if (!s->o.no_python)
 		python__attach(s->python, pid);
 	if (libcuda__find_in_process(pid, lib) == 0) {
 		ret = 1;
-		books__prefetch_maps(s->books, pid);
+		if (s->seen)
+			s->seen(s->seen_ctx, pid);
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
 			err = attach_lib(s, lib, t ? pid : -1);
 		if (!err && t && t->state == T_WAITING)
@@ -280,7 +324,7 @@ static int scan_pid(struct session *s, int pid)
 
 static int scan_one(int pid, void *data)
 {
-	struct session *s = data;
+	struct targets *s = data;
 
 	if (pid == getpid())
 		return 0;
@@ -288,7 +332,7 @@ static int scan_one(int pid, void *data)
 }
 
 /* -a: attach to every libcuda any process maps. */
-static int scan_all(struct session *s)
+static int scan_all(struct targets *s)
 {
 	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
 }
@@ -298,29 +342,29 @@ static int scan_all(struct session *s)
  * loader's choice) is attached before any process maps it, so that they are
  * traced from their first call.
  */
-static int attach_system_lib(struct session *s)
+static int attach_system_lib(struct targets *s)
 {
 	struct cuda_lib *lib;
 	char path[PATH_MAX];
 	int err = 0;
 
-	if (s->o->libcuda)
-		snprintf(path, sizeof(path), "%s", s->o->libcuda);
+	if (s->o.libcuda)
+		snprintf(path, sizeof(path), "%s", s->o.libcuda);
 	else if (libcuda__search(NULL, getenv("LD_LIBRARY_PATH"), path, sizeof(path)))
-		return EXIT_OK;
+		return 0;
 	lib = malloc(sizeof(*lib));
 	if (!lib)
-		return EXIT_RUNTIME;
+		return -EIO;
 	err = libcuda__open(path, path, lib);
 	if (err)
-		log_msg(s->o->libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
+		log_msg(s->o.libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
 			strerror(-err));
 	else
 		err = attach_lib(s, lib, -1);
 	free(lib);
 	if (err == -EPERM)
-		return EXIT_PRIV;
-	return err && s->o->libcuda ? EXIT_RUNTIME : EXIT_OK;
+		return -EPERM;
+	return err && s->o.libcuda ? -EIO : 0;
 }
 
 /*
@@ -328,9 +372,8 @@ static int attach_system_lib(struct session *s)
  * and once more a little later, so that a burst of loads (an import) costs
  * two scans and a library mapped during the first is not missed.
  */
-void targets__libs_changed(void *ctx, int pid)
+void targets__libs_changed(struct targets *s, int pid)
 {
-	struct session *s = ctx;
 
 	for (int i = 0; i < s->nr_pending; i++) {
 		if (s->pending[i].pid == pid) {
@@ -344,7 +387,7 @@ void targets__libs_changed(void *ctx, int pid)
 }
 
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
-static int run_pending_scans(struct session *s, uint64_t now)
+static int run_pending_scans(struct targets *s, uint64_t now)
 {
 	int kept = 0;
 
@@ -367,7 +410,7 @@ static int run_pending_scans(struct session *s, uint64_t now)
 	return 0;
 }
 
-static int start_child(struct session *s)
+static int start_child(struct targets *s)
 {
 	char path[4096];
 	struct cuda_lib *lib;
@@ -376,20 +419,20 @@ static int start_child(struct session *s)
 
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		log_error("pipe: %s", strerror(errno));
-		return EXIT_RUNTIME;
+		return -EIO;
 	}
 	s->child = fork();
 	if (s->child < 0) {
 		log_error("fork: %s", strerror(errno));
-		return EXIT_RUNTIME;
+		return -EIO;
 	}
 	if (s->child == 0) {
 		/* wait until the probes are attached; EOF means the tracer died */
 		close(pipefd[1]);
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(127);
-		execvp(s->o->argv[0], s->o->argv);
-		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o->argv[0], strerror(errno));
+		execvp(s->o.argv[0], s->o.argv);
+		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o.argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(pipefd[0]);
@@ -399,12 +442,12 @@ static int start_child(struct session *s)
 	err = tracer__add_target(s->tracer, s->child);
 	lib = malloc(sizeof(*lib));
 	if (!err && lib) {
-		if (s->o->libcuda)
-			snprintf(path, sizeof(path), "%s", s->o->libcuda);
-		if (!s->o->libcuda && libcuda__search(s->o->argv[0], getenv("LD_LIBRARY_PATH"), path,
+		if (s->o.libcuda)
+			snprintf(path, sizeof(path), "%s", s->o.libcuda);
+		if (!s->o.libcuda && libcuda__search(s->o.argv[0], getenv("LD_LIBRARY_PATH"), path,
 						  sizeof(path))) {
 			log_warn("libcuda.so.1 is not on the library path; gpuleak will attach when "
-				 "%s loads one (calls before that are not seen)", s->o->argv[0]);
+				 "%s loads one (calls before that are not seen)", s->o.argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
 			log_error("cannot read %s: %s", path, strerror(-err));
 		} else {
@@ -418,15 +461,15 @@ static int start_child(struct session *s)
 		close(pipefd[1]);
 		kill(s->child, SIGKILL);
 		waitpid(s->child, NULL, 0);
-		return err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+		return err == -EPERM ? -EPERM : -EIO;
 	}
 	if (write(pipefd[1], &go, 1) != 1)
-		log_warn("could not release %s: %s", s->o->argv[0], strerror(errno));
+		log_warn("could not release %s: %s", s->o.argv[0], strerror(errno));
 	close(pipefd[1]);
-	return EXIT_OK;
+	return 0;
 }
 
-void targets__reap_child(struct session *s)
+void targets__reap_child(struct targets *s)
 {
 	int status;
 
@@ -437,13 +480,13 @@ void targets__reap_child(struct session *s)
 	s->child_done = true;
 	s->child_status = status;
 	if (WIFEXITED(status))
-		log_info("%s exited with status %d", s->o->argv[0], WEXITSTATUS(status));
+		log_info("%s exited with status %d", s->o.argv[0], WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
-		log_info("%s was killed by signal %d", s->o->argv[0], WTERMSIG(status));
+		log_info("%s was killed by signal %d", s->o.argv[0], WTERMSIG(status));
 }
 
 /* Liveness and libcuda checks; returns true when every target is done. */
-static bool check_targets(struct session *s, uint64_t now, int *status)
+static bool check_targets(struct targets *s, uint64_t now, int *err)
 {
 	bool all_done = s->nr_targets > 0;
 
@@ -466,24 +509,24 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 			int r = attach_torch(s, t->pid);
 
 			if (r == -EPERM) {
-				*status = EXIT_PRIV;
+				*err = -EPERM;
 				return true;
 			}
 			t->torch_done = r == 1;
-			if (t->torch_done && !s->o->no_python)
+			if (t->torch_done && !s->o.no_python)
 				python__attach(s->python, t->pid);
 		}
 		if (t->state != T_WAITING)
 			continue;
 		if (try_attach_target(s, t) == -EPERM) {
-			*status = EXIT_PRIV;
+			*err = -EPERM;
 			return true;
 		}
 		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
 		    s->child != t->pid) {
 			log_error("process %d did not load libcuda within %.0f s", t->pid,
-				  s->o->wait_ms / 1e3);
-			*status = EXIT_RUNTIME;
+				  s->o.wait_ms / 1e3);
+			*err = -EIO;
 			return true;
 		}
 	}
@@ -491,38 +534,48 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 }
 
 
-int targets__start(struct session *s)
+static int start(struct targets *s)
 {
-	const struct gl_opts *o = s->o;
-	int status;
+	const struct targets_opts *o = &s->o;
+	int err;
 
-	if ((o->cmd == CMD_RUN || o->all) && attach_system_ldso(s) == -EPERM)
-		return EXIT_PRIV;
-	if (o->cmd == CMD_RUN)
+	if ((o->argv || o->all) && attach_system_ldso(s) == -EPERM)
+		return -EPERM;
+	if (o->argv)
 		return start_child(s);
 	if (!o->all)
 		return add_targets(s);
-	status = attach_system_lib(s);
-	if (!status)
-		status = scan_all(s) == -EPERM ? EXIT_PRIV : EXIT_OK;
-	if (!status)
+	err = attach_system_lib(s);
+	if (!err)
+		err = scan_all(s);
+	if (!err)
 		log_info("tracing every process that uses CUDA (%d libcuda attached)",
 			 tracer__nr_libs(s->tracer));
-	return status;
+	return err;
 }
 
-bool targets__step(struct session *s, uint64_t now, int *status)
+int targets__start(struct targets *s)
+{
+	int err = start(s);
+	uint64_t now = now_ns();
+
+	s->wait_deadline_ns = now + s->o.wait_ms * 1000000ULL;
+	s->next_rescan_ns = now + RESCAN_ALL_NS;
+	return err;
+}
+
+bool targets__step(struct targets *s, uint64_t now, int *err)
 {
 	targets__reap_child(s);
 	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
-		*status = EXIT_PRIV;
+		*err = -EPERM;
 		return true;
 	}
-	if (s->o->all) {
+	if (s->o.all) {
 		if (now >= s->next_rescan_ns) {
 			s->next_rescan_ns = now + RESCAN_ALL_NS;
 			if (scan_all(s) == -EPERM) {
-				*status = EXIT_PRIV;
+				*err = -EPERM;
 				return true;
 			}
 		}
@@ -531,11 +584,50 @@ bool targets__step(struct session *s, uint64_t now, int *status)
 	if (now < s->next_liveness_ns)
 		return false;
 	s->next_liveness_ns = now + LIVENESS_NS;
-	return check_targets(s, now, status);
+	return check_targets(s, now, err);
 }
 
-void targets__signal_child(struct session *s, int sig)
+void targets__signal_child(struct targets *s, int sig)
 {
 	if (s->child > 0 && !s->child_done)
 		kill(s->child, sig);
+}
+
+struct targets *targets__new(const struct targets_opts *o, struct tracer *t, struct python *py,
+			     void (*seen)(void *ctx, int pid), void *ctx)
+{
+	struct targets *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->o = *o;
+	s->tracer = t;
+	s->python = py;
+	s->seen = seen;
+	s->seen_ctx = ctx;
+	return s;
+}
+
+void targets__free(struct targets *s)
+{
+	if (!s)
+		return;
+	if (s->child > 0 && !s->child_done)
+		waitpid(s->child, NULL, 0);
+	free(s);
+}
+
+void targets__exited(struct targets *s, int pid, const char *comm)
+{
+	struct target *t = find_target(s, pid);
+
+	if (t && t->state != T_EXITED) {
+		t->state = T_EXITED;
+		log_info("PID %d (%s) exited", pid, comm);
+	}
+}
+
+bool targets__scanning(const struct targets *s)
+{
+	return s->nr_pending > 0;
 }
