@@ -8,12 +8,6 @@
 #include "trace/probes.h"
 #include "util/jsonw.h"
 
-bool report__is_memory_class(uint8_t cls)
-{
-	return cls == GL_CLASS_DEVICE || cls == GL_CLASS_MANAGED || cls == GL_CLASS_HOST_PINNED ||
-	       cls == GL_CLASS_TORCH_BLOCK;
-}
-
 static void write_frame(struct jsonw *w, const struct snap_frame *f)
 {
 	jsonw__start_object(w);
