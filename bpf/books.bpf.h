@@ -11,6 +11,12 @@
 #ifndef GPULEAK_BOOKS_BPF_H
 #define GPULEAK_BOOKS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
+
 #define CUDA_SUCCESS 0
 
 struct gl_call_ctx {

@@ -9,6 +9,8 @@
 #ifndef GPULEAK_MAPS_BPF_H
 #define GPULEAK_MAPS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "gpuleak_abi.h"
 
 const volatile bool targ_all = false;	     /* trace every process, not only targets */

@@ -10,6 +10,12 @@
 #ifndef GPULEAK_STACK_BPF_H
 #define GPULEAK_STACK_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
 #include "python.bpf.h"
 
 #define GL_PY_BYTES (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame))
