@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
+#include "stack.bpf.h" /* fill_hdr */
 
 #define CUDA_SUCCESS 0
 
@@ -53,18 +54,28 @@ static __always_inline struct gl_proc_stats *proc_stats(struct task_struct *task
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
 
-static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind, __u64 key,
-				      __u64 bytes, __u8 cls, __u16 flags, __s16 dev)
+/* A zeroed call record of c in the ring buffer, header and seq set; NULL (counted) if full. */
+static __always_inline struct gl_call *reserve_call(struct gl_call_ctx *c)
 {
 	struct gl_call *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
 	if (!r) {
 		stat_inc(GL_STAT_LOST_CALL);
-		return;
+		return NULL;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
 	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
 	r->seq = c->slot->seq;
+	return r;
+}
+
+static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind, __u64 key,
+				      __u64 bytes, __u8 cls, __u16 flags, __s16 dev)
+{
+	struct gl_call *r = reserve_call(c);
+
+	if (!r)
+		return;
 	r->key = key;
 	r->bytes = bytes;
 	r->ctx = c->ctx;
@@ -338,14 +349,9 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		stat_inc(GL_STAT_LOST_CALL);
+	r = reserve_call(c);
+	if (!r)
 		return;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
-	r->seq = c->slot->seq;
 	r->key = ctx;
 	r->ctx = ctx;
 	r->api = c->api;

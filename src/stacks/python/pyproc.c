@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "pyproc.h"
+#include "util/elfsym.h"
 #include "util/parse.h"
 #include "util/procfs.h"
 
@@ -151,30 +152,18 @@ static int open_candidate(int pid, const struct candidate *c)
 	return fd < 0 ? -errno : fd;
 }
 
-static void scan_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct elf_info *info)
+static void note_symbol(const GElf_Sym *sym, const char *name, void *ctx)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n;
+	struct elf_info *info = ctx;
 
-	if (!data || !sh->sh_entsize)
+	if (name[0] != '_' && name[0] != 'P')
 		return;
-	n = sh->sh_size / sh->sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
-
-		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_name)
+	for (int k = 0; k < NR_SYMS; k++) {
+		if (info->found[k] || strcmp(name, sym_names[k]))
 			continue;
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (!name || (name[0] != '_' && name[0] != 'P'))
-			continue;
-		for (int k = 0; k < NR_SYMS; k++) {
-			if (info->found[k] || strcmp(name, sym_names[k]))
-				continue;
-			info->found[k] = true;
-			info->value[k] = sym.st_value;
-			info->size[k] = sym.st_size;
-		}
+		info->found[k] = true;
+		info->value[k] = sym->st_value;
+		info->size[k] = sym->st_size;
 	}
 }
 
@@ -208,7 +197,7 @@ static int read_elf(int fd, struct elf_info *info)
 			if (!gelf_getshdr(scn, &sh))
 				continue;
 			if (sh.sh_type == (pass ? SHT_SYMTAB : SHT_DYNSYM))
-				scan_symbols(e, scn, &sh, info);
+				elfsym__for_each(e, scn, &sh, note_symbol, info);
 		}
 		if (info->found[SYM_RUNTIME] && info->found[SYM_EVAL])
 			break;
