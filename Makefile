@@ -9,6 +9,7 @@
 #   make test       install what is missing, build, run every test
 #   make bench      run the CPU benchmarks
 #   V=1             show full commands
+#   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
 
 VERSION := 0.1.0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -31,6 +32,9 @@ PYTHON ?= python3
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
 	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
+# src/ is built with -Werror (WERROR=0 to build with a compiler that warns of more)
+WERROR ?= 1
+SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
 LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
 
@@ -89,7 +93,7 @@ $(SKEL): $(BPF_OBJ)
 $(BUILD)/src/%.o: src/%.c $(SKEL)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SRC_CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
 
 $(BUILD)/gpuleak: $(OBJS)
 	$(call msg,LINK,$@)
@@ -167,7 +171,7 @@ bench: deps
 	$(Q)bench/run
 
 format:
-	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h) bpf/*.c bpf/*.h include/*.h
+	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak
