@@ -65,14 +65,6 @@ static void on_forget(void *ctx, struct proc *proc)
 	log_debug("PID %d (%s) exited: dropped from the books", proc->pid, proc->comm);
 }
 
-/* A process /proc no longer has, whose exit neither record nor kernel books tell. */
-static void gone(struct agent *a, struct proc *proc)
-{
-	proc->exited = true;
-	proc->exit_ns = books__now(a->s->books);
-	proc__retire(proc);
-}
-
 /*
  * Processes whose exit record was lost (ring buffer full): the kernel's books
  * say when they exited, else /proc says they are gone. Then every exited
@@ -94,7 +86,7 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 			    st.start_time == proc->start_time && st.exit_time)
 				books__exited(b, proc, &st, st.exit_time);
 			else if (!procfs__same_process(proc->pid, proc->start_time))
-				gone(a, proc);
+				books__gone(b, proc);
 		}
 	}
 	procs__forget_exited(p, UINT64_MAX, on_forget, a);

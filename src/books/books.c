@@ -593,6 +593,22 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
 }
 
+void books__gone(struct books *b, struct proc *proc)
+{
+	if (proc->exited)
+		return;
+	proc->exited = true;
+	proc->exit_ns = b->now;
+	proc__retire(proc);
+}
+
+void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns)
+{
+	snprintf(proc->comm, sizeof(proc->comm), "%.*s", (int)sizeof(proc->comm) - 1, comm);
+	proc->ns_pid = ns_pid;
+	proc->first_ns = first_ns;
+}
+
 int books__apply(struct books *b, const void *data, size_t size)
 {
 	int type = event__validate(data, size);

@@ -71,6 +71,16 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 		   uint64_t ts);
 
 /*
+ * The process is gone from /proc while neither an exit record nor BPF's books
+ * said so: it is marked exited now (books__now()), without final books, and
+ * what only a running process needs is freed. Idempotent; no hook is called.
+ */
+void books__gone(struct books *b, struct proc *proc);
+/* A recording says who the process was: comm (up to 15 characters, need not end in NUL),
+ * PID in its namespace, first record. */
+void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns);
+
+/*
  * Reads pid's address map now, while it lives: a short-lived process's records
  * may be read after it exited, when /proc no longer has its maps.
  */

@@ -72,9 +72,7 @@ static void on_proc_new(void *ctx, struct proc *proc)
 
 	if (!pi)
 		return;
-	memcpy(proc->comm, pi->comm, sizeof(proc->comm));
-	proc->ns_pid = pi->ns_pid;
-	proc->first_ns = pi->first_ns;
+	books__set_identity(proc, pi->comm, pi->ns_pid, pi->first_ns);
 }
 
 static int add_code(struct replay *rp, const char *function, const char *file)
