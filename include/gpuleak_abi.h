@@ -284,7 +284,7 @@ enum gl_stat {
 /* Depth of the per-thread context stack (cuCtxPushCurrent). */
 #define GL_MAX_CTX 8
 
-/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python.c configures the walk === */
+/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python/ configures it === */
 
 /* gl_py_frame.flags */
 #define GL_PY_ENTRY 0x1 /* outermost frame run by one native call of the eval loop */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * session_int.h - the session's state, shared by session.c (lifecycle, loop,
- * reports), targets.c (finding and attaching what is traced) and serve.c.
+ * snapshot) and the agent (agent/serve.c).
  * Not for other modules.
  */
 #ifndef GL_SESSION_INT_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * books/snapshot.c - copies the books into a snapshot: per process totals,
+ * snapshot.c - copies the books into a snapshot: per process totals,
  * the comparison with BPF's exact counters, stacks ranked most suspicious
  * first with their verdicts, and symbolized frames.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * test_record.c - the recording format: written by trace/record.c, read by
- * trace/recread.c, replayed into the books by books/replay.c. A recording of
+ * test_record.c - the recording format: written by recording/record.c, read by
+ * recording/recread.c, replayed into the books by recording/replay.c. A recording of
  * every record type rebuilds the books to the byte; cut at every length and
  * with any one byte damaged it still reads without a crash and says what it
  * lacks; files that are not recordings are told apart; --max-size holds; the

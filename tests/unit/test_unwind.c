@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * test_unwind.c - stacks/unwind.c and stacks/dwarf.c on this very process:
+ * test_unwind.c - stacks/native/unwind.c and dwarf.c on this very process:
  * a chain of functions copies its own registers and stack the way the BPF
  * program does, and the copy is unwound through the process's address map.
  * Checks the frames by name, the cache (a repeated stack is a hit; a changed
