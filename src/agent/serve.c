@@ -52,17 +52,18 @@ struct ident_key {
 
 static void on_forget(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct agent *a = ctx;
-	struct ident_key k = { .start_time = proc->start_time, .pid = proc->pid };
+	struct ident_key k = { .start_time = t->start_time, .pid = t->pid };
 
 	a->h.procs_forgotten++;
-	a->h.forgotten_unmatched_frees += proc->unmatched_frees;
+	a->h.forgotten_unmatched_frees += t->unmatched_frees;
 	htab__delete(a->idents, &k);
 	/* the kernel keeps an exited process's books until told (lost exit records) */
-	tracer__forget_proc(a->s->tracer, proc->pid, proc->start_time);
+	tracer__forget_proc(a->s->tracer, t->pid, t->start_time);
 	if (!a->o->no_python)
-		python__detach(a->s->python, proc->pid);
-	log_debug("PID %d (%s) exited: dropped from the books", proc->pid, proc->comm);
+		python__detach(a->s->python, t->pid);
+	log_debug("PID %d (%s) exited: dropped from the books", t->pid, t->comm);
 }
 
 /*
@@ -80,12 +81,14 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 	if (now >= a->next_liveness_ns) {
 		a->next_liveness_ns = now + LIVENESS_NS;
 		for (uint32_t i = 0; (proc = procs__at(p, i)); i++) {
-			if (proc->exited)
+		const struct proc_totals *t = proc__totals(proc);
+
+			if (t->exited)
 				continue;
-			if (tracer__proc_stats(a->s->tracer, proc->pid, &st) == 0 &&
-			    st.start_time == proc->start_time && st.exit_time)
+			if (tracer__proc_stats(a->s->tracer, t->pid, &st) == 0 &&
+			    st.start_time == t->start_time && st.exit_time)
 				books__exited(b, proc, &st, st.exit_time);
-			else if (!procfs__same_process(proc->pid, proc->start_time))
+			else if (!procfs__same_process(t->pid, t->start_time))
 				books__gone(b, proc);
 		}
 	}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
+#include "proc_int.h"
 #include "stacks/python/python.h"
 #include "stacks/native/unwind.h"
 #include "trace/event.h"
@@ -186,18 +187,18 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		return proc;
 	/* a new process with the PID of one whose exit record was lost */
 	for (uint32_t i = 0; (old = procs__at(b->procs, i)); i++) {
-		if (old != proc && old->pid == proc->pid && !old->exited) {
-			old->exited = true;
-			old->exit_ns = h->ts;
+		if (old != proc && old->t.pid == proc->t.pid && !old->t.exited) {
+			old->t.exited = true;
+			old->t.exit_ns = h->ts;
 			proc__retire(old);
 		}
 	}
-	proc->first_ns = h->ts;
+	proc->t.first_ns = h->ts;
 	proc->device_series = series__new(b->opts.series_width_ns);
 	if (b->opts.no_proc_files) {
 		/* whatever has this PID now is not the process of these records */
-		snprintf(proc->comm, sizeof(proc->comm), "?");
-		proc->ns_pid = 0;
+		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
+		proc->t.ns_pid = 0;
 	} else {
 		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
 
@@ -235,7 +236,7 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 
 static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
 {
-	struct stack_owner who = { .pid = proc->pid, .start_time = proc->start_time, .am = proc->am };
+	struct stack_owner who = { .pid = proc->t.pid, .start_time = proc->t.start_time, .am = proc->am };
 	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	int n_ips, n = 0;
@@ -316,16 +317,16 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 		return;
 	if (cls == GL_CLASS_DEVICE) {
 		if (dev >= 0 && dev < PROC_MAX_DEVICES)
-			proc->dev_bytes[dev] += bytes;
+			proc->t.dev_bytes[dev] += bytes;
 		else
-			proc->unknown_dev_bytes += bytes;
+			proc->t.unknown_dev_bytes += bytes;
 	}
-	proc->bytes[cls] += bytes;
-	proc->nallocs[cls] += n;
-	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
-		proc->peak_device = proc->bytes[cls];
+	proc->t.bytes[cls] += bytes;
+	proc->t.nallocs[cls] += n;
+	if (cls == GL_CLASS_DEVICE && proc->t.bytes[cls] > proc->t.peak_device)
+		proc->t.peak_device = proc->t.bytes[cls];
 	if (cls == GL_CLASS_DEVICE)
-		series__add(proc->device_series, ts, proc->bytes[cls]);
+		series__add(proc->device_series, ts, proc->t.bytes[cls]);
 	if (!a)
 		return;
 	a->bytes += bytes;
@@ -345,7 +346,7 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->free_bytes += v->size;
 	}
 	if (v->cls < GL_CLASS_SLOTS)
-		proc->free_bytes[v->cls] += v->size;
+		proc->t.free_bytes[v->cls] += v->size;
 	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
 }
@@ -358,7 +359,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	struct agg *a;
 	int dev;
 
-	proc->alloc_calls++;
+	proc->t.alloc_calls++;
 	if (c->flags & GL_CALL_TABLE_FULL)
 		return; /* BPF does not hold it either: both books leave it out */
 	v = htab__lookup(proc->allocs, &k);
@@ -382,7 +383,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (dev < 0 && c->cls == GL_CLASS_DEVICE && c->kind == GL_KIND_DPTR)
 		proc__note_unknown_dev(proc, c->key, c->bytes);
 	if (c->cls < GL_CLASS_SLOTS)
-		proc->alloc_bytes[c->cls] += c->bytes;
+		proc->t.alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
 	if (a) {
 		a->total_allocs++;
@@ -401,7 +402,7 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
-	proc->free_calls++;
+	proc->t.free_calls++;
 	if (!v) {
 		b->counters.user_unmatched++;
 		return;
@@ -438,9 +439,9 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
 
-	proc->failures++;
+	proc->t.failures++;
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
-		proc->oom_failures++;
+		proc->t.oom_failures++;
 	*f = (struct failure){
 		.ts = c->hdr.ts,
 		.bytes = c->bytes,
@@ -448,7 +449,7 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 		.api = c->api,
 		.cls = c->cls,
 		.rc = c->rc,
-		.held_device = proc->bytes[GL_CLASS_DEVICE],
+		.held_device = proc->t.bytes[GL_CLASS_DEVICE],
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
@@ -488,7 +489,7 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs, &drop[i]);
 
 		if (val.cls != GL_CLASS_ADDRESS && val.cls != GL_CLASS_IMPORTED)
-			proc->dropped_bytes += val.size;
+			proc->t.dropped_bytes += val.size;
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
@@ -509,7 +510,7 @@ static void apply_call(struct books *b, const struct gl_call *c)
 			c->flags);
 	if (!proc || !proc->allocs)
 		return;
-	proc->last_ns = c->hdr.ts;
+	proc->t.last_ns = c->hdr.ts;
 	switch (c->op) {
 	case GL_OP_ALLOC:
 		apply_alloc(b, proc, c);
@@ -518,8 +519,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		apply_free(b, proc, c);
 		break;
 	case GL_OP_UNMATCHED_FREE:
-		proc->free_calls++;
-		proc->unmatched_frees++;
+		proc->t.free_calls++;
+		proc->t.unmatched_frees++;
 		break;
 	case GL_OP_FAIL:
 		apply_failure(b, proc, c);
@@ -537,7 +538,7 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	case GL_OP_NONE:
 		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
 			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
-			proc->failed_frees++;
+			proc->t.failed_frees++;
 		break;
 	}
 }
@@ -558,21 +559,21 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	case GL_PROC_FORK:
 		return;
 	case GL_PROC_EXEC:
-		proc->final = r->stats;
-		proc->has_final = true;
+		proc->t.final = r->stats;
+		proc->t.has_final = true;
 		if (b->hooks.proc_end)
 			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
 		proc__clear_books(proc);
-		memcpy(proc->comm, r->comm, sizeof(proc->comm));
-		proc->comm[sizeof(proc->comm) - 1] = '\0';
-		proc->has_final = false;
+		memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+		proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
+		proc->t.has_final = false;
 		if (proc->am)
 			addr_map__refresh(proc->am);
 		return;
 	case GL_PROC_EXIT:
 		if (r->comm[0]) {
-			memcpy(proc->comm, r->comm, sizeof(proc->comm));
-			proc->comm[sizeof(proc->comm) - 1] = '\0';
+			memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+			proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
 		}
 		books__exited(b, proc, &r->stats, r->hdr.ts);
 		return;
@@ -582,12 +583,12 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts)
 {
-	if (proc->exited)
+	if (proc->t.exited)
 		return;
-	proc->exited = true;
-	proc->exit_ns = ts;
-	proc->final = *final;
-	proc->has_final = true;
+	proc->t.exited = true;
+	proc->t.exit_ns = ts;
+	proc->t.final = *final;
+	proc->t.has_final = true;
 	proc__retire(proc);
 	if (b->hooks.proc_end)
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
@@ -595,18 +596,18 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 
 void books__gone(struct books *b, struct proc *proc)
 {
-	if (proc->exited)
+	if (proc->t.exited)
 		return;
-	proc->exited = true;
-	proc->exit_ns = b->now;
+	proc->t.exited = true;
+	proc->t.exit_ns = b->now;
 	proc__retire(proc);
 }
 
 void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns)
 {
-	snprintf(proc->comm, sizeof(proc->comm), "%.*s", (int)sizeof(proc->comm) - 1, comm);
-	proc->ns_pid = ns_pid;
-	proc->first_ns = first_ns;
+	snprintf(proc->t.comm, sizeof(proc->t.comm), "%.*s", (int)sizeof(proc->t.comm) - 1, comm);
+	proc->t.ns_pid = ns_pid;
+	proc->t.first_ns = first_ns;
 }
 
 int books__apply(struct books *b, const void *data, size_t size)
@@ -714,7 +715,7 @@ int books__compact_stacks(struct books *b)
 		goto cleanup;
 	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
 		if (remap_stacks(proc, remap))
-			log_warn("out of memory renumbering the stacks of PID %d", proc->pid);
+			log_warn("out of memory renumbering the stacks of PID %d", proc->t.pid);
 	after = stacks__count(b->stacks);
 	err = (int)(count - 1 - after);
 cleanup:

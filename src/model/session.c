@@ -55,24 +55,25 @@ static int on_record(void *ctx, const void *data, size_t size)
 
 static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 	char b[32];
 
 	if (event == GL_PROC_EXIT)
-		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
+		tracer__forget_proc(s->tracer, t->pid, t->start_time);
 	if (!s->o->no_python) {
 		/* a new image has its own interpreter, or none */
-		python__detach(s->python, proc->pid);
+		python__detach(s->python, t->pid);
 		if (event == GL_PROC_EXEC)
-			python__attach(s->python, proc->pid);
+			python__attach(s->python, t->pid);
 	}
 	if (event == GL_PROC_EXEC) {
-		if (proc->bytes[GL_CLASS_DEVICE])
+		if (t->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
-				 proc->pid, fmt_bytes(proc->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+				 t->pid, fmt_bytes(t->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 		return;
 	}
-	targets__exited(s->targets, proc->pid, proc->comm);
+	targets__exited(s->targets, t->pid, t->comm);
 }
 
 static void on_libs_changed(void *ctx, int pid)
@@ -95,10 +96,11 @@ static int exit_status(int err)
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 
 	if (!s->o->no_python)
-		python__attach(s->python, proc->pid);
+		python__attach(s->python, t->pid);
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
@@ -134,20 +136,21 @@ static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len
 
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 	char b1[32], b2[32], b3[32], site[256], holder[256];
 
 	describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
-			 "held", proc->pid, proc->comm, probe__name(f->api),
+			 "held", t->pid, t->comm, probe__name(f->api),
 			 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
 			 fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
 	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
-		 "most (%s) by %s", proc->pid, proc->comm, probe__name(f->api),
+		 "most (%s) by %s", t->pid, t->comm, probe__name(f->api),
 		 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
 		 fmt_bytes(f->held_device, b2, sizeof(b2)),
 		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
@@ -164,8 +167,10 @@ static void reconcile_exits(struct session *s)
 	struct proc *proc;
 
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
-		if (proc->exited || tracer__proc_stats(s->tracer, proc->pid, &st) ||
-		    st.start_time != proc->start_time || !st.exit_time)
+		const struct proc_totals *t = proc__totals(proc);
+
+		if (t->exited || tracer__proc_stats(s->tracer, t->pid, &st) ||
+		    st.start_time != t->start_time || !st.exit_time)
 			continue;
 		books__exited(s->books, proc, &st, st.exit_time);
 	}

@@ -163,17 +163,18 @@ static int cmp_stack(const void *a, const void *b, void *demote_segments)
 static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
 		       const struct snapshot_opts *o, struct snap_proc *sp)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	const struct agg_key *k;
-	struct agg *a;
-	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
-	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
+	const struct agg *a;
+	size_t it = 0, n = 0, cap = proc__nr_aggs(proc);
+	uint64_t now = t->exited ? t->exit_ns : o->now_ns;
 	struct verdict_info vi;
 	bool blocks = false;
 
 	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
 	if (!sp->stacks)
 		return -ENOMEM;
-	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
+	while ((a = proc__next_agg(proc, &it, &k))) {
 		struct snap_stack *st = &sp->stacks[n];
 
 		if (!o->all_stacks && a->allocs == 0)
@@ -217,14 +218,13 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *proc,
 			 const struct snapshot_opts *o, struct snap_proc *sp)
 {
-	uint32_t n = proc->nr_fails < PROC_MAX_FAILURES ? proc->nr_fails : PROC_MAX_FAILURES;
-	uint32_t first = proc->nr_fails - n;
+	uint32_t n = proc__nr_failures(proc);
 
 	sp->failures_list = calloc(n ? n : 1, sizeof(*sp->failures_list));
 	if (!sp->failures_list)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct failure *f = &proc->fails[(first + i) % PROC_MAX_FAILURES];
+		const struct failure *f = proc__failure(proc, i);
 		struct snap_failure *sf = &sp->failures_list[i];
 
 		sf->ts = f->ts;
@@ -261,18 +261,19 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
 			struct snap_proc *sp)
 {
-	uint64_t device = proc->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
+	const struct proc_totals *t = proc__totals(proc);
+	uint64_t device = t->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
 	uint64_t headroom = NVML_UNKNOWN;
 	struct verdict_info vi;
 
-	series__classify(proc->device_series, end, &vi);
+	series__classify(proc__device_series(proc), end, &vi);
 	sp->device_growth_bytes_per_s = vi.growth_bytes_per_s;
 	sp->projected_oom_s = -1;
-	if (!o->nvml || proc->exited)
+	if (!o->nvml || t->exited)
 		return;
-	nvml_sample__proc(o->nvml, proc->pid, &used, &headroom);
-	if (used == NVML_UNKNOWN && proc->ns_pid > 0 && proc->ns_pid != proc->pid)
-		nvml_sample__proc(o->nvml, proc->ns_pid, &used, &headroom);
+	nvml_sample__proc(o->nvml, t->pid, &used, &headroom);
+	if (used == NVML_UNKNOWN && t->ns_pid > 0 && t->ns_pid != t->pid)
+		nvml_sample__proc(o->nvml, t->ns_pid, &used, &headroom);
 	if (used != NVML_UNKNOWN) {
 		sp->pre_attach_valid = true;
 		sp->pre_attach_bytes = used > device ? used - device : 0;
@@ -344,43 +345,44 @@ static void use_kernel_totals(struct snap_proc *sp)
 static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	uint64_t begin, end;
 	bool live = false;
 
-	sp->pid = proc->pid;
-	sp->ns_pid = proc->ns_pid;
-	memcpy(sp->comm, proc->comm, sizeof(sp->comm));
-	sp->exited = proc->exited;
-	sp->start_time = proc->start_time;
-	begin = o->start_ns ? o->start_ns : proc->first_ns;
-	end = proc->exited ? proc->exit_ns : o->now_ns;
+	sp->pid = t->pid;
+	sp->ns_pid = t->ns_pid;
+	memcpy(sp->comm, t->comm, sizeof(sp->comm));
+	sp->exited = t->exited;
+	sp->start_time = t->start_time;
+	begin = o->start_ns ? o->start_ns : t->first_ns;
+	end = t->exited ? t->exit_ns : o->now_ns;
 	sp->duration_ns = end > begin ? end - begin : 0;
-	memcpy(sp->bytes, proc->bytes, sizeof(sp->bytes));
-	memcpy(sp->nallocs, proc->nallocs, sizeof(sp->nallocs));
-	memcpy(sp->alloc_bytes, proc->alloc_bytes, sizeof(sp->alloc_bytes));
-	memcpy(sp->free_bytes, proc->free_bytes, sizeof(sp->free_bytes));
-	sp->outstanding_allocs = proc->nallocs[GL_CLASS_DEVICE] + proc->nallocs[GL_CLASS_MANAGED] +
-				 proc->nallocs[GL_CLASS_HOST_PINNED];
-	sp->peak_device = proc->peak_device;
-	memcpy(sp->dev_bytes, proc->dev_bytes, sizeof(sp->dev_bytes));
-	sp->unknown_dev_bytes = proc->unknown_dev_bytes;
-	sp->alloc_calls = proc->alloc_calls;
-	sp->free_calls = proc->free_calls;
-	sp->failures = proc->failures;
-	sp->oom_failures = proc->oom_failures;
-	sp->unmatched_frees = proc->unmatched_frees;
-	sp->dropped_bytes = proc->dropped_bytes;
-	sp->failed_frees = proc->failed_frees;
-	if (proc->has_final) {
-		sp->bpf = proc->final;
+	memcpy(sp->bytes, t->bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, t->nallocs, sizeof(sp->nallocs));
+	memcpy(sp->alloc_bytes, t->alloc_bytes, sizeof(sp->alloc_bytes));
+	memcpy(sp->free_bytes, t->free_bytes, sizeof(sp->free_bytes));
+	sp->outstanding_allocs = t->nallocs[GL_CLASS_DEVICE] + t->nallocs[GL_CLASS_MANAGED] +
+				 t->nallocs[GL_CLASS_HOST_PINNED];
+	sp->peak_device = t->peak_device;
+	memcpy(sp->dev_bytes, t->dev_bytes, sizeof(sp->dev_bytes));
+	sp->unknown_dev_bytes = t->unknown_dev_bytes;
+	sp->alloc_calls = t->alloc_calls;
+	sp->free_calls = t->free_calls;
+	sp->failures = t->failures;
+	sp->oom_failures = t->oom_failures;
+	sp->unmatched_frees = t->unmatched_frees;
+	sp->dropped_bytes = t->dropped_bytes;
+	sp->failed_frees = t->failed_frees;
+	if (t->has_final) {
+		sp->bpf = t->final;
 		sp->bpf_valid = true;
-	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, proc->pid, &sp->bpf) == 0 &&
-		   sp->bpf.start_time == proc->start_time) {
+	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, t->pid, &sp->bpf) == 0 &&
+		   sp->bpf.start_time == t->start_time) {
 		sp->bpf_valid = true;
 		/* lost call records make a real difference, which no slack may hide */
 		live = !sp->bpf.exit_time &&
 		       !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
-	} else if (proc->alloc_calls == 0 && proc->free_calls == 0 && proc->failures == 0) {
+	} else if (t->alloc_calls == 0 && t->free_calls == 0 && t->failures == 0) {
 		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
 		memset(&sp->bpf, 0, sizeof(sp->bpf));
 	}

@@ -381,28 +381,30 @@ void recorder__free(struct recorder *r)
 
 void recorder__proc_new(struct recorder *r, const struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct enc e = scratch(r);
 
-	enc_u(&e, (uint32_t)proc->pid, 4);
-	enc_u(&e, (uint32_t)proc->ns_pid, 4);
-	enc_u(&e, proc->start_time, 8);
-	enc_u(&e, proc->first_ns, 8);
-	enc_bytes(&e, proc->comm, sizeof(proc->comm));
+	enc_u(&e, (uint32_t)t->pid, 4);
+	enc_u(&e, (uint32_t)t->ns_pid, 4);
+	enc_u(&e, t->start_time, 8);
+	enc_u(&e, t->first_ns, 8);
+	enc_bytes(&e, t->comm, sizeof(t->comm));
 	add_enc(r, GLR_PROCINFO, &e, false);
 }
 
 void recorder__proc_exit(struct recorder *r, const struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct gl_proc rec = {
-		.hdr = { GL_REC_PROC, sizeof(rec), proc->pid, proc->pid, proc->start_time,
-			 proc->exit_ns },
+		.hdr = { GL_REC_PROC, sizeof(rec), t->pid, t->pid, t->start_time,
+			 t->exit_ns },
 		.event = GL_PROC_EXIT,
-		.stats = proc->final,
+		.stats = t->final,
 	};
 
-	memcpy(rec.comm, proc->comm, sizeof(rec.comm));
-	if (proc->exit_ns > r->last_ts)
-		r->last_ts = proc->exit_ns;
+	memcpy(rec.comm, t->comm, sizeof(rec.comm));
+	if (t->exit_ns > r->last_ts)
+		r->last_ts = t->exit_ns;
 	add(r, GLR_PROC, &rec, sizeof(rec), false);
 }
 

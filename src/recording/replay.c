@@ -66,8 +66,9 @@ struct replay {
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct replay *rp = ctx;
-	struct proc_id k = { .start_time = proc->start_time, .pid = (uint32_t)proc->pid };
+	struct proc_id k = { .start_time = t->start_time, .pid = (uint32_t)t->pid };
 	struct proc_info *pi = htab__lookup(rp->procinfo, &k);
 
 	if (!pi)

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * proc_int.h - struct proc as the books keep it. For books/ (and its white-box
+ * tests) only: everyone else reads a process through procs.h.
+ */
+#ifndef GL_PROC_INT_H
+#define GL_PROC_INT_H
+
+#include "procs.h"
+
+struct alloc_key {
+	uint64_t key;
+	uint32_t kind; /* enum gl_kind */
+	uint32_t pad;
+};
+
+struct alloc_val {
+	uint64_t size;
+	uint32_t stack;
+	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
+	uint8_t cls;
+	int8_t dev;
+};
+
+/*
+ * A stack captured at a call's entry, waiting for the call's return. Keyed by
+ * thread and seq modulo GL_MAX_NEST: calls nest at most that deep, so a slot
+ * is only reused once its call can no longer return.
+ */
+struct pending_key {
+	uint32_t tid;
+	uint32_t slot;
+};
+
+struct pending {
+	uint64_t seq;
+	uint32_t stack;
+	uint32_t pad;
+};
+
+struct proc_ctx {
+	uint64_t ctx;
+	int16_t dev; /* -1: not known (created before attach, and nothing told it since) */
+	bool primary;
+};
+
+/* A device allocation whose device is not known (see proc__learn_device()). */
+struct unknown_dev {
+	uint64_t addr, size;
+};
+
+struct proc {
+	struct proc_totals t; /* what proc__totals() shows */
+
+	struct htab *allocs;  /* alloc_key -> alloc_val */
+	struct htab *aggs;    /* agg_key -> agg */
+	struct htab *pending; /* pending_key -> pending */
+	struct addr_map *am; /* re-read after misses, with a backoff (modules.h) */
+
+	struct proc_ctx *ctxs;
+	uint16_t nr_ctxs, cap_ctxs;
+
+	struct unknown_dev *unknown; /* allocations of t.unknown_dev_bytes (some may be gone since) */
+	uint32_t nr_unknown, cap_unknown;
+	uint32_t unknown_skipped;    /* candidates not kept since the list was full */
+	struct series *device_series; /* device bytes over time (analysis.h) */
+
+	struct failure fails[PROC_MAX_FAILURES]; /* the most recent failures, a ring */
+	uint32_t nr_fails;
+};
+
+#endif /* GL_PROC_INT_H */
