@@ -255,23 +255,21 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 	return stacks__intern(b->stacks, frames, n);
 }
 
-static void apply_stack(struct books *b, const void *data)
+static void apply_stack(struct books *b, const struct stack_view *v)
 {
-	struct stack_view v;
 	struct pending_key k;
 	struct pending *p;
 	struct proc *proc;
 
-	event__stack_view(data, &v);
-	proc = proc_of(b, &v.rec->hdr);
+	proc = proc_of(b, &v->rec->hdr);
 	if (!proc || !proc->pending)
 		return;
-	k = (struct pending_key){ v.rec->hdr.tid, v.rec->seq % GL_MAX_NEST };
+	k = (struct pending_key){ v->rec->hdr.tid, v->rec->seq % GL_MAX_NEST };
 	p = htab__upsert(proc->pending, &k, NULL);
 	if (!p)
 		return;
-	p->seq = v.rec->seq;
-	p->stack = intern_stack(b, proc, &v);
+	p->seq = v->rec->seq;
+	p->stack = intern_stack(b, proc, v);
 	b->taken = p->stack;
 }
 
@@ -612,25 +610,26 @@ void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64
 
 int books__apply(struct books *b, const void *data, size_t size)
 {
-	int type = event__validate(data, size);
+	struct event ev;
+	int type = event__decode(data, size, &ev);
 
 	if (type < 0) {
 		b->counters.malformed++;
 		return -EINVAL;
 	}
 	b->counters.records[type]++;
-	if (((const struct gl_hdr *)data)->ts > b->now)
-		b->now = ((const struct gl_hdr *)data)->ts;
+	if (ev.hdr->ts > b->now)
+		b->now = ev.hdr->ts;
 	b->taken = 0;
 	switch (type) {
 	case GL_REC_STACK:
-		apply_stack(b, data);
+		apply_stack(b, &ev.stack);
 		break;
 	case GL_REC_CALL:
-		apply_call(b, data);
+		apply_call(b, ev.call);
 		break;
 	case GL_REC_PROC:
-		apply_proc(b, data);
+		apply_proc(b, ev.proc);
 		break;
 	}
 	if (b->hooks.applied)

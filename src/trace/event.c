@@ -47,3 +47,20 @@ void event__stack_view(const void *data, struct stack_view *v)
 	p += v->rec->nr_ips * 8;
 	v->stack = p;
 }
+
+int event__decode(const void *data, size_t size, struct event *ev)
+{
+	int type = event__validate(data, size);
+
+	if (type < 0)
+		return type;
+	ev->type = type;
+	ev->hdr = data;
+	if (type == GL_REC_STACK)
+		event__stack_view(data, &ev->stack);
+	else if (type == GL_REC_CALL)
+		ev->call = data;
+	else
+		ev->proc = data;
+	return type;
+}
