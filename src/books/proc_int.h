@@ -6,7 +6,10 @@
 #ifndef GL_PROC_INT_H
 #define GL_PROC_INT_H
 
-#include "procs.h"
+#include "figures.h"
+
+struct htab;
+struct addr_map;
 
 struct alloc_key {
 	uint64_t key;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "analysis.h"
 #include "proc_int.h"
+#include "procs.h"
 #include "util/procfs.h"
 
 struct proc_key {

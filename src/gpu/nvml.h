@@ -18,6 +18,7 @@
 
 #define NVML_MAX_DEVICES 32
 #define NVML_MAX_PROCS 128 /* per device */
+#define NVML_LIBRARY "libnvidia-ml.so.1"
 #define NVML_UNKNOWN UINT64_MAX /* NVML could not tell (NVML_VALUE_NOT_AVAILABLE) */
 
 struct nvml;
@@ -104,13 +105,6 @@ int nvml__device_procs(struct nvml *n, uint32_t idx, struct nvml_proc *procs, ui
 /* Every device (up to NVML_MAX_DEVICES) into *out. */
 int nvml__sample(struct nvml *n, struct nvml_sample *out);
 
-/*
- * nvml__open(path), nvml__sample() and nvml__close() in a child process, so
- * that neither a crash nor a hang of the library (or a static binary's dlopen)
- * can harm the caller. Waits at most timeout_ms. 0 or -errno as above (-EIO
- * also when the child died).
- */
-int nvml__sample_isolated(const char *path, int timeout_ms, struct nvml_sample *out);
 
 /*
  * What a sample says about a process: *used, the device memory NVML counts
