@@ -178,8 +178,8 @@ int call_exit(struct pt_regs *ctx)
  */
 
 /* A call context for a probe that is its own entry and return. */
-static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c,
-						       struct gl_slot *slot, __u32 api)
+static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, struct gl_slot *slot,
+						       __u32 api)
 {
 	struct gl_inflight *inf;
 

@@ -81,7 +81,7 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 	if (now >= a->next_liveness_ns) {
 		a->next_liveness_ns = now + LIVENESS_NS;
 		for (uint32_t i = 0; (proc = procs__at(p, i)); i++) {
-		const struct proc_totals *t = proc__totals(proc);
+			const struct proc_totals *t = proc__totals(proc);
 
 			if (t->exited)
 				continue;
@@ -228,11 +228,12 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
 	if (!strcmp(req->path, "/"))
-		return reply_text(rep, 200,
-				  "gpuleak " GPULEAK_VERSION "\n"
-				  "/metrics                Prometheus metrics\n"
-				  "/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
-				  "/healthz                liveness\n");
+		return reply_text(
+			rep, 200,
+			"gpuleak " GPULEAK_VERSION "\n"
+			"/metrics                Prometheus metrics\n"
+			"/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
+			"/healthz                liveness\n");
 	return reply_text(rep, 404, "404 Not Found\n");
 }
 
@@ -304,7 +305,8 @@ static int loop(struct agent *a)
 		int n = 0, timeout = MAX_POLL_MS, ht = http__timeout_ms(a->http);
 		uint64_t now;
 
-		fds[n++] = (struct pollfd){ .fd = tracer__epoll_fd(a->s->tracer), .events = POLLIN };
+		fds[n++] =
+			(struct pollfd){ .fd = tracer__epoll_fd(a->s->tracer), .events = POLLIN };
 		n += http__pollfds(a->http, fds + 1, max - 1);
 		if (targets__scanning(a->s->targets))
 			timeout = 5;

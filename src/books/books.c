@@ -36,8 +36,8 @@ struct books {
 	struct books_counters counters;
 	uint64_t now;
 	struct htab *prefetched; /* pid -> struct prefetch */
-	uint32_t replay_stack; /* books__replay_call: the stack the call's entry parked */
-	uint32_t taken;	       /* the parked stack the record being applied took */
+	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;		 /* the parked stack the record being applied took */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -48,8 +48,8 @@ struct prefetch {
 
 #define PREFETCH_MAX 1024
 
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o)
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o)
 {
 	struct books *b = calloc(1, sizeof(*b));
 
@@ -236,7 +236,9 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 
 static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
 {
-	struct stack_owner who = { .pid = proc->t.pid, .start_time = proc->t.start_time, .am = proc->am };
+	struct stack_owner who = { .pid = proc->t.pid,
+				   .start_time = proc->t.start_time,
+				   .am = proc->am };
 	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	int n_ips, n = 0;
@@ -251,7 +253,8 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
 	}
 	if (b->python)
-		n = python__merge(b->python, &who, v, frames, n, sizeof(frames) / sizeof(frames[0]));
+		n = python__merge(b->python, &who, v, frames, n,
+				  sizeof(frames) / sizeof(frames[0]));
 	return stacks__intern(b->stacks, frames, n);
 }
 
@@ -475,7 +478,8 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 	if (!drop)
 		return;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
+		    k->kind == GL_KIND_VA)
 			continue;
 		if (v->ctx && c->dev < 0 && v->ctx != idx)
 			continue;
@@ -501,31 +505,24 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	uint16_t idx;
 
 	if (log_level >= LOG_TRACE)
-		log_msg(LOG_TRACE, "call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
-			"ctx=0x%llx dev=%d flags=0x%x", c->hdr.pid, c->hdr.tid, probe__name(c->api),
-			c->rc, c->op, c->kind, (unsigned long long)c->key,
-			(unsigned long long)c->bytes, c->cls, (unsigned long long)c->ctx, c->dev,
-			c->flags);
+		log_msg(LOG_TRACE,
+			"call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
+			"ctx=0x%llx dev=%d flags=0x%x",
+			c->hdr.pid, c->hdr.tid, probe__name(c->api), c->rc, c->op, c->kind,
+			(unsigned long long)c->key, (unsigned long long)c->bytes, c->cls,
+			(unsigned long long)c->ctx, c->dev, c->flags);
 	if (!proc || !proc->allocs)
 		return;
 	proc->t.last_ns = c->hdr.ts;
 	switch (c->op) {
-	case GL_OP_ALLOC:
-		apply_alloc(b, proc, c);
-		break;
-	case GL_OP_FREE:
-		apply_free(b, proc, c);
-		break;
+	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
+	case GL_OP_FREE: apply_free(b, proc, c); break;
 	case GL_OP_UNMATCHED_FREE:
 		proc->t.free_calls++;
 		proc->t.unmatched_frees++;
 		break;
-	case GL_OP_FAIL:
-		apply_failure(b, proc, c);
-		break;
-	case GL_OP_CTX_DROP:
-		apply_ctx_drop(b, proc, c);
-		break;
+	case GL_OP_FAIL: apply_failure(b, proc, c); break;
+	case GL_OP_CTX_DROP: apply_ctx_drop(b, proc, c); break;
 	case GL_OP_CTX_NEW:
 		idx = proc__ctx_index(proc, c->key);
 		if (idx) {
@@ -554,8 +551,7 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	if (!proc)
 		return;
 	switch (r->event) {
-	case GL_PROC_FORK:
-		return;
+	case GL_PROC_FORK: return;
 	case GL_PROC_EXEC:
 		proc->t.final = r->stats;
 		proc->t.has_final = true;
@@ -622,15 +618,9 @@ int books__apply(struct books *b, const void *data, size_t size)
 		b->now = ev.hdr->ts;
 	b->taken = 0;
 	switch (type) {
-	case GL_REC_STACK:
-		apply_stack(b, &ev.stack);
-		break;
-	case GL_REC_CALL:
-		apply_call(b, ev.call);
-		break;
-	case GL_REC_PROC:
-		apply_proc(b, ev.proc);
-		break;
+	case GL_REC_STACK: apply_stack(b, &ev.stack); break;
+	case GL_REC_CALL: apply_call(b, ev.call); break;
+	case GL_REC_PROC: apply_proc(b, ev.proc); break;
 	}
 	if (b->hooks.applied)
 		b->hooks.applied(b->hooks.ctx, data, size, b->taken);

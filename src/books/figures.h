@@ -62,8 +62,8 @@ struct proc_totals {
 	char comm[16];
 	bool exited;
 	uint64_t first_ns, last_ns, exit_ns;
-	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
-	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
+	uint64_t bytes[GL_CLASS_SLOTS];	      /* outstanding, per class */
+	uint64_t nallocs[GL_CLASS_SLOTS];     /* outstanding allocations, per class */
 	uint64_t alloc_bytes[GL_CLASS_SLOTS]; /* cumulative, per class */
 	uint64_t free_bytes[GL_CLASS_SLOTS];  /* cumulative (frees and teardown), per class */
 	uint64_t peak_device;

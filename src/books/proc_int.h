@@ -58,14 +58,14 @@ struct proc {
 	struct htab *allocs;  /* alloc_key -> alloc_val */
 	struct htab *aggs;    /* agg_key -> agg */
 	struct htab *pending; /* pending_key -> pending */
-	struct addr_map *am; /* re-read after misses, with a backoff (modules.h) */
+	struct addr_map *am;  /* re-read after misses, with a backoff (modules.h) */
 
 	struct proc_ctx *ctxs;
 	uint16_t nr_ctxs, cap_ctxs;
 
 	struct unknown_dev *unknown; /* allocations of t.unknown_dev_bytes (some may be gone since) */
 	uint32_t nr_unknown, cap_unknown;
-	uint32_t unknown_skipped;    /* candidates not kept since the list was full */
+	uint32_t unknown_skipped;     /* candidates not kept since the list was full */
 	struct series *device_series; /* device bytes over time (analysis.h) */
 
 	struct failure fails[PROC_MAX_FAILURES]; /* the most recent failures, a ring */

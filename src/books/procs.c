@@ -220,7 +220,8 @@ void proc__clear_books(struct proc *proc)
 	/* BPF's close_books() zeroes its counters too: both books start over */
 	proc->t.peak_device = 0;
 	proc->t.alloc_calls = proc->t.free_calls = proc->t.failures = proc->t.oom_failures = 0;
-	proc->t.unmatched_frees = proc->t.failed_frees = proc->t.dropped_bytes = proc->t.no_stack = 0;
+	proc->t.unmatched_frees = proc->t.failed_frees = proc->t.dropped_bytes = proc->t.no_stack =
+		0;
 	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
@@ -300,7 +301,8 @@ void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
 	if (proc->nr_unknown == proc->cap_unknown) {
 		/* full at the cap of live allocations: look again only after as many
 		 * more, so that a call pays O(1) on average */
-		if (proc->cap_unknown == MAX_UNKNOWN_DEV && ++proc->unknown_skipped < MAX_UNKNOWN_DEV)
+		if (proc->cap_unknown == MAX_UNKNOWN_DEV &&
+		    ++proc->unknown_skipped < MAX_UNKNOWN_DEV)
 			return;
 		proc->unknown_skipped = 0;
 		/* drop what is gone first, then grow up to the cap */

@@ -148,7 +148,8 @@ int record_cmd__run(const struct gl_opts *o)
 		.applied = on_applied,
 		.ctx = &rc,
 	};
-	struct recorder_opts ro = { .max_size = o->max_size, .code_info = code_info,
+	struct recorder_opts ro = { .max_size = o->max_size,
+				    .code_info = code_info,
 				    .code_ctx = &rc };
 	struct session *s;
 	struct books *b;

@@ -90,8 +90,8 @@ static bool nvml_crashes = true;
 static bool nvml_crashes;
 #endif
 
-static void __attribute__((noreturn)) run_child(int fd, const char *path, bool smi,
-						struct nvml_sample *s)
+static void __attribute__((noreturn))
+run_child(int fd, const char *path, bool smi, struct nvml_sample *s)
 {
 	struct reply r = {};
 	struct nvml *n = smi ? NULL : nvml__open(path);

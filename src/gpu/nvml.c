@@ -13,7 +13,6 @@
 #include "util/log.h"
 #include "nvml.h"
 
-
 /* nvmlReturn_t values used here */
 enum {
 	NVML_SUCCESS = 0,
@@ -105,8 +104,8 @@ struct nvml *nvml__open(const char *path)
 	*(void **)&api.shutdown = lookup(lib, "nvmlShutdown", NULL);
 	*(void **)&api.error_string = lookup(lib, "nvmlErrorString", NULL);
 	*(void **)&api.device_count = lookup(lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-	*(void **)&api.device_handle = lookup(lib, "nvmlDeviceGetHandleByIndex_v2",
-					      "nvmlDeviceGetHandleByIndex");
+	*(void **)&api.device_handle =
+		lookup(lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
 	*(void **)&api.device_memory = lookup(lib, "nvmlDeviceGetMemoryInfo", NULL);
 	*(void **)&api.device_uuid = lookup(lib, "nvmlDeviceGetUUID", NULL);
 	*(void **)&api.procs_v3 = lookup(lib, "nvmlDeviceGetComputeRunningProcesses_v3", NULL);

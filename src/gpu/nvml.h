@@ -66,11 +66,11 @@ struct nvml_process_info_v1 { /* the unversioned process query */
  * the newest version of each; the process queries and error_string may be NULL.
  */
 struct nvml_api {
-	int (*init)(void);					       /* nvmlInit_v2 */
-	int (*shutdown)(void);					       /* nvmlShutdown */
-	const char *(*error_string)(int result);		       /* nvmlErrorString */
-	int (*device_count)(unsigned int *count);		       /* nvmlDeviceGetCount_v2 */
-	int (*device_handle)(unsigned int index, void **device);      /* ...GetHandleByIndex_v2 */
+	int (*init)(void);					     /* nvmlInit_v2 */
+	int (*shutdown)(void);					     /* nvmlShutdown */
+	const char *(*error_string)(int result);		     /* nvmlErrorString */
+	int (*device_count)(unsigned int *count);		     /* nvmlDeviceGetCount_v2 */
+	int (*device_handle)(unsigned int index, void **device);     /* ...GetHandleByIndex_v2 */
 	int (*device_memory)(void *device, struct nvml_memory *mem); /* ...GetMemoryInfo */
 	int (*device_uuid)(void *device, char *uuid, unsigned int length); /* ...GetUUID */
 	int (*procs_v3)(void *device, unsigned int *count, struct nvml_process_info *infos);
@@ -104,7 +104,6 @@ int nvml__device_procs(struct nvml *n, uint32_t idx, struct nvml_proc *procs, ui
 		       uint32_t *count, bool *truncated);
 /* Every device (up to NVML_MAX_DEVICES) into *out. */
 int nvml__sample(struct nvml *n, struct nvml_sample *out);
-
 
 /*
  * What a sample says about a process: *used, the device memory NVML counts

@@ -41,19 +41,19 @@ struct gl_opts {
 	int pids[GL_MAX_PIDS];
 	int nr_pids;
 	bool all;
-	char **argv; /* run: the command */
-	uint64_t interval_ms; /* 0: no interim summaries */
-	uint64_t duration_ms; /* 0: until the targets exit or a signal */
-	uint64_t wait_ms;     /* for libcuda to be loaded */
+	char **argv;		/* run: the command */
+	uint64_t interval_ms;	/* 0: no interim summaries */
+	uint64_t duration_ms;	/* 0: until the targets exit or a signal */
+	uint64_t wait_ms;	/* for libcuda to be loaded */
 	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
 	const char *json_path;
 	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
-	bool no_python; /* do not walk CPython frames */
-	bool no_torch;	/* do not attach to PyTorch's allocator probes */
-	bool torch;	/* --torch: say so loudly when the probes are missing */
+	bool no_python;		/* do not walk CPython frames */
+	bool no_torch;		/* do not attach to PyTorch's allocator probes */
+	bool torch;		/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
 	uint32_t top;
 	uint32_t frames;

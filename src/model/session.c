@@ -143,16 +143,16 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 	describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
-			 "held", t->pid, t->comm, probe__name(f->api),
-			 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
-			 fmt_bytes(f->held_device, b2, sizeof(b2)));
+			 "held",
+			 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)),
+			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
 	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
-		 "most (%s) by %s", t->pid, t->comm, probe__name(f->api),
-		 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
-		 fmt_bytes(f->held_device, b2, sizeof(b2)),
+		 "most (%s) by %s",
+		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,
+		 cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)),
 		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
 }
 
@@ -401,4 +401,3 @@ struct books *session__books(struct session *s)
 {
 	return s->books;
 }
-

@@ -18,8 +18,8 @@
 #include "gpu/nvml.h"
 
 static const uint8_t checked_classes[] = {
-	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,
-	GL_CLASS_TORCH_BLOCK,
+	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
+	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
 };
 
 /* Whether a module is PyTorch's CUDA caching allocator (libc10_cuda.so). */
@@ -104,18 +104,14 @@ static void fill_frame(struct books *b, struct symbolizer *sym, struct python *p
 		out->function = probe__name(f->mod);
 		out->module = "libcuda";
 		break;
-	case FRAME_OVERFLOW:
-		out->function = "[stack table full]";
-		break;
+	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
 	case FRAME_PYTHON:
 		out->kind = "python";
 		out->line = (int)f->addr;
 		if (py)
 			python__code_info(py, f->mod, &out->function, &out->file);
 		break;
-	default:
-		out->address = f->addr;
-		break;
+	default: out->address = f->addr; break;
 	}
 }
 
@@ -333,7 +329,8 @@ static void use_kernel_totals(struct snap_proc *sp)
 	sp->attributed_allocs = sp->outstanding_allocs;
 	memcpy(sp->bytes, sp->bpf.bytes, sizeof(sp->bytes));
 	memcpy(sp->nallocs, sp->bpf.allocs, sizeof(sp->nallocs));
-	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] + sp->bpf.allocs[GL_CLASS_MANAGED] +
+	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] +
+				 sp->bpf.allocs[GL_CLASS_MANAGED] +
 				 sp->bpf.allocs[GL_CLASS_HOST_PINNED];
 	sp->alloc_calls = sp->bpf.alloc_calls;
 	sp->free_calls = sp->bpf.free_calls;
@@ -407,7 +404,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	if (!s)
 		return NULL;
 	s->now_ns = o->now_ns;
-	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 : 0;
+	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 :
+								 0;
 	if (o->stats)
 		memcpy(s->stats, o->stats, sizeof(s->stats));
 	if (o->api_calls)
@@ -422,8 +420,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	if (!s->procs)
 		goto fail;
 	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
-		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 && s->stats[GL_STAT_NESTED_OVERFLOW] == 0 &&
-		      s->malformed == 0;
+		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
+		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		struct snap_proc *sp = &s->procs[s->nprocs++];
 

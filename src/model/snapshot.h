@@ -32,7 +32,7 @@ struct snap_stack {
 	uint64_t first_ns, last_ns;
 	const char *verdict; /* "leak", "steady", "unknown" */
 	double growth_bytes_per_s;
-	const char *why; /* one line explaining the verdict */
+	const char *why;    /* one line explaining the verdict */
 	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
 	uint32_t nframes;
 	struct snap_frame *frames;
@@ -46,8 +46,8 @@ struct snap_failure {
 	const char *error;
 	int rc;
 	uint8_t cls;
-	struct snap_stack *stack; /* frames only */
-	uint32_t nholders;	  /* out of memory: the largest holders at that moment */
+	struct snap_stack *stack;   /* frames only */
+	uint32_t nholders;	    /* out of memory: the largest holders at that moment */
 	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
 };
 
@@ -62,15 +62,15 @@ struct snap_proc {
 	uint64_t alloc_bytes[GL_CLASS_SLOTS], free_bytes[GL_CLASS_SLOTS]; /* cumulative */
 	uint64_t outstanding_allocs; /* device + managed + host_pinned */
 	uint64_t peak_device;
-	uint64_t dev_bytes[16];	     /* device class per device ordinal */
-	uint64_t unknown_dev_bytes;  /* device class, device not known */
+	uint64_t dev_bytes[16];	    /* device class per device ordinal */
+	uint64_t unknown_dev_bytes; /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
-	bool bpf_valid;		     /* bpf below holds BPF's own books */
+	bool bpf_valid;		       /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
-	bool consistent;	     /* user-space books equal BPF's */
-	bool totals_from_kernel;     /* not consistent: the totals above are BPF's exact ones */
+	bool consistent;	 /* user-space books equal BPF's */
+	bool totals_from_kernel; /* not consistent: the totals above are BPF's exact ones */
 	uint64_t attributed_bytes[GL_CLASS_SLOTS]; /* then: what the stacks add up to */
 	uint64_t attributed_allocs;
 	uint32_t nstacks;
@@ -96,7 +96,7 @@ struct snap_recording {
 	bool cut;		/* the file ends inside a chunk */
 	uint64_t max_size;
 	uint64_t bytes, skipped_bytes, bad_chunks, bad_records, unknown_records;
-	uint64_t calls;			/* call records replayed */
+	uint64_t calls;			   /* call records replayed */
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
@@ -122,11 +122,11 @@ struct python;
 struct nvml_sample;
 
 struct snapshot_opts {
-	uint64_t now_ns;    /* bpf_ktime_get_ns clock */
-	uint64_t start_ns;  /* when tracing started, same clock */
-	uint32_t max_stacks; /* per process, 0 = every stack with outstanding memory */
-	bool all_stacks;     /* include stacks with nothing outstanding */
-	const uint64_t *stats; /* GL_NR_STATS BPF counters, or NULL */
+	uint64_t now_ns;	   /* bpf_ktime_get_ns clock */
+	uint64_t start_ns;	   /* when tracing started, same clock */
+	uint32_t max_stacks;	   /* per process, 0 = every stack with outstanding memory */
+	bool all_stacks;	   /* include stacks with nothing outstanding */
+	const uint64_t *stats;	   /* GL_NR_STATS BPF counters, or NULL */
 	const uint64_t *api_calls; /* GL_NR_APIS call counts, or NULL */
 	/* BPF's books of a running process; returns 0 or -ENOENT. NULL: none. */
 	int (*bpf_stats)(void *ctx, int pid, struct gl_proc_stats *out);

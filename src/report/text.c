@@ -76,8 +76,9 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 		comm[i] = c && (c < 0x20 || c == 0x7f) ? '?' : c;
 	}
 	comm[sizeof(comm) - 1] = '\0';
-	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
-		   "(peak device %s)\n",
+	fprintf(f,
+		"PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
+		"(peak device %s)\n",
 		p->pid, comm, p->exited ? "exited" : "running",
 		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 		fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
@@ -97,14 +98,17 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 		if (t >= 0 && t < 120)
 			fprintf(f, "; at this rate its GPU memory is full in about %.0f s", t);
 		else if (t >= 0 && t < 7200)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f min", t / 60);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f min",
+				t / 60);
 		else if (t >= 0)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f h", t / 3600);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f h",
+				t / 3600);
 		fputc('\n', f);
 	}
 	if (p->pre_attach_valid && p->pre_attach_bytes)
-		fprintf(f, "  %s of device memory not in these figures (NVML: held before attach, "
-			   "or by the CUDA context)\n",
+		fprintf(f,
+			"  %s of device memory not in these figures (NVML: held before attach, "
+			"or by the CUDA context)\n",
 			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
 }
 
@@ -118,7 +122,8 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		char a[32], r[32], c[32];
 		uint64_t alloc = p->bytes[GL_CLASS_TORCH_BLOCK], res = p->torch_reserved_bytes;
 
-		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks", fmt_bytes(alloc, a, sizeof(a)),
+		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks",
+			fmt_bytes(alloc, a, sizeof(a)),
 			(unsigned long long)p->nallocs[GL_CLASS_TORCH_BLOCK]);
 		if (res)
 			fprintf(f, "; %s reserved in segments (%s cached, not in tensors)",
@@ -130,8 +135,9 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  address space reserved: %s (not memory)\n",
 			fmt_bytes(p->bytes[GL_CLASS_ADDRESS], b, sizeof(b)));
 	if (p->unmatched_frees)
-		fprintf(f, "  %llu free%s of memory allocated before gpuleak attached "
-			   "(not in these figures)\n",
+		fprintf(f,
+			"  %llu free%s of memory allocated before gpuleak attached "
+			"(not in these figures)\n",
 			(unsigned long long)p->unmatched_frees, p->unmatched_frees == 1 ? "" : "s");
 	if (p->failures)
 		fprintf(f, "  %llu failed allocation%s (%llu out of memory)\n",
@@ -141,13 +147,15 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
 	if (p->totals_from_kernel)
-		fprintf(f, "  WARNING: events were lost: the totals above are the kernel's exact "
-			   "counters; the stacks below are incomplete (they add up to %s of device "
-			   "memory)\n",
+		fprintf(f,
+			"  WARNING: events were lost: the totals above are the kernel's exact "
+			"counters; the stacks below are incomplete (they add up to %s of device "
+			"memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
-			   "(device %s there): events were lost\n",
+		fprintf(f,
+			"  WARNING: these books differ from the kernel's exact counters "
+			"(device %s there): events were lost\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 }
 
@@ -205,8 +213,9 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 	if (!s->nprocs)
 		fprintf(f, "no CUDA allocations seen\n");
 	if (s->lost_events)
-		fprintf(f, "WARNING: %llu events were lost (ring buffer full); figures are "
-			   "incomplete. Raise --ringbuf-size.\n",
+		fprintf(f,
+			"WARNING: %llu events were lost (ring buffer full); figures are "
+			"incomplete. Raise --ringbuf-size.\n",
 			(unsigned long long)s->lost_events);
 	else if (!s->complete)
 		fprintf(f, "WARNING: figures are incomplete (see the stats in --json).\n");

@@ -26,9 +26,9 @@ struct event {
 	int type; /* enum gl_rec_type */
 	const struct gl_hdr *hdr;
 	union {
-		const struct gl_call *call;	/* GL_REC_CALL */
-		const struct gl_proc *proc;	/* GL_REC_PROC */
-		struct stack_view stack;	/* GL_REC_STACK */
+		const struct gl_call *call; /* GL_REC_CALL */
+		const struct gl_proc *proc; /* GL_REC_PROC */
+		struct stack_view stack;    /* GL_REC_STACK */
 	};
 };
 

@@ -183,8 +183,9 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->bench_floor = opts->bench_floor;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
-			  "built with CONFIG_DEBUG_INFO_BTF=y");
+		log_error(
+			"this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y");
 		err = -ENOTSUP;
 		goto cleanup;
 	}
@@ -280,8 +281,7 @@ static struct bpf_program *call_prog(struct tracer *t, bool ret)
 	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
 }
 
-static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
-				   bool ret)
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
 	struct bpf_program *prog = call_prog(t, ret);
