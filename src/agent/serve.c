@@ -23,14 +23,14 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "caps.h"
 #include "cgroup.h"
+#include "model/session.h"
+#include "model/session_int.h"
 #include "model/snapshot.h"
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
-#include "model/session.h"
-#include "model/session_int.h"
-#include "caps.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"

@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "gpu/sampler.h"
 #include "model/session.h"
+#include "model/session_int.h"
 #include "model/snapshot.h"
 #include "report/report.h"
 #include "serve_int.h"
-#include "model/session_int.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "gpu/sampler.h"
 
 #define PROFILE_PREFIX "gpu_heap-"
 #define PROFILE_SUFFIX ".pb.gz"

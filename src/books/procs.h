@@ -13,9 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include "figures.h"
 #include "gpuleak_abi.h"
 #include "stacks/modules.h"
-#include "figures.h"
 #include "util/htab.h"
 
 /* A process of the table: opaque outside books/ (books/proc_int.h). */

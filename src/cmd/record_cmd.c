@@ -10,12 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
-#include "offline.h"
-#include "model/snapshot.h"
 #include "model/session.h"
+#include "model/snapshot.h"
+#include "offline.h"
+#include "recording/record.h"
 #include "stacks/python/python.h"
 #include "trace/loader.h"
-#include "recording/record.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"

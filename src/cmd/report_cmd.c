@@ -12,11 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "output.h"
-#include "recording/replay.h"
 #include "offline.h"
-#include "report/report.h"
+#include "output.h"
 #include "recording/recread.h"
+#include "recording/replay.h"
+#include "report/report.h"
 #include "util/fmt.h"
 #include "util/log.h"
 

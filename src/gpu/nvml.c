@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "util/log.h"
 #include "nvml.h"
+#include "util/log.h"
 
 /* nvmlReturn_t values used here */
 enum {

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 #include "books/analysis.h"
-#include "snapshot.h"
 #include "books/books.h"
+#include "gpu/nvml.h"
+#include "snapshot.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
-#include "gpu/nvml.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,

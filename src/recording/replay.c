@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "books/books.h"
-#include "replay.h"
 #include "model/snapshot.h"
+#include "recread.h"
+#include "replay.h"
 #include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
-#include "recread.h"
 #include "trace/probes.h"
 #include "util/htab.h"
 

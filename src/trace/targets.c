@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include "loader.h"
 #include "probes.h"
-#include "targets.h"
 #include "stacks/python/python.h"
+#include "targets.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"

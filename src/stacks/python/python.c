@@ -12,12 +12,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "stacks/modules.h"
 #include "pycode.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
 #include "python.h"
+#include "stacks/modules.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
