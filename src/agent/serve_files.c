@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include "gpu/sampler.h"
 #include "model/session.h"
-#include "model/session_int.h"
 #include "model/snapshot.h"
 #include "report/report.h"
 #include "serve_int.h"

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +22,8 @@
 #include "books/books.h"
 #include "gpu/sampler.h"
 #include "session.h"
-#include "session_int.h"
 #include "snapshot.h"
+#include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
@@ -29,6 +31,7 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "trace/pyprocs.h"
+#include "trace/targets.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -37,6 +40,21 @@
 #define SNAPSHOT_ATTEMPTS 3
 #define SNAPSHOT_RETRY_US 20000
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
+
+struct session {
+	const struct gl_opts *o;
+	struct tracer *tracer;
+	struct modules *mods;
+	struct stacks *stacks;
+	struct unwinder *unwinder;
+	struct symbolizer *sym;
+	struct python *python;
+	struct books *books;
+	struct modstore *keep; /* --keep-modules */
+	struct targets *targets;
+	uint64_t start_ns, deadline_ns, next_reconcile_ns;
+	struct gpu_sampler *gpus; /* NVML, cached */
+};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -395,6 +413,16 @@ struct gpu_sampler *session__gpus(struct session *s)
 struct tracer *session__tracer(struct session *s)
 {
 	return s->tracer;
+}
+
+struct python *session__python(struct session *s)
+{
+	return s->python;
+}
+
+bool session__scanning(const struct session *s)
+{
+	return targets__scanning(s->targets);
 }
 
 struct books *session__books(struct session *s)
