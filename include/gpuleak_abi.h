@@ -177,6 +177,9 @@ enum gl_op {
 	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
 };
 
+/* Tensor-block stack sampling: entries of the exponential quantile table (tiers.bpf.h). */
+#define GL_SAMPLE_EXP_N 1024
+
 /* gl_call.flags */
 #define GL_CALL_DEFERRED 0x1	 /* release of a handle still mapped: freed at last unmap */
 #define GL_CALL_TABLE_FULL 0x2	 /* BPF's allocation table was full: not tracked in BPF */

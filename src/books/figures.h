@@ -14,6 +14,21 @@
 
 struct series;
 
+/* An allocation of the process: its key, and what it is. */
+struct alloc_key {
+	uint64_t key;
+	uint32_t kind; /* enum gl_kind */
+	uint32_t pad;
+};
+
+struct alloc_val {
+	uint64_t size;
+	uint32_t stack;
+	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
+	uint8_t cls;
+	int8_t dev;
+};
+
 #define PROC_MAX_FAILURES 16
 
 struct agg_key {

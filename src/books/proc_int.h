@@ -11,20 +11,6 @@
 struct htab;
 struct addr_map;
 
-struct alloc_key {
-	uint64_t key;
-	uint32_t kind; /* enum gl_kind */
-	uint32_t pad;
-};
-
-struct alloc_val {
-	uint64_t size;
-	uint32_t stack;
-	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
-	uint8_t cls;
-	int8_t dev;
-};
-
 /*
  * A stack captured at a call's entry, waiting for the call's return. Keyed by
  * thread and seq modulo GL_MAX_NEST: calls nest at most that deep, so a slot

@@ -364,6 +364,17 @@ const struct agg *proc__next_agg(const struct proc *proc, size_t *it, const stru
 	return htab__next(proc->aggs, it, (const void **)key);
 }
 
+const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
+					 const struct alloc_key **key)
+{
+	return proc->allocs ? htab__next(proc->allocs, it, (const void **)key) : NULL;
+}
+
+bool proc__live(const struct proc *proc)
+{
+	return proc->allocs != NULL;
+}
+
 size_t proc__nr_aggs(const struct proc *proc)
 {
 	return htab__count(proc->aggs);

@@ -29,6 +29,14 @@ const struct proc_totals *proc__totals(const struct proc *proc);
  * from 0, *key set; NULL at the end.
  */
 const struct agg *proc__next_agg(const struct proc *proc, size_t *it, const struct agg_key **key);
+/*
+ * Iteration over the allocations outstanding, in no order: it from 0, *key
+ * set; NULL at the end, and at once for a retired process.
+ */
+const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
+					 const struct alloc_key **key);
+/* Whether the process still has its running tables (proc__retire() not called). */
+bool proc__live(const struct proc *proc);
 /* How many aggregates the process has. */
 size_t proc__nr_aggs(const struct proc *proc);
 /* How many of the most recent failures are kept (at most PROC_MAX_FAILURES). */

@@ -22,11 +22,13 @@
 #include "books/books.h"
 #include "gpu/sampler.h"
 #include "session.h"
+#include "session_int.h"
 #include "snapshot.h"
 #include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
+#include "tiers.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
@@ -41,22 +43,15 @@
 #define SNAPSHOT_RETRY_US 20000
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
-struct session {
-	const struct gl_opts *o;
-	struct tracer *tracer;
-	struct modules *mods;
-	struct stacks *stacks;
-	struct unwinder *unwinder;
-	struct symbolizer *sym;
-	struct python *python;
-	struct books *books;
-	struct modstore *keep; /* --keep-modules */
-	struct targets *targets;
-	uint64_t start_ns, deadline_ns, next_reconcile_ns;
-	struct gpu_sampler *gpus; /* NVML, cached */
-};
-
 static volatile sig_atomic_t stop_signal;
+
+static volatile sig_atomic_t tensor_request;
+
+static void on_tensor_request(int sig)
+{
+	(void)sig;
+	tensor_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -174,6 +169,15 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
 }
 
+/* NVML's view of the devices; NULL when there is none, or nothing is traced yet. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	/* a machine with nothing traced needs no child process for NVML */
+	if (!procs__count(books__procs(s->books)))
+		return NULL;
+	return gpu_sampler__get(s->gpus);
+}
+
 /*
  * Processes whose exit record was lost (ring buffer full): BPF keeps their
  * final books marked exited; take them now.
@@ -216,6 +220,16 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (tensor_request) {
+		tensor_request = 0;
+		log_info("signal %d: a tensor window is asked for", SIGUSR1);
+		tiers__request(s->tiers);
+	}
+	if (s->tiers && tiers__step(s->tiers, now) == -ENOMEM) {
+		log_error("out of memory");
+		*done = true;
+		return EXIT_RUNTIME;
+	}
 	if (now >= s->next_reconcile_ns) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
@@ -238,6 +252,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
+	tiers__free(s->tiers);
 	books__free(s->books);
 	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
@@ -274,8 +289,10 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
 	};
-	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -298,6 +315,8 @@ static int setup(struct session *s)
 	struct py_publisher pub;
 
 	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
@@ -350,6 +369,8 @@ struct session *session__new(const struct gl_opts *o, int *status)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_tensor_request;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return s;
 }
@@ -361,6 +382,10 @@ int session__start(struct session *s)
 
 	s->start_ns = now_ns();
 	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
+	if (!status && !(s->tiers = tiers__new(s))) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+	}
 	return status;
 }
 
@@ -382,8 +407,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		/* a machine with nothing traced needs no child process for NVML */
-		.nvml = procs__count(books__procs(s->books)) ? gpu_sampler__get(s->gpus) : NULL,
+		.nvml = sample_nvml(s),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 	};
 	struct snapshot *snap = NULL;
 
@@ -418,6 +443,12 @@ struct tracer *session__tracer(struct session *s)
 struct python *session__python(struct session *s)
 {
 	return s->python;
+}
+
+void session__request_tensors(struct session *s)
+{
+	if (s->tiers)
+		tiers__request(s->tiers);
 }
 
 bool session__scanning(const struct session *s)

@@ -41,6 +41,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 struct gpu_sampler *session__gpus(struct session *s);
 struct tracer *session__tracer(struct session *s);
 struct python *session__python(struct session *s);
+/* Asks for a tensor window now (tiers.h). Async-signal-safe. */
+void session__request_tensors(struct session *s);
 /* Whether library scans are pending: the caller then polls more often (5 ms). */
 bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);
