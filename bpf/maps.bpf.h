@@ -9,6 +9,8 @@
 #ifndef GPULEAK_MAPS_BPF_H
 #define GPULEAK_MAPS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "gpuleak_abi.h"
 
 const volatile bool targ_all = false;	     /* trace every process, not only targets */
@@ -163,8 +165,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-#define GL_STACK_DATA (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + \
-		       GL_MAX_FP_FRAMES * 8 + GL_MAX_STACK_COPY + GL_PAGE_SIZE)
+#define GL_STACK_DATA                                                           \
+	(GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + GL_MAX_FP_FRAMES * 8 + \
+	 GL_MAX_STACK_COPY + GL_PAGE_SIZE)
 
 struct gl_stack_buf {
 	struct gl_stack rec;

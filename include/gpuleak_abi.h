@@ -81,6 +81,8 @@ enum gl_kind {
  * The probe table: X(symbol, role, class, kind, flags). The API id is the
  * position in this list; it is the BPF cookie of each attached probe.
  */
+/* one row per function, aligned by hand */
+/* clang-format off */
 #define GL_APIS(X)                                                                    \
 	X(cuMemAlloc, ALLOC, DEVICE, DPTR, GL_API_V1 | GL_API_STACK)                  \
 	X(cuMemAlloc_v2, ALLOC, DEVICE, DPTR, GL_API_REQUIRED | GL_API_STACK)         \
@@ -134,6 +136,7 @@ enum gl_kind {
 	X(cuCtxPopCurrent_v2, CTX_POP, DEVICE, DPTR, 0)                               \
 	X(pytorch_malloc, ALLOC, TORCH_BLOCK, TORCH, GL_API_USDT | GL_API_STACK)       \
 	X(pytorch_free, FREE, TORCH_BLOCK, TORCH, GL_API_USDT)
+/* clang-format on */
 
 #define GL_API_ENUM(sym, role, cls, kind, flags) GL_API_##sym,
 enum gl_api { GL_APIS(GL_API_ENUM) GL_NR_APIS };
@@ -176,10 +179,10 @@ enum gl_op {
 	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
 };
 
-/* gl_call.flags */
 /* Tensor-block stack sampling: entries of the exponential quantile table (tiers.bpf.h). */
 #define GL_SAMPLE_EXP_N 1024
 
+/* gl_call.flags */
 #define GL_CALL_DEFERRED 0x1	  /* release of a handle still mapped: freed at last unmap */
 #define GL_CALL_TABLE_FULL 0x2	  /* BPF's allocation table was full: not tracked in BPF */
 #define GL_CALL_NO_STACK 0x4	  /* no stack record was emitted for this call */
@@ -300,7 +303,7 @@ enum gl_stat {
 /* Depth of the per-thread context stack (cuCtxPushCurrent). */
 #define GL_MAX_CTX 8
 
-/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python.c configures the walk === */
+/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python/ configures it === */
 
 /* gl_py_frame.flags */
 #define GL_PY_ENTRY 0x1 /* outermost frame run by one native call of the eval loop */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "util/http.h"
+#include "agent/http.h"
 #include "util/log.h"
 #include "util/parse.h"
 

@@ -4,9 +4,9 @@
  */
 #include <stdio.h>
 #include "cli.h"
-#include "serve.h"
+#include "agent/serve.h"
+#include "attach.h"
 #include "offline.h"
-#include "session.h"
 #include "top.h"
 #include "util/log.h"
 

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "snapshot.h"
+#include "model/snapshot.h"
 
 struct text_opts {
 	uint32_t max_stacks;  /* per process; 0 = all in the snapshot */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "report.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 
 static const char *basename_of(const char *path)
 {
@@ -81,7 +82,8 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 		comm[i] = c && (c < 0x20 || c == 0x7f) ? '?' : c;
 	}
 	comm[sizeof(comm) - 1] = '\0';
-	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
+	fprintf(f,
+		"PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
 		   "(peak device %s)\n",
 		p->pid, comm, p->exited ? "exited" : "running",
 		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
@@ -102,13 +104,16 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 		if (t >= 0 && t < 120)
 			fprintf(f, "; at this rate its GPU memory is full in about %.0f s", t);
 		else if (t >= 0 && t < 7200)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f min", t / 60);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f min",
+				t / 60);
 		else if (t >= 0)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f h", t / 3600);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f h",
+				t / 3600);
 		fputc('\n', f);
 	}
 	if (p->pre_attach_valid && p->pre_attach_bytes)
-		fprintf(f, "  %s of device memory not in these figures (NVML: held before attach, "
+		fprintf(f,
+			"  %s of device memory not in these figures (NVML: held before attach, "
 			   "or by the CUDA context)\n",
 			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
 }
@@ -123,7 +128,8 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		char a[32], r[32], c[32];
 		uint64_t alloc = p->bytes[GL_CLASS_TORCH_BLOCK], res = p->torch_reserved_bytes;
 
-		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks", fmt_bytes(alloc, a, sizeof(a)),
+		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks",
+			fmt_bytes(alloc, a, sizeof(a)),
 			(unsigned long long)p->nallocs[GL_CLASS_TORCH_BLOCK]);
 		if (res)
 			fprintf(f, "; %s reserved in segments (%s cached, not in tensors)",
@@ -135,7 +141,8 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  address space reserved: %s (not memory)\n",
 			fmt_bytes(p->bytes[GL_CLASS_ADDRESS], b, sizeof(b)));
 	if (p->unmatched_frees)
-		fprintf(f, "  %llu free%s of memory allocated before gpuleak attached "
+		fprintf(f,
+			"  %llu free%s of memory allocated before gpuleak attached "
 			   "(not in these figures)\n",
 			(unsigned long long)p->unmatched_frees, p->unmatched_frees == 1 ? "" : "s");
 	if (p->failures)
@@ -254,11 +261,13 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	} else if (!strcmp(t->coverage, "none")) {
 		fprintf(f, "  tensor blocks: not traced (--tensors off)\n");
 	} else if (w && t->armed) {
-		fprintf(f, "  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
+		fprintf(f,
+			"  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
 			   "opened on %s); their figures and verdicts cover this window only\n",
 			(unsigned long long)t->windows_total, w->start_s, w->why);
 	} else if (w) {
-		fprintf(f, "  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
+		fprintf(f,
+			"  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
 			   "opened on %s), not traced since; %.1f s traced in %llu window%s. "
 			   "Driver-level figures are exact and current\n",
 			(unsigned long long)t->windows_total, w->start_s, w->end_s, w->why,
@@ -268,7 +277,8 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	if (t->sample_bytes) {
 		char b[32];
 
-		fprintf(f, "  tensor-block stacks: a byte-weighted sample, one per %s on average; "
+		fprintf(f,
+			"  tensor-block stacks: a byte-weighted sample, one per %s on average; "
 			   "per-stack figures of sampled stacks are estimates\n",
 			fmt_bytes(t->sample_bytes, b, sizeof(b)));
 	}
