@@ -35,7 +35,7 @@ struct gl_call_ctx {
 	struct gl_api_desc desc;
 	__u64 pid_tgid;
 	__u64 ctx; /* context current on the thread */
-	__u64 id; /* the allocation booked or freed (gl_call.id) */
+	__u64 id;  /* the allocation booked or freed (gl_call.id) */
 	__s32 dev;
 	__u32 api;
 	int rc;
@@ -166,7 +166,11 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				       __u8 cls, __s16 dev)
 {
 	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
-	struct gl_alloc_val v = { .size = size, .ctx = c->ctx, .refs = 1, .cls = cls, .dev = dev,
+	struct gl_alloc_val v = { .size = size,
+				  .ctx = c->ctx,
+				  .refs = 1,
+				  .cls = cls,
+				  .dev = dev,
 				  .id = next_alloc_id() };
 	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
 	__u16 flags = 0;

@@ -36,8 +36,8 @@ struct books {
 	struct books_counters counters;
 	uint64_t now;
 	struct htab *prefetched; /* pid -> struct prefetch */
-	uint32_t replay_stack; /* books__replay_call: the stack the call's entry parked */
-	uint32_t taken;	       /* the parked stack the record being applied took */
+	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;		 /* the parked stack the record being applied took */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */

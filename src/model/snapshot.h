@@ -32,11 +32,11 @@ struct snap_stack {
 	uint64_t first_ns, last_ns;
 	const char *verdict; /* "leak", "steady", "unknown" */
 	double growth_bytes_per_s;
-	const char *why; /* one line explaining the verdict */
+	const char *why;    /* one line explaining the verdict */
 	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
 	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
-	bool estimated;	    /* the estimates below are set: a sampled stack */
-	bool unsampled;	    /* the blocks that drew no stack (exact figures, no frames) */
+	bool estimated; /* the estimates below are set: a sampled stack */
+	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */
 	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
 	uint32_t nframes;
 	struct snap_frame *frames;
@@ -50,8 +50,8 @@ struct snap_failure {
 	const char *error;
 	int rc;
 	uint8_t cls;
-	struct snap_stack *stack; /* frames only */
-	uint32_t nholders;	  /* out of memory: the largest holders at that moment */
+	struct snap_stack *stack;   /* frames only */
+	uint32_t nholders;	    /* out of memory: the largest holders at that moment */
 	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
 };
 
@@ -66,16 +66,16 @@ struct snap_proc {
 	uint64_t alloc_bytes[GL_CLASS_SLOTS], free_bytes[GL_CLASS_SLOTS]; /* cumulative */
 	uint64_t outstanding_allocs; /* device + managed + host_pinned */
 	uint64_t peak_device;
-	uint64_t dev_bytes[16];	     /* device class per device ordinal */
-	uint64_t unknown_dev_bytes;  /* device class, device not known */
+	uint64_t dev_bytes[16];	    /* device class per device ordinal */
+	uint64_t unknown_dev_bytes; /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
-	uint64_t ctx_drops; /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint64_t ctx_drops;	       /* context teardowns applied (compared with bpf.ctx_drops) */
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
-	bool bpf_valid;		     /* bpf below holds BPF's own books */
+	bool bpf_valid;		       /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
-	bool consistent;	     /* user-space books equal BPF's */
-	bool totals_from_kernel;     /* not consistent: the totals above are BPF's exact ones */
+	bool consistent;	 /* user-space books equal BPF's */
+	bool totals_from_kernel; /* not consistent: the totals above are BPF's exact ones */
 	uint64_t attributed_bytes[GL_CLASS_SLOTS]; /* then: what the stacks add up to */
 	uint64_t attributed_allocs;
 	uint32_t nstacks;
@@ -101,7 +101,7 @@ struct snap_recording {
 	bool cut;		/* the file ends inside a chunk */
 	uint64_t max_size;
 	uint64_t bytes, skipped_bytes, bad_chunks, bad_records, unknown_records;
-	uint64_t calls;			/* call records replayed */
+	uint64_t calls;			   /* call records replayed */
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
@@ -115,12 +115,12 @@ struct snap_window {
 
 /* What the tensor-level figures (class torch_block) cover. */
 struct snap_tensors {
-	const char *mode;     /* --tensors: "windowed", "sampled", "full" or "off" */
+	const char *mode;      /* --tensors: "windowed", "sampled", "full" or "off" */
 	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
-	const char *coverage; /* "complete" (every block since tracing started), "windowed" */
-	bool armed;	      /* the probes are attached now */
-	uint64_t until_ns;    /* windowed and disarmed: the figures are as of this; else 0 */
-	double armed_s;	      /* time attached, all windows */
+	const char *coverage;  /* "complete" (every block since tracing started), "windowed" */
+	bool armed;	       /* the probes are attached now */
+	uint64_t until_ns;     /* windowed and disarmed: the figures are as of this; else 0 */
+	double armed_s;	       /* time attached, all windows */
 	uint64_t windows_total;
 	uint32_t nwindows; /* the latest windows, oldest first */
 	struct snap_window windows[SNAP_MAX_WINDOWS];
@@ -146,7 +146,7 @@ struct snapshot {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct snap_recording *recording; /* NULL: a live session */
-	const struct snap_tensors *tensors;	/* NULL: not known (a recording); else &tensors_buf */
+	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
 };
 

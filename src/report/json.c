@@ -88,7 +88,7 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "torch_allocated_bytes", p->bpf.bytes[GL_CLASS_TORCH_BLOCK]);
 	jsonw__field_u64(w, "outstanding_allocs",
 			 p->bpf.allocs[GL_CLASS_DEVICE] + p->bpf.allocs[GL_CLASS_MANAGED] +
-						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
+				 p->bpf.allocs[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "alloc_calls", p->bpf.alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
 	jsonw__field_u64(w, "failures", p->bpf.failures);

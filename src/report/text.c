@@ -84,7 +84,7 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 	comm[sizeof(comm) - 1] = '\0';
 	fprintf(f,
 		"PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
-		   "(peak device %s)\n",
+		"(peak device %s)\n",
 		p->pid, comm, p->exited ? "exited" : "running",
 		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 		fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
@@ -114,7 +114,7 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 	if (p->pre_attach_valid && p->pre_attach_bytes)
 		fprintf(f,
 			"  %s of device memory not in these figures (NVML: held before attach, "
-			   "or by the CUDA context)\n",
+			"or by the CUDA context)\n",
 			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
 }
 
@@ -143,7 +143,7 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	if (p->unmatched_frees)
 		fprintf(f,
 			"  %llu free%s of memory allocated before gpuleak attached "
-			   "(not in these figures)\n",
+			"(not in these figures)\n",
 			(unsigned long long)p->unmatched_frees, p->unmatched_frees == 1 ? "" : "s");
 	if (p->failures)
 		fprintf(f, "  %llu failed allocation%s (%llu out of memory)\n",
@@ -153,19 +153,22 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
 	if (p->bpf_valid && p->bpf.untracked_allocs)
-		fprintf(f, "  WARNING: %llu allocation%s (%s) not in these figures: the kernel's "
-			   "allocation table was full (raise --max-allocs)\n",
+		fprintf(f,
+			"  WARNING: %llu allocation%s (%s) not in these figures: the kernel's "
+			"allocation table was full (raise --max-allocs)\n",
 			(unsigned long long)p->bpf.untracked_allocs,
 			p->bpf.untracked_allocs == 1 ? "" : "s",
 			fmt_bytes(p->bpf.untracked_bytes, b, sizeof(b)));
 	if (p->totals_from_kernel)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters: "
-			   "the totals above are the kernel's; the stacks below are incomplete "
-			   "(they add up to %s of device memory)\n",
+		fprintf(f,
+			"  WARNING: these books differ from the kernel's exact counters: "
+			"the totals above are the kernel's; the stacks below are incomplete "
+			"(they add up to %s of device memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
-			   "(device %s there)\n",
+		fprintf(f,
+			"  WARNING: these books differ from the kernel's exact counters "
+			"(device %s there)\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 }
 
@@ -186,22 +189,27 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 	if (s->complete)
 		return buf;
 	if (s->lost_events)
-		n = snprintf(buf, len, "%llu events were lost (ring buffer full); figures "
+		n = snprintf(buf, len,
+			     "%llu events were lost (ring buffer full); figures "
 			     "are incomplete: raise --ringbuf-size",
 			     (unsigned long long)s->lost_events);
 	else if (st[GL_STAT_ALLOC_TABLE_FULL] && s->cap_allocs)
-		n = snprintf(buf, len, "the kernel's allocation table (--max-allocs %u) was full: "
+		n = snprintf(buf, len,
+			     "the kernel's allocation table (--max-allocs %u) was full: "
 			     "%llu allocation%s (%s) are in no figure, and frees of them count as "
-			     "unmatched; raise --max-allocs", s->cap_allocs,
-			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
+			     "unmatched; raise --max-allocs",
+			     s->cap_allocs, (unsigned long long)s->untracked_allocs,
+			     plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
 	else if (st[GL_STAT_ALLOC_TABLE_FULL])
-		n = snprintf(buf, len, "the kernel's allocation table was full: %llu allocation%s "
+		n = snprintf(buf, len,
+			     "the kernel's allocation table was full: %llu allocation%s "
 			     "(%s) are in no figure; raise --max-allocs",
 			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
 	else if (st[GL_STAT_INFLIGHT_FULL] || st[GL_STAT_NESTED_OVERFLOW])
-		n = snprintf(buf, len, "%llu call%s could not be followed (%llu with no room for "
+		n = snprintf(buf, len,
+			     "%llu call%s could not be followed (%llu with no room for "
 			     "their thread's state, %llu nested deeper than %d); figures are "
 			     "incomplete",
 			     (unsigned long long)(st[GL_STAT_INFLIGHT_FULL] +
@@ -210,10 +218,13 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     (unsigned long long)st[GL_STAT_INFLIGHT_FULL],
 			     (unsigned long long)st[GL_STAT_NESTED_OVERFLOW], GL_MAX_NEST);
 	else if (s->malformed)
-		n = snprintf(buf, len, "%llu malformed record%s dropped; figures are "
-			     "incomplete", (unsigned long long)s->malformed, plural(s->malformed));
+		n = snprintf(buf, len,
+			     "%llu malformed record%s dropped; figures are "
+			     "incomplete",
+			     (unsigned long long)s->malformed, plural(s->malformed));
 	else
-		n = snprintf(buf, len, "the books disagree with the kernel's exact counters: the "
+		n = snprintf(buf, len,
+			     "the books disagree with the kernel's exact counters: the "
 			     "totals are the kernel's, the stacks are incomplete (see \"bpf\" in "
 			     "--json)");
 	if (n < 0 || (size_t)n >= len)
@@ -263,13 +274,13 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	} else if (w && t->armed) {
 		fprintf(f,
 			"  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
-			   "opened on %s); their figures and verdicts cover this window only\n",
+			"opened on %s); their figures and verdicts cover this window only\n",
 			(unsigned long long)t->windows_total, w->start_s, w->why);
 	} else if (w) {
 		fprintf(f,
 			"  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
-			   "opened on %s), not traced since; %.1f s traced in %llu window%s. "
-			   "Driver-level figures are exact and current\n",
+			"opened on %s), not traced since; %.1f s traced in %llu window%s. "
+			"Driver-level figures are exact and current\n",
 			(unsigned long long)t->windows_total, w->start_s, w->end_s, w->why,
 			t->armed_s, (unsigned long long)t->windows_total,
 			t->windows_total == 1 ? "" : "s");
@@ -279,7 +290,7 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 
 		fprintf(f,
 			"  tensor-block stacks: a byte-weighted sample, one per %s on average; "
-			   "per-stack figures of sampled stacks are estimates\n",
+			"per-stack figures of sampled stacks are estimates\n",
 			fmt_bytes(t->sample_bytes, b, sizeof(b)));
 	}
 }
@@ -319,8 +330,9 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		fprintf(f, "WARNING: %s.\n", report__incomplete_why(s, why, sizeof(why)));
 	}
 	if (s->stack_overflows)
-		fprintf(f, "NOTE: more distinct stacks than --max-stacks %u: %llu allocation%s "
-			   "counted under one \"other stacks\" entry (totals exact)\n",
+		fprintf(f,
+			"NOTE: more distinct stacks than --max-stacks %u: %llu allocation%s "
+			"counted under one \"other stacks\" entry (totals exact)\n",
 			s->cap_stacks, (unsigned long long)s->stack_overflows,
 			plural(s->stack_overflows));
 	if (fflush(f) || ferror(f))
