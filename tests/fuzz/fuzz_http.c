@@ -6,7 +6,7 @@
  * address parser on the same bytes.
  */
 #include "fuzz.h"
-#include "util/http.h"
+#include "agent/http.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

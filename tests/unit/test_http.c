@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <zlib.h>
-#include "util/http.h"
+#include "agent/http.h"
 
 static int parse(const char *req)
 {
