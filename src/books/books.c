@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
+#include "explain.h"
 #include "stacks/python/python.h"
 #include "stacks/native/unwind.h"
 #include "trace/event.h"
@@ -335,6 +336,9 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 	series__add(a->series, ts, a->bytes);
 }
 
+static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
+		       uint64_t bytes, bool alloc);
+
 static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_key *k,
 			 const struct alloc_val *v, uint64_t ts)
 {
@@ -394,6 +398,8 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
+	if (proc->retry_open)
+		retry_note(b, proc, stack, c->cls, c->bytes, true);
 }
 
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
@@ -408,6 +414,8 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	copy = *v;
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+	if (proc->retry_open)
+		retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
 }
 
 /* The stacks holding the most memory of the failing call's class, largest first. */
@@ -434,6 +442,86 @@ static void top_holders(struct proc *proc, struct failure *f)
 	}
 }
 
+/* The failure awaiting PyTorch's retry, or NULL (none, or overwritten in the ring since). */
+static struct failure *retry_awaited(struct proc *proc)
+{
+	if (!proc->retry_open || proc->nr_fails - proc->retry_open >= PROC_MAX_FAILURES)
+		return NULL;
+	return &proc->fails[(proc->retry_open - 1) % PROC_MAX_FAILURES];
+}
+
+/* After a failure of PyTorch's allocator: a segment freed (its cache) or allocated (the retry). */
+static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
+		       uint64_t bytes, bool alloc)
+{
+	struct failure *f = retry_awaited(proc);
+	bool torch;
+
+	if (!f || cls != GL_CLASS_DEVICE)
+		return;
+	explain__library(b, stack, &torch);
+	if (!torch)
+		return;
+	if (!alloc) {
+		f->retry_freed += bytes;
+		return;
+	}
+	f->retry = RETRY_SUCCEEDED;
+	proc->retry_open = 0;
+}
+
+/* Where the device's memory was when an allocation ran out of it; PyTorch's retry. */
+static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *c,
+		      struct failure *f)
+{
+	struct oom_facts *o = &f->facts;
+	struct explain *e = malloc(sizeof(*e));
+	struct failure *prev = retry_awaited(proc);
+
+	*o = (struct oom_facts){ .request = c->bytes, .dev = c->dev };
+	explain__library(b, f->stack, &o->torch_request);
+	if (o->torch_request) {
+		if (prev && prev != f) {
+			prev->retry = RETRY_FAILED;
+			f->is_retry = true;
+			proc->retry_open = 0;
+		} else {
+			f->retry = RETRY_PENDING;
+			proc->retry_open = proc->nr_fails;
+		}
+	}
+	if (!e || explain__proc(b, proc, c->hdr.ts, e)) {
+		free(e);
+		return; /* no memory: the failure keeps its holders, without an explanation */
+	}
+	o->blocks_seen = e->blocks_seen;
+	for (uint32_t i = 0; i < e->ndevs; i++) {
+		const struct explain_dev *d = &e->devs[i];
+
+		/* the failing device, or every device when it is not known */
+		if (o->dev >= 0 && d->dev != o->dev && d->dev >= 0)
+			continue;
+		o->held += d->device_bytes;
+		o->torch_reserved += d->torch_reserved;
+		o->torch_allocated += d->torch_allocated;
+		o->free_extents += d->ext.free_bytes;
+		o->nr_free += d->ext.nr_free;
+		if (d->ext.largest_free > o->largest_free)
+			o->largest_free = d->ext.largest_free;
+		o->blocks_outside += d->ext.outside_bytes;
+		o->leak_bytes += d->leak_bytes;
+		o->outside_torch += d->outside_torch;
+		if (d->nlibs && d->libs[0].bytes > o->top_lib_bytes) {
+			o->top_lib = d->libs[0].name;
+			o->top_lib_bytes = d->libs[0].bytes;
+		}
+	}
+	free(e);
+	if (b->hooks.oom_nvml)
+		b->hooks.oom_nvml(b->hooks.ctx, proc->pid, o->dev, o);
+	f->has_facts = true;
+}
+
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
@@ -452,6 +540,8 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
+	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY && c->cls == GL_CLASS_DEVICE)
+		oom_facts(b, proc, c, f);
 	if (b->hooks.failure)
 		b->hooks.failure(b->hooks.ctx, proc, f);
 }

@@ -35,6 +35,12 @@ struct books_hooks {
 	/* the dynamic loader changed a traced process's libraries (dlopen, dlclose);
 	 * the process is not added to the books for that */
 	void (*libs_changed)(void *ctx, int pid);
+	/*
+	 * a device allocation of pid on dev (-1: not known) ran out of memory: fills
+	 * the NVML part of facts (nvml, proc_listed, dev_total, dev_free, proc_used,
+	 * others_used) if it can; called before failure. NULL: no NVML.
+	 */
+	void (*oom_nvml)(void *ctx, int pid, int dev, struct oom_facts *facts);
 	/* an allocation failed */
 	void (*failure)(void *ctx, struct proc *proc, const struct failure *f);
 	/*

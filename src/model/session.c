@@ -132,6 +132,29 @@ static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len
 	}
 }
 
+/* NVML's figures at an out-of-memory failure: the device (or the only one), the process, the rest. */
+static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
+{
+	struct session *s = ctx;
+	const struct nvml_sample *n = gpu_sampler__get(s->gpus);
+	uint64_t used, others;
+
+	if (!n || !n->ndevices)
+		return;
+	if (dev < 0 && n->ndevices != 1)
+		return; /* which device is not known: NVML cannot tell more than the books */
+	if (dev < 0)
+		dev = 0;
+	if (!nvml_sample__proc_on(n, pid, (uint32_t)dev, &used, &others))
+		return;
+	facts->nvml = true;
+	facts->dev_total = n->devs[dev].total;
+	facts->dev_free = n->devs[dev].free;
+	facts->others_used = others;
+	facts->proc_listed = used != NVML_UNKNOWN;
+	facts->proc_used = facts->proc_listed ? used : 0;
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	struct session *s = ctx;
@@ -258,6 +281,7 @@ static int setup(struct session *s)
 		.proc_end = on_proc_end,
 		.libs_changed = on_libs_changed,
 		.failure = on_failure,
+		.oom_nvml = on_oom_nvml,
 		.ctx = s,
 	};
 	struct targets_opts tgo = {

@@ -113,6 +113,7 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	char b[32];
 
 	print_growth(f, p);
+	report__memory_text(f, p, "  ");
 
 	if (p->nallocs[GL_CLASS_TORCH_BLOCK] || p->torch_reserved_bytes) {
 		char a[32], r[32], c[32];
@@ -161,6 +162,7 @@ static void print_failures(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  failed: %s(%s) -> %s with %s of device memory held\n", fl->api,
 			fmt_bytes(fl->bytes, b1, sizeof(b1)), fl->error,
 			fmt_bytes(fl->held_device, b2, sizeof(b2)));
+		report__oom_text(f, fl, "    ");
 		for (uint32_t j = 0; fl->stack && j < fl->stack->nframes && j < 8; j++)
 			print_frame(f, j, &fl->stack->frames[j]);
 		for (uint32_t h = 0; h < fl->nholders; h++) {
