@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
+#include "books/explain.h"
 #include "gpu/sampler.h"
 #include "snapshot.h"
 #include "session.h"
@@ -155,10 +156,25 @@ static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
 	facts->proc_used = facts->proc_listed ? used : 0;
 }
 
+/* The cause of an out-of-memory failure, as the report will give it. */
+static void say_cause(const struct proc *proc, const struct failure *f)
+{
+	struct oom_explain ex;
+
+	if (!f->has_facts)
+		return;
+	oom__classify(&f->facts, &ex);
+	log_warn("PID %d (%s): %sout of memory: %s: %s; try: %s", proc->pid, proc->comm,
+		 f->is_retry ? "PyTorch's retry after freeing its cache ran " : "",
+		 oom__cause_name(ex.cause), ex.why, ex.action);
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	struct session *s = ctx;
 	char b1[32], b2[32], b3[32], site[256], holder[256];
+
+	say_cause(proc, f);
 
 	describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {

@@ -141,3 +141,47 @@ def test_memory_before_attach(tmp):
     check("before gpuleak attached" in o["why"], f"why: {o['why']}")
     check_text(text, "memory: NVML 56.00 MiB = PyTorch 8.00 MiB + outside PyTorch 0 B + "
                "context and before attach 48.00 MiB")
+
+
+def test_driver_level_only(tmp):
+    """Without PyTorch's allocator probes the reserve cannot be split: the breakdown and
+    the cause say so, and claim no fragmentation."""
+    truth, p, text, ooms = explain(tmp, "fragmentation", tracer_args=("--no-torch",))
+    m = p["memory"]
+    check_eq(m["driver_level_only"], True, "driver level only")
+    check_eq(m["torch_reserved_bytes"], truth["torch_reserved"], "the segments are seen")
+    for k in ("torch_allocated_bytes", "torch_cached_bytes", "largest_free_extent_bytes",
+              "fragmentation"):
+        check_eq(m[k], None, f"{k}: not known without the blocks")
+    o = ooms[0]["oom"]
+    check_eq(o["cause"], "unknown", f"the cause: {o}")
+    check("tensor probes were not armed" in o["why"], f"why: {o['why']}")
+    check_text(text, "its blocks were not seen (tensor probes not armed)")
+
+
+def test_explain_command(tmp):
+    """gpuleak explain PID: a one-shot attach that prints the breakdown and each
+    out-of-memory failure's cause, and nothing else, on stdout."""
+    wl = Workload("wl_explain", "--scenario", "fragmentation", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["explain", "-d", "1500ms", str(wl.pid)], tmp, json_report=False)
+    try:
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.wait(timeout=20), 0, "gpuleak explain's exit status")
+    finally:
+        wl.release()
+        wl.wait()
+    with open(tr.out_path) as f:
+        out = f.read()
+    check_text(out, f"PID {wl.pid} (wl_explain)",
+               "PyTorch: 56.00 MiB reserved = 28.00 MiB allocated + 28.00 MiB cached; "
+               "largest free extent 1.00 MiB", "out of memory: cuMemAlloc_v2(8.00 MiB)",
+               "cause: fragmentation", "this is PyTorch's own retry")
+    check("[1]" not in out and "#0" not in out, f"no stacks in explain's answer:\n{out}")
+    check_eq(truth["torch_reserved"], 56 * MIB, "the workload's reserve")
+    check("out of memory: fragmentation" in tr.stderr(), f"the warning names the cause: "
+          f"{tr.stderr()}")
+    rc, _, err = run_gpuleak(["explain", "-a"])
+    check(rc == 2 and "PIDs, not -a" in err, f"explain -a is refused: {rc} {err!r}")
