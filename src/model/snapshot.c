@@ -13,6 +13,7 @@
 #include "snapshot.h"
 #include "books/books.h"
 #include "books/explain.h"
+#include "pattern.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
@@ -51,6 +52,7 @@ void snapshot__free(struct snapshot *s)
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			free(p->stacks[j].frames);
 			free((char *)p->stacks[j].why);
+			free((char *)p->stacks[j].evidence);
 		}
 		free(p->stacks);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
@@ -203,9 +205,16 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 		n = o->max_stacks;
 	}
 	sp->nstacks = n;
-	for (size_t i = 0; i < n; i++)
-		if (fill_frames(b, sym, o->python, sp->stacks[i].id, &sp->stacks[i]))
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+		char ev[256];
+
+		if (fill_frames(b, sym, o->python, st->id, st))
 			return -ENOMEM;
+		st->pattern = pattern__of(st, ev, sizeof(ev));
+		if (st->pattern && !(st->evidence = strdup(ev)))
+			return -ENOMEM;
+	}
 	return 0;
 }
 

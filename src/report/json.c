@@ -54,6 +54,14 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
+	if (st->pattern) {
+		/* a hint with what it rests on, not a finding */
+		jsonw__name(w, "pattern");
+		jsonw__start_object(w);
+		jsonw__field_string(w, "name", st->pattern);
+		jsonw__field_string(w, "evidence", st->evidence);
+		jsonw__end_object(w);
+	}
 	jsonw__field_u64(w, "stack_id", st->id);
 	if (st->nframes) {
 		char site[256];

@@ -51,6 +51,8 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
+	if (st->pattern)
+		fprintf(f, "      hint: %s? %s\n", st->pattern, st->evidence);
 	if (st->nframes) {
 		char site[256];
 

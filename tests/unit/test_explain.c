@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "books/explain.h"
+#include "model/pattern.h"
 #include "unit.h"
 
 #define KIB (1ULL << 10)
@@ -189,6 +190,62 @@ static void test_oom_causes(void **state)
 	assert_null(oom__cause_name(OOM_CAUSE_NONE));
 }
 
+static struct snap_frame fr_backward[] = {
+	{ .kind = "native", .function = "faketorch_malloc" },
+	{ .kind = "native", .function = "torch::autograd::Engine::evaluate_function" },
+	{ .kind = "python", .function = "train_step", .file = "train.py", .line = 9 },
+};
+
+static struct snap_frame fr_forward[] = {
+	{ .kind = "native", .function = "faketorch_malloc" },
+	{ .kind = "python", .function = "Model.forward", .file = "model.py", .line = 4 },
+};
+
+/* Each pattern from the counts and frames of a leaking stack; none where they do not fit. */
+static void test_leak_patterns(void **state)
+{
+	const struct {
+		const char *name;
+		struct snap_stack st;
+	} cases[] = {
+		{ "pinned", { .cls = GL_CLASS_HOST_PINNED, .verdict = "leak", .allocs = 20,
+			      .outstanding_allocs = 20, .outstanding_bytes = 20 * MIB } },
+		{ "graph", { .cls = GL_CLASS_TORCH_BLOCK, .verdict = "leak", .allocs = 30,
+			     .frees = 2, .outstanding_allocs = 28, .outstanding_bytes = 28 * MIB,
+			     .nframes = 3, .frames = fr_backward } },
+		{ "outputs", { .cls = GL_CLASS_TORCH_BLOCK, .verdict = "leak", .allocs = 12,
+			       .outstanding_allocs = 12, .outstanding_bytes = 12 * MIB,
+			       .nframes = 2, .frames = fr_forward } },
+		{ "attribute", { .cls = GL_CLASS_TORCH_BLOCK, .verdict = "leak", .allocs = 40,
+				 .frees = 39, .outstanding_allocs = 1, .outstanding_bytes = 40 * MIB,
+				 .nframes = 2, .frames = fr_forward } },
+		{ "churn", { .cls = GL_CLASS_DEVICE, .verdict = "leak", .allocs = 400, .frees = 350,
+			     .outstanding_allocs = 50, .outstanding_bytes = 3 * MIB } },
+		{ "steady", { .cls = GL_CLASS_TORCH_BLOCK, .verdict = "steady", .allocs = 12,
+			      .outstanding_allocs = 12, .outstanding_bytes = 12 * MIB } },
+		{ "few", { .cls = GL_CLASS_DEVICE, .verdict = "leak", .allocs = 3,
+			   .outstanding_allocs = 3, .outstanding_bytes = 3 * MIB } },
+	};
+	struct unit_mem m;
+	FILE *f = unit_mem_open(&m);
+	char ev[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *p = pattern__of(&cases[i].st, ev, sizeof(ev));
+
+		fprintf(f, "%s: %s%s%s\n", cases[i].name, p ? p : "none", p ? ": " : "", ev);
+		if (!p)
+			assert_string_equal(ev, "");
+	}
+	/* evidence cut to its buffer, and says so */
+	assert_non_null(pattern__of(&cases[0].st, ev, 16));
+	assert_int_equal(strlen(ev), 15);
+	assert_string_equal(ev + 12, "...");
+	unit_check_expected("leak_patterns.txt", unit_mem_close(&m));
+	free(m.buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +256,7 @@ int main(void)
 		cmocka_unit_test(test_block_across_two_segments),
 		cmocka_unit_test(test_overlapping_segments_merge),
 		cmocka_unit_test(test_oom_causes),
+		cmocka_unit_test(test_leak_patterns),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
