@@ -220,6 +220,8 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 		a->d.torch_reserved += v->size;
 		if (k->kind == GL_KIND_DPTR)
 			return push(&a->segs, &a->nsegs, &a->cap_segs, k->key, v->size);
+		if (k->kind == GL_KIND_HANDLE)
+			a->d.torch_vmm += v->size;
 		return 0;
 	}
 	a->d.outside_torch += v->size;

@@ -33,6 +33,8 @@ struct explain_dev {
 	uint64_t torch_reserved;  /* segments PyTorch's caching allocator asked the driver for */
 	uint64_t torch_allocated; /* PyTorch's blocks (tensor probes) */
 	uint64_t torch_blocks;
+	uint64_t torch_vmm;	  /* of torch_reserved: cuMemCreate handles (expandable segments),
+				     which have no addresses here: not in ext */
 	struct extent_stats ext;  /* the segments minus the blocks */
 	uint64_t outside_torch;	  /* device memory not under PyTorch's allocator */
 	uint32_t nlibs;

@@ -272,17 +272,24 @@ static int fill_oom(const struct failure *f, struct snap_failure *sf)
 
 static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 {
+	/* expandable segments' blocks lie in no known segment: their free part is what the
+	 * handles hold beyond them, counted as one extent (their mappings can grow) */
+	uint64_t vmm_free = d->torch_vmm > d->ext.outside_bytes ?
+				    d->torch_vmm - d->ext.outside_bytes : 0;
+	uint64_t cached = d->ext.free_bytes + vmm_free;
+	uint64_t largest = d->ext.largest_free > vmm_free ? d->ext.largest_free : vmm_free;
+
 	*m = (struct snap_mem_dev){
 		.dev = d->dev,
 		.device_bytes = d->device_bytes,
 		.torch_reserved = d->torch_reserved,
 		.torch_allocated = d->torch_allocated,
-		.torch_cached = d->ext.free_bytes,
+		.torch_cached = cached,
 		.torch_blocks = d->torch_blocks,
-		.largest_free = d->ext.largest_free,
-		.nr_free = d->ext.nr_free,
-		.blocks_outside = d->ext.outside_bytes,
-		.fragmentation = extents__fragmentation(&d->ext),
+		.largest_free = largest,
+		.nr_free = d->ext.nr_free + (vmm_free > 0),
+		.blocks_outside = d->torch_vmm ? 0 : d->ext.outside_bytes,
+		.fragmentation = cached ? 1.0 - (double)largest / (double)cached : 0,
 		.outside_torch = d->outside_torch,
 		.leak_bytes = d->leak_bytes,
 	};
