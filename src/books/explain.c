@@ -37,15 +37,15 @@ static bool is_cuda_layer(const char *base)
 	       !strncmp(base, "libcudart_static", 16) || libcuda__is_driver_name(base);
 }
 
-/* Known libraries by file name (or a folder in their path: CuPy's and XLA's modules). */
-static const char *library_group(const char *path, bool program)
+const char *explain__library_group(const char *path, bool program)
 {
 	static const struct {
 		const char *prefix, *group;
 	} known[] = {
 		{ "libnccl", "nccl" },	 { "libcublasLt", "cublas" }, { "libcublas", "cublas" },
 		{ "libcudnn", "cudnn" }, { "libxla", "xla" },	      { "xla_extension", "xla" },
-		{ "libcufft", "cufft" }, { "libcusparse", "cusparse" }, { "libcusolver", "cusolver" },
+		{ "libcufft", "cufft" }, { "libcusparse", "cusparse" },
+		{ "libcusolver", "cusolver" },
 	};
 	const char *base = base_name(path);
 
@@ -82,8 +82,8 @@ const char *explain__library(struct books *b, uint32_t stack, bool *torch)
 			return "torch";
 		}
 		if (!lib && !is_cuda_layer(base_name(mi->path)))
-			/* the main executable is the first module of a map: id order is load order */
-			lib = library_group(mi->path, !strstr(base_name(mi->path), ".so"));
+			lib = explain__library_group(mi->path,
+						     !strstr(base_name(mi->path), ".so"));
 	}
 	if (!lib)
 		return python ? "program" : "other";
@@ -353,7 +353,8 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    "bound the library's own memory (its workspace or pool settings, e.g. "
 		    "CUBLAS_WORKSPACE_CONFIG, NCCL_BUFFSIZE, CuPy's memory pool limit) or free it "
 		    "when done",
-		    "%s held %s outside PyTorch's allocator (of %s outside it, %s in all)", f->top_lib,
+		    "%s held %s outside PyTorch's allocator (of %s outside it, %s in all)",
+		    f->top_lib,
 		    B(f->top_lib_bytes, 0), B(f->outside_torch, 1), B(f->held, 2));
 		return;
 	}
@@ -367,8 +368,9 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 	if (matters(unseen, f->request, f->proc_used)) {
 		set(out, OOM_CAUSE_UNKNOWN,
 		    "attach before the job allocates (gpuleak run, or attach at its start)",
-		    "%s of the process's %s (NVML) was allocated before gpuleak attached, or is the "
-		    "CUDA context: gpuleak cannot tell whose", B(unseen, 0), B(f->proc_used, 1));
+		    "%s of the process's %s (NVML) was allocated before gpuleak attached, or "
+		    "is the CUDA context: gpuleak cannot tell whose",
+		    B(unseen, 0), B(f->proc_used, 1));
 		return;
 	}
 	if (f->torch_request && !f->blocks_seen && f->torch_reserved >= f->request) {
@@ -381,9 +383,9 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 	}
 	if (!f->nvml) {
 		set(out, OOM_CAUSE_UNKNOWN, "run where NVML (or nvidia-smi) answers",
-		    "no leak, fragmentation or library outside PyTorch explains it, and without NVML "
-		    "neither the device's other processes nor memory from before attach can be ruled "
-		    "out (the process held %s)", B(f->held, 0));
+		    "no leak, fragmentation or library outside PyTorch explains it, and without "
+		    "NVML neither the device's other processes nor memory from before attach can "
+		    "be ruled out (the process held %s)", B(f->held, 0));
 		return;
 	}
 	set(out, OOM_CAUSE_PEAK,

@@ -63,6 +63,13 @@ int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct expla
  */
 const char *explain__library(struct books *b, uint32_t stack, bool *torch);
 
+/*
+ * The group of a module's path: a known library by its file name ("nccl", "cublas" for
+ * libcublas and libcublasLt, "cudnn", "xla", ...) or a folder of its path ("cupy",
+ * "xla"), "program" for the executable (program set), else the file name (borrowed).
+ */
+const char *explain__library_group(const char *path, bool program);
+
 /* Whether a module's path is PyTorch's CUDA caching allocator (libc10_cuda.so). */
 bool explain__is_torch_allocator(const char *path);
 

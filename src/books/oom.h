@@ -29,7 +29,7 @@ struct oom_facts {
 	uint64_t held; /* device memory the process held on the device (gpuleak's books) */
 	uint64_t torch_reserved, torch_allocated;
 	uint64_t free_extents, largest_free, nr_free; /* of the reserve */
-	uint64_t blocks_outside;		      /* block bytes in segments gpuleak never saw */
+	uint64_t blocks_outside;		      /* block bytes in segments not seen */
 	uint64_t leak_bytes;
 	uint64_t outside_torch;
 	const char *top_lib; /* the library outside PyTorch holding the most, or NULL */

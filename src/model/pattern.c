@@ -61,18 +61,21 @@ const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len)
 		say(evidence, len, "%llu pinned host buffers allocated here are held (%s), %llu "
 				   "freed",
 		    (unsigned long long)st->outstanding_allocs,
-		    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])), (unsigned long long)freed);
+		    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])),
+		    (unsigned long long)freed);
 		return "pinned buffers kept";
 	}
 	if (st->cls != GL_CLASS_TORCH_BLOCK && st->cls != GL_CLASS_DEVICE)
 		return NULL;
 	/* one tensor (or two) re-created larger each time: the old one freed, the new larger */
 	if (st->outstanding_allocs <= 2 && freed >= MIN_KEPT && st->frees >= MIN_KEPT) {
-		say(evidence, len, "%llu allocation%s held (%s) after %llu re-allocations: each new "
-				   "one larger, the old freed, as a tensor attribute extended with "
-				   "torch.cat is",
-		    (unsigned long long)st->outstanding_allocs, st->outstanding_allocs == 1 ? "" : "s",
-		    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])), (unsigned long long)freed);
+		say(evidence, len, "%llu allocation%s held (%s) after %llu re-allocations: each "
+				   "new one larger, the old freed, as a tensor attribute extended "
+				   "with torch.cat is",
+		    (unsigned long long)st->outstanding_allocs,
+		    st->outstanding_allocs == 1 ? "" : "s",
+		    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])),
+		    (unsigned long long)freed);
 		return "module attribute growing";
 	}
 	if (st->outstanding_allocs < MIN_KEPT || freed * 4 > st->allocs)

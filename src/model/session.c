@@ -133,7 +133,8 @@ static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len
 	}
 }
 
-/* NVML's figures at an out-of-memory failure: the device (or the only one), the process, the rest. */
+/* NVML's figures at an out-of-memory failure: the device (or the only one), the process,
+ * the other processes. */
 static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
 {
 	struct session *s = ctx;

@@ -34,7 +34,7 @@ struct snap_stack {
 	double growth_bytes_per_s;
 	const char *why; /* one line explaining the verdict */
 	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
-	const char *pattern;  /* leaks: the pattern the evidence points to (model/pattern.h), or NULL */
+	const char *pattern;  /* leaks: the pattern its evidence points to (pattern.h), or NULL */
 	const char *evidence; /* what the pattern rests on (owned); NULL with it */
 	uint32_t nframes;
 	struct snap_frame *frames;

@@ -32,9 +32,9 @@ static void print_torch(FILE *f, const struct snap_memory *m, const struct snap_
 	if (!reserved && !alloc)
 		return;
 	if (!m->blocks_seen) {
-		fprintf(f, "%s  PyTorch: %s reserved in segments; its blocks were not seen (tensor "
-			   "probes not armed): allocated and cached not split, from the driver level "
-			   "alone\n", indent, B(reserved, 0));
+		fprintf(f, "%s  PyTorch: %s reserved in segments; its blocks were not seen "
+			   "(tensor probes not armed): allocated and cached not split, from the "
+			   "driver level alone\n", indent, B(reserved, 0));
 		return;
 	}
 	fprintf(f, "%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent %s "
@@ -55,8 +55,8 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 			  !m->torch_allocated))
 		return;
 	if (m->nvml_valid)
-		fprintf(f, "%smemory: NVML %s = PyTorch %s + outside PyTorch %s + context and before "
-			   "attach %s", indent, B(m->nvml_bytes, 0), B(m->torch_reserved, 1),
+		fprintf(f, "%smemory: NVML %s = PyTorch %s + outside PyTorch %s + context and "
+			   "before attach %s", indent, B(m->nvml_bytes, 0), B(m->torch_reserved, 1),
 			B(m->outside_torch, 2), B(m->unseen, 3));
 	else
 		fprintf(f, "%smemory: gpuleak saw %s = PyTorch %s + outside PyTorch %s (no NVML "

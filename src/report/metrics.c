@@ -309,8 +309,9 @@ static void memory_families(struct ctx *c)
 	const char *lfam = "gpuleak_process_outside_torch_bytes";
 
 	family(c, fam, "gauge", "A process's device memory by part: nvml (NVML's figure), "
-				"torch_allocated, torch_cached, outside_torch, context_and_pre_attach, "
-				"unexplained, pinned_host (host memory, apart).");
+				"torch_reserved, torch_allocated, torch_cached, outside_torch, "
+				"context_and_pre_attach, unexplained, pinned_host (host memory, "
+				"apart).");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_memory *m = &c->s->procs[i].memory;
 		const struct {

@@ -125,6 +125,35 @@ static void test_overlapping_segments_merge(void **state)
 	assert_int_equal(st.nr_free, 1);
 }
 
+static void test_library_groups(void **state)
+{
+	static const struct {
+		const char *path, *group;
+		bool program;
+	} cases[] = {
+		{ "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "nccl", false },
+		{ "/venv/nvidia/cublas/lib/libcublasLt.so.12", "cublas", false },
+		{ "/venv/nvidia/cublas/lib/libcublas.so.12", "cublas", false },
+		{ "/venv/nvidia/cudnn/lib/libcudnn_engines_precompiled.so.9", "cudnn", false },
+		{ "/venv/site-packages/cupy/_core/core.cpython-312-x86_64-linux-gnu.so", "cupy",
+		  false },
+		{ "/venv/site-packages/cupy_backends/cuda/api/runtime.cpython-312.so", "cupy",
+		  false },
+		{ "/venv/site-packages/jaxlib/xla_extension.so", "xla", false },
+		{ "/opt/xla/libxla_gpu.so", "xla", false },
+		{ "/srv/train", "program", true },
+		{ "/usr/lib/libfoo.so.1", "libfoo.so.1", false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_string_equal(explain__library_group(cases[i].path, cases[i].program),
+				    cases[i].group);
+	assert_true(explain__is_torch_allocator("/venv/torch/lib/libc10_cuda.so"));
+	assert_false(explain__is_torch_allocator("/venv/torch/lib/libc10.so"));
+	assert_false(explain__is_torch_allocator(NULL));
+}
+
 /* Each cause from facts as the books would have them; the lines in expected/. */
 static void test_oom_causes(void **state)
 {
@@ -255,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_blocks_outside_and_overlapping),
 		cmocka_unit_test(test_block_across_two_segments),
 		cmocka_unit_test(test_overlapping_segments_merge),
+		cmocka_unit_test(test_library_groups),
 		cmocka_unit_test(test_oom_causes),
 		cmocka_unit_test(test_leak_patterns),
 	};
