@@ -302,6 +302,24 @@ static void process_families(struct ctx *c)
 	}
 }
 
+/* A figure of PyTorch's reserve per process whose blocks were seen: the largest free
+ * extent, or (ratio) the fragmentation. */
+static void torch_reserve_family(struct ctx *c, const char *fam, const char *help, bool ratio)
+{
+	family(c, fam, "gauge", help);
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || !m->blocks_seen || c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		if (ratio)
+			fprintf(c->f, "%.6g\n", m->fragmentation);
+		else
+			u64(c->f, m->largest_free);
+	}
+}
+
 /* Where each process's device memory is (the breakdown of the JSON report's "memory"). */
 static void memory_families(struct ctx *c)
 {
@@ -356,28 +374,14 @@ static void memory_families(struct ctx *c)
 			}
 		}
 	}
-	fam = "gpuleak_process_torch_largest_free_extent_bytes";
-	family(c, fam, "gauge", "The largest free extent of PyTorch's reserve (segments minus "
-				"blocks): the largest request it can serve without a new segment.");
-	for (uint32_t i = 0; i < c->s->nprocs; i++) {
-		const struct snap_memory *m = &c->s->procs[i].memory;
-
-		if (!m->valid || !m->blocks_seen || c->s->procs[i].exited)
-			continue;
-		proc_sample(c, fam, i, NULL, NULL);
-		u64(c->f, m->largest_free);
-	}
-	fam = "gpuleak_process_torch_fragmentation_ratio";
-	family(c, fam, "gauge", "1 - largest free extent / free bytes of PyTorch's reserve: 0 when "
-				"its free space is one extent, near 1 when it is split.");
-	for (uint32_t i = 0; i < c->s->nprocs; i++) {
-		const struct snap_memory *m = &c->s->procs[i].memory;
-
-		if (!m->valid || !m->blocks_seen || c->s->procs[i].exited)
-			continue;
-		proc_sample(c, fam, i, NULL, NULL);
-		fprintf(c->f, "%.6g\n", m->fragmentation);
-	}
+	torch_reserve_family(c, "gpuleak_process_torch_largest_free_extent_bytes",
+			     "The largest free extent of PyTorch's reserve (segments minus "
+			     "blocks): the largest request it can serve without a new segment.",
+			     false);
+	torch_reserve_family(c, "gpuleak_process_torch_fragmentation_ratio",
+			     "1 - largest free extent / free bytes of PyTorch's reserve: 0 when its "
+			     "free space is one extent, near 1 when it is split.",
+			     true);
 	fam = "gpuleak_process_oom_explained";
 	family(c, fam, "gauge", "The most recent out-of-memory failures a process had (up to 16), "
 				"by cause.");
