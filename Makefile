@@ -36,7 +36,7 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow 
 WERROR ?= 1
 SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
-LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread -lm
 
 ifeq ($(STATIC),1)
 CFLAGS += -DGPULEAK_STATIC

@@ -30,6 +30,7 @@
 #include "serve_int.h"
 #include "model/session.h"
 #include "model/session_int.h"
+#include "model/tiers.h"
 #include "caps.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -216,6 +217,15 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 {
 	struct agent *a = ctx;
 
+	if (!strcmp(req->path, "/tensors/arm")) {
+		if (!req->post)
+			return reply_text(rep, 405, "POST /tensors/arm opens a tensor window\n");
+		tiers__request(a->s->tiers);
+		log_info("POST /tensors/arm: a tensor window is asked for");
+		return reply_text(rep, 202, "a tensor window opens\n");
+	}
+	if (req->post)
+		return reply_text(rep, 405, "only /tensors/arm takes POST\n");
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap")) {
@@ -229,7 +239,8 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 				  "gpuleak " GPULEAK_VERSION "\n"
 				  "/metrics                Prometheus metrics\n"
 				  "/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
-				  "/healthz                liveness\n");
+				  "/healthz                liveness\n"
+				  "POST /tensors/arm       trace tensor blocks for a window now\n");
 	return reply_text(rep, 404, "404 Not Found\n");
 }
 

@@ -241,7 +241,9 @@ int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct expla
 	memset(out, 0, sizeof(*out));
 	out->pinned_host = proc->bytes[GL_CLASS_HOST_PINNED];
 	out->managed = proc->bytes[GL_CLASS_MANAGED];
-	out->blocks_seen = proc->alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0;
+	/* in tensor windows the blocks are a window's, not the allocator's whole map */
+	out->blocks_seen = proc->alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0 &&
+			   books__torch_map_complete(b);
 	if (!acc)
 		return -ENOMEM;
 	if (!proc->allocs) { /* retired (exited): its table is gone */
@@ -375,9 +377,11 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 	}
 	if (f->torch_request && !f->blocks_seen && f->torch_reserved >= f->request) {
 		set(out, OOM_CAUSE_UNKNOWN,
-		    "let gpuleak arm PyTorch's allocator probes (no --no-torch) before the failure",
-		    "PyTorch's blocks were not seen (driver level only: the tensor probes were not "
-		    "armed), so whether its reserve of %s was fragmented or leaking cannot be told",
+		    "let gpuleak trace PyTorch's blocks throughout (--tensors full) before the "
+		    "failure",
+		    "PyTorch's blocks were not all seen (driver level only: the tensor probes were "
+		    "not armed, or armed in windows), so whether its reserve of %s was fragmented "
+		    "or leaking cannot be told",
 		    B(f->torch_reserved, 0));
 		return;
 	}

@@ -26,6 +26,7 @@
 #include "stacks/python/python.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
+#include "tiers.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
@@ -40,6 +41,14 @@
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
 static volatile sig_atomic_t stop_signal;
+
+static volatile sig_atomic_t tensor_request;
+
+static void on_tensor_request(int sig)
+{
+	(void)sig;
+	tensor_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -233,6 +242,16 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (tensor_request) {
+		tensor_request = 0;
+		log_info("signal %d: a tensor window is asked for", SIGUSR1);
+		tiers__request(s->tiers);
+	}
+	if (s->tiers && tiers__step(s->tiers, now) == -ENOMEM) {
+		log_error("out of memory");
+		*done = true;
+		return EXIT_RUNTIME;
+	}
 	if (now >= s->next_reconcile_ns) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
@@ -255,6 +274,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
+	tiers__free(s->tiers);
 	books__free(s->books);
 	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
@@ -291,8 +311,10 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
 	};
-	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -316,6 +338,8 @@ static int setup(struct session *s)
 	struct py_publisher pub;
 
 	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
@@ -368,6 +392,8 @@ struct session *session__new(const struct gl_opts *o, int *status)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_tensor_request;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return s;
 }
@@ -379,6 +405,10 @@ int session__start(struct session *s)
 
 	s->start_ns = now_ns();
 	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
+	if (!status && !(s->tiers = tiers__new(s))) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+	}
 	return status;
 }
 
@@ -402,6 +432,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.nr_probes = tracer__nr_probes(s->tracer),
 		/* a machine with nothing traced needs no child process for NVML */
 		.nvml = procs__count(books__procs(s->books)) ? gpu_sampler__get(s->gpus) : NULL,
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 	};
 	struct snapshot *snap = NULL;
 

@@ -33,6 +33,7 @@ struct session {
 	struct targets *targets;
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;
 	struct gpu_sampler *gpus; /* NVML, cached */
+	struct tiers *tiers;	  /* when the tensor level is traced */
 };
 
 #endif /* GL_SESSION_INT_H */

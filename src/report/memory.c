@@ -32,9 +32,9 @@ static void print_torch(FILE *f, const struct snap_memory *m, const struct snap_
 	if (!reserved && !alloc)
 		return;
 	if (!m->blocks_seen) {
-		fprintf(f, "%s  PyTorch: %s reserved in segments; its blocks were not seen "
-			   "(tensor probes not armed): allocated and cached not split, from the "
-			   "driver level alone\n", indent, B(reserved, 0));
+		fprintf(f, "%s  PyTorch: %s reserved in segments; its blocks were not all seen "
+			   "(tensor probes not armed, or armed in windows): allocated and cached "
+			   "not split, from the driver level alone\n", indent, B(reserved, 0));
 		return;
 	}
 	fprintf(f, "%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent %s "
