@@ -61,6 +61,7 @@ static __always_inline __u32 drop_stale(struct gl_inflight *inf, __u64 sp)
 	for (int i = 0; i < GL_MAX_NEST && d > 0 && d <= GL_MAX_NEST; i++) {
 		if (inf->slot[(d - 1) & (GL_MAX_NEST - 1)].sp > sp)
 			break;
+		unclaim(&inf->slot[(d - 1) & (GL_MAX_NEST - 1)]);
 		d--;
 		stat_inc(GL_STAT_STALE_ENTRY);
 	}
@@ -100,6 +101,7 @@ int call_enter(struct pt_regs *ctx)
 	slot->seq = ++inf->seq;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
+	claim_key(slot, pid_tgid >> 32, &apis[api]);
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
@@ -123,6 +125,7 @@ static __always_inline int pop_slot(struct gl_inflight *inf, __u32 api, __u64 re
 		s = &inf->slot[(d - 1) & (GL_MAX_NEST - 1)];
 		if (s->sp + 8 < ret_sp) {
 			/* deeper than the returning frame: abandoned */
+			unclaim(s);
 			inf->depth = d - 1;
 			stat_inc(GL_STAT_STALE_ENTRY);
 			continue;
@@ -179,8 +182,8 @@ int call_exit(struct pt_regs *ctx)
  */
 
 /* A call context for a probe that is its own entry and return. */
-static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c,
-						       struct gl_slot *slot, __u32 api)
+static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, struct gl_slot *slot,
+						       __u32 api)
 {
 	struct gl_inflight *inf;
 
@@ -243,9 +246,9 @@ int BPF_USDT(torch_free, void *ptr)
 }
 
 /*
- * Run by user space (BPF_PROG_RUN) while the allocator probes are detached, before
- * a tensor window opens: drops every tensor block from allocs and from its
- * process's counters (tiers.bpf.h), as user space's books do.
+ * The tensor tier's window boundary, run by user space (BPF_PROG_RUN) while
+ * the allocator probes are detached: drops every tensor block from allocs and
+ * from its process's counters (tiers.bpf.h).
  */
 SEC("syscall")
 int forget_tensors(void *ctx)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * tiers.bpf.h - helpers of the tensor tier: forgetting a window's blocks (for
- * gpuleak.bpf.c's forget_tensors, run by user space) and sampling their stacks.
+ * tiers.bpf.h - the tensor tier's helpers: forgetting tensor blocks at a window's
+ * boundary (forget_tensors in gpuleak.bpf.c runs forget_one), and sampling their
+ * stacks.
  *
  * PyTorch's allocator probes are attached only in windows (user space's
  * tiers module). Between windows the frees of the blocks a window saw are not
@@ -12,6 +13,9 @@
 #ifndef GPULEAK_TIERS_BPF_H
 #define GPULEAK_TIERS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "gpuleak_abi.h"
 #include "maps.bpf.h"
 #include "books.bpf.h" /* class_slot */
 

@@ -27,9 +27,9 @@ struct client {
 	enum client_state state;
 	int fd;
 	uint64_t deadline_ms;
-	size_t len;   /* bytes read */
-	char *in;     /* max_request + 1 bytes */
-	char *out;    /* head + body */
+	size_t len; /* bytes read */
+	char *in;   /* max_request + 1 bytes */
+	char *out;  /* head + body */
 	size_t out_len, out_off;
 };
 
@@ -217,7 +217,8 @@ int http__parse_request(const char *buf, size_t len, const struct http_opts *o,
 	int err;
 
 	for (size_t i = 0; i + 3 < len && i + 3 < max; i++) {
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+		    buf[i + 3] == '\n') {
 			end = buf + i;
 			break;
 		}

@@ -54,8 +54,8 @@ struct books_hooks {
 };
 
 /* NULL with errno on failure. The books own none of m, s, u, py (py may be NULL). */
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o);
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o);
 void books__free(struct books *b);
 void books__set_hooks(struct books *b, const struct books_hooks *h);
 /* The hooks in force (to chain new ones in front of them). */

@@ -12,6 +12,7 @@
 #include "analysis.h"
 #include "books.h"
 #include "explain.h"
+#include "proc_int.h"
 #include "trace/libcuda.h"
 #include "util/fmt.h"
 
@@ -42,9 +43,10 @@ const char *explain__library_group(const char *path, bool program)
 	static const struct {
 		const char *prefix, *group;
 	} known[] = {
-		{ "libnccl", "nccl" },	 { "libcublasLt", "cublas" }, { "libcublas", "cublas" },
-		{ "libcudnn", "cudnn" }, { "libxla", "xla" },	      { "xla_extension", "xla" },
-		{ "libcufft", "cufft" }, { "libcusparse", "cusparse" },
+		{ "libnccl", "nccl" },	       { "libcublasLt", "cublas" },
+		{ "libcublas", "cublas" },     { "libcudnn", "cudnn" },
+		{ "libxla", "xla" },	       { "xla_extension", "xla" },
+		{ "libcufft", "cufft" },       { "libcusparse", "cusparse" },
 		{ "libcusolver", "cusolver" },
 	};
 	const char *base = base_name(path);
@@ -82,8 +84,7 @@ const char *explain__library(struct books *b, uint32_t stack, bool *torch)
 			return "torch";
 		}
 		if (!lib && !is_cuda_layer(base_name(mi->path)))
-			lib = explain__library_group(mi->path,
-						     !strstr(base_name(mi->path), ".so"));
+			lib = explain__library_group(mi->path, !strstr(base_name(mi->path), ".so"));
 	}
 	if (!lib)
 		return python ? "program" : "other";
@@ -202,6 +203,13 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 	const struct stack_info *si = htab__lookup(infos, &v->stack);
 	static const struct stack_info none = { "other", false, false };
 
+	/*
+	 * Its free is in flight and the driver gave its address to a newer
+	 * allocation: still outstanding, so counted, but kept under its number,
+	 * not its address, so it is in no extent (the newer one covers the range).
+	 */
+	bool freeing = k->kind == ALLOC_KIND_FREEING;
+
 	if (!si)
 		si = &none;
 	if (v->cls == GL_CLASS_TORCH_BLOCK) {
@@ -209,6 +217,8 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 		a->d.torch_blocks++;
 		if (si->leak)
 			a->d.leak_bytes += v->size;
+		if (freeing)
+			return 0;
 		return push(&a->blocks, &a->nblocks, &a->cap_blocks, k->key, v->size);
 	}
 	if (v->cls != GL_CLASS_DEVICE || k->kind == GL_KIND_MAPPING)
@@ -218,6 +228,8 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 		a->d.leak_bytes += v->size;
 	if (si->torch) {
 		a->d.torch_reserved += v->size;
+		if (freeing)
+			return 0;
 		if (k->kind == GL_KIND_DPTR)
 			return push(&a->segs, &a->nsegs, &a->cap_segs, k->key, v->size);
 		if (k->kind == GL_KIND_HANDLE)
@@ -239,10 +251,10 @@ int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct expla
 	int err = -ENOMEM;
 
 	memset(out, 0, sizeof(*out));
-	out->pinned_host = proc->bytes[GL_CLASS_HOST_PINNED];
-	out->managed = proc->bytes[GL_CLASS_MANAGED];
+	out->pinned_host = proc->t.bytes[GL_CLASS_HOST_PINNED];
+	out->managed = proc->t.bytes[GL_CLASS_MANAGED];
 	/* in tensor windows the blocks are a window's, not the allocator's whole map */
-	out->blocks_seen = proc->alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0 &&
+	out->blocks_seen = proc->t.alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0 &&
 			   books__torch_map_complete(b);
 	if (!acc)
 		return -ENOMEM;
@@ -298,11 +310,10 @@ static bool matters(uint64_t part, uint64_t request, uint64_t whole)
 	return part && (part >= request || part >= whole / 4);
 }
 
-static void set(struct oom_explain *out, enum oom_cause c, const char *action, const char *fmt,
-		...) __attribute__((format(printf, 4, 5)));
+static void set(struct oom_explain *out, enum oom_cause c, const char *action, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static void set(struct oom_explain *out, enum oom_cause c, const char *action, const char *fmt,
-		...)
+static void set(struct oom_explain *out, enum oom_cause c, const char *action, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -319,8 +330,8 @@ static void set(struct oom_explain *out, enum oom_cause c, const char *action, c
 void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 {
 	char buf[4][32];
-	uint64_t cached = f->torch_reserved > f->torch_allocated ?
-				  f->torch_reserved - f->torch_allocated : 0;
+	uint64_t cached =
+		f->torch_reserved > f->torch_allocated ? f->torch_reserved - f->torch_allocated : 0;
 	uint64_t unseen = f->proc_listed && f->proc_used > f->held ? f->proc_used - f->held : 0;
 
 	memset(out, 0, sizeof(*out));
@@ -330,8 +341,9 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb:N, so "
 		    "that large cached blocks are not split)",
 		    "PyTorch's reserve had %s free in %llu extents, none as large as the %s "
-		    "requested (the largest %s)", B(f->free_extents, 0),
-		    (unsigned long long)f->nr_free, B(f->request, 1), B(f->largest_free, 2));
+		    "requested (the largest %s)",
+		    B(f->free_extents, 0), (unsigned long long)f->nr_free, B(f->request, 1),
+		    B(f->largest_free, 2));
 		return;
 	}
 	if (matters(f->leak_bytes, f->request, f->held)) {
@@ -347,7 +359,8 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    "torch.cuda.empty_cache() at the phase change, so that PyTorch's cache of the "
 		    "previous phase's peak is handed back",
 		    "a request outside PyTorch failed while PyTorch's cache held %s it had not "
-		    "handed out", B(cached, 0));
+		    "handed out",
+		    B(cached, 0));
 		return;
 	}
 	if (f->top_lib && matters(f->top_lib_bytes, f->request, f->held)) {
@@ -356,8 +369,7 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    "CUBLAS_WORKSPACE_CONFIG, NCCL_BUFFSIZE, CuPy's memory pool limit) or free it "
 		    "when done",
 		    "%s held %s outside PyTorch's allocator (of %s outside it, %s in all)",
-		    f->top_lib,
-		    B(f->top_lib_bytes, 0), B(f->outside_torch, 1), B(f->held, 2));
+		    f->top_lib, B(f->top_lib_bytes, 0), B(f->outside_torch, 1), B(f->held, 2));
 		return;
 	}
 	if (f->nvml && matters(f->others_used, f->request, f->dev_total)) {
@@ -389,11 +401,13 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		set(out, OOM_CAUSE_UNKNOWN, "run where NVML (or nvidia-smi) answers",
 		    "no leak, fragmentation or library outside PyTorch explains it, and without "
 		    "NVML neither the device's other processes nor memory from before attach can "
-		    "be ruled out (the process held %s)", B(f->held, 0));
+		    "be ruled out (the process held %s)",
+		    B(f->held, 0));
 		return;
 	}
 	set(out, OOM_CAUSE_PEAK,
 	    "a smaller batch or sequence, activation checkpointing, or a larger device",
 	    "nothing above explains it: the working set (%s held, %s requested) is larger than the "
-	    "%s the device had", B(f->held, 0), B(f->request, 1), B(f->dev_total, 2));
+	    "%s the device had",
+	    B(f->held, 0), B(f->request, 1), B(f->dev_total, 2));
 }

@@ -33,10 +33,10 @@ struct explain_dev {
 	uint64_t torch_reserved;  /* segments PyTorch's caching allocator asked the driver for */
 	uint64_t torch_allocated; /* PyTorch's blocks (tensor probes) */
 	uint64_t torch_blocks;
-	uint64_t torch_vmm;	  /* of torch_reserved: cuMemCreate handles (expandable segments),
+	uint64_t torch_vmm;	 /* of torch_reserved: cuMemCreate handles (expandable segments),
 				     which have no addresses here: not in ext */
-	struct extent_stats ext;  /* the segments minus the blocks */
-	uint64_t outside_torch;	  /* device memory not under PyTorch's allocator */
+	struct extent_stats ext; /* the segments minus the blocks */
+	uint64_t outside_torch;	 /* device memory not under PyTorch's allocator */
 	uint32_t nlibs;
 	struct explain_lib libs[EXPLAIN_MAX_LIBS + 1]; /* of outside_torch, largest first */
 	uint64_t leak_bytes;			       /* held by stacks judged to leak */

@@ -32,13 +32,13 @@ struct snap_stack {
 	uint64_t first_ns, last_ns;
 	const char *verdict; /* "leak", "steady", "unknown" */
 	double growth_bytes_per_s;
-	const char *why; /* one line explaining the verdict */
-	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
+	const char *why;      /* one line explaining the verdict */
+	bool torch_segment;   /* device memory PyTorch's caching allocator asked for */
 	const char *pattern;  /* leaks: the pattern its evidence points to (pattern.h), or NULL */
 	const char *evidence; /* what the pattern rests on (owned); NULL with it */
 	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
-	bool estimated;	    /* the estimates below are set: a sampled stack */
-	bool unsampled;	    /* the blocks that drew no stack (exact figures, no frames) */
+	bool estimated; /* the estimates below are set: a sampled stack */
+	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */
 	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
 	uint32_t nframes;
 	struct snap_frame *frames;
@@ -58,9 +58,9 @@ struct snap_oom {
 	const char *top_lib; /* NULL: none */
 	bool nvml;	     /* NVML answered at the failure */
 	uint64_t dev_total, dev_free, others_used;
-	const char *retry;   /* PyTorch's retry after freeing its cache: "pending", "succeeded",
+	const char *retry;    /* PyTorch's retry after freeing its cache: "pending", "succeeded",
 				"failed", or NULL (not PyTorch's request, or this is the retry) */
-	bool is_retry;	     /* this failure is PyTorch's retry of the one before */
+	bool is_retry;	      /* this failure is PyTorch's retry of the one before */
 	uint64_t retry_freed; /* cached segments PyTorch freed before retrying */
 };
 
@@ -72,8 +72,8 @@ struct snap_failure {
 	const char *error;
 	int rc;
 	uint8_t cls;
-	struct snap_stack *stack; /* frames only */
-	uint32_t nholders;	  /* out of memory: the largest holders at that moment */
+	struct snap_stack *stack;   /* frames only */
+	uint32_t nholders;	    /* out of memory: the largest holders at that moment */
 	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
 	struct snap_oom *oom;	    /* out of memory on a device: its explanation; else NULL */
 };
@@ -89,8 +89,8 @@ struct snap_lib {
 /* One device of a process's breakdown (dev -1: allocations whose device is not known). */
 struct snap_mem_dev {
 	int dev;
-	bool nvml_valid;     /* NVML listed the process on this device */
-	uint64_t nvml_bytes; /* what NVML says the process uses on it */
+	bool nvml_valid;       /* NVML listed the process on this device */
+	uint64_t nvml_bytes;   /* what NVML says the process uses on it */
 	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
 	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
 	uint64_t largest_free, nr_free; /* free extents of the reserve */
@@ -113,7 +113,7 @@ struct snap_memory {
 	uint32_t ndevs;
 	struct snap_mem_dev devs[17];
 	bool nvml_valid;
-	uint64_t nvml_bytes;	 /* NVML, every device */
+	uint64_t nvml_bytes; /* NVML, every device */
 	uint64_t device_bytes, torch_reserved, torch_allocated, torch_cached, outside_torch;
 	uint64_t largest_free;
 	double fragmentation;
@@ -133,15 +133,16 @@ struct snap_proc {
 	uint64_t alloc_bytes[GL_CLASS_SLOTS], free_bytes[GL_CLASS_SLOTS]; /* cumulative */
 	uint64_t outstanding_allocs; /* device + managed + host_pinned */
 	uint64_t peak_device;
-	uint64_t dev_bytes[16];	     /* device class per device ordinal */
-	uint64_t unknown_dev_bytes;  /* device class, device not known */
+	uint64_t dev_bytes[16];	    /* device class per device ordinal */
+	uint64_t unknown_dev_bytes; /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
+	uint64_t ctx_drops;	       /* context teardowns applied (compared with bpf.ctx_drops) */
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
-	bool bpf_valid;		     /* bpf below holds BPF's own books */
+	bool bpf_valid;		       /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
-	bool consistent;	     /* user-space books equal BPF's */
-	bool totals_from_kernel;     /* not consistent: the totals above are BPF's exact ones */
+	bool consistent;	 /* user-space books equal BPF's */
+	bool totals_from_kernel; /* not consistent: the totals above are BPF's exact ones */
 	uint64_t attributed_bytes[GL_CLASS_SLOTS]; /* then: what the stacks add up to */
 	uint64_t attributed_allocs;
 	uint32_t nstacks;
@@ -168,7 +169,7 @@ struct snap_recording {
 	bool cut;		/* the file ends inside a chunk */
 	uint64_t max_size;
 	uint64_t bytes, skipped_bytes, bad_chunks, bad_records, unknown_records;
-	uint64_t calls;			/* call records replayed */
+	uint64_t calls;			   /* call records replayed */
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
@@ -182,12 +183,12 @@ struct snap_window {
 
 /* What the tensor-level figures (class torch_block) cover. */
 struct snap_tensors {
-	const char *mode;     /* --tensors: "windowed", "sampled", "full" or "off" */
+	const char *mode;      /* --tensors: "windowed", "sampled", "full" or "off" */
 	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
-	const char *coverage; /* "complete" (every block since tracing started), "windowed" */
-	bool armed;	      /* the probes are attached now */
-	uint64_t until_ns;    /* windowed and disarmed: the figures are as of this; else 0 */
-	double armed_s;	      /* time attached, all windows */
+	const char *coverage;  /* "complete" (every block since tracing started), "windowed" */
+	bool armed;	       /* the probes are attached now */
+	uint64_t until_ns;     /* windowed and disarmed: the figures are as of this; else 0 */
+	double armed_s;	       /* time attached, all windows */
 	uint64_t windows_total;
 	uint32_t nwindows; /* the latest windows, oldest first */
 	struct snap_window windows[SNAP_MAX_WINDOWS];
@@ -201,13 +202,19 @@ struct snapshot {
 	uint64_t stats[GL_NR_STATS];
 	uint64_t api_calls[GL_NR_APIS]; /* traced calls per API (all processes) */
 	uint64_t malformed, stack_missing;
-	bool complete; /* nothing lost, books agree */
+	bool complete; /* nothing lost, books agree, no cap reached */
+	/* the caps on what gpuleak keeps, and what reaching them cost (all processes) */
+	uint32_t cap_allocs;	   /* the kernel's allocation table (--max-allocs), 0: unknown */
+	uint64_t untracked_allocs; /* allocations it could not hold: in no figure */
+	uint64_t untracked_bytes;  /* their bytes */
+	uint32_t cap_stacks;	   /* distinct stacks kept (--max-stacks), 0: no cap */
+	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct snap_recording *recording; /* NULL: a live session */
-	const struct snap_tensors *tensors;	/* NULL: not known (a recording); else &tensors_buf */
+	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
 };
 
@@ -217,11 +224,11 @@ struct python;
 struct nvml_sample;
 
 struct snapshot_opts {
-	uint64_t now_ns;    /* bpf_ktime_get_ns clock */
-	uint64_t start_ns;  /* when tracing started, same clock */
-	uint32_t max_stacks; /* per process, 0 = every stack with outstanding memory */
-	bool all_stacks;     /* include stacks with nothing outstanding */
-	const uint64_t *stats; /* GL_NR_STATS BPF counters, or NULL */
+	uint64_t now_ns;	   /* bpf_ktime_get_ns clock */
+	uint64_t start_ns;	   /* when tracing started, same clock */
+	uint32_t max_stacks;	   /* per process, 0 = every stack with outstanding memory */
+	bool all_stacks;	   /* include stacks with nothing outstanding */
+	const uint64_t *stats;	   /* GL_NR_STATS BPF counters, or NULL */
 	const uint64_t *api_calls; /* GL_NR_APIS call counts, or NULL */
 	/* BPF's books of a running process; returns 0 or -ENOENT. NULL: none. */
 	int (*bpf_stats)(void *ctx, int pid, struct gl_proc_stats *out);
@@ -229,8 +236,10 @@ struct snapshot_opts {
 	struct python *python; /* resolves Python frames; may be NULL */
 	const char *stack_mode;
 	uint32_t nr_probes;
-	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
+	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
+	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
+	uint32_t cap_stacks;
 };
 
 /*

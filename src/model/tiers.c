@@ -8,16 +8,19 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include "books/books.h"
+#include "gpu/nvml.h"
+#include "gpu/sampler.h"
 #include "session_int.h"
 #include "tiers.h"
+#include "trace/loader.h"
 #include "util/log.h"
-#include "gpu/sampler.h"
 
 #define NS 1000000000ULL
-#define TAIL_MIN_NS NS	       /* frees of the blocks in flight at a window's end */
-#define CHECK_NS 100000000ULL  /* growth checks */
-#define CAPACITY_NS (30 * NS)  /* NVML samples for the capacity trigger */
-#define CAPACITY_PCT 90	       /* of a device's memory in use */
+#define TAIL_MIN_NS NS	      /* frees of the blocks in flight at a window's end */
+#define CHECK_NS 100000000ULL /* growth checks */
+#define CAPACITY_NS (30 * NS) /* NVML samples for the capacity trigger */
+#define CAPACITY_PCT 90	      /* of a device's memory in use */
 #define MAX_MARKS 256
 
 enum phase { PH_OFF, PH_FULL, PH_ARMED, PH_TAIL, PH_IDLE };
@@ -33,8 +36,8 @@ struct tiers {
 	struct session *s;
 	enum phase phase;
 	uint64_t window_ns, tail_ns, gap_ns, period_ns;
-	uint64_t phase_end;  /* ARMED, TAIL: when the phase ends */
-	uint64_t last_end;   /* end of the last window (0: none yet) */
+	uint64_t phase_end; /* ARMED, TAIL: when the phase ends */
+	uint64_t last_end;  /* end of the last window (0: none yet) */
 	uint64_t next_check, next_capacity;
 	volatile sig_atomic_t requested;
 	uint64_t armed_ns; /* closed windows */
@@ -46,8 +49,8 @@ struct tiers {
 };
 
 static const char *const why_names[TIER_NR_WHY] = {
-	[TIER_WHY_START] = "start",   [TIER_WHY_DUTY] = "duty",
-	[TIER_WHY_GROWTH] = "growth", [TIER_WHY_CAPACITY] = "capacity",
+	[TIER_WHY_START] = "start",	[TIER_WHY_DUTY] = "duty",
+	[TIER_WHY_GROWTH] = "growth",	[TIER_WHY_CAPACITY] = "capacity",
 	[TIER_WHY_REQUEST] = "request",
 };
 
@@ -88,8 +91,10 @@ struct tiers *tiers__new(struct session *s)
 	/* automatic windows: at most duty % of the time, window + tail included */
 	t->gap_ns = (t->window_ns + t->tail_ns) * (100 - o->tensor_duty_pct) / o->tensor_duty_pct;
 	t->period_ns = 2 * t->gap_ns;
-	t->view.mode = o->no_torch ? "off" : o->tensors_sampled ? "sampled" :
-		       o->tensors_full ? "full" : "windowed";
+	t->view.mode = o->no_torch	  ? "off" :
+		       o->tensors_sampled ? "sampled" :
+		       o->tensors_full	  ? "full" :
+					    "windowed";
 	t->view.sample_bytes = o->tensor_sample_bytes;
 	if (o->no_torch) {
 		t->phase = PH_OFF;
@@ -118,8 +123,8 @@ static int arm(struct tiers *t, bool malloc_on, bool free_on)
 	int err = tracer__arm_torch(t->s->tracer, malloc_on, free_on);
 
 	if (err)
-		log_warn("failed to %s PyTorch's allocator probes: %s", malloc_on || free_on ?
-			 "attach" : "detach", strerror(-err));
+		log_warn("failed to %s PyTorch's allocator probes: %s",
+			 malloc_on || free_on ? "attach" : "detach", strerror(-err));
 	return err;
 }
 
@@ -131,10 +136,11 @@ static void take_marks(struct tiers *t)
 
 	t->nr_marks = 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)) && t->nr_marks < MAX_MARKS; i++) {
-		if (proc->exited)
+		if (proc__totals(proc)->exited)
 			continue;
-		t->marks[t->nr_marks++] = (struct mark){ proc->pid, proc->start_time,
-							 proc->bytes[GL_CLASS_DEVICE] };
+		t->marks[t->nr_marks++] =
+			(struct mark){ proc__totals(proc)->pid, proc__totals(proc)->start_time,
+				       proc__totals(proc)->bytes[GL_CLASS_DEVICE] };
 	}
 }
 
@@ -147,18 +153,21 @@ static bool grew(struct tiers *t)
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		uint64_t mark = 0;
 
-		if (proc->exited || !proc->bytes[GL_CLASS_DEVICE])
+		if (proc__totals(proc)->exited || !proc__totals(proc)->bytes[GL_CLASS_DEVICE])
 			continue;
 		for (int j = 0; j < t->nr_marks; j++) {
 			const struct mark *m = &t->marks[j];
 
-			if (m->pid == proc->pid && m->start_time == proc->start_time)
+			if (m->pid == proc__totals(proc)->pid &&
+			    m->start_time == proc__totals(proc)->start_time)
 				mark = m->device_bytes;
 		}
-		if (proc->bytes[GL_CLASS_DEVICE] > mark) {
+		if (proc__totals(proc)->bytes[GL_CLASS_DEVICE] > mark) {
 			log_info("PID %d: driver-level device memory %llu bytes above the last "
-				 "window's: tracing tensor blocks", proc->pid,
-				 (unsigned long long)(proc->bytes[GL_CLASS_DEVICE] - mark));
+				 "window's: tracing tensor blocks",
+				 proc__totals(proc)->pid,
+				 (unsigned long long)(proc__totals(proc)->bytes[GL_CLASS_DEVICE] -
+						      mark));
 			return true;
 		}
 	}
@@ -169,20 +178,21 @@ static bool grew(struct tiers *t)
 static bool near_capacity(struct tiers *t)
 {
 	struct procs *procs = books__procs(t->s->books);
-	const struct nvml_sample *n = gpu_sampler__get(t->s->gpus);
+	/* nothing traced: no child process for NVML */
+	const struct nvml_sample *n = procs__count(procs) ? gpu_sampler__get(t->s->gpus) : NULL;
 	struct proc *proc;
 
 	for (uint32_t i = 0; n && (proc = procs__at(procs, i)); i++) {
 		uint64_t used = NVML_UNKNOWN, headroom = NVML_UNKNOWN;
 
-		if (proc->exited)
+		if (proc__totals(proc)->exited)
 			continue;
-		nvml_sample__proc(n, proc->pid, &used, &headroom);
+		nvml_sample__proc(n, proc__totals(proc)->pid, &used, &headroom);
 		if (used == NVML_UNKNOWN || headroom == NVML_UNKNOWN || !(used + headroom))
 			continue;
 		if (used * 100 >= (used + headroom) * CAPACITY_PCT) {
 			log_info("PID %d: its device is over %d %% full: tracing tensor blocks",
-				 proc->pid, CAPACITY_PCT);
+				 proc__totals(proc)->pid, CAPACITY_PCT);
 			return true;
 		}
 	}
@@ -207,8 +217,9 @@ static int open_window(struct tiers *t, uint64_t now, enum tier_why why)
 	if (err)
 		return err;
 	log_info("tensor window %llu (%s): tracing tensor blocks for %.1f s (%llu blocks of the "
-		 "last window forgotten)", (unsigned long long)t->view.windows_total + 1,
-		 tiers__why_name(why), t->window_ns / 1e9, (unsigned long long)user_n);
+		 "last window forgotten)",
+		 (unsigned long long)t->view.windows_total + 1, tiers__why_name(why),
+		 t->window_ns / 1e9, (unsigned long long)user_n);
 	if (bpf_n != user_n)
 		log_debug("tensor blocks forgotten: %llu in BPF, %llu in user space",
 			  (unsigned long long)bpf_n, (unsigned long long)user_n);
@@ -261,8 +272,7 @@ int tiers__step(struct tiers *t, uint64_t now)
 		log_info("tensor window %llu closed: tensor blocks are not traced until the next",
 			 (unsigned long long)t->view.windows_total);
 		return arm(t, false, false);
-	case PH_IDLE:
-		return step_idle(t, now);
+	case PH_IDLE: return step_idle(t, now);
 	default:
 		t->requested = 0; /* full: always attached; off: never */
 		return 0;

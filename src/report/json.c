@@ -94,13 +94,16 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "host_pinned_bytes", p->bpf.bytes[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "address_space_bytes", p->bpf.bytes[GL_CLASS_ADDRESS]);
 	jsonw__field_u64(w, "torch_allocated_bytes", p->bpf.bytes[GL_CLASS_TORCH_BLOCK]);
-	jsonw__field_u64(w, "outstanding_allocs", p->bpf.allocs[GL_CLASS_DEVICE] +
-						       p->bpf.allocs[GL_CLASS_MANAGED] +
-						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "outstanding_allocs",
+			 p->bpf.allocs[GL_CLASS_DEVICE] + p->bpf.allocs[GL_CLASS_MANAGED] +
+				 p->bpf.allocs[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "alloc_calls", p->bpf.alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
 	jsonw__field_u64(w, "failures", p->bpf.failures);
 	jsonw__field_u64(w, "unmatched_frees", p->bpf.unmatched_frees);
+	jsonw__field_u64(w, "untracked_allocs", p->bpf.untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", p->bpf.untracked_bytes);
+	jsonw__field_u64(w, "context_drops", p->bpf.ctx_drops);
 	jsonw__end_object(w);
 }
 
@@ -203,8 +206,9 @@ static void write_oom(struct jsonw *w, const struct snap_failure *f)
 	jsonw__field_bool(w, "torch_request", o->torch_request);
 	jsonw__field_u64(w, "held_bytes", o->held);
 	write_torch_part(w, o->blocks_seen, o->torch_reserved, o->torch_allocated, o->free_extents,
-			 o->largest_free, o->free_extents ?
-			 1.0 - (double)o->largest_free / (double)o->free_extents : 0);
+			 o->largest_free,
+			 o->free_extents ? 1.0 - (double)o->largest_free / (double)o->free_extents :
+					   0);
 	jsonw__field_u64(w, "free_extents", o->nr_free);
 	jsonw__field_u64(w, "leak_bytes", o->leak_bytes);
 	jsonw__field_u64(w, "outside_torch_bytes", o->outside_torch);
@@ -225,6 +229,30 @@ static void write_oom(struct jsonw *w, const struct snap_failure *f)
 	jsonw__field_bool(w, "is_torch_retry", o->is_retry);
 	jsonw__field_u64(w, "retry_freed_bytes", o->retry_freed);
 	jsonw__end_object(w);
+}
+
+/* The caps on what gpuleak keeps, and what reaching them cost. */
+static void write_caps(struct jsonw *w, const struct snapshot *s)
+{
+	char why[320];
+
+	jsonw__name(w, "caps");
+	jsonw__start_object(w);
+	jsonw__name(w, "max_allocs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_allocs);
+	jsonw__field_bool(w, "reached", s->stats[GL_STAT_ALLOC_TABLE_FULL] != 0);
+	jsonw__field_u64(w, "untracked_allocs", s->untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", s->untracked_bytes);
+	jsonw__end_object(w);
+	jsonw__name(w, "max_stacks");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_stacks);
+	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
+	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
+	jsonw__end_object(w);
+	jsonw__end_object(w);
+	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }
 
 static void write_failures(struct jsonw *w, const struct snap_proc *p)
@@ -439,6 +467,7 @@ int report__json(FILE *f, const struct snapshot *s)
 	if (s->recording)
 		write_recording(w, s->recording);
 	write_stats(w, s);
+	write_caps(w, s);
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)

@@ -32,14 +32,17 @@ static void print_torch(FILE *f, const struct snap_memory *m, const struct snap_
 	if (!reserved && !alloc)
 		return;
 	if (!m->blocks_seen) {
-		fprintf(f, "%s  PyTorch: %s reserved in segments; its blocks were not all seen "
-			   "(tensor probes not armed, or armed in windows): allocated and cached "
-			   "not split, from the driver level alone\n", indent, B(reserved, 0));
+		fprintf(f,
+			"%s  PyTorch: %s reserved in segments; its blocks were not all seen "
+			"(tensor probes not armed, or armed in windows): allocated and cached "
+			"not split, from the driver level alone\n",
+			indent, B(reserved, 0));
 		return;
 	}
-	fprintf(f, "%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent %s "
-		   "(fragmentation %.0f%%)", indent, B(reserved, 0), B(alloc, 1), B(cached, 2),
-		B(largest, 3), frag * 100);
+	fprintf(f,
+		"%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent %s "
+		"(fragmentation %.0f%%)",
+		indent, B(reserved, 0), B(alloc, 1), B(cached, 2), B(largest, 3), frag * 100);
 	if (d && d->blocks_outside)
 		fprintf(f, "; %s of blocks in segments from before attach",
 			fmt_bytes(d->blocks_outside, buf[0], sizeof(buf[0])));
@@ -51,17 +54,21 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 	const struct snap_memory *m = &p->memory;
 	char buf[4][32];
 
-	if (!m->valid || (!m->device_bytes && !m->nvml_valid && !m->pinned_host &&
-			  !m->torch_allocated))
+	if (!m->valid ||
+	    (!m->device_bytes && !m->nvml_valid && !m->pinned_host && !m->torch_allocated))
 		return;
 	if (m->nvml_valid)
-		fprintf(f, "%smemory: NVML %s = PyTorch %s + outside PyTorch %s + context and "
-			   "before attach %s", indent, B(m->nvml_bytes, 0), B(m->torch_reserved, 1),
+		fprintf(f,
+			"%smemory: NVML %s = PyTorch %s + outside PyTorch %s + context and "
+			"before attach %s",
+			indent, B(m->nvml_bytes, 0), B(m->torch_reserved, 1),
 			B(m->outside_torch, 2), B(m->unseen, 3));
 	else
-		fprintf(f, "%smemory: gpuleak saw %s = PyTorch %s + outside PyTorch %s (no NVML "
-			   "figure: the context and memory from before attach not known)", indent,
-			B(m->device_bytes, 0), B(m->torch_reserved, 1), B(m->outside_torch, 2));
+		fprintf(f,
+			"%smemory: gpuleak saw %s = PyTorch %s + outside PyTorch %s (no NVML "
+			"figure: the context and memory from before attach not known)",
+			indent, B(m->device_bytes, 0), B(m->torch_reserved, 1),
+			B(m->outside_torch, 2));
 	if (m->unexplained)
 		fprintf(f, "; unexplained: gpuleak saw %s more than NVML counts (sampled apart)",
 			B(m->unexplained, 0));
@@ -112,14 +119,20 @@ void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent
 		fprintf(f, ", device free not known (no NVML at the failure)");
 	fprintf(f, "; try: %s\n", o->action);
 	if (o->is_retry)
-		fprintf(f, "%s  this is PyTorch's own retry: it freed %s of its cache and asked "
-			   "again\n", indent, B(o->retry_freed, 0));
+		fprintf(f,
+			"%s  this is PyTorch's own retry: it freed %s of its cache and asked "
+			"again\n",
+			indent, B(o->retry_freed, 0));
 	else if (o->retry && !strcmp(o->retry, "succeeded"))
-		fprintf(f, "%s  PyTorch freed %s of its cache and retried: the retry succeeded (no "
-			   "error raised)\n", indent, B(o->retry_freed, 0));
+		fprintf(f,
+			"%s  PyTorch freed %s of its cache and retried: the retry succeeded (no "
+			"error raised)\n",
+			indent, B(o->retry_freed, 0));
 	else if (o->retry && !strcmp(o->retry, "failed"))
-		fprintf(f, "%s  PyTorch freed %s of its cache and retried: the retry failed too "
-			   "(PyTorch raised out of memory)\n", indent, B(o->retry_freed, 0));
+		fprintf(f,
+			"%s  PyTorch freed %s of its cache and retried: the retry failed too "
+			"(PyTorch raised out of memory)\n",
+			indent, B(o->retry_freed, 0));
 }
 
 int report__explain(FILE *f, const struct snapshot *s)

@@ -202,7 +202,8 @@ static void info_family(struct ctx *c)
 {
 	const char *fam = "gpuleak_process_info";
 
-	family(c, fam, "gauge", "A traced process: its PID in its own namespace (ns_pid) and "
+	family(c, fam, "gauge",
+	       "A traced process: its PID in its own namespace (ns_pid) and "
 	       "container runtime, with the labels of the other process series. Always 1.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
@@ -223,9 +224,10 @@ static void process_families(struct ctx *c)
 	const char *fam;
 
 	info_family(c);
-	per_class(c, "gpuleak_process_memory_bytes", "gauge",
-		  "GPU-related memory a process holds now, by class (device, managed, host_pinned).",
-		  PC_BYTES);
+	per_class(
+		c, "gpuleak_process_memory_bytes", "gauge",
+		"GPU-related memory a process holds now, by class (device, managed, host_pinned).",
+		PC_BYTES);
 	per_class(c, "gpuleak_process_allocations", "gauge",
 		  "Allocations a process holds now, by memory class.", PC_ALLOCS);
 	per_class(c, "gpuleak_process_allocated_bytes_total", "counter",
@@ -233,7 +235,8 @@ static void process_families(struct ctx *c)
 		  PC_ALLOCATED);
 	per_class(c, "gpuleak_process_freed_bytes_total", "counter",
 		  "Bytes a process has given back since it was first seen (frees and context "
-		  "teardown), by memory class.", PC_FREED);
+		  "teardown), by memory class.",
+		  PC_FREED);
 	per_class(c, "gpuleak_process_leak_bytes", "gauge",
 		  "Bytes outstanding under call stacks judged to leak, by memory class.", PC_LEAK);
 
@@ -326,10 +329,11 @@ static void memory_families(struct ctx *c)
 	const char *fam = "gpuleak_process_memory_breakdown_bytes";
 	const char *lfam = "gpuleak_process_outside_torch_bytes";
 
-	family(c, fam, "gauge", "A process's device memory by part: nvml (NVML's figure), "
-				"torch_reserved, torch_allocated, torch_cached, outside_torch, "
-				"context_and_pre_attach, unexplained, pinned_host (host memory, "
-				"apart).");
+	family(c, fam, "gauge",
+	       "A process's device memory by part: nvml (NVML's figure), "
+	       "torch_reserved, torch_allocated, torch_cached, outside_torch, "
+	       "context_and_pre_attach, unexplained, pinned_host (host memory, "
+	       "apart).");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_memory *m = &c->s->procs[i].memory;
 		const struct {
@@ -356,8 +360,9 @@ static void memory_families(struct ctx *c)
 			u64(c->f, parts[j].v);
 		}
 	}
-	family(c, lfam, "gauge", "Device memory outside PyTorch's allocator, by the library whose "
-				 "code asked for it (every device).");
+	family(c, lfam, "gauge",
+	       "Device memory outside PyTorch's allocator, by the library whose "
+	       "code asked for it (every device).");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_memory *m = &c->s->procs[i].memory;
 
@@ -378,18 +383,21 @@ static void memory_families(struct ctx *c)
 			     "The largest free extent of PyTorch's reserve (segments minus "
 			     "blocks): the largest request it can serve without a new segment.",
 			     false);
-	torch_reserve_family(c, "gpuleak_process_torch_fragmentation_ratio",
-			     "1 - largest free extent / free bytes of PyTorch's reserve: 0 when its "
-			     "free space is one extent, near 1 when it is split.",
-			     true);
+	torch_reserve_family(
+		c, "gpuleak_process_torch_fragmentation_ratio",
+		"1 - largest free extent / free bytes of PyTorch's reserve: 0 when its "
+		"free space is one extent, near 1 when it is split.",
+		true);
 	fam = "gpuleak_process_oom_explained";
-	family(c, fam, "gauge", "The most recent out-of-memory failures a process had (up to 16), "
-				"by cause.");
+	family(c, fam, "gauge",
+	       "The most recent out-of-memory failures a process had (up to 16), "
+	       "by cause.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
-		static const char *const causes[] = { "leak", "fragmentation", "torch_cache",
-						      "outside_torch", "other_processes", "peak",
-						      "unknown" };
+		static const char *const causes[] = {
+			"leak", "fragmentation", "torch_cache", "outside_torch", "other_processes",
+			"peak", "unknown"
+		};
 
 		if (p->exited || !p->oom_failures)
 			continue;
@@ -480,7 +488,8 @@ static void health_families(struct ctx *c)
 		 h->procs_refused + s->stats[GL_STAT_PROC_TABLE_FULL]);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "stacks", h->stacks_overflow);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "allocs", s->stats[GL_STAT_ALLOC_TABLE_FULL]);
-	family(c, "gpuleak_cap_limit", "gauge", "The size caps in force (--max-procs, "
+	family(c, "gpuleak_cap_limit", "gauge",
+	       "The size caps in force (--max-procs, "
 	       "--max-stacks, --max-allocs).");
 	labelled(c, "gpuleak_cap_limit", "cap", "procs", h->max_procs);
 	labelled(c, "gpuleak_cap_limit", "cap", "stacks", h->max_stacks);
@@ -503,9 +512,11 @@ static void health_families(struct ctx *c)
 		      "1 when nothing was lost and every process's books equal the kernel's.",
 		      s->complete);
 	if (s->tensors) {
-		agent_counter(c, "gpuleak_tensor_probes_armed", "gauge",
-			      "1 while PyTorch's allocator probes are attached (a tensor window, or "
-			      "--tensors full/sampled).", s->tensors->armed);
+		agent_counter(
+			c, "gpuleak_tensor_probes_armed", "gauge",
+			"1 while PyTorch's allocator probes are attached (a tensor window, or "
+			"--tensors full/sampled).",
+			s->tensors->armed);
 		agent_counter(c, "gpuleak_tensor_windows_total", "counter",
 			      "Tensor windows opened (--tensors windowed).",
 			      s->tensors->windows_total);
