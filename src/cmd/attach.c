@@ -44,7 +44,8 @@ static int final_report(struct session *s, const struct gl_opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (!output__to_stdout(o))
-		err = report__text(stdout, snap, &to);
+		err = o->cmd == CMD_EXPLAIN ? report__explain(stdout, snap) :
+					      report__text(stdout, snap, &to);
 	err = output__write_files(snap, o) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",

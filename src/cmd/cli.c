@@ -118,6 +118,9 @@ void cli__usage(FILE *f)
 	      "       gpuleak record -o FILE [options] (PID... | -a | -- CMD [ARG...])\n"
 	      "                                                record to FILE, report later\n"
 	      "       gpuleak report [options] FILE            the report of a recording\n"
+	      "       gpuleak explain [options] PID [PID...]   attach for a moment (-d, 1s) and say\n"
+	      "                                                where each one's GPU memory is and\n"
+	      "                                                why its allocations ran out\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -490,8 +493,9 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 	if (!o->nr_pids && !o->all && o->cmd == CMD_TOP)
 		o->all = true;
 	if (!o->nr_pids && !o->all)
-		return usage_error(o->cmd == CMD_RECORD ? "record needs PIDs, -a or -- CMD" :
-							  "attach needs PIDs or -a");
+		return usage_error(o->cmd == CMD_RECORD	 ? "record needs PIDs, -a or -- CMD" :
+				   o->cmd == CMD_EXPLAIN ? "explain needs PIDs" :
+							   "attach needs PIDs or -a");
 	if (o->nr_pids && o->all)
 		return usage_error("give PIDs or -a, not both");
 	return EXIT_OK;
@@ -543,6 +547,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->cmd = CMD_RECORD;
 	else if (!strcmp(sub, "report"))
 		o->cmd = CMD_REPORT;
+	else if (!strcmp(sub, "explain"))
+		o->cmd = CMD_EXPLAIN;
 	else if (!strcmp(sub, "help") || !strcmp(sub, "--help") || !strcmp(sub, "-h"))
 		o->cmd = CMD_HELP;
 	else if (!strcmp(sub, "version") || !strcmp(sub, "--version"))
@@ -553,6 +559,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		return EXIT_OK;
 	if (o->cmd == CMD_TOP)
 		o->interval_ms = 2000;
+	if (o->cmd == CMD_EXPLAIN)
+		o->interval_ms = 0; /* one answer */
 
 	/*
 	 * Options follow the subcommand: getopt reads argv + 1, where optind
@@ -610,5 +618,13 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	}
 	if (o->cmd == CMD_SERVE)
 		return check_serve(o, argc, argv);
+	if (o->cmd == CMD_EXPLAIN) {
+		if (o->all)
+			return usage_error("explain reads the processes it is given: PIDs, not -a");
+		if (o->interval_ms)
+			return usage_error("explain answers once: -i belongs to attach");
+		if (!o->duration_ms)
+			o->duration_ms = 1000;
+	}
 	return parse_pids(o, argc, argv);
 }

@@ -30,6 +30,7 @@ enum gl_cmd {
 	CMD_VERSION,
 	CMD_RECORD,
 	CMD_REPORT,
+	CMD_EXPLAIN, /* attach for a moment (--duration, 1 s), then where the memory is */
 };
 
 #define GL_MAX_DEBUG_DIRS 8

@@ -349,6 +349,114 @@ static void process_families(struct ctx *c)
 	}
 }
 
+/* A figure of PyTorch's reserve per process whose blocks were seen: the largest free
+ * extent, or (ratio) the fragmentation. */
+static void torch_reserve_family(struct ctx *c, const char *fam, const char *help, bool ratio)
+{
+	family(c, fam, "gauge", help);
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || !m->blocks_seen || c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		if (ratio)
+			fprintf(c->f, "%.6g\n", m->fragmentation);
+		else
+			u64(c->f, m->largest_free);
+	}
+}
+
+/* Where each process's device memory is (the breakdown of the JSON report's "memory"). */
+static void memory_families(struct ctx *c)
+{
+	const char *fam = "gpuleak_process_memory_breakdown_bytes";
+	const char *lfam = "gpuleak_process_outside_torch_bytes";
+
+	family(c, fam, "gauge",
+	       "A process's device memory by part: nvml (NVML's figure), "
+	       "torch_reserved, torch_allocated, torch_cached, outside_torch, "
+	       "context_and_pre_attach, unexplained, pinned_host (host memory, "
+	       "apart).");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+		const struct {
+			const char *part;
+			bool valid;
+			uint64_t v;
+		} parts[] = {
+			{ "nvml", m->nvml_valid, m->nvml_bytes },
+			{ "torch_reserved", true, m->torch_reserved },
+			{ "torch_allocated", m->blocks_seen, m->torch_allocated },
+			{ "torch_cached", m->blocks_seen, m->torch_cached },
+			{ "outside_torch", true, m->outside_torch },
+			{ "context_and_pre_attach", m->nvml_valid, m->unseen },
+			{ "unexplained", m->nvml_valid, m->unexplained },
+			{ "pinned_host", true, m->pinned_host },
+		};
+
+		if (!m->valid || c->s->procs[i].exited)
+			continue;
+		for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) {
+			if (!parts[j].valid)
+				continue;
+			proc_sample(c, fam, i, "part", parts[j].part);
+			u64(c->f, parts[j].v);
+		}
+	}
+	family(c, lfam, "gauge",
+	       "Device memory outside PyTorch's allocator, by the library whose "
+	       "code asked for it (every device).");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || c->s->procs[i].exited)
+			continue;
+		for (uint32_t d = 0; d < m->ndevs; d++) {
+			for (uint32_t l = 0; l < m->devs[d].nlibs; l++) {
+				char gpu[16];
+
+				snprintf(gpu, sizeof(gpu), "%d", m->devs[d].dev);
+				proc_sample2(c, lfam, i, "library", m->devs[d].libs[l].name,
+					     "cuda_device", m->devs[d].dev < 0 ? "unknown" : gpu);
+				u64(c->f, m->devs[d].libs[l].bytes);
+			}
+		}
+	}
+	torch_reserve_family(c, "gpuleak_process_torch_largest_free_extent_bytes",
+			     "The largest free extent of PyTorch's reserve (segments minus "
+			     "blocks): the largest request it can serve without a new segment.",
+			     false);
+	torch_reserve_family(
+		c, "gpuleak_process_torch_fragmentation_ratio",
+		"1 - largest free extent / free bytes of PyTorch's reserve: 0 when its "
+		"free space is one extent, near 1 when it is split.",
+		true);
+	fam = "gpuleak_process_oom_explained";
+	family(c, fam, "gauge",
+	       "The most recent out-of-memory failures a process had (up to 16), "
+	       "by cause.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_proc *p = &c->s->procs[i];
+		static const char *const causes[] = {
+			"leak", "fragmentation", "torch_cache", "outside_torch", "other_processes",
+			"peak", "unknown"
+		};
+
+		if (p->exited || !p->oom_failures)
+			continue;
+		for (size_t k = 0; k < sizeof(causes) / sizeof(causes[0]); k++) {
+			uint64_t n = 0;
+
+			for (uint32_t j = 0; j < p->nfailures; j++)
+				n += p->failures_list[j].oom &&
+				     !strcmp(p->failures_list[j].oom->cause, causes[k]);
+			proc_sample(c, fam, i, "cause", causes[k]);
+			u64(c->f, n);
+		}
+	}
+}
+
 static void agent_counter(struct ctx *c, const char *name, const char *type, const char *help,
 			  uint64_t v)
 {
@@ -494,6 +602,7 @@ int report__metrics(FILE *f, const struct snapshot *s, const struct metrics_opts
 		c.o = &def;
 	}
 	process_families(&c);
+	memory_families(&c);
 	health_families(&c);
 	return ferror(f) ? -EIO : 0;
 }

@@ -466,13 +466,30 @@ static void test_parse_again(void **state)
 	assert_string_equal(opts.argv[0], "x");
 }
 
+static void test_explain(void **state)
+{
+	ok("explain", "42");
+	assert_int_equal(opts.cmd, CMD_EXPLAIN);
+	assert_int_equal(opts.nr_pids, 1);
+	assert_int_equal(opts.pids[0], 42);
+	assert_int_equal(opts.duration_ms, 1000); /* a moment, by default */
+	assert_int_equal(opts.interval_ms, 0);	  /* one answer, no summaries */
+	ok("explain", "-d", "5s", "--json", "out.json", "42", "43");
+	assert_int_equal(opts.duration_ms, 5000);
+	assert_int_equal(opts.nr_pids, 2);
+	assert_string_equal(opts.json_path, "out.json");
+	usage("explain needs PIDs", "explain");
+	usage("PIDs, not -a", "explain", "-a");
+	usage("-i belongs to attach", "explain", "-i", "5s", "42");
+}
+
 static void test_usage_text(void **state)
 {
 	static const char *const options[] = {
 		"--all",   "--interval",     "--duration",   "--wait",	    "--json",
 		"--stacks", "--stack-bytes", "--top",	     "--frames",    "--ringbuf-size",
 		"--max-allocs", "--libcuda", "--no-follow-forks", "--no-python", "--verbose",
-		"--quiet", "exit status",   "gpuleak attach", "gpuleak run",
+		"--quiet", "exit status",   "gpuleak attach", "gpuleak run", "gpuleak explain",
 	};
 	struct unit_mem m;
 	char *out;
@@ -505,6 +522,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_tensors, teardown),
 		cmocka_unit_test_teardown(test_bad_options, teardown),
 		cmocka_unit_test_teardown(test_parse_again, teardown),
+		cmocka_unit_test_teardown(test_explain, teardown),
 		cmocka_unit_test_teardown(test_usage_text, teardown),
 	};
 

@@ -26,6 +26,17 @@ static struct snap_stack stacks[] = {
 	  .growth_bytes_per_s = 1, .nframes = 1, .frames = &frame },
 };
 
+static struct snap_oom ooms[] = {
+	{ .cause = "fragmentation", .why = "", .action = "" },
+	{ .cause = "fragmentation", .why = "", .action = "" },
+};
+
+static struct snap_failure failures[] = {
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .oom = &ooms[0] },
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .oom = &ooms[1] },
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_INVALID_VALUE" },
+};
+
 static struct snap_proc procs[3];
 static struct snapshot snap;
 static struct proc_ident idents[3];
@@ -51,6 +62,18 @@ static void setup_snapshot(void)
 	procs[0].consistent = true;
 	procs[0].nstacks = 3;
 	procs[0].stacks = stacks;
+	procs[0].nfailures = 3;
+	procs[0].failures_list = failures;
+	procs[0].memory = (struct snap_memory){
+		.valid = true, .blocks_seen = true, .ndevs = 1, .nvml_valid = true,
+		.nvml_bytes = 4000, .device_bytes = 3500, .torch_reserved = 3000,
+		.torch_allocated = 1000, .torch_cached = 2000, .outside_torch = 500,
+		.largest_free = 500, .fragmentation = 0.75, .unseen = 500, .pinned_host = 70,
+	};
+	procs[0].memory.devs[0] = (struct snap_mem_dev){
+		.dev = 3, .device_bytes = 3500, .outside_torch = 500, .nlibs = 1,
+		.libs = { { "nccl", 500 } },
+	};
 	procs[1].pid = 7;
 	procs[1].dev_bytes[1] = 64;
 	procs[1].projected_oom_s = -1;
@@ -137,6 +160,21 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"out_of_memory\"} 2");
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"other\"} 1");
 	assert_line(t, "gpuleak_process_books_consistent{" LBL "} 1");
+	/* where the memory is, and why allocations ran out */
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"nvml\"} 4000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"torch_allocated\"} "
+		       "1000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"torch_cached\"} 2000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"outside_torch\"} 500");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL
+		       ",part=\"context_and_pre_attach\"} 500");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"pinned_host\"} 70");
+	assert_line(t, "gpuleak_process_outside_torch_bytes{" LBL ",library=\"nccl\",cuda_device=\"3\"} "
+		       "500");
+	assert_line(t, "gpuleak_process_torch_largest_free_extent_bytes{" LBL "} 500");
+	assert_line(t, "gpuleak_process_torch_fragmentation_ratio{" LBL "} 0.75");
+	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"fragmentation\"} 2");
+	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"leak\"} 0");
 	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"2\",stack_mode=\"fp\"} 1");
 	assert_line(t, "gpuleak_events_lost_total{record=\"call\"} 5");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"procs\"} 4");
