@@ -1,0 +1,179 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""gpuleak census: a real PyTorch program (Debian's python3-torch, CPU, under
+/usr/bin/python3) holds tensors in a module attribute, an object attribute, a list, a
+dict, a closure, a thread's local variable, views of one storage and a loss summed
+across steps; the census read from outside names each holder with the storages and
+bytes the program itself reports, pauses and releases the program unharmed, stops at
+its caps, and finds nothing in a program that freed its tensors."""
+import json
+import os
+import re
+import subprocess
+import time
+
+from harness import ROOT, check, check_eq, run_gpuleak, _readline
+
+PYTHON = "/usr/bin/python3"
+SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census.py")
+
+
+class CensusWorkload:
+    def __init__(self, tmp, *args):
+        self.truth_path = os.path.join(tmp, f"census.{time.monotonic_ns()}.json")
+        self.proc = subprocess.Popen([PYTHON, SCRIPT, "--truth", self.truth_path, *args],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.pid = self.proc.pid
+        line = _readline(self.proc.stdout, 60, "py_census.py to say ready")
+        check(line == f"ready {self.pid}", f"py_census.py said {line!r}")
+        with open(self.truth_path) as f:
+            self.truth = json.load(f)
+
+    def state(self):
+        with open(f"/proc/{self.pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    def finish(self):
+        """The program goes on after the census: its tensors intact, it says ok."""
+        self.proc.stdin.write(b"go\n")
+        self.proc.stdin.flush()
+        out, err = self.proc.communicate(timeout=60)
+        check(self.proc.returncode == 0 and out.decode().strip() == "ok",
+              f"the program runs on unharmed after the census: status {self.proc.returncode}, "
+              f"stdout {out!r}, stderr {err[-2000:]!r}")
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def census(pid, *args, status=0):
+    rc, out, err = run_gpuleak(["census", "--json", *args, str(pid)], timeout=120)
+    check_eq(rc, status, f"gpuleak census's exit status (stderr {err!r})")
+    return json.loads(out) if out.strip() else None
+
+
+def held_by(rep, path):
+    found = [t for t in rep["tensors"] if path in t["holders"]]
+    check(len(found) == 1, f"one tensor held by {path}: {found}")
+    return found[0]
+
+
+def check_storage(t, want, what):
+    check_eq(t["data"], want["data"], f"{what}: the storage's data pointer")
+    check_eq(t["storage_bytes"], want["bytes"], f"{what}: the storage's bytes")
+    check_eq(t["shape"], want["shape"], f"{what}: shape")
+    check_eq(t["dtype"], want["dtype"], f"{what}: dtype")
+    check_eq(t["device"], "cpu", f"{what}: device")
+
+
+def test_census_names_holders_and_bytes(tmp):
+    wl = CensusWorkload(tmp)
+    try:
+        rep = census(wl.pid)
+        tr = wl.truth
+        check(rep["layout"]["verified"], f"the layout is verified: {rep['layout']}")
+        check(rep["paused"] and rep["threads_paused"] >= 2 and rep["pause_ns"] > 0,
+              f"both threads were paused and the pause measured: {rep}")
+        check(not rep["may_be_torn"] and rep["truncated_by"] is None,
+              f"a paused read within the caps: {rep}")
+        check(wl.state() not in ("t", "T"), f"the program runs again: state {wl.state()}")
+        for path, want in tr["named"].items():
+            check_storage(held_by(rep, path), want, path)
+        check_storage(held_by(rep, tr["local"]["path"]), tr["local"], "the thread's local")
+        for i, want in enumerate(tr["history"]):
+            check_storage(held_by(rep, f"__main__.model.history[{i}]"), want, f"history[{i}]")
+        groups = {g["holder"]: g for g in rep["groups"]}
+        hist = groups.get("__main__.model.history")
+        check(hist, f"a group for the list: {list(groups)}")
+        check_eq((hist["kind"], hist["length"], hist["tensors"], hist["storages"]),
+                 ("list", len(tr["history"]), len(tr["history"]), len(tr["history"])),
+                 "the list's group")
+        check_eq(hist["bytes"], sum(t["bytes"] for t in tr["history"]), "the list's bytes")
+        res = groups.get("__main__.results")
+        check(res and res["kind"] == "dict" and res["tensors"] == 2 and res["length"] == 2,
+              f"the dict's group: {res}")
+        check_eq(groups["census_cache.table"]["kind"], "global", "a module attribute")
+        check_eq(groups["__main__.model.w"]["kind"], "attribute", "an object attribute")
+        # views: one storage, counted once
+        views = [held_by(rep, p) for p in ("__main__.base", "__main__.v1", "__main__.v2")]
+        check(len({v["storage"] for v in views}) == 1, f"views share one storage: {views}")
+        # the graph: every step's x but the last is held by the autograd graph only
+        graph = {g["data"]: g for g in tr["graph_only"]}
+        orphans = [t for t in rep["tensors"] if not t["holders"]]
+        check_eq(sorted(t["data"] for t in orphans), sorted(graph), "tensors no Python "
+                 "object holds: the graph's")
+        for t in orphans:
+            check(t["cpp_owned"] and t["storage_bytes"] == graph[t["data"]]["bytes"],
+                  f"a tensor kept from C++ with its bytes: {t}")
+        check_eq(rep["no_holder"]["tensors"], len(graph), "no_holder.tensors")
+        check("__main__.total.grad_fn" in rep["no_holder"]["graphs"],
+              f"the graph is named: {rep['no_holder']}")
+        total = held_by(rep, "__main__.total")
+        check(total["requires_grad"] is True and total["grad_fn"], f"total: {total}")
+        # every tensor, and the bytes of the distinct storages
+        every = (list(tr["named"].values()) + tr["history"] + [tr["local"]] + tr["graph_only"])
+        check_eq(rep["tensors_found"], len(every), "tensors found")
+        distinct = {t["data"]: t["bytes"] for t in every}
+        check_eq(rep["storages"], len(distinct), "storages")
+        check_eq(rep["bytes"], sum(distinct.values()), "bytes of the distinct storages")
+        # the text says the same
+        rc, out, err = run_gpuleak(["census", str(wl.pid)], timeout=120)
+        check_eq(rc, 0, f"text census's status ({err!r})")
+        check(re.search(r"^  60 tensors, [\d.]+ KiB, held by __main__\.model\.history "
+                        r"\(a list of 60\)$", out, re.M), f"the list's line: {out}")
+        check(re.search(r"^  4 tensors, [\d.]+ B: no Python holder found; may be held by "
+                        r"an autograd graph \(graphs reachable from Python: "
+                        r"__main__\.total\.grad_fn\)$", out, re.M), f"the graph's line: {out}")
+        check(re.search(r"^  paused [\d.]+ ms \(\d+ threads held with ptrace\)$", out, re.M),
+              f"the pause is reported: {out}")
+        wl.finish()
+    finally:
+        wl.kill()
+
+
+def test_census_freed_shows_none(tmp):
+    wl = CensusWorkload(tmp, "--freed")
+    try:
+        rep = census(wl.pid)
+        check_eq(rep["tensors_found"], 0, "tensors of a program that freed them all")
+        check_eq(rep["groups"], [], "groups")
+        check(rep["objects_visited"] > 1000, f"the heap was walked: {rep['objects_visited']}")
+        wl.finish()
+    finally:
+        wl.kill()
+
+
+def test_census_caps_and_no_pause(tmp):
+    wl = CensusWorkload(tmp)
+    try:
+        rep = census(wl.pid, "--max-objects", "2000")
+        check_eq(rep["truncated_by"], "objects", "the object cap stops the walk")
+        check(rep["objects_visited"] <= 2000, f"within the cap: {rep['objects_visited']}")
+        check_eq(rep["caps"]["max_objects"], 2000, "the cap is reported")
+        rep = census(wl.pid, "--max-read", "64K")
+        check_eq(rep["truncated_by"], "bytes read", "the read cap stops the walk")
+        check(rep["bytes_read"] <= 65536, f"within the cap: {rep['bytes_read']}")
+        rep = census(wl.pid, "--no-pause")
+        check(not rep["paused"] and rep["may_be_torn"] and rep["pause_ns"] == 0,
+              f"an unpaused read says it may be torn: {rep}")
+        check(rep["layout"]["verified"] and rep["tensors_found"] == len(wl.truth["named"]) +
+              len(wl.truth["history"]) + 1 + len(wl.truth["graph_only"]),
+              f"and still finds the tensors of a quiet program: {rep['tensors_found']}")
+        wl.finish()
+    finally:
+        wl.kill()
+
+
+def test_census_refuses_without_python(tmp):
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        rc, out, err = run_gpuleak(["census", str(p.pid)])
+        check_eq(rc, 1, "status for a process without CPython")
+        check("no CPython interpreter found" in err and out == "", f"the message: {err!r}")
+        rc, out, err = run_gpuleak(["census", "nope"])
+        check_eq(rc, 2, "status for a bad PID")
+    finally:
+        p.kill()
+        p.wait()
