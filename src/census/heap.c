@@ -528,11 +528,13 @@ static void instance_each(struct census_walk *w, uint64_t obj, const struct cens
 static void expand(struct census_walk *w, uint32_t i)
 {
 	struct census_node n = w->nodes[i];
-	const struct census_type *t = obj_type(w, n.addr);
+	const struct census_type *tp = obj_type(w, n.addr);
+	struct census_type type, *t = &type;
 	uint64_t v, size;
 
-	if (!t)
+	if (!tp)
 		return;
+	type = *tp; /* the cache moves when it grows */
 	switch (n.kind) {
 	case K_DICT:
 		dict_each(w, n.addr, reach_entry, i, n.attrs);
