@@ -16,6 +16,7 @@ struct census_walk {
 	struct census *out;
 	uint64_t start_ns;
 	uint64_t reads;
+	bool stopped; /* the cap on bytes or time was reached: no more reads */
 	struct htab *types;   /* type address -> struct census_type */
 	struct htab *seen;    /* object address -> node index (uint32_t) */
 	struct census_node *nodes;
@@ -34,8 +35,8 @@ struct census_walk {
 
 /*
  * Reads exactly len bytes at addr, counting them against the caps. Returns 0;
- * -EFAULT when fewer bytes could be read; -E2BIG once a cap is reached
- * (w->out->truncated_by names it; every later read fails too).
+ * -EFAULT when fewer bytes could be read; -E2BIG once the cap on bytes or
+ * time is reached (w->out->truncated_by names it; every later read fails too).
  */
 int census__rd(struct census_walk *w, uint64_t addr, void *buf, size_t len);
 int census__rd64(struct census_walk *w, uint64_t addr, uint64_t *v);

@@ -78,14 +78,17 @@ int census__rd(struct census_walk *w, uint64_t addr, void *buf, size_t len)
 	struct census *c = w->out;
 	ssize_t n;
 
-	if (c->truncated_by)
+	/* the object cap stops the walk, not the reading of the tensors found */
+	if (w->stopped)
 		return -E2BIG;
 	if (c->bytes_read + len > w->caps->max_read_bytes) {
 		c->truncated_by = "bytes read";
+		w->stopped = true;
 		return -E2BIG;
 	}
 	if ((++w->reads & 255) == 0 && now_ns() - w->start_ns > w->caps->max_ns) {
 		c->truncated_by = "time";
+		w->stopped = true;
 		return -E2BIG;
 	}
 	if (!addr || addr + len < addr)

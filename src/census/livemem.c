@@ -15,6 +15,8 @@ struct census_live {
 	int pid;
 	struct htab *pages; /* page address -> uint8_t * (NULL: unreadable) */
 	uint64_t bytes, max_bytes, calls;
+	uint64_t last_page; /* the page read last, most reads fall in it again */
+	const uint8_t *last;
 };
 
 static ssize_t direct(struct census_live *l, uint64_t addr, void *buf, size_t len)
@@ -31,10 +33,17 @@ static ssize_t direct(struct census_live *l, uint64_t addr, void *buf, size_t le
 /* The cached page at page (read now if new); NULL if unreadable or not cacheable. */
 static const uint8_t *page_of(struct census_live *l, uint64_t page, bool *cacheable)
 {
-	uint8_t **slot = htab__lookup(l->pages, &page), *p;
+	uint8_t **slot, *p;
 	bool created;
 
 	*cacheable = true;
+	if (l->last && l->last_page == page)
+		return l->last;
+	slot = htab__lookup(l->pages, &page);
+	if (slot && *slot) {
+		l->last_page = page;
+		l->last = *slot;
+	}
 	if (slot)
 		return *slot;
 	if (l->bytes + PAGE > l->max_bytes) {

@@ -379,6 +379,8 @@ int census__tensors(struct census_walk *w)
 	c->tensors_failed = bad;
 	c->layout_ok = true;
 cleanup:
+	for (size_t i = 0; !c->layout_ok && i < c->nr_tensors; i++)
+		clear_figures(&c->tensors[i]);
 	free(s);
 	return 0;
 }

@@ -33,7 +33,7 @@ static const char usage[] =
 	"  every live torch.Tensor of PID's CPython heap, its storage, and what holds it\n"
 	"  --json          the census as JSON on stdout (the README has the contract)\n"
 	"  --no-pause      read while the process runs (figures may be torn; say so)\n"
-	"  --max-objects   objects visited at most (default 2000000)\n"
+	"  --max-objects   objects visited at most (default 4000000)\n"
 	"  --max-read      bytes read from the process at most (default 1G)\n"
 	"  --max-time      milliseconds of reading at most, the pause included (default 10000)\n";
 
@@ -52,7 +52,7 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 	int c;
 
 	*o = (struct census_opts){ .pause = true,
-				   .caps = { .max_objects = 2000000, .max_read_bytes = 1ULL << 30 } };
+				   .caps = { .max_objects = 4000000, .max_read_bytes = 1ULL << 30 } };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -243,7 +243,8 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 		fprintf(f, "  %d tensor%s", c->orphan_tensors, c->orphan_tensors == 1 ? "" : "s");
 		if (c->layout_ok)
 			fprintf(f, ", %s", fmt_bytes(c->orphan_bytes, b1, sizeof(b1)));
-		fputs(": no Python holder found; may be held by an autograd graph", f);
+		fprintf(f, ": no Python holder found%s; may be held by an autograd graph",
+			c->truncated_by ? " before the walk stopped at its cap" : "");
 		for (size_t i = 0; i < c->nr_graphs; i++)
 			fprintf(f, "%s%s", i ? ", " : " (graphs reachable from Python: ", c->graphs[i]);
 		fputs(c->nr_graphs ? ")\n" : "\n", f);

@@ -9,8 +9,9 @@
  *   then:       patches, each a little-endian u16 offset into the heap, a length
  *               byte, and that many bytes written there
  * The walk must stay within its caps (objects, bytes read) whatever the
- * patches do; the unpatched heap must give its two tensors, their holders
- * and their storage's bytes exactly.
+ * patches do, and keep no tensor figure when the layout was not verified;
+ * the unpatched heap must give its two tensors, their holders and their
+ * storage's bytes exactly.
  */
 #include <errno.h>
 #include <sys/types.h>
@@ -197,6 +198,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c.bytes_read > caps.max_read_bytes || c.objects_visited > caps.max_objects) {
 		fprintf(stderr, "fuzz_census: the walk went past its caps\n");
 		abort();
+	}
+	for (size_t k = 0; !c.layout_ok && k < c.nr_tensors; k++) {
+		if (c.tensors[k].storage || c.tensors[k].nbytes || c.tensors[k].ndim >= 0) {
+			fprintf(stderr, "fuzz_census: a figure kept from an unverified layout\n");
+			abort();
+		}
 	}
 	if (size <= 1 && py.minor == 11 && (err || (check_clean(&c), 0)))
 		abort();
