@@ -509,7 +509,7 @@ static void instance_each(struct census_walk *w, uint64_t obj, const struct cens
 			if (!dict)
 				census__rd64(w, obj - 32, &vals);
 		} else if (w->py->minor == 12 && (dict & 1)) {
-			vals = dict - 1; /* PyDictOrValues: tagged values pointer */
+			vals = dict + 1; /* PyDictOrValues: the values pointer less 1 */
 			dict = 0;
 		} else if (w->py->minor >= 13 && !dict && (t->flags & TPF_INLINE_VALUES)) {
 			uint8_t valid = 0;
@@ -668,12 +668,15 @@ static int module_name(struct census_walk *w, uint64_t mod, char *buf, size_t le
 static void seed_modules(struct census_walk *w, bool main_only)
 {
 	char name[128];
+	uint64_t dict;
 
 	for (size_t i = 0; i < w->nr_modules; i++) {
 		if (module_name(w, w->modules[i], name, sizeof(name)))
 			continue;
-		if (main_only == !strcmp(name, "__main__"))
-			reach(w, w->modules[i], NO_NODE, name, false);
+		/* the module's dict is the root: a frame's local naming it is no shorter path */
+		if (main_only == !strcmp(name, "__main__") &&
+		    !census__rd64(w, w->modules[i] + 16, &dict))
+			reach(w, dict, NO_NODE, name, true);
 	}
 }
 
@@ -807,7 +810,8 @@ static void group_key(struct census_walk *w, uint32_t node, struct gkey *k)
 
 		k->kind = !p ? (strncmp(buf, "thread ", 7) ? "global" : "local") :
 			  p->kind == K_CELL ? "cell" :
-			  pp && pp->kind == K_MODULE ? "global" : "attribute";
+			  (p->parent == NO_NODE && p->kind == K_DICT) ||
+					  (pp && pp->kind == K_MODULE) ? "global" : "attribute";
 		k->length = 0;
 	}
 	k->path = strdup(buf);
@@ -1030,8 +1034,8 @@ int census__walk(const struct census_mem *m, const struct census_py *py,
 		walk_list(&w, gen0 + 24 * g);
 	walk_list(&w, gen0 + 80);
 	seed_modules(&w, true);
-	seed_threads(&w);
 	seed_modules(&w, false);
+	seed_threads(&w);
 	for (uint32_t i = 0; i < w.nr_nodes && !out->truncated_by; i++)
 		expand(&w, i);
 	err = tensor_list(&w);

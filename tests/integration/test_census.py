@@ -177,3 +177,47 @@ def test_census_refuses_without_python(tmp):
     finally:
         p.kill()
         p.wait()
+
+
+def test_census_walk_stand_in(tmp):
+    """The walk under GPULEAK_TEST_PYTHON (else /usr/bin/python3; make
+    test-python-versions runs it under every pyenv interpreter): objects of a class named
+    like PyTorch's tensor base are found with every holder, and, having no TensorImpl
+    behind them, get no figure: the layout is refused, exit status 1. Other versions
+    than 3.11 to 3.13 are refused with the reason."""
+    python = os.environ.get("GPULEAK_TEST_PYTHON", PYTHON)
+    truth = os.path.join(tmp, "stand_in.json")
+    script = os.path.join(ROOT, "tests", "workloads", "py_census_stand_in.py")
+    proc = subprocess.Popen([python, script, truth], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = _readline(proc.stdout, 30, "py_census_stand_in.py to say ready")
+        check(line == f"ready {proc.pid}", f"the stand-in said {line!r}")
+        with open(truth) as f:
+            paths = json.load(f)
+        minor = int(subprocess.check_output([python, "-c", "import sys; "
+                                             "print(sys.version_info[1])"]))
+        if minor < 11 or minor > 13:
+            rc, out, err = run_gpuleak(["census", str(proc.pid)])
+            check(rc == 1 and "the census reads CPython 3.11 to 3.13" in err and not out,
+                  f"CPython 3.{minor} is refused, and why: {rc} {err!r}")
+            return
+        rep = census(proc.pid, status=1)
+        check(not rep["layout"]["verified"] and rep["layout"]["error"],
+              f"the layout is refused, and why: {rep['layout']}")
+        check_eq(rep["tensors_found"], len(paths), "stand-in tensors found")
+        got = sorted(h for t in rep["tensors"] for h in t["holders"])
+        check_eq(got, sorted(paths), "their holders")
+        check(all("storage" not in t and "storage_bytes" not in t for t in rep["tensors"]),
+              "no figure without a verified layout")
+        groups = {g["holder"]: g for g in rep["groups"]}
+        check_eq((groups["__main__.items"]["kind"], groups["__main__.items"]["tensors"],
+                  groups["__main__.items"]["length"]), ("list", 5, 5), "the list's group")
+        proc.stdin.write(b"go\n")
+        proc.stdin.flush()
+        out, _ = proc.communicate(timeout=30)
+        check_eq(out.decode().strip(), "ok", "the stand-in runs on")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
