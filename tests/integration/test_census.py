@@ -166,6 +166,34 @@ def test_census_caps_and_no_pause(tmp):
         wl.kill()
 
 
+def test_census_changing_heap(tmp):
+    """A thread makes and drops tensors and containers without pause: read while it runs,
+    the census stays within its caps, says its figures may be torn, never harms the
+    program, and still names the tensors that do not change; paused, it is exact for them."""
+    wl = CensusWorkload(tmp, "--churn")
+    try:
+        for i in range(3):
+            rc, out, err = run_gpuleak(["census", "--json", "--no-pause", str(wl.pid)],
+                                       timeout=120)
+            check(rc in (0, 1) and out, f"an unpaused read of a changing heap: status {rc}, "
+                  f"{err!r}")
+            rep = json.loads(out)
+            check(rep["may_be_torn"] and rep["objects_visited"] <= rep["caps"]["max_objects"]
+                  and rep["bytes_read"] <= rep["caps"]["max_read_bytes"],
+                  f"within its caps and said to be torn: {rep}")
+            check(wl.proc.poll() is None, "the program still runs")
+        rep = census(wl.pid)
+        for i, want in enumerate(wl.truth["history"]):
+            check_storage(held_by(rep, f"__main__.model.history[{i}]"), want, f"history[{i}]")
+        # a tensor the churning thread has just made may sit on its evaluation stack only
+        orphans = {t["data"] for t in rep["tensors"] if not t["holders"]}
+        check({g["data"] for g in wl.truth["graph_only"]} <= orphans,
+              f"paused: the graph's tensors have no Python holder: {orphans}")
+        wl.finish()
+    finally:
+        wl.kill()
+
+
 def test_census_refuses_without_python(tmp):
     p = subprocess.Popen(["sleep", "30"])
     try:

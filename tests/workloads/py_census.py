@@ -6,6 +6,8 @@ keeps every step's graph. It writes what it holds (paths, storages, bytes) as JS
 says "ready PID", waits for "go", checks its tensors are intact and says "ok".
 
 --freed: make and free the same tensors, so that none is left.
+--churn: besides, a thread makes and drops tensors, lists and dicts without pause, so
+that the heap changes while it is read.
 """
 import argparse
 import gc
@@ -47,6 +49,14 @@ def worker(ready, stop, out):
     ready.set()
     stop.wait()
     out["sum"] = float(local_t.sum())
+
+
+def churn(stop):
+    keep = []
+    while not stop.is_set():
+        keep.append({"t": torch.ones(64), "l": [torch.zeros(8) for _ in range(4)]})
+        if len(keep) > 50:
+            del keep[:25]
 
 
 def build(truth):
@@ -95,6 +105,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--truth", required=True)
     ap.add_argument("--freed", action="store_true")
+    ap.add_argument("--churn", action="store_true")
     args = ap.parse_args()
     truth = {}
     ready, stop, out = threading.Event(), threading.Event(), {}
@@ -111,6 +122,10 @@ def main():
         th.start()
         ready.wait()
         truth["local"] = {"path": f"thread {out['tid']} worker(): local_t", **out["t"]}
+    churner = None
+    if args.churn:
+        churner = threading.Thread(target=churn, args=(stop,))
+        churner.start()
     with open(args.truth, "w") as f:
         json.dump(truth, f)
     print(f"ready {__import__('os').getpid()}", flush=True)
@@ -118,6 +133,8 @@ def main():
     if line != "go":
         sys.exit(f"py_census: expected 'go', got {line!r}")
     stop.set()
+    if churner:
+        churner.join()
     if th:
         th.join()
         g = globals()
