@@ -51,8 +51,8 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 	uint64_t ms = 10000;
 	int c;
 
-	*o = (struct census_opts){ .pause = true,
-				   .caps = { .max_objects = 4000000, .max_read_bytes = 1ULL << 30 } };
+	*o = (struct census_opts){ .pause = true };
+	census_cmd__default_caps(&o->caps);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -82,7 +82,7 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 			return EXIT_USAGE;
 		}
 	}
-	o->caps.max_ns = ms * 1000000ULL;
+	o->caps.max_ns = ms * 1000000ULL; /* the default: census_cmd__default_caps() */
 	if (optind != argc - 1 || parse_pid(argv[optind], &o->pid)) {
 		fprintf(stderr, "gpuleak census: needs one PID\n%s", usage);
 		return EXIT_USAGE;
@@ -417,23 +417,18 @@ static int pause_error(int pid, int err)
 	return EXIT_RUNTIME;
 }
 
-int census_cmd__main(int argc, char **argv)
+int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps)
 {
-	struct census_opts o;
-	struct census_live *live = NULL;
-	struct census_mem mem;
+	struct census_opts o = { .pid = pid, .json = json, .pause = pause, .caps = *caps };
 	struct census_pause *p = calloc(1, sizeof(*p));
+	struct census_live *live = NULL;
 	struct census c = { 0 };
+	struct census_mem mem;
 	struct census_py py;
 	int status, err;
 
 	if (!p)
 		return EXIT_RUNTIME;
-	status = parse_args(argc, argv, &o);
-	if (status) {
-		free(p);
-		return status < 0 ? EXIT_OK : status;
-	}
 	if (find_python(o.pid, &py)) {
 		free(p);
 		return EXIT_RUNTIME;
@@ -466,6 +461,7 @@ int census_cmd__main(int argc, char **argv)
 			print_json(stdout, &o, &c, p);
 		else
 			print_text(stdout, &o, &c, p);
+		fflush(stdout);
 		if (c.nr_tensors && !c.layout_ok) {
 			log_error("census: PyTorch's layout in process %d could not be verified, so "
 				  "no tensor figure is shown: %s", o.pid, c.layout_error);
@@ -476,4 +472,20 @@ int census_cmd__main(int argc, char **argv)
 	census_live__free(live);
 	free(p);
 	return status;
+}
+
+void census_cmd__default_caps(struct census_caps *caps)
+{
+	*caps = (struct census_caps){ .max_objects = 4000000, .max_read_bytes = 1ULL << 30,
+				      .max_ns = 10000ULL * 1000000 };
+}
+
+int census_cmd__main(int argc, char **argv)
+{
+	struct census_opts o;
+	int status = parse_args(argc, argv, &o);
+
+	if (status)
+		return status < 0 ? EXIT_OK : status;
+	return census_cmd__one(o.pid, o.json, o.pause, &o.caps);
 }

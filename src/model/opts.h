@@ -55,6 +55,7 @@ struct gl_opts {
 	bool no_torch;	/* do not attach to PyTorch's allocator probes */
 	bool torch;	/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
+	bool census;	/* --census (attach): the census of each live PID after the final report */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;

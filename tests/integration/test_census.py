@@ -194,6 +194,27 @@ def test_census_changing_heap(tmp):
         wl.kill()
 
 
+def test_attach_census(tmp):
+    """attach --census: after the final report, the census of each target still alive."""
+    wl = CensusWorkload(tmp)
+    try:
+        rc, out, err = run_gpuleak(["attach", "-d", "1", "--census", str(wl.pid)],
+                                   timeout=120)
+        check_eq(rc, 0, f"attach --census's status ({err!r})")
+        report, _, census_text = out.partition(f"\ncensus of PID {wl.pid}: CPython 3.11, ")
+        check(census_text and "no cuda allocations seen" in report.lower(),
+              f"the report, then the census: {out!r}")
+        check(re.search(r"^  60 tensors, [\d.]+ KiB, held by __main__\.model\.history "
+                        r"\(a list of 60\)$", census_text, re.M), f"the census: {out}")
+        rc, out, err = run_gpuleak(["attach", "-d", "1", "--census", "--json", "-",
+                                    str(wl.pid)])
+        check(rc == 2 and "--census prints its text on stdout" in err,
+              f"--census with a report on stdout is refused: {rc} {err!r}")
+        wl.finish()
+    finally:
+        wl.kill()
+
+
 def test_census_refuses_without_python(tmp):
     p = subprocess.Popen(["sleep", "30"])
     try:
