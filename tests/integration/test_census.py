@@ -91,6 +91,12 @@ def test_census_names_holders_and_bytes(tmp):
                  ("list", len(tr["history"]), len(tr["history"]), len(tr["history"])),
                  "the list's group")
         check_eq(hist["bytes"], sum(t["bytes"] for t in tr["history"]), "the list's bytes")
+        for i, want in enumerate(tr["batches"]):
+            check_storage(held_by(rep, f"__main__.batches[{i}]"), want, f"batches[{i}]")
+        bat = groups.get("__main__.batches")
+        check(bat and (bat["kind"], bat["length"], bat["tensors"]) == ("list", 3, 3) and
+              bat["bytes"] == sum(t["bytes"] for t in tr["batches"]),
+              f"the global list's group: {bat}")
         res = groups.get("__main__.results")
         check(res and res["kind"] == "dict" and res["tensors"] == 2 and res["length"] == 2,
               f"the dict's group: {res}")
@@ -113,7 +119,8 @@ def test_census_names_holders_and_bytes(tmp):
         total = held_by(rep, "__main__.total")
         check(total["requires_grad"] is True and total["grad_fn"], f"total: {total}")
         # every tensor, and the bytes of the distinct storages
-        every = (list(tr["named"].values()) + tr["history"] + [tr["local"]] + tr["graph_only"])
+        every = (list(tr["named"].values()) + tr["history"] + tr["batches"] + [tr["local"]] +
+                 tr["graph_only"])
         check_eq(rep["tensors_found"], len(every), "tensors found")
         distinct = {t["data"]: t["bytes"] for t in every}
         check_eq(rep["storages"], len(distinct), "storages")
@@ -159,7 +166,8 @@ def test_census_caps_and_no_pause(tmp):
         check(not rep["paused"] and rep["may_be_torn"] and rep["pause_ns"] == 0,
               f"an unpaused read says it may be torn: {rep}")
         check(rep["layout"]["verified"] and rep["tensors_found"] == len(wl.truth["named"]) +
-              len(wl.truth["history"]) + 1 + len(wl.truth["graph_only"]),
+              len(wl.truth["history"]) + len(wl.truth["batches"]) + 1 +
+              len(wl.truth["graph_only"]),
               f"and still finds the tensors of a quiet program: {rep['tensors_found']}")
         wl.finish()
     finally:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A PyTorch program whose tensors are held in every way `gpuleak census` names: a
-module attribute, an object attribute, a list, a dict (str and int keys), a closure,
+module attribute, an object attribute, a list in an attribute and a global list, a
+dict (str and int keys), a closure,
 a thread's local variable, views of one storage, and a loss summed across steps that
 keeps every step's graph. It writes what it holds (paths, storages, bytes) as JSON,
 says "ready PID", waits for "go", checks its tensors are intact and says "ok".
@@ -67,6 +68,7 @@ def build(truth):
     g["model"] = Model()
     for i in range(HISTORY):
         g["model"].history.append(torch.full((256,), float(i)))
+    g["batches"] = [torch.zeros(4, 32) for _ in range(3)]
     g["results"] = {"a": torch.zeros(512, dtype=torch.float64),
                     7: torch.zeros(8, dtype=torch.int32)}
     g["base"] = torch.zeros(1000)
@@ -97,6 +99,7 @@ def build(truth):
         "__main__.x": steps[-1],
     }
     truth["history"] = [storage(t) for t in g["model"].history]
+    truth["batches"] = [storage(t) for t in g["batches"]]
     # every step's x but the last is kept by the graph only
     truth["graph_only"] = steps[:-1]
 
@@ -112,10 +115,10 @@ def main():
     th = None
     build(truth)
     if args.freed:
-        for name in ("model", "results", "base", "v1", "v2", "fn", "w", "x", "total"):
+        for name in ("model", "batches", "results", "base", "v1", "v2", "fn", "w", "x", "total"):
             del globals()[name]
         del sys.modules["census_cache"]
-        truth = {"named": {}, "history": [], "graph_only": []}
+        truth = {"named": {}, "history": [], "batches": [], "graph_only": []}
         gc.collect()
     else:
         th = threading.Thread(target=worker, args=(ready, stop, out))
