@@ -26,7 +26,8 @@ struct census_walk {
 	struct htab *tensor_of; /* object address -> index in tensor_objs (uint32_t) */
 	uint64_t *tensor_objs;
 	uint32_t *tensor_node; /* the node that first reached it, UINT32_MAX if none */
-	size_t nr_tensor_objs, cap_tensor_objs, cap_tensor_node;
+	uint8_t *tensor_extras; /* further holders kept per tensor */
+	size_t nr_tensor_objs, cap_tensor_objs, cap_tensor_node, cap_tensor_extras;
 	struct census_extra *extras; /* further holders of tensors */
 	size_t nr_extras, cap_extras;
 	uint64_t *modules;

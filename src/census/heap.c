@@ -341,12 +341,14 @@ static void add_tensor_obj(struct census_walk *w, uint64_t obj, uint32_t node)
 		return;
 	}
 	if (!grow((void **)&w->tensor_objs, &w->cap_tensor_objs, w->nr_tensor_objs + 1, 8) ||
-	    !grow((void **)&w->tensor_node, &w->cap_tensor_node, w->nr_tensor_objs + 1, 4)) {
+	    !grow((void **)&w->tensor_node, &w->cap_tensor_node, w->nr_tensor_objs + 1, 4) ||
+	    !grow((void **)&w->tensor_extras, &w->cap_tensor_extras, w->nr_tensor_objs + 1, 1)) {
 		htab__delete(w->tensor_of, &obj);
 		return;
 	}
 	*idx = w->nr_tensor_objs;
 	w->tensor_objs[w->nr_tensor_objs] = obj;
+	w->tensor_extras[w->nr_tensor_objs] = 0;
 	w->tensor_node[w->nr_tensor_objs++] = node;
 }
 
@@ -366,16 +368,12 @@ static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const ch
 		/* another holder of a tensor: keep a few */
 		uint32_t *ti = w->nodes[*idx].kind == K_TENSOR ? htab__lookup(w->tensor_of, &obj) :
 								  NULL;
-		int have = 0;
 
-		if (!ti)
-			return;
-		for (size_t i = 0; i < w->nr_extras; i++)
-			have += w->extras[i].tensor == *ti;
-		if (have + 1 >= CENSUS_MAX_HOLDERS ||
+		if (!ti || w->tensor_extras[*ti] + 1 >= CENSUS_MAX_HOLDERS ||
 		    !grow((void **)&w->extras, &w->cap_extras, w->nr_extras + 1,
 			  sizeof(*w->extras)))
 			return;
+		w->tensor_extras[*ti]++;
 		w->extras[w->nr_extras++] = (struct census_extra){ .tensor = *ti, .parent = parent,
 								   .label = add_label(w, label) };
 		return;
@@ -574,6 +572,24 @@ static void expand(struct census_walk *w, uint32_t i)
 		instance_each(w, n.addr, t, i);
 }
 
+/*
+ * A candidate GC state is the one if the heads of its three generations and of
+ * the permanent generation each begin a list whose first entry points back.
+ */
+static bool gc_heads_ok(struct census_walk *w, uint64_t gen0)
+{
+	const uint64_t heads[] = { gen0, gen0 + 24, gen0 + 48, gen0 + 80 };
+
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+		uint64_t next, back;
+
+		if (census__rd64(w, heads[i], &next) || !next || (next & 6) ||
+		    census__rd64(w, (next & ~1ULL) + 8, &back) || (back & ~3ULL) != heads[i])
+			return false;
+	}
+	return true;
+}
+
 /* Finds the GC state by its generation0 pointer; returns the first generation's head. */
 static int find_gc(struct census_walk *w, uint64_t *gen0)
 {
@@ -587,11 +603,10 @@ static int find_gc(struct census_walk *w, uint64_t *gen0)
 		err = -EFAULT;
 		goto cleanup;
 	}
-	for (size_t o = 72; o + 8 <= INTERP_SCAN; o += 8) {
-		if (w64(b, o) == interp + o - 72) {
+	for (size_t o = 72; o + 8 <= INTERP_SCAN && err; o += 8) {
+		if (w64(b, o) == interp + o - 72 && gc_heads_ok(w, interp + o - 72)) {
 			*gen0 = interp + o - 72;
 			err = 0;
-			break;
 		}
 	}
 cleanup:
@@ -993,6 +1008,7 @@ static void walk_free(struct census_walk *w)
 	free(w->labels);
 	free(w->tensor_objs);
 	free(w->tensor_node);
+	free(w->tensor_extras);
 	free(w->extras);
 	free(w->modules);
 }
