@@ -625,6 +625,7 @@ static void walk_list(struct census_walk *w, uint64_t head)
 {
 	struct census *c = w->out;
 	uint64_t node, prev = head, g[4];
+	int err;
 
 	if (census__rd64(w, head, &node))
 		return;
@@ -636,8 +637,13 @@ static void walk_list(struct census_walk *w, uint64_t head)
 			c->truncated_by = "objects";
 			return;
 		}
-		if (!node || (node & 7) || census__rd(w, node, g, sizeof(g))) {
+		if (!node || (node & 7)) {
 			c->torn = true;
+			return;
+		}
+		err = census__rd(w, node, g, sizeof(g));
+		if (err) {
+			c->torn |= err != -E2BIG; /* a cap is no tear */
 			return;
 		}
 		if ((g[1] & ~3ULL) != prev)

@@ -282,6 +282,12 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		ok += s[i].ok;
+	if (w->stopped) {
+		snprintf(c->layout_error, sizeof(c->layout_error),
+			 "the read stopped at the cap on %s before the tensors were read",
+			 c->truncated_by);
+		return -E2BIG;
+	}
 	if (!ok) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 "no tensor's TensorImpl could be read (THPVariable's cdata at offset 24)");

@@ -116,6 +116,8 @@ def test_census_names_holders_and_bytes(tmp):
         check_eq(rep["no_holder"]["tensors"], len(graph), "no_holder.tensors")
         check("__main__.total.grad_fn" in rep["no_holder"]["graphs"],
               f"the graph is named: {rep['no_holder']}")
+        check_eq(held_by(rep, "__main__.param")["type"], "Parameter", "nn.Parameter's type")
+        check_eq(held_by(rep, "__main__.x")["type"], "Tensor", "a tensor's type")
         total = held_by(rep, "__main__.total")
         check(total["requires_grad"] is True and total["grad_fn"], f"total: {total}")
         # every tensor, and the bytes of the distinct storages
@@ -159,8 +161,12 @@ def test_census_caps_and_no_pause(tmp):
         check_eq(rep["truncated_by"], "objects", "the object cap stops the walk")
         check(rep["objects_visited"] <= 2000, f"within the cap: {rep['objects_visited']}")
         check_eq(rep["caps"]["max_objects"], 2000, "the cap is reported")
-        rep = census(wl.pid, "--max-read", "64K")
+        rc, out, err = run_gpuleak(["census", "--json", "--max-read", "64K", str(wl.pid)])
+        rep = json.loads(out)
         check_eq(rep["truncated_by"], "bytes read", "the read cap stops the walk")
+        check(rc == 0 if rep["layout"]["verified"] or not rep["tensors_found"] else
+              rc == 1 and "stopped at the cap on bytes read" in rep["layout"]["error"],
+              f"tensors found but left unread for the cap say so: {rc} {rep['layout']}")
         check(rep["bytes_read"] <= 65536, f"within the cap: {rep['bytes_read']}")
         rep = census(wl.pid, "--no-pause")
         check(not rep["paused"] and rep["may_be_torn"] and rep["pause_ns"] == 0,

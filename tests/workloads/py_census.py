@@ -76,6 +76,7 @@ def build(truth):
     g["v2"] = g["base"].view(10, 100)
     g["fn"] = make_closure()
     g["w"] = torch.ones(50, requires_grad=True)
+    g["param"] = torch.nn.Parameter(torch.zeros(20))
     total = 0
     steps = []
     for i in range(STEPS):
@@ -95,6 +96,7 @@ def build(truth):
         "__main__.v2": storage(g["v2"]),
         "__main__.fn.__closure__[0].cell_contents": storage(g["fn"].__closure__[0].cell_contents),
         "__main__.w": storage(g["w"]),
+        "__main__.param": storage(g["param"]),
         "__main__.total": storage(g["total"]),
         "__main__.x": steps[-1],
     }
@@ -115,7 +117,8 @@ def main():
     th = None
     build(truth)
     if args.freed:
-        for name in ("model", "batches", "results", "base", "v1", "v2", "fn", "w", "x", "total"):
+        for name in ("model", "batches", "results", "base", "v1", "v2", "fn", "w", "param", "x",
+                     "total"):
             del globals()[name]
         del sys.modules["census_cache"]
         truth = {"named": {}, "history": [], "batches": [], "graph_only": []}
