@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include "pause.h"
@@ -17,6 +18,7 @@
 #include "util/procfs.h"
 
 #define MAX_ROUNDS 8 /* rounds of listing threads, for threads started meanwhile */
+#define PAUSE_WAIT_NS (2000ULL * 1000000) /* to have every thread stopped */
 
 static bool held(const struct census_pause *p, int tid)
 {
@@ -40,10 +42,23 @@ static int hold(struct census_pause *p, int tid)
 		return errno == ESRCH ? 1 : -errno;
 	}
 	for (;;) {
-		if (waitpid(tid, &status, __WALL) < 0) {
+		pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+
+		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return errno == ECHILD ? 1 : -errno;
+		}
+		if (r == 0) {
+			/*
+			 * Not stopped yet (in an uninterruptible sleep?): give up at the
+			 * deadline; it cannot be detached before it stops, but it will be
+			 * when gpuleak exits, and its pending interrupt goes with it.
+			 */
+			if (now_ns() > p->start_ns + PAUSE_WAIT_NS)
+				return -ETIMEDOUT;
+			nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
+			continue;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status))
 			return 1;

@@ -23,8 +23,9 @@ struct census_pause {
  * Stops every thread of pid (threads started meanwhile too). Returns 0;
  * -EPERM without the right to trace pid (CAP_SYS_PTRACE, or the same user
  * under kernel.yama.ptrace_scope 0); -EBUSY when another tracer holds it;
- * -ESRCH; -E2BIG for more threads than can be held. On error no thread is
- * left stopped.
+ * -ESRCH; -E2BIG for more threads than can be held; -ETIMEDOUT when a
+ * thread did not stop within 2 s. On error no thread is left stopped (one
+ * that never stopped is let go when gpuleak exits).
  */
 int census_pause__stop(int pid, struct census_pause *p);
 /* Lets the threads run again and sets p->ns. */

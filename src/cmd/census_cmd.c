@@ -409,7 +409,10 @@ static int pause_error(int pid, int err)
 			  "read its memory)", pid);
 		return EXIT_PRIV;
 	}
-	if (err == -EBUSY)
+	if (err == -ETIMEDOUT)
+		log_error("census: a thread of process %d did not stop within 2 s (in an "
+			  "uninterruptible wait?): try again, or use --no-pause", pid);
+	else if (err == -EBUSY)
 		log_error("census: process %d is traced by another tool (a debugger?): detach it "
 			  "or use --no-pause", pid);
 	else

@@ -11,7 +11,7 @@ import re
 import subprocess
 import time
 
-from harness import ROOT, check, check_eq, run_gpuleak, _readline
+from harness import GPULEAK, ROOT, check, check_eq, run_gpuleak, wait_until, _readline
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census.py")
@@ -168,6 +168,15 @@ def test_census_caps_and_no_pause(tmp):
               rc == 1 and "stopped at the cap on bytes read" in rep["layout"]["error"],
               f"tensors found but left unread for the cap say so: {rc} {rep['layout']}")
         check(rep["bytes_read"] <= 65536, f"within the cap: {rep['bytes_read']}")
+        # gpuleak killed while the threads are held: the kernel lets them go
+        for delay in (0.05, 0.15, 0.3):
+            killed = subprocess.Popen([GPULEAK, "census", str(wl.pid)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(delay)
+            killed.kill()
+            killed.wait()
+            wait_until(lambda: wl.state() not in ("t", "T"), 5,
+                       "the program to run again after gpuleak was killed mid-pause")
         rep = census(wl.pid, "--no-pause")
         check(not rep["paused"] and rep["may_be_torn"] and rep["pause_ns"] == 0,
               f"an unpaused read says it may be torn: {rep}")
