@@ -8,6 +8,7 @@
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
 #   make bench      run the CPU benchmarks
+#   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
 #   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
 
@@ -36,7 +37,7 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow 
 WERROR ?= 1
 SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
-LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread -lm
 
 ifeq ($(STATIC),1)
 CFLAGS += -DGPULEAK_STATIC
@@ -67,7 +68,7 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda gpuleak
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format check-format fakecuda gpuleak
 .DEFAULT_GOAL := all
 
 all: gpuleak
@@ -170,8 +171,15 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
 	$(Q)bench/run
 
+FORMAT_FILES = $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
+
+# .clang-format is the kernel's style at 100 columns; the tree is kept formatted
 format:
-	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+# fails, naming the lines, where `make format` would change something
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak

@@ -23,6 +23,7 @@
 #include "maps.bpf.h"
 #include "stack.bpf.h"
 #include "books.bpf.h"
+#include "tiers.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -60,6 +61,7 @@ static __always_inline __u32 drop_stale(struct gl_inflight *inf, __u64 sp)
 	for (int i = 0; i < GL_MAX_NEST && d > 0 && d <= GL_MAX_NEST; i++) {
 		if (inf->slot[(d - 1) & (GL_MAX_NEST - 1)].sp > sp)
 			break;
+		unclaim(&inf->slot[(d - 1) & (GL_MAX_NEST - 1)]);
 		d--;
 		stat_inc(GL_STAT_STALE_ENTRY);
 	}
@@ -99,6 +101,7 @@ int call_enter(struct pt_regs *ctx)
 	slot->seq = ++inf->seq;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
+	claim_key(slot, pid_tgid >> 32, &apis[api]);
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
@@ -122,6 +125,7 @@ static __always_inline int pop_slot(struct gl_inflight *inf, __u32 api, __u64 re
 		s = &inf->slot[(d - 1) & (GL_MAX_NEST - 1)];
 		if (s->sp + 8 < ret_sp) {
 			/* deeper than the returning frame: abandoned */
+			unclaim(s);
 			inf->depth = d - 1;
 			stat_inc(GL_STAT_STALE_ENTRY);
 			continue;
@@ -178,8 +182,8 @@ int call_exit(struct pt_regs *ctx)
  */
 
 /* A call context for a probe that is its own entry and return. */
-static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c,
-						       struct gl_slot *slot, __u32 api)
+static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, struct gl_slot *slot,
+						       __u32 api)
 {
 	struct gl_inflight *inf;
 
@@ -213,8 +217,9 @@ int BPF_USDT(torch_malloc, void *ptr, long device, long size, long stream)
 
 	if (!torch_begin(&c, &slot, GL_API_pytorch_malloc) || !ptr || size <= 0)
 		return 0;
-	/* tensors are many: --torch-stacks python keeps their Python frames only */
-	if (targ_stack_mode != GL_STACK_NONE)
+	/* tensors are many: --torch-stacks python keeps their Python frames only,
+	 * --tensor-sample a byte-weighted sample of their stacks */
+	if (targ_stack_mode != GL_STACK_NONE && sample_take(size))
 		emit_stack(ctx, c.task, c.pid_tgid, slot.seq, c.api, false,
 			   targ_torch_python_only ? GL_STACK_NONE : targ_stack_mode);
 	book_alloc(&c, GL_KIND_TORCH, (__u64)ptr, size, GL_CLASS_TORCH_BLOCK, (__s16)device);
@@ -227,10 +232,29 @@ int BPF_USDT(torch_free, void *ptr)
 {
 	struct gl_call_ctx c = {};
 	struct gl_slot slot = {};
+	struct gl_alloc_key k = { .kind = GL_KIND_TORCH, .key = (__u64)ptr };
 
 	if (!torch_begin(&c, &slot, GL_API_pytorch_free) || !ptr)
 		return 0;
+	/* a block whose malloc was not seen (before attach, between tensor windows,
+	 * in a window's tail) tells nothing: no record, no count */
+	k.tgid = tgid_of(&c);
+	if (!bpf_map_lookup_elem(&allocs, &k))
+		return 0;
 	book_free(&c, GL_KIND_TORCH, (__u64)ptr);
+	return 0;
+}
+
+/*
+ * The tensor tier's window boundary, run by user space (BPF_PROG_RUN) while
+ * the allocator probes are detached: drops every tensor block from allocs and
+ * from its process's counters (tiers.bpf.h).
+ */
+SEC("syscall")
+int forget_tensors(void *ctx)
+{
+	tiers_forgotten = 0;
+	bpf_for_each_map_elem(&allocs, forget_one, NULL, 0);
 	return 0;
 }
 
@@ -320,6 +344,20 @@ int floor_enter(struct pt_regs *ctx)
 /* uretprobe on every traced function, in place of call_exit. */
 SEC("uretprobe")
 int floor_exit(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/* pytorch:malloc, in place of torch_malloc: the USDT probe's own price. */
+SEC("usdt")
+int floor_torch_malloc(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/* pytorch:free, in place of torch_free. */
+SEC("usdt")
+int floor_torch_free(struct pt_regs *ctx)
 {
 	return 0;
 }

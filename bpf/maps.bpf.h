@@ -13,13 +13,13 @@
 #include <bpf/bpf_helpers.h>
 #include "gpuleak_abi.h"
 
-const volatile bool targ_all = false;	     /* trace every process, not only targets */
+const volatile bool targ_all = false;	      /* trace every process, not only targets */
 const volatile bool targ_follow_forks = true; /* children of targets become targets */
 const volatile __u32 targ_stack_mode = GL_STACK_FP;
 const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
 const volatile bool targ_python = false;
 const volatile bool targ_torch_python_only = false; /* tensor blocks: no native stack */
-const volatile __u64 targ_wakeup_bytes = 0; /* see rb_flags(); 0: wake for every record */
+const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for every record */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -33,35 +33,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 32 << 20);
 } events SEC(".maps");
-
-/* One traced call between its entry and its return. */
-struct gl_slot {
-	__u64 args[5];
-	__u64 sp; /* at entry: points at the return address */
-	__u64 seq;
-	__u64 ts;
-	__u32 api;
-	__u32 pad;
-};
-
-/* Per-thread calls in flight; freed by the kernel when the thread exits. */
-struct gl_inflight {
-	__u64 seq;
-	__u32 depth;
-	__u32 pad;
-	__u64 py_tstate;      /* the thread's CPython thread state, last time it was found */
-	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
-	__u32 ctx_depth;
-	__u32 pad2;
-	struct gl_slot slot[GL_MAX_NEST];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct gl_inflight);
-} inflight SEC(".maps");
 
 struct gl_alloc_key {
 	__u32 tgid;
@@ -77,7 +48,46 @@ struct gl_alloc_val {
 	__u8 cls;
 	__u8 pad;
 	__s16 dev;
+	__u64 id; /* the allocation's number (gl_call.id) */
 };
+
+/* What a free's entry took out of the books (gl_slot.claim). */
+enum gl_claim {
+	GL_CLAIM_NONE = 0,   /* nothing taken at entry: the return looks the key up */
+	GL_CLAIM_TAKEN = 1,  /* the allocation was taken out: gl_slot.claimed */
+	GL_CLAIM_ABSENT = 2, /* the key was not in the books at entry */
+};
+
+/* One traced call between its entry and its return. */
+struct gl_slot {
+	__u64 args[5];
+	__u64 sp; /* at entry: points at the return address */
+	__u64 seq;
+	__u64 ts;
+	__u32 api;
+	__u32 claim; /* enum gl_claim */
+	struct gl_alloc_key claimed_key;
+	struct gl_alloc_val claimed;
+};
+
+/* Per-thread calls in flight; freed by the kernel when the thread exits. */
+struct gl_inflight {
+	__u64 seq;
+	__u32 depth;
+	__u32 pad;
+	__u64 py_tstate;       /* the thread's CPython thread state, last time it was found */
+	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
+	__u32 ctx_depth;
+	__u32 pad2;
+	struct gl_slot slot[GL_MAX_NEST];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct gl_inflight);
+} inflight SEC(".maps");
 
 /* Allocated on demand: a preallocated table of a million entries would pin ~110 MB. */
 struct {
@@ -101,6 +111,45 @@ struct gl_ctx_key {
 	__u64 ctx;
 };
 
+/*
+ * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
+ * teardown's books were dropped). A call that entered before that time and
+ * returns after it acted on a context the driver has since destroyed with
+ * everything it held; one that entered after it acts on a new context at the
+ * same address. Least recently used entries go first: only calls in flight at
+ * the teardown need one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct gl_ctx_key);
+	__type(value, __u64);
+} ctx_dead SEC(".maps");
+
+/* Allocations booked on each CPU: with the CPU, a number no other allocation has. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} alloc_ids SEC(".maps");
+
+/*
+ * A number for a new allocation, unique while the programs are loaded: the
+ * CPU's count in the low 48 bits, the CPU + 1 above (a program runs on one CPU
+ * to its end, so the per-CPU count needs no atomic). Never 0.
+ */
+static __always_inline __u64 next_alloc_id(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero);
+
+	if (!n)
+		return 0;
+	*n += 1;
+	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (*n & ((1ULL << 48) - 1));
+}
+
 /* Contexts seen being created or retained: (tgid, ctx) -> device ordinal. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -116,8 +165,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-#define GL_STACK_DATA (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + \
-		       GL_MAX_FP_FRAMES * 8 + GL_MAX_STACK_COPY + GL_PAGE_SIZE)
+#define GL_STACK_DATA                                                           \
+	(GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + GL_MAX_FP_FRAMES * 8 + \
+	 GL_MAX_STACK_COPY + GL_PAGE_SIZE)
 
 struct gl_stack_buf {
 	struct gl_stack rec;

@@ -67,10 +67,10 @@ void caps__names(uint64_t mask, char *buf, size_t len)
 		int cap;
 		const char *name;
 	} names[] = {
-		{ 0, "CAP_CHOWN" },	      { 1, "CAP_DAC_OVERRIDE" }, { 2, "CAP_DAC_READ_SEARCH" },
-		{ 19, "CAP_SYS_PTRACE" },     { 21, "CAP_SYS_ADMIN" },	 { 24, "CAP_SYS_RESOURCE" },
-		{ 38, "CAP_PERFMON" },	      { 39, "CAP_BPF" },	 { 8, "CAP_SETPCAP" },
-		{ 12, "CAP_NET_ADMIN" },      { 6, "CAP_SETGID" },	 { 7, "CAP_SETUID" },
+		{ 0, "CAP_CHOWN" },	  { 1, "CAP_DAC_OVERRIDE" }, { 2, "CAP_DAC_READ_SEARCH" },
+		{ 19, "CAP_SYS_PTRACE" }, { 21, "CAP_SYS_ADMIN" },   { 24, "CAP_SYS_RESOURCE" },
+		{ 38, "CAP_PERFMON" },	  { 39, "CAP_BPF" },	     { 8, "CAP_SETPCAP" },
+		{ 12, "CAP_NET_ADMIN" },  { 6, "CAP_SETGID" },	     { 7, "CAP_SETUID" },
 	};
 	size_t n = 0;
 

@@ -65,8 +65,8 @@ static const struct prefix container_prefixes[] = {
 };
 
 /* A container component: returns its runtime ("" if unknown), or NULL if not one. */
-static const char *container_of(const char *c, size_t n, const char *parent, size_t pn,
-				bool in_pod, char id[ID_LEN + 1])
+static const char *container_of(const char *c, size_t n, const char *parent, size_t pn, bool in_pod,
+				char id[ID_LEN + 1])
 {
 	const char *runtime = "";
 

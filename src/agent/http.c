@@ -27,9 +27,9 @@ struct client {
 	enum client_state state;
 	int fd;
 	uint64_t deadline_ms;
-	size_t len;   /* bytes read */
-	char *in;     /* max_request + 1 bytes */
-	char *out;    /* head + body */
+	size_t len; /* bytes read */
+	char *in;   /* max_request + 1 bytes */
+	char *out;  /* head + body */
 	size_t out_len, out_off;
 };
 
@@ -55,6 +55,7 @@ const char *http__reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 202: return "Accepted";
 	case 400: return "Bad Request";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
@@ -154,6 +155,8 @@ static int parse_request_line(const char *p, size_t n, struct http_request *req)
 		req->head = false;
 	else if (mlen == 4 && !memcmp(p, "HEAD", 4))
 		req->head = true;
+	else if (mlen == 4 && !memcmp(p, "POST", 4))
+		req->post = true;
 	else
 		return -405;
 	q = memchr(target, '?', tlen);
@@ -214,7 +217,8 @@ int http__parse_request(const char *buf, size_t len, const struct http_opts *o,
 	int err;
 
 	for (size_t i = 0; i + 3 < len && i + 3 < max; i++) {
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+		    buf[i + 3] == '\n') {
 			end = buf + i;
 			break;
 		}
@@ -275,7 +279,7 @@ static int set_reply(struct client *c, const struct http_reply *rep, bool head)
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\nCache-Control: no-store\r\n%s\r\n",
 		     rep->status, http__reason(rep->status), type, rep->len,
-		     rep->status == 405 ? "Allow: GET, HEAD\r\n" : "");
+		     rep->status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(hdr))
 		return -EINVAL;
 	c->out_len = n + (head ? 0 : rep->len);

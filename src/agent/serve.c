@@ -23,14 +23,17 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "caps.h"
 #include "cgroup.h"
+#include "books/books.h"
+#include "model/session.h"
 #include "model/snapshot.h"
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
-#include "model/session.h"
-#include "model/session_int.h"
-#include "caps.h"
+#include "stacks/python/python.h"
+#include "stacks/stacks.h"
+#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -52,17 +55,18 @@ struct ident_key {
 
 static void on_forget(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct agent *a = ctx;
-	struct ident_key k = { .start_time = proc->start_time, .pid = proc->pid };
+	struct ident_key k = { .start_time = t->start_time, .pid = t->pid };
 
 	a->h.procs_forgotten++;
-	a->h.forgotten_unmatched_frees += proc->unmatched_frees;
+	a->h.forgotten_unmatched_frees += t->unmatched_frees;
 	htab__delete(a->idents, &k);
 	/* the kernel keeps an exited process's books until told (lost exit records) */
-	tracer__forget_proc(a->s->tracer, proc->pid, proc->start_time);
+	tracer__forget_proc(session__tracer(a->s), t->pid, t->start_time);
 	if (!a->o->no_python)
-		python__detach(a->s->python, proc->pid);
-	log_debug("PID %d (%s) exited: dropped from the books", proc->pid, proc->comm);
+		python__detach(session__python(a->s), t->pid);
+	log_debug("PID %d (%s) exited: dropped from the books", t->pid, t->comm);
 }
 
 /*
@@ -72,7 +76,7 @@ static void on_forget(void *ctx, struct proc *proc)
  */
 void agent__housekeeping(struct agent *a, uint64_t now)
 {
-	struct books *b = a->s->books;
+	struct books *b = session__books(a->s);
 	struct procs *p = books__procs(b);
 	struct gl_proc_stats st;
 	struct proc *proc;
@@ -80,12 +84,14 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 	if (now >= a->next_liveness_ns) {
 		a->next_liveness_ns = now + LIVENESS_NS;
 		for (uint32_t i = 0; (proc = procs__at(p, i)); i++) {
-			if (proc->exited)
+			const struct proc_totals *t = proc__totals(proc);
+
+			if (t->exited)
 				continue;
-			if (tracer__proc_stats(a->s->tracer, proc->pid, &st) == 0 &&
-			    st.start_time == proc->start_time && st.exit_time)
+			if (tracer__proc_stats(session__tracer(a->s), t->pid, &st) == 0 &&
+			    st.start_time == t->start_time && st.exit_time)
 				books__exited(b, proc, &st, st.exit_time);
-			else if (!procfs__same_process(proc->pid, proc->start_time))
+			else if (!procfs__same_process(t->pid, t->start_time))
 				books__gone(b, proc);
 		}
 	}
@@ -139,8 +145,8 @@ static uint64_t count_fds(void)
 
 static void fill_health(struct agent *a)
 {
-	const struct books_counters *bc = books__counters(a->s->books);
-	struct stacks *st = books__stacks(a->s->books);
+	const struct books_counters *bc = books__counters(session__books(a->s));
+	struct stacks *st = books__stacks(session__books(a->s));
 	const struct http_stats *hs = http__stats(a->http);
 	struct rusage ru;
 	char buf[256];
@@ -149,11 +155,11 @@ static void fill_health(struct agent *a)
 	memcpy(a->h.records, bc->records, sizeof(a->h.records));
 	a->h.malformed = bc->malformed;
 	a->h.stack_missing = bc->stack_missing;
-	a->h.procs_refused = procs__refused(books__procs(a->s->books));
+	a->h.procs_refused = procs__refused(books__procs(session__books(a->s)));
 	a->h.stacks = stacks__count(st);
 	a->h.stacks_overflow = stacks__overflows(st);
-	a->h.probes = tracer__nr_probes(a->s->tracer);
-	a->h.libs = tracer__nr_libs(a->s->tracer);
+	a->h.probes = tracer__nr_probes(session__tracer(a->s));
+	a->h.libs = tracer__nr_libs(session__tracer(a->s));
 	a->h.http_requests = hs->requests;
 	a->h.http_bad_requests = hs->bad_requests;
 	a->h.http_timeouts = hs->timeouts;
@@ -216,6 +222,15 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 {
 	struct agent *a = ctx;
 
+	if (!strcmp(req->path, "/tensors/arm")) {
+		if (!req->post)
+			return reply_text(rep, 405, "POST /tensors/arm opens a tensor window\n");
+		session__request_tensors(a->s);
+		log_info("POST /tensors/arm: a tensor window is asked for");
+		return reply_text(rep, 202, "a tensor window opens\n");
+	}
+	if (req->post)
+		return reply_text(rep, 405, "only /tensors/arm takes POST\n");
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap")) {
@@ -225,11 +240,13 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
 	if (!strcmp(req->path, "/"))
-		return reply_text(rep, 200,
-				  "gpuleak " GPULEAK_VERSION "\n"
-				  "/metrics                Prometheus metrics\n"
-				  "/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
-				  "/healthz                liveness\n");
+		return reply_text(
+			rep, 200,
+			"gpuleak " GPULEAK_VERSION "\n"
+			"/metrics                Prometheus metrics\n"
+			"/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
+			"/healthz                liveness\n"
+			"POST /tensors/arm       trace tensor blocks for a window now\n");
 	return reply_text(rep, 404, "404 Not Found\n");
 }
 
@@ -268,11 +285,10 @@ static void drop_capabilities(struct agent *a)
 {
 	uint64_t keep = 1ULL << 39 | 1ULL << 38 | 1ULL << 19 | 1ULL << 2;
 	uint64_t before = caps__effective(), after;
+	struct tracer *t = session__tracer(a->s);
+	bool multi = tracer__nr_libs(t) ? tracer__uses_multi_links(t) : kernel_at_least(6, 6);
 	char kept[256], dropped[512];
 	int err;
-
-	bool multi = tracer__nr_libs(a->s->tracer) ? tracer__uses_multi_links(a->s->tracer) :
-						     kernel_at_least(6, 6);
 
 	/* measured on 6.18: perf-event uprobes (PyTorch's USDT probes, libcuda on kernels
 	 * without uprobe_multi) need CAP_SYS_ADMIN since the CVE-2025-38466 fix */
@@ -301,9 +317,10 @@ static int loop(struct agent *a)
 		int n = 0, timeout = MAX_POLL_MS, ht = http__timeout_ms(a->http);
 		uint64_t now;
 
-		fds[n++] = (struct pollfd){ .fd = tracer__epoll_fd(a->s->tracer), .events = POLLIN };
+		fds[n++] = (struct pollfd){ .fd = tracer__epoll_fd(session__tracer(a->s)),
+					    .events = POLLIN };
 		n += http__pollfds(a->http, fds + 1, max - 1);
-		if (targets__scanning(a->s->targets))
+		if (session__scanning(a->s))
 			timeout = 5;
 		if (ht >= 0 && ht < timeout)
 			timeout = ht;
@@ -351,8 +368,8 @@ int serve__run(const struct gl_opts *o)
 		status = status ?: EXIT_RUNTIME;
 		goto cleanup;
 	}
-	stacks__set_max(books__stacks(a.s->books), o->max_stacks);
-	procs__set_max(books__procs(a.s->books), o->max_procs);
+	stacks__set_max(books__stacks(session__books(a.s)), o->max_stacks);
+	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);
 	if (!a.http) {
 		log_error("cannot listen on %s: %s", o->listen, strerror(errno));

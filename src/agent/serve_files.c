@@ -15,14 +15,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "gpu/sampler.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "report/report.h"
 #include "serve_int.h"
-#include "model/session_int.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "gpu/sampler.h"
 
 #define PROFILE_PREFIX "gpu_heap-"
 #define PROFILE_SUFFIX ".pb.gz"
@@ -196,7 +195,8 @@ void agent__write_profile(struct agent *a)
 	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%s", name);
 	snap = session__snapshot(a->s, 0, true);
 	fd = snap ? openat(a->profile_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			   0600) : -1;
+			   0600) :
+		    -1;
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f) {
 		err = snap ? -errno : -ENOMEM;
@@ -222,7 +222,8 @@ void agent__write_profile(struct agent *a)
 fail:
 	snapshot__free(snap);
 	if (!a->h.profile_errors++)
-		log_warn("cannot write a heap profile in %s: %s", a->o->profile_dir, strerror(-err));
+		log_warn("cannot write a heap profile in %s: %s", a->o->profile_dir,
+			 strerror(-err));
 }
 
 int agent__reply_profile(struct agent *a, struct http_reply *rep)

@@ -9,10 +9,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "http.h"
 #include "model/opts.h"
 #include "report/metrics.h"
 #include "util/htab.h"
-#include "http.h"
 
 struct session;
 struct snapshot;

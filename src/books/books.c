@@ -15,8 +15,9 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
-#include "stacks/python/python.h"
+#include "proc_int.h"
 #include "stacks/native/unwind.h"
+#include "stacks/python/python.h"
 #include "trace/event.h"
 #include "trace/probes.h"
 #include "util/log.h"
@@ -35,8 +36,8 @@ struct books {
 	struct books_counters counters;
 	uint64_t now;
 	struct htab *prefetched; /* pid -> struct prefetch */
-	uint32_t replay_stack; /* books__replay_call: the stack the call's entry parked */
-	uint32_t taken;	       /* the parked stack the record being applied took */
+	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;		 /* the parked stack the record being applied took */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -47,8 +48,8 @@ struct prefetch {
 
 #define PREFETCH_MAX 1024
 
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o)
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o)
 {
 	struct books *b = calloc(1, sizeof(*b));
 
@@ -186,18 +187,18 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		return proc;
 	/* a new process with the PID of one whose exit record was lost */
 	for (uint32_t i = 0; (old = procs__at(b->procs, i)); i++) {
-		if (old != proc && old->pid == proc->pid && !old->exited) {
-			old->exited = true;
-			old->exit_ns = h->ts;
+		if (old != proc && old->t.pid == proc->t.pid && !old->t.exited) {
+			old->t.exited = true;
+			old->t.exit_ns = h->ts;
 			proc__retire(old);
 		}
 	}
-	proc->first_ns = h->ts;
+	proc->t.first_ns = h->ts;
 	proc->device_series = series__new(b->opts.series_width_ns);
 	if (b->opts.no_proc_files) {
 		/* whatever has this PID now is not the process of these records */
-		snprintf(proc->comm, sizeof(proc->comm), "?");
-		proc->ns_pid = 0;
+		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
+		proc->t.ns_pid = 0;
 	} else {
 		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
 
@@ -235,7 +236,9 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 
 static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
 {
-	struct stack_owner who = { .pid = proc->pid, .start_time = proc->start_time, .am = proc->am };
+	struct stack_owner who = { .pid = proc->t.pid,
+				   .start_time = proc->t.start_time,
+				   .am = proc->am };
 	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	int n_ips, n = 0;
@@ -250,27 +253,26 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
 	}
 	if (b->python)
-		n = python__merge(b->python, &who, v, frames, n, sizeof(frames) / sizeof(frames[0]));
+		n = python__merge(b->python, &who, v, frames, n,
+				  sizeof(frames) / sizeof(frames[0]));
 	return stacks__intern(b->stacks, frames, n);
 }
 
-static void apply_stack(struct books *b, const void *data)
+static void apply_stack(struct books *b, const struct stack_view *v)
 {
-	struct stack_view v;
 	struct pending_key k;
 	struct pending *p;
 	struct proc *proc;
 
-	event__stack_view(data, &v);
-	proc = proc_of(b, &v.rec->hdr);
+	proc = proc_of(b, &v->rec->hdr);
 	if (!proc || !proc->pending)
 		return;
-	k = (struct pending_key){ v.rec->hdr.tid, v.rec->seq % GL_MAX_NEST };
+	k = (struct pending_key){ v->rec->hdr.tid, v->rec->seq % GL_MAX_NEST };
 	p = htab__upsert(proc->pending, &k, NULL);
 	if (!p)
 		return;
-	p->seq = v.rec->seq;
-	p->stack = intern_stack(b, proc, &v);
+	p->seq = v->rec->seq;
+	p->stack = intern_stack(b, proc, v);
 	b->taken = p->stack;
 }
 
@@ -293,7 +295,9 @@ static uint32_t take_stack(struct books *b, struct proc *proc, const struct gl_c
 		b->taken = stack;
 		return stack;
 	}
-	if (probe__desc(c->api)->flags & GL_API_STACK)
+	/* a sampled-out tensor block has no stack by design */
+	if ((probe__desc(c->api)->flags & GL_API_STACK) &&
+	    !(b->opts.sample_bytes && c->api == GL_API_pytorch_malloc))
 		b->counters.stack_missing++;
 	return stacks__intern(b->stacks, &api, 1);
 }
@@ -316,16 +320,16 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 		return;
 	if (cls == GL_CLASS_DEVICE) {
 		if (dev >= 0 && dev < PROC_MAX_DEVICES)
-			proc->dev_bytes[dev] += bytes;
+			proc->t.dev_bytes[dev] += bytes;
 		else
-			proc->unknown_dev_bytes += bytes;
+			proc->t.unknown_dev_bytes += bytes;
 	}
-	proc->bytes[cls] += bytes;
-	proc->nallocs[cls] += n;
-	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
-		proc->peak_device = proc->bytes[cls];
+	proc->t.bytes[cls] += bytes;
+	proc->t.nallocs[cls] += n;
+	if (cls == GL_CLASS_DEVICE && proc->t.bytes[cls] > proc->t.peak_device)
+		proc->t.peak_device = proc->t.bytes[cls];
 	if (cls == GL_CLASS_DEVICE)
-		series__add(proc->device_series, ts, proc->bytes[cls]);
+		series__add(proc->device_series, ts, proc->t.bytes[cls]);
 	if (!a)
 		return;
 	a->bytes += bytes;
@@ -345,32 +349,73 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->free_bytes += v->size;
 	}
 	if (v->cls < GL_CLASS_SLOTS)
-		proc->free_bytes[v->cls] += v->size;
+		proc->t.free_bytes[v->cls] += v->size;
 	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
+}
+
+/*
+ * Whether context ctx was torn down after call_ns (a call's entry): the call
+ * acted on memory the driver dropped with that context. A call that entered
+ * after the teardown acts on a new context at the same address.
+ */
+static bool ctx_gone(const struct proc *proc, uint64_t ctx, uint64_t call_ns)
+{
+	for (uint16_t i = 0; ctx && i < proc->nr_ctxs; i++)
+		if (proc->ctxs[i].dead_ctx == ctx && proc->ctxs[i].dead_ns > call_ns)
+			return true;
+	return false;
+}
+
+/* When the call of record c entered the driver. */
+static uint64_t entry_ns(const struct gl_call *c)
+{
+	return c->hdr.ts > c->dur_ns ? c->hdr.ts - c->dur_ns : 0;
+}
+
+/*
+ * The key of a new allocation is still in these books. When BPF saw it too,
+ * the release of the old one was never seen: it goes. Otherwise the old one's
+ * free is in flight (its entry took the key out of BPF's books): it stays
+ * outstanding under its number until that free's record comes.
+ */
+static void displace(struct books *b, struct proc *proc, const struct gl_call *c,
+		     const struct alloc_key *k, struct alloc_val *v)
+{
+	struct alloc_key fk = { .key = v->id, .kind = ALLOC_KIND_FREEING };
+	struct alloc_val old = *v, *nv;
+
+	if (!(c->flags & GL_CALL_REPLACED) && old.id && c->id) {
+		nv = htab__upsert(proc->allocs, &fk, NULL);
+		if (nv) {
+			*nv = old;
+			htab__delete(proc->allocs, k);
+			return;
+		}
+	}
+	remove_alloc(b, proc, k, &old, c->hdr.ts);
 }
 
 static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	uint32_t stack = take_stack(b, proc, c);
-	struct alloc_val *v, old;
+	struct alloc_val *v, copy;
 	struct agg *a;
 	int dev;
 
-	proc->alloc_calls++;
+	proc->t.alloc_calls++;
 	if (c->flags & GL_CALL_TABLE_FULL)
 		return; /* BPF does not hold it either: both books leave it out */
 	v = htab__lookup(proc->allocs, &k);
-	if (v) {
-		old = *v;
-		remove_alloc(b, proc, &k, &old, c->hdr.ts);
-	}
+	if (v)
+		displace(b, proc, c, &k, v);
 	v = htab__upsert(proc->allocs, &k, NULL);
 	if (!v)
 		return;
 	*v = (struct alloc_val){
 		.size = c->bytes,
+		.id = c->id,
 		.stack = stack,
 		.ctx = proc__ctx_index(proc, c->ctx),
 		.cls = c->cls,
@@ -382,7 +427,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (dev < 0 && c->cls == GL_CLASS_DEVICE && c->kind == GL_KIND_DPTR)
 		proc__note_unknown_dev(proc, c->key, c->bytes);
 	if (c->cls < GL_CLASS_SLOTS)
-		proc->alloc_bytes[c->cls] += c->bytes;
+		proc->t.alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
 	if (a) {
 		a->total_allocs++;
@@ -394,15 +439,46 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
+	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
+	    ctx_gone(proc, c->ctx, entry_ns(c))) {
+		/* made in flight while its context was torn down: dropped with it */
+		copy = *v;
+		if (copy.cls != GL_CLASS_ADDRESS && copy.cls != GL_CLASS_IMPORTED)
+			proc->t.dropped_bytes += copy.size;
+		remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+	}
 }
 
+/*
+ * A free BPF matched. Its key may name a newer allocation already (see
+ * displace()): the number says which one it took.
+ */
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
+	struct alloc_key fk = { .key = c->id, .kind = ALLOC_KIND_FREEING };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
-	proc->free_calls++;
+	proc->t.free_calls++;
+	if (v && c->id && v->id && v->id != c->id) {
+		struct alloc_val *f = htab__lookup(proc->allocs, &fk);
+
+		if (f) {
+			v = f;
+			k = fk;
+		}
+	} else if (!v && c->id) {
+		v = htab__lookup(proc->allocs, &fk);
+		k = fk;
+	}
 	if (!v) {
+		if (c->cls != GL_CLASS_ADDRESS && c->cls != GL_CLASS_IMPORTED &&
+		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->t.dropped_bytes >= c->bytes) {
+			/* freed in flight while its context was torn down: the teardown's
+			 * record came first and dropped what this call had freed */
+			proc->t.dropped_bytes -= c->bytes;
+			return;
+		}
 		b->counters.user_unmatched++;
 		return;
 	}
@@ -438,9 +514,9 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
 
-	proc->failures++;
+	proc->t.failures++;
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
-		proc->oom_failures++;
+		proc->t.oom_failures++;
 	*f = (struct failure){
 		.ts = c->hdr.ts,
 		.bytes = c->bytes,
@@ -448,7 +524,7 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 		.api = c->api,
 		.cls = c->cls,
 		.rc = c->rc,
-		.held_device = proc->bytes[GL_CLASS_DEVICE],
+		.held_device = proc->t.bytes[GL_CLASS_DEVICE],
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
@@ -475,8 +551,11 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 	drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 	if (!drop)
 		return;
+	proc->t.ctx_drops++;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		/* one being freed: BPF's teardown does not see it either (claim_key()) */
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
+		    k->kind == GL_KIND_VA || k->kind == ALLOC_KIND_FREEING)
 			continue;
 		if (v->ctx && c->dev < 0 && v->ctx != idx)
 			continue;
@@ -488,10 +567,19 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs, &drop[i]);
 
 		if (val.cls != GL_CLASS_ADDRESS && val.cls != GL_CLASS_IMPORTED)
-			proc->dropped_bytes += val.size;
+			proc->t.dropped_bytes += val.size;
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
+	/* calls that entered before the teardown and come after it (c->bytes: BPF's time) */
+	for (uint16_t i = 0; i < proc->nr_ctxs; i++) {
+		struct proc_ctx *pc = &proc->ctxs[i];
+
+		if (c->dev < 0 ? i + 1 != idx : !(pc->primary && pc->dev == c->dev))
+			continue;
+		pc->dead_ctx = pc->ctx;
+		pc->dead_ns = c->bytes ? c->bytes : c->hdr.ts;
+	}
 	if (c->dev < 0 && idx)
 		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */
 }
@@ -502,31 +590,24 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	uint16_t idx;
 
 	if (log_level >= LOG_TRACE)
-		log_msg(LOG_TRACE, "call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
-			"ctx=0x%llx dev=%d flags=0x%x", c->hdr.pid, c->hdr.tid, probe__name(c->api),
-			c->rc, c->op, c->kind, (unsigned long long)c->key,
-			(unsigned long long)c->bytes, c->cls, (unsigned long long)c->ctx, c->dev,
-			c->flags);
+		log_msg(LOG_TRACE,
+			"call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
+			"ctx=0x%llx dev=%d flags=0x%x",
+			c->hdr.pid, c->hdr.tid, probe__name(c->api), c->rc, c->op, c->kind,
+			(unsigned long long)c->key, (unsigned long long)c->bytes, c->cls,
+			(unsigned long long)c->ctx, c->dev, c->flags);
 	if (!proc || !proc->allocs)
 		return;
-	proc->last_ns = c->hdr.ts;
+	proc->t.last_ns = c->hdr.ts;
 	switch (c->op) {
-	case GL_OP_ALLOC:
-		apply_alloc(b, proc, c);
-		break;
-	case GL_OP_FREE:
-		apply_free(b, proc, c);
-		break;
+	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
+	case GL_OP_FREE: apply_free(b, proc, c); break;
 	case GL_OP_UNMATCHED_FREE:
-		proc->free_calls++;
-		proc->unmatched_frees++;
+		proc->t.free_calls++;
+		proc->t.unmatched_frees++;
 		break;
-	case GL_OP_FAIL:
-		apply_failure(b, proc, c);
-		break;
-	case GL_OP_CTX_DROP:
-		apply_ctx_drop(b, proc, c);
-		break;
+	case GL_OP_FAIL: apply_failure(b, proc, c); break;
+	case GL_OP_CTX_DROP: apply_ctx_drop(b, proc, c); break;
 	case GL_OP_CTX_NEW:
 		idx = proc__ctx_index(proc, c->key);
 		if (idx) {
@@ -535,9 +616,11 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		}
 		break;
 	case GL_OP_NONE:
+		if (c->flags & GL_CALL_CTX_GONE)
+			proc->t.ctx_drops++; /* the teardown's own record drops it here */
 		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
 			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
-			proc->failed_frees++;
+			proc->t.failed_frees++;
 		break;
 	}
 }
@@ -555,24 +638,23 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	if (!proc)
 		return;
 	switch (r->event) {
-	case GL_PROC_FORK:
-		return;
+	case GL_PROC_FORK: return;
 	case GL_PROC_EXEC:
-		proc->final = r->stats;
-		proc->has_final = true;
+		proc->t.final = r->stats;
+		proc->t.has_final = true;
 		if (b->hooks.proc_end)
 			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
 		proc__clear_books(proc);
-		memcpy(proc->comm, r->comm, sizeof(proc->comm));
-		proc->comm[sizeof(proc->comm) - 1] = '\0';
-		proc->has_final = false;
+		memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+		proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
+		proc->t.has_final = false;
 		if (proc->am)
 			addr_map__refresh(proc->am);
 		return;
 	case GL_PROC_EXIT:
 		if (r->comm[0]) {
-			memcpy(proc->comm, r->comm, sizeof(proc->comm));
-			proc->comm[sizeof(proc->comm) - 1] = '\0';
+			memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+			proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
 		}
 		books__exited(b, proc, &r->stats, r->hdr.ts);
 		return;
@@ -582,12 +664,12 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts)
 {
-	if (proc->exited)
+	if (proc->t.exited)
 		return;
-	proc->exited = true;
-	proc->exit_ns = ts;
-	proc->final = *final;
-	proc->has_final = true;
+	proc->t.exited = true;
+	proc->t.exit_ns = ts;
+	proc->t.final = *final;
+	proc->t.has_final = true;
 	proc__retire(proc);
 	if (b->hooks.proc_end)
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
@@ -595,42 +677,37 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 
 void books__gone(struct books *b, struct proc *proc)
 {
-	if (proc->exited)
+	if (proc->t.exited)
 		return;
-	proc->exited = true;
-	proc->exit_ns = b->now;
+	proc->t.exited = true;
+	proc->t.exit_ns = b->now;
 	proc__retire(proc);
 }
 
 void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns)
 {
-	snprintf(proc->comm, sizeof(proc->comm), "%.*s", (int)sizeof(proc->comm) - 1, comm);
-	proc->ns_pid = ns_pid;
-	proc->first_ns = first_ns;
+	snprintf(proc->t.comm, sizeof(proc->t.comm), "%.*s", (int)sizeof(proc->t.comm) - 1, comm);
+	proc->t.ns_pid = ns_pid;
+	proc->t.first_ns = first_ns;
 }
 
 int books__apply(struct books *b, const void *data, size_t size)
 {
-	int type = event__validate(data, size);
+	struct event ev;
+	int type = event__decode(data, size, &ev);
 
 	if (type < 0) {
 		b->counters.malformed++;
 		return -EINVAL;
 	}
 	b->counters.records[type]++;
-	if (((const struct gl_hdr *)data)->ts > b->now)
-		b->now = ((const struct gl_hdr *)data)->ts;
+	if (ev.hdr->ts > b->now)
+		b->now = ev.hdr->ts;
 	b->taken = 0;
 	switch (type) {
-	case GL_REC_STACK:
-		apply_stack(b, data);
-		break;
-	case GL_REC_CALL:
-		apply_call(b, data);
-		break;
-	case GL_REC_PROC:
-		apply_proc(b, data);
-		break;
+	case GL_REC_STACK: apply_stack(b, &ev.stack); break;
+	case GL_REC_CALL: apply_call(b, ev.call); break;
+	case GL_REC_PROC: apply_proc(b, ev.proc); break;
 	}
 	if (b->hooks.applied)
 		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
@@ -714,7 +791,7 @@ int books__compact_stacks(struct books *b)
 		goto cleanup;
 	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
 		if (remap_stacks(proc, remap))
-			log_warn("out of memory renumbering the stacks of PID %d", proc->pid);
+			log_warn("out of memory renumbering the stacks of PID %d", proc->t.pid);
 	after = stacks__count(b->stacks);
 	err = (int)(count - 1 - after);
 cleanup:
@@ -735,4 +812,44 @@ int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
 	err = books__apply(b, c, sizeof(*c));
 	b->replay_stack = 0;
 	return err;
+}
+
+int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten)
+{
+	uint64_t n_all = 0;
+
+	for (uint32_t i = 0; i < procs__count(b->procs); i++) {
+		struct proc *proc = procs__at(b->procs, i);
+		struct alloc_key *drop;
+		const struct alloc_key *k;
+		struct alloc_val *v;
+		const struct agg_key *ak;
+		struct agg *a;
+		size_t it = 0, n = 0;
+
+		if (!proc || !proc->allocs || proc->t.exited)
+			continue;
+		drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
+		if (!drop)
+			return -ENOMEM;
+		while ((v = htab__next(proc->allocs, &it, (const void **)&k)))
+			if (k->kind == kind)
+				drop[n++] = *k;
+		for (size_t j = 0; j < n; j++) {
+			struct alloc_val val =
+				*(struct alloc_val *)htab__lookup(proc->allocs, &drop[j]);
+
+			remove_alloc(b, proc, &drop[j], &val, ts);
+		}
+		free(drop);
+		n_all += n;
+		/* the history of what was forgotten goes with it */
+		it = 0;
+		while ((a = htab__next(proc->aggs, &it, (const void **)&ak)))
+			if (ak->cls == GL_CLASS_TORCH_BLOCK && kind == GL_KIND_TORCH)
+				series__reset(a->series);
+	}
+	if (forgotten)
+		*forgotten = n_all;
+	return 0;
 }

@@ -18,6 +18,7 @@ struct python;
 struct books_opts {
 	uint64_t series_width_ns; /* initial resolution of per-stack history */
 	bool no_proc_files;	  /* do not read /proc (offline report) */
+	uint64_t sample_bytes;	  /* tensor-block stacks sampled (tiers.bpf.h); 0: all */
 };
 
 struct books_counters {
@@ -47,8 +48,8 @@ struct books_hooks {
 };
 
 /* NULL with errno on failure. The books own none of m, s, u, py (py may be NULL). */
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o);
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o);
 void books__free(struct books *b);
 void books__set_hooks(struct books *b, const struct books_hooks *h);
 /* The hooks in force (to chain new ones in front of them). */
@@ -98,6 +99,13 @@ const struct books_counters *books__counters(const struct books *b);
  * the number of stacks dropped, or -ENOMEM (nothing changed).
  */
 int books__compact_stacks(struct books *b);
+/*
+ * Forgets every allocation of this kind (GL_KIND_TORCH: the tensor blocks, at
+ * a window's start) in every live process, as of ts, with the history of their
+ * stacks' outstanding bytes. *forgotten (may be NULL): how many. Returns 0 or
+ * -ENOMEM.
+ */
+int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten);
 /* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
 uint64_t books__now(const struct books *b);
 

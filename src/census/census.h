@@ -37,11 +37,11 @@ struct census_caps {
 
 /* What the walk needs to know of the interpreter (from stacks/python's layout). */
 struct census_py {
-	int minor;	 /* 3.minor, 11 to 13 */
-	uint64_t interp; /* the main PyInterpreterState */
+	int minor;		     /* 3.minor, 11 to 13 */
+	uint64_t interp;	     /* the main PyInterpreterState */
 	uint64_t str_type, int_type; /* PyUnicode_Type, PyLong_Type; 0 if unknown */
 	uint16_t is_threads_head, ts_next, ts_frame, ts_native_tid, cf_frame;
-	bool cframe;	/* ts_frame points at a _PyCFrame whose cf_frame is the frame */
+	bool cframe; /* ts_frame points at a _PyCFrame whose cf_frame is the frame */
 	uint16_t fr_previous, fr_code, fr_owner;
 	uint8_t owner_shim; /* frames owned by the C stack (3.12+), 0 if none */
 	uint16_t co_name;
@@ -89,18 +89,18 @@ struct census {
 	char **graphs; /* paths of Python-held tensors with a grad_fn, "...grad_fn" */
 	size_t nr_graphs;
 	size_t nr_storages;
-	uint64_t bytes;		   /* bytes of the distinct storages */
-	int orphan_tensors;	   /* tensors with no Python holder */
-	uint64_t orphan_bytes;	   /* storages held by no Python-held tensor */
-	uint64_t gc_objects;	   /* entries of the GC lists */
-	uint64_t objects_visited;  /* GC entries and objects reached from the roots */
+	uint64_t bytes;		  /* bytes of the distinct storages */
+	int orphan_tensors;	  /* tensors with no Python holder */
+	uint64_t orphan_bytes;	  /* storages held by no Python-held tensor */
+	uint64_t gc_objects;	  /* entries of the GC lists */
+	uint64_t objects_visited; /* GC entries and objects reached from the roots */
 	uint64_t bytes_read;
 	uint64_t elapsed_ns;
-	int threads;		   /* thread states whose frames were read */
-	const char *truncated_by;  /* NULL, or the cap that stopped the walk */
-	bool torn;		   /* a GC list's links disagreed: the heap changed while read */
-	bool layout_ok;		   /* the PyTorch layout was found and checked */
-	char layout_error[256];	   /* why not, when tensors exist and it was not */
+	int threads;		  /* thread states whose frames were read */
+	const char *truncated_by; /* NULL, or the cap that stopped the walk */
+	bool torn;		  /* a GC list's links disagreed: the heap changed while read */
+	bool layout_ok;		  /* the PyTorch layout was found and checked */
+	char layout_error[256];	  /* why not, when tensors exist and it was not */
 	/* the layout found (offsets into THPVariable, TensorImpl, StorageImpl) */
 	int off_cdata, off_pyobj, off_sizes, off_storage, off_autograd;
 	int off_st_data, off_st_device, off_st_nbytes;

@@ -16,16 +16,16 @@ struct census_walk {
 	struct census *out;
 	uint64_t start_ns;
 	uint64_t reads;
-	bool stopped; /* the cap on bytes or time was reached: no more reads */
-	struct htab *types;   /* type address -> struct census_type */
-	struct htab *seen;    /* object address -> node index (uint32_t) */
+	bool stopped;	    /* the cap on bytes or time was reached: no more reads */
+	struct htab *types; /* type address -> struct census_type */
+	struct htab *seen;  /* object address -> node index (uint32_t) */
 	struct census_node *nodes;
 	size_t nr_nodes, cap_nodes;
 	char *labels; /* NUL-separated labels; a node's label is an offset */
 	size_t labels_len, labels_cap;
 	struct htab *tensor_of; /* object address -> index in tensor_objs (uint32_t) */
 	uint64_t *tensor_objs;
-	uint32_t *tensor_node; /* the node that first reached it, UINT32_MAX if none */
+	uint32_t *tensor_node;	/* the node that first reached it, UINT32_MAX if none */
 	uint8_t *tensor_extras; /* further holders kept per tensor */
 	size_t nr_tensor_objs, cap_tensor_objs, cap_tensor_node, cap_tensor_extras;
 	struct census_extra *extras; /* further holders of tensors */

@@ -19,7 +19,7 @@
 #include "census_int.h"
 #include "util/clock.h"
 
-#define INTERP_SCAN 16384     /* bytes of PyInterpreterState searched for the GC state */
+#define INTERP_SCAN 16384	 /* bytes of PyInterpreterState searched for the GC state */
 #define MAX_CONTAINER (1u << 24) /* items of one list, tuple or dict read */
 #define MAX_THREADS 1024
 #define MAX_FRAMES 1024
@@ -47,8 +47,19 @@
 #define TP_MRO 344
 #define TP_READ 352
 
-enum kind { K_OTHER, K_DICT, K_LIST, K_TUPLE, K_MODULE, K_CELL, K_FUNC, K_TYPE, K_TENSOR,
-	    K_STR, K_INT };
+enum kind {
+	K_OTHER,
+	K_DICT,
+	K_LIST,
+	K_TUPLE,
+	K_MODULE,
+	K_CELL,
+	K_FUNC,
+	K_TYPE,
+	K_TENSOR,
+	K_STR,
+	K_INT
+};
 
 struct census_type {
 	uint8_t kind;
@@ -170,10 +181,13 @@ static bool is_tensor_base(const char *name)
 
 static uint8_t builtin_kind(const char *name)
 {
-	static const struct { const char *name; uint8_t kind; } names[] = {
-		{ "dict", K_DICT }, { "list", K_LIST }, { "tuple", K_TUPLE },
+	static const struct {
+		const char *name;
+		uint8_t kind;
+	} names[] = {
+		{ "dict", K_DICT },	{ "list", K_LIST }, { "tuple", K_TUPLE },
 		{ "module", K_MODULE }, { "cell", K_CELL }, { "function", K_FUNC },
-		{ "type", K_TYPE }, { "str", K_STR }, { "int", K_INT },
+		{ "type", K_TYPE },	{ "str", K_STR },   { "int", K_INT },
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -212,8 +226,8 @@ static const struct census_type *type_of(struct census_walk *w, uint64_t addr)
 	if (t)
 		return t;
 	memset(&nt, 0, sizeof(nt));
-	if (census__rd(w, addr, b, sizeof(b)) || read_cstr(w, w64(b, TP_NAME), nt.name,
-							    sizeof(nt.name)))
+	if (census__rd(w, addr, b, sizeof(b)) ||
+	    read_cstr(w, w64(b, TP_NAME), nt.name, sizeof(nt.name)))
 		return NULL;
 	nt.flags = w64(b, TP_FLAGS);
 	nt.basicsize = (int64_t)w64(b, TP_BASICSIZE);
@@ -367,14 +381,15 @@ static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const ch
 	if (idx) {
 		/* another holder of a tensor: keep a few */
 		uint32_t *ti = w->nodes[*idx].kind == K_TENSOR ? htab__lookup(w->tensor_of, &obj) :
-								  NULL;
+								 NULL;
 
 		if (!ti || w->tensor_extras[*ti] + 1 >= CENSUS_MAX_HOLDERS ||
 		    !grow((void **)&w->extras, &w->cap_extras, w->nr_extras + 1,
 			  sizeof(*w->extras)))
 			return;
 		w->tensor_extras[*ti]++;
-		w->extras[w->nr_extras++] = (struct census_extra){ .tensor = *ti, .parent = parent,
+		w->extras[w->nr_extras++] = (struct census_extra){ .tensor = *ti,
+								   .parent = parent,
 								   .label = add_label(w, label) };
 		return;
 	}
@@ -396,8 +411,11 @@ static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const ch
 		return;
 	*idx = w->nr_nodes;
 	n = &w->nodes[w->nr_nodes++];
-	*n = (struct census_node){ .addr = obj, .parent = parent, .label = add_label(w, label),
-				   .kind = t->kind, .attrs = attrs };
+	*n = (struct census_node){ .addr = obj,
+				   .parent = parent,
+				   .label = add_label(w, label),
+				   .kind = t->kind,
+				   .attrs = attrs };
 	w->out->objects_visited++;
 	if (t->kind == K_TENSOR)
 		add_tensor_obj(w, obj, w->nr_nodes - 1);
@@ -537,9 +555,7 @@ static void expand(struct census_walk *w, uint32_t i)
 		return;
 	type = *tp; /* the cache moves when it grows */
 	switch (n.kind) {
-	case K_DICT:
-		dict_each(w, n.addr, reach_entry, i, n.attrs);
-		break;
+	case K_DICT: dict_each(w, n.addr, reach_entry, i, n.attrs); break;
 	case K_LIST:
 		if (!census__rd64(w, n.addr + 16, &size) && !census__rd64(w, n.addr + 24, &v))
 			seq_each(w, v, size, i);
@@ -565,8 +581,7 @@ static void expand(struct census_walk *w, uint32_t i)
 		    !census__rd64(w, n.addr + TP_DICT, &v))
 			reach(w, v, i, "", true);
 		break;
-	default:
-		break;
+	default: break;
 	}
 	if (t->inst_dict && n.kind != K_TENSOR && n.kind != K_TYPE && n.kind != K_MODULE)
 		instance_each(w, n.addr, t, i);
@@ -775,7 +790,8 @@ static void node_path(struct census_walk *w, uint32_t i, char *buf, size_t len)
 	if (n == MAX_DEPTH)
 		used = snprintf(buf, len, "...");
 	for (int k = n - 1; k >= 0 && used < len; k--) {
-		int r = snprintf(buf + used, len - used, "%s", w->labels + w->nodes[chain[k]].label);
+		int r = snprintf(buf + used, len - used, "%s",
+				 w->labels + w->nodes[chain[k]].label);
 
 		if (r < 0)
 			break;
@@ -827,12 +843,14 @@ static void group_key(struct census_walk *w, uint32_t node, struct gkey *k)
 	} else {
 		node_path(w, node, buf, sizeof(buf));
 		const struct census_node *pp = p && p->parent != NO_NODE ? &w->nodes[p->parent] :
-									    NULL;
+									   NULL;
 
-		k->kind = !p ? (strncmp(buf, "thread ", 7) ? "global" : "local") :
+		k->kind = !p		    ? (strncmp(buf, "thread ", 7) ? "global" : "local") :
 			  p->kind == K_CELL ? "cell" :
 			  (p->parent == NO_NODE && p->kind == K_DICT) ||
-					  (pp && pp->kind == K_MODULE) ? "global" : "attribute";
+					  (pp && pp->kind == K_MODULE) ?
+					      "global" :
+					      "attribute";
 		k->length = 0;
 	}
 	k->path = strdup(buf);
@@ -1033,7 +1051,8 @@ int census__walk(const struct census_mem *m, const struct census_py *py,
 		snprintf(out->layout_error, sizeof(out->layout_error),
 			 "CPython 3.%d: the census reads the collectors of 3.11 to 3.13 (3.14's "
 			 "incremental collector keeps young and old spaces with no generation0 "
-			 "pointer; 3.10's dicts have another keys layout)", py->minor);
+			 "pointer; 3.10's dicts have another keys layout)",
+			 py->minor);
 		return -ENOTSUP;
 	}
 	w.types = htab__new(sizeof(uint64_t), sizeof(struct census_type));

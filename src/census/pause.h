@@ -12,10 +12,10 @@
 
 struct census_pause {
 	int pid;
-	int nr;	      /* threads held now */
-	int held;     /* threads that were held */
+	int nr;	  /* threads held now */
+	int held; /* threads that were held */
 	int tids[4096];
-	int sigs[4096]; /* a signal that stopped a thread first, given back at detach */
+	int sigs[4096];	       /* a signal that stopped a thread first, given back at detach */
 	uint64_t start_ns, ns; /* when the first thread was stopped; how long they were */
 };
 

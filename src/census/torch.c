@@ -46,16 +46,17 @@ static const struct {
 	const char *name;
 	int size;
 } dtypes[] = {
-	{ "uint8", 1 }, { "int8", 1 }, { "int16", 2 }, { "int32", 4 }, { "int64", 8 },
-	{ "float16", 2 }, { "float32", 4 }, { "float64", 8 }, { "complex32", 4 },
-	{ "complex64", 8 }, { "complex128", 16 }, { "bool", 1 }, { "qint8", 1 },
-	{ "quint8", 1 }, { "qint32", 4 }, { "bfloat16", 2 },
+	{ "uint8", 1 },	    { "int8", 1 },	{ "int16", 2 },	      { "int32", 4 },
+	{ "int64", 8 },	    { "float16", 2 },	{ "float32", 4 },     { "float64", 8 },
+	{ "complex32", 4 }, { "complex64", 8 }, { "complex128", 16 }, { "bool", 1 },
+	{ "qint8", 1 },	    { "quint8", 1 },	{ "qint32", 4 },      { "bfloat16", 2 },
 };
 
 const char *census__dtype_name(int dtype)
 {
 	return dtype >= 0 && dtype < (int)(sizeof(dtypes) / sizeof(dtypes[0])) ?
-		       dtypes[dtype].name : NULL;
+		       dtypes[dtype].name :
+		       NULL;
 }
 
 int census__dtype_size(int dtype)
@@ -65,13 +66,14 @@ int census__dtype_size(int dtype)
 
 const char *census__device_name(int dev_type)
 {
-	static const char *const names[] = { "cpu", "cuda", "mkldnn", "opengl", "opencl",
-					     "ideep", "hip", "fpga", "ort", "xla", "vulkan",
-					     "metal", "xpu", "mps", "meta", "hpu", "ve", "lazy",
-					     "ipu", "mtia" };
+	static const char *const names[] = { "cpu",    "cuda",	"mkldnn", "opengl", "opencl",
+					     "ideep",  "hip",	"fpga",	  "ort",    "xla",
+					     "vulkan", "metal", "xpu",	  "mps",    "meta",
+					     "hpu",    "ve",	"lazy",	  "ipu",    "mtia" };
 
 	return dev_type >= 0 && dev_type < (int)(sizeof(names) / sizeof(names[0])) ?
-		       names[dev_type] : "unknown";
+		       names[dev_type] :
+		       "unknown";
 }
 
 static uint64_t w64(const uint8_t *b, size_t off)
@@ -307,16 +309,18 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n)
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 "no offset of TensorImpl points back at the Python object for all %zu "
 			 "tensors read: this PyTorch's THPVariable or TensorImpl is laid out "
-			 "otherwise", ok);
+			 "otherwise",
+			 ok);
 		return -EINVAL;
 	}
 	c->off_sizes = find_sizes(s, n, c->off_pyobj);
 	if (c->off_sizes < 0) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
-			 c->off_sizes == -2 ? "TensorImpl's sizes fit several offsets: the "
-					      "tensors at hand cannot tell which is right" :
-					      "no offset of TensorImpl holds sizes whose product "
-					      "is numel for all %zu tensors (or none has 2 elements)",
+			 c->off_sizes == -2 ?
+				 "TensorImpl's sizes fit several offsets: the "
+				 "tensors at hand cannot tell which is right" :
+				 "no offset of TensorImpl holds sizes whose product "
+				 "is numel for all %zu tensors (or none has 2 elements)",
 			 ok);
 		return -EINVAL;
 	}
@@ -372,8 +376,8 @@ int census__tensors(struct census_walk *w)
 	if (bad * 10 > (int)c->tensors_checked + bad) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 "%d of %d tensors contradict the layout found (their extent exceeds "
-			 "their storage, or their storage is implausible)", bad,
-			 (int)c->tensors_checked + bad);
+			 "their storage, or their storage is implausible)",
+			 bad, (int)c->tensors_checked + bad);
 		goto cleanup;
 	}
 	/*

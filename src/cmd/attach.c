@@ -38,6 +38,7 @@ static int final_report(struct session *s, const struct gl_opts *o)
 {
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = session__snapshot(s, 0, true);
+	char why[320];
 	int err = 0;
 
 	if (!snap) {
@@ -51,8 +52,7 @@ static int final_report(struct session *s, const struct gl_opts *o)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
 	else if (!snap->complete)
-		log_warn("the books disagree with the kernel's exact counters: figures are "
-			 "incomplete (see \"stats\" and \"bpf\" in --json)");
+		log_warn("%s", report__incomplete_why(snap, why, sizeof(why)));
 	snapshot__free(snap);
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }

@@ -56,12 +56,8 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j':
-			o->json = true;
-			break;
-		case 'n':
-			o->pause = false;
-			break;
+		case 'j': o->json = true; break;
+		case 'n': o->pause = false; break;
 		case 'O':
 			if (parse_u64(optarg, 1, 1ULL << 32, &o->caps.max_objects))
 				goto bad;
@@ -74,12 +70,8 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 			if (parse_duration_ms(optarg, 1, 3600000, &ms))
 				goto bad;
 			break;
-		case 'h':
-			fputs(usage, stdout);
-			return -1;
-		default:
-			fputs(usage, stderr);
-			return EXIT_USAGE;
+		case 'h': fputs(usage, stdout); return -1;
+		default: fputs(usage, stderr); return EXIT_USAGE;
 		}
 	}
 	o->caps.max_ns = ms * 1000000ULL; /* the default: census_cmd__default_caps() */
@@ -90,7 +82,9 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 	return 0;
 bad:
 	fprintf(stderr, "gpuleak census: bad value '%s' for --%s\n", optarg,
-		c == 'O' ? "max-objects" : c == 'R' ? "max-read" : "max-time");
+		c == 'O' ? "max-objects" :
+		c == 'R' ? "max-read" :
+			   "max-time");
 	return EXIT_USAGE;
 }
 
@@ -109,7 +103,8 @@ static int find_python(int pid, struct census_py *py)
 	}
 	if (err) {
 		log_error("census: no CPython interpreter found in process %d (no mapped python "
-			  "or libpython defines _PyRuntime): %s", pid, strerror(-err));
+			  "or libpython defines _PyRuntime): %s",
+			  pid, strerror(-err));
 		return err;
 	}
 	minor = tgt.minor;
@@ -125,8 +120,8 @@ static int find_python(int pid, struct census_py *py)
 		err = pyoffsets__table(minor, (uint32_t)hex, &l);
 	}
 	if (err || minor < 11) {
-		log_error("census: CPython 3.%d in %s: the census reads CPython 3.11 to 3.13", minor,
-			  tgt.path);
+		log_error("census: CPython 3.%d in %s: the census reads CPython 3.11 to 3.13",
+			  minor, tgt.path);
 		return -ENOTSUP;
 	}
 	memset(py, 0, sizeof(*py));
@@ -134,7 +129,8 @@ static int find_python(int pid, struct census_py *py)
 	if (pyproc__read(pid, tgt.runtime + l.walk.rt_interp_head, &py->interp, 8) != 8 ||
 	    !py->interp) {
 		log_error("census: cannot read the interpreter state of process %d (is it still "
-			  "starting?)", pid);
+			  "starting?)",
+			  pid);
 		return -EFAULT;
 	}
 	py->str_type = tgt.str_type;
@@ -199,29 +195,33 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 {
 	char b1[32], b2[32];
 
-	fprintf(f, "census of PID %d: CPython 3.%d, %zu tensors", o->pid, c->minor,
-		c->nr_tensors);
+	fprintf(f, "census of PID %d: CPython 3.%d, %zu tensors", o->pid, c->minor, c->nr_tensors);
 	if (c->layout_ok)
-		fprintf(f, " in %zu storages, %s", c->nr_storages, fmt_bytes(c->bytes, b1,
-									  sizeof(b1)));
+		fprintf(f, " in %zu storages, %s", c->nr_storages,
+			fmt_bytes(c->bytes, b1, sizeof(b1)));
 	fputc('\n', f);
 	if (o->pause)
-		fprintf(f, "  paused %.1f ms (%d threads held with ptrace)\n", p->ns / 1e6, p->held);
+		fprintf(f, "  paused %.1f ms (%d threads held with ptrace)\n", p->ns / 1e6,
+			p->held);
 	else
 		fputs("  not paused: the process ran while it was read, figures may be torn\n", f);
-	fprintf(f, "  read %llu objects (cap %llu), %s of memory (cap %s) in %.1f ms (cap %llu ms)%s%s\n",
+	fprintf(f,
+		"  read %llu objects (cap %llu), %s of memory (cap %s) in %.1f ms (cap %llu ms)%s%s\n",
 		(unsigned long long)c->objects_visited, (unsigned long long)o->caps.max_objects,
 		fmt_bytes(c->bytes_read, b1, sizeof(b1)),
 		fmt_bytes(o->caps.max_read_bytes, b2, sizeof(b2)), c->elapsed_ns / 1e6,
 		(unsigned long long)(o->caps.max_ns / 1000000),
 		c->truncated_by ? "; stopped at the cap on " : "", c->truncated_by ?: "");
 	if (c->torn)
-		fputs("  the collector's lists changed while read: some objects may be missing\n", f);
+		fputs("  the collector's lists changed while read: some objects may be missing\n",
+		      f);
 	if (c->nr_tensors && c->layout_ok)
-		fprintf(f, "  PyTorch layout checked on %d tensors (TensorImpl +%d points back at "
+		fprintf(f,
+			"  PyTorch layout checked on %d tensors (TensorImpl +%d points back at "
 			"the tensor, sizes at +%d, StorageImpl data +%d, size +%d)%s\n",
 			c->tensors_checked, c->off_pyobj, c->off_sizes, c->off_st_data,
-			c->off_st_nbytes, c->tensors_failed ? "; some tensors contradicted it" : "");
+			c->off_st_nbytes,
+			c->tensors_failed ? "; some tensors contradicted it" : "");
 	else if (c->nr_tensors)
 		fprintf(f, "  no storage, size, dtype or shape shown: %s\n", c->layout_error);
 	if (c->nr_groups)
@@ -246,7 +246,8 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 		fprintf(f, ": no Python holder found%s; may be held by an autograd graph",
 			c->truncated_by ? " before the walk stopped at its cap" : "");
 		for (size_t i = 0; i < c->nr_graphs; i++)
-			fprintf(f, "%s%s", i ? ", " : " (graphs reachable from Python: ", c->graphs[i]);
+			fprintf(f, "%s%s",
+				i ? ", " : " (graphs reachable from Python: ", c->graphs[i]);
 		fputs(c->nr_graphs ? ")\n" : "\n", f);
 	}
 	if (c->nr_tensors)
@@ -406,15 +407,18 @@ static int pause_error(int pid, int err)
 	if (err == -EPERM) {
 		log_error("census: not allowed to pause process %d with ptrace: run as root or "
 			  "with CAP_SYS_PTRACE (or use --no-pause, which still needs the right to "
-			  "read its memory)", pid);
+			  "read its memory)",
+			  pid);
 		return EXIT_PRIV;
 	}
 	if (err == -ETIMEDOUT)
 		log_error("census: a thread of process %d did not stop within 2 s (in an "
-			  "uninterruptible wait?): try again, or use --no-pause", pid);
+			  "uninterruptible wait?): try again, or use --no-pause",
+			  pid);
 	else if (err == -EBUSY)
 		log_error("census: process %d is traced by another tool (a debugger?): detach it "
-			  "or use --no-pause", pid);
+			  "or use --no-pause",
+			  pid);
 	else
 		log_error("census: cannot pause process %d: %s", pid, strerror(-err));
 	return EXIT_RUNTIME;
@@ -466,8 +470,10 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 			print_text(stdout, &o, &c, p);
 		fflush(stdout);
 		if (c.nr_tensors && !c.layout_ok) {
-			log_error("census: PyTorch's layout in process %d could not be verified, so "
-				  "no tensor figure is shown: %s", o.pid, c.layout_error);
+			log_error(
+				"census: PyTorch's layout in process %d could not be verified, so "
+				"no tensor figure is shown: %s",
+				o.pid, c.layout_error);
 			status = EXIT_RUNTIME;
 		}
 	}
@@ -479,7 +485,8 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 
 void census_cmd__default_caps(struct census_caps *caps)
 {
-	*caps = (struct census_caps){ .max_objects = 4000000, .max_read_bytes = 1ULL << 30,
+	*caps = (struct census_caps){ .max_objects = 4000000,
+				      .max_read_bytes = 1ULL << 30,
 				      .max_ns = 10000ULL * 1000000 };
 }
 

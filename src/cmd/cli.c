@@ -16,6 +16,9 @@
 #define GPULEAK_VERSION "0.1.0"
 #endif
 
+/* --tensors sampled: a tensor-block stack per MiB allocated, on average */
+#define DEFAULT_TENSOR_SAMPLE (1ULL << 20)
+
 enum {
 	OPT_JSON = 256,
 	OPT_STACKS,
@@ -31,6 +34,10 @@ enum {
 	OPT_NO_TORCH,
 	OPT_CENSUS,
 	OPT_TORCH_STACKS,
+	OPT_TENSORS,
+	OPT_TENSOR_WINDOW,
+	OPT_TENSOR_DUTY,
+	OPT_TENSOR_SAMPLE,
 	OPT_LISTEN,
 	OPT_STATE_DIR,
 	OPT_PROFILE_DIR,
@@ -44,6 +51,7 @@ enum {
 	OPT_SVG,
 	OPT_PPROF,
 	OPT_BENCH_FLOOR,
+	OPT_BENCH_TORCH_LIB,
 	OPT_MAX_SIZE,
 	OPT_KEEP_MODULES,
 	OPT_KEEP_MAX,
@@ -72,6 +80,10 @@ static const struct option long_opts[] = {
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "torch-stacks", required_argument, NULL, OPT_TORCH_STACKS },
+	{ "tensors", required_argument, NULL, OPT_TENSORS },
+	{ "tensor-window", required_argument, NULL, OPT_TENSOR_WINDOW },
+	{ "tensor-duty", required_argument, NULL, OPT_TENSOR_DUTY },
+	{ "tensor-sample", required_argument, NULL, OPT_TENSOR_SAMPLE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
@@ -82,7 +94,9 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
-	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR },
+	{ "bench-torch-lib", required_argument, NULL,
+	  OPT_BENCH_TORCH_LIB }, /* hidden: bench/ only */
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "keep-modules", required_argument, NULL, OPT_KEEP_MODULES },
@@ -127,6 +141,8 @@ void cli__usage(FILE *f)
 	      "      --ringbuf-size N  ring buffer size, a power of two (128M with dwarf stacks,\n"
 	      "                        else 32M)\n"
 	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
+	      "      --max-stacks N    distinct call stacks kept, which bounds gpuleak's memory;\n"
+	      "                        past it, stacks count as one \"other stacks\" (16384)\n"
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
 	      "      --no-python       do not walk CPython frames\n"
@@ -137,6 +153,15 @@ void cli__usage(FILE *f)
 	      "                        still alive (gpuleak census: tensors and their holders)\n"
 	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
 	      "                        (Python frames only: much cheaper per tensor)\n"
+	      "      --tensors MODE    when tensor blocks are traced: windowed (default: in\n"
+	      "                        windows, see README), sampled (always: every block\n"
+	      "                        booked, stacks for a byte-weighted sample), full\n"
+	      "                        (always: every block with its stack) or off\n"
+	      "      --tensor-sample N tensor-block stacks one per N bytes on average\n"
+	      "                        (Poisson; 0 = every block; 1M with --tensors sampled)\n"
+	      "      --tensor-window T a window's length (16 x --resolution: 16s)\n"
+	      "      --tensor-duty PCT automatic windows' share of the time (2); SIGUSR1 or\n"
+	      "                        serve's POST /tensors/arm opens one at once\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
@@ -149,7 +174,6 @@ void cli__usage(FILE *f)
 	      "      --profile-every T how often to write a profile (60s)\n"
 	      "      --profile-keep N  profiles kept on disk, oldest removed first (10)\n"
 	      "      --max-procs N     processes tracked at once (8192)\n"
-	      "      --max-stacks N    distinct call stacks kept (16384)\n"
 	      "\n"
 	      "  -o, --output FILE     record: the recording (created 0600, symlinks refused)\n"
 	      "      --max-size N      record: stop recording when FILE reaches N (min 16k)\n"
@@ -216,6 +240,7 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+	o->tensor_duty_pct = 2;
 #if defined(__x86_64__)
 	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
 #else
@@ -240,32 +265,29 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	uint64_t v;
 
 	switch (c) {
-	case 'a':
-		o->all = true;
-		return 0;
+	case 'a': o->all = true; return 0;
 	case 'i':
 		return parse_duration_ms(arg, 0, 86400000ULL * 365, &o->interval_ms) ?
-			       usage_error("invalid --interval '%s': expected a duration", arg) : 0;
+			       usage_error("invalid --interval '%s': expected a duration", arg) :
+			       0;
 	case 'd':
 		return parse_duration_ms(arg, 1, 86400000ULL * 365, &o->duration_ms) ?
-			       usage_error("invalid --duration '%s': expected a positive duration", arg) : 0;
+			       usage_error("invalid --duration '%s': expected a positive duration",
+					   arg) :
+			       0;
 	case 'w':
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
-			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
+			       usage_error("invalid --wait '%s': expected a duration up to 24h",
+					   arg) :
+			       0;
 	case OPT_JSON:
 		if (!*arg)
 			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
 		return 0;
-	case OPT_FOLDED:
-		o->folded_path = arg;
-		return 0;
-	case OPT_SVG:
-		o->svg_path = arg;
-		return 0;
-	case OPT_PPROF:
-		o->pprof_path = arg;
-		return 0;
+	case OPT_FOLDED: o->folded_path = arg; return 0;
+	case OPT_SVG: o->svg_path = arg; return 0;
+	case OPT_PPROF: o->pprof_path = arg; return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
 			o->stack_mode = GL_STACK_FP;
@@ -274,7 +296,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else if (!strcmp(arg, "none"))
 			o->stack_mode = GL_STACK_NONE;
 		else
-			return usage_error("invalid --stacks '%s': expected fp, dwarf or none", arg);
+			return usage_error("invalid --stacks '%s': expected fp, dwarf or none",
+					   arg);
 		return 0;
 	case OPT_STACK_BYTES:
 		if (parse_size(arg, 256, GL_MAX_STACK_COPY, &v))
@@ -283,30 +306,31 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_TOP:
 		return parse_u32(arg, 0, 1000000, &o->top) ?
-			       usage_error("invalid --top '%s': expected 0 to 1000000", arg) : 0;
+			       usage_error("invalid --top '%s': expected 0 to 1000000", arg) :
+			       0;
 	case OPT_FRAMES:
 		return parse_u32(arg, 0, 4096, &o->frames) ?
-			       usage_error("invalid --frames '%s': expected 0 to 4096", arg) : 0;
+			       usage_error("invalid --frames '%s': expected 0 to 4096", arg) :
+			       0;
 	case OPT_RINGBUF:
 		if (parse_size(arg, 4096, 1ULL << 31, &v) || (v & (v - 1)))
 			return usage_error("invalid --ringbuf-size '%s': expected a power of two "
-					   "from 4k to 2G", arg);
+					   "from 4k to 2G",
+					   arg);
 		o->ringbuf_bytes = v;
 		return 0;
 	case OPT_MAX_ALLOCS:
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
-			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
+			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864",
+					   arg) :
+			       0;
 	case OPT_LIBCUDA:
 		if (!*arg)
 			return usage_error("--libcuda needs a path");
 		o->libcuda = arg;
 		return 0;
-	case OPT_NO_FOLLOW:
-		o->follow_forks = false;
-		return 0;
-	case OPT_NO_PYTHON:
-		o->no_python = true;
-		return 0;
+	case OPT_NO_FOLLOW: o->follow_forks = false; return 0;
+	case OPT_NO_PYTHON: o->no_python = true; return 0;
 	case OPT_TORCH:
 		o->torch = true;
 		o->no_torch = false;
@@ -326,17 +350,48 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else if (!strcmp(arg, "full"))
 			o->torch_python_only = false;
 		else
-			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
+			return usage_error("invalid --torch-stacks '%s': expected full or python",
+					   arg);
 		return 0;
+	case OPT_TENSORS:
+		if (!strcmp(arg, "full") || !strcmp(arg, "windowed") || !strcmp(arg, "sampled")) {
+			o->tensors_full = arg[0] != 'w';
+			o->tensors_sampled = arg[0] == 's';
+			o->no_torch = false;
+		} else if (!strcmp(arg, "off")) {
+			o->no_torch = true;
+			o->torch = o->tensors_full = o->tensors_sampled = false;
+		} else {
+			return usage_error(
+				"invalid --tensors '%s': expected windowed, sampled, full "
+				"or off",
+				arg);
+		}
+		return 0;
+	case OPT_TENSOR_WINDOW:
+		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
+			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h",
+					   arg) :
+			       0;
+	case OPT_TENSOR_SAMPLE:
+		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
+			       usage_error("invalid --tensor-sample '%s': expected a size, 0 to 1T",
+					   arg) :
+			       0;
+	case OPT_TENSOR_DUTY:
+		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
+			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) :
+			       0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
-			return usage_error("invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT",
-					   arg);
+			return usage_error(
+				"invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT", arg);
 		o->listen = arg;
 		return serve_only(o, "--listen");
 	case OPT_STATE_DIR:
 		if (arg[0] != '/')
-			return usage_error("invalid --state-dir '%s': expected an absolute path", arg);
+			return usage_error("invalid --state-dir '%s': expected an absolute path",
+					   arg);
 		o->state_dir = arg;
 		return serve_only(o, "--state-dir");
 	case OPT_PROFILE_DIR:
@@ -350,7 +405,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return serve_only(o, "--profile-every");
 	case OPT_PROFILE_KEEP:
 		if (parse_u32(arg, 1, 100000, &o->profile_keep))
-			return usage_error("invalid --profile-keep '%s': expected 1 to 100000", arg);
+			return usage_error("invalid --profile-keep '%s': expected 1 to 100000",
+					   arg);
 		return serve_only(o, "--profile-keep");
 	case OPT_MAX_PROCS:
 		if (parse_u32(arg, 1, 1 << 20, &o->max_procs))
@@ -358,8 +414,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return serve_only(o, "--max-procs");
 	case OPT_MAX_STACKS:
 		if (parse_u32(arg, 16, 1 << 24, &o->max_stacks))
-			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216", arg);
-		return serve_only(o, "--max-stacks");
+			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216",
+					   arg);
+		return 0;
 	case 'p':
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
@@ -377,10 +434,16 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
-			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
-	case OPT_BENCH_FLOOR:
-		o->bench_floor = true;
+			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) :
+			       0;
+	case OPT_BENCH_TORCH_LIB:
+		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
+			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
+					   "prefix under 64 bytes",
+					   arg);
+		o->bench_torch_lib = arg;
 		return 0;
+	case OPT_BENCH_FLOOR: o->bench_floor = true; return 0;
 	case 'o':
 		if (!*arg)
 			return usage_error("-o needs a file name");
@@ -406,17 +469,10 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			return usage_error("--debug-dir needs a directory");
 		o->debug_dirs[o->nr_debug_dirs++] = arg;
 		return 0;
-	case 'v':
-		o->verbosity++;
-		return 0;
-	case 'q':
-		o->verbosity = -1;
-		return 0;
-	case 'h':
-		o->cmd = CMD_HELP;
-		return 0;
-	default:
-		return EXIT_USAGE;
+	case 'v': o->verbosity++; return 0;
+	case 'q': o->verbosity = -1; return 0;
+	case 'h': o->cmd = CMD_HELP; return 0;
+	default: return EXIT_USAGE;
 	}
 }
 
@@ -429,7 +485,8 @@ static int check_outputs(const struct gl_opts *o)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		on_stdout += paths[i] && !strcmp(paths[i], "-");
 	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg and --pprof can "
-					   "be '-' (stdout)") : 0;
+					   "be '-' (stdout)") :
+			       0;
 }
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
@@ -460,7 +517,8 @@ static int check_offline(struct gl_opts *o, int argc, char **argv)
 		return usage_error("--debug-dir belongs to report");
 	if (o->cmd == CMD_RECORD && !o->record_path)
 		return usage_error("record needs -o FILE");
-	if (o->cmd == CMD_RECORD && (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
+	if (o->cmd == CMD_RECORD &&
+	    (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
 		return usage_error("record writes no report: gpuleak report FILE makes them");
 	if (o->cmd != CMD_REPORT)
 		return EXIT_OK;
@@ -532,6 +590,10 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	if (o->tensors_sampled && !o->tensor_sample_bytes)
+		o->tensor_sample_bytes = DEFAULT_TENSOR_SAMPLE;
+	if (!o->tensor_window_ms)
+		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
 	if (!o->ringbuf_bytes)
 		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 128 << 20 : 32 << 20;

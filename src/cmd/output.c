@@ -61,8 +61,10 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 
 int output__write_files(const struct snapshot *snap, const struct gl_opts *o)
 {
-	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
-				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
+	const char *paths[] = { [OUT_JSON] = o->json_path,
+				[OUT_FOLDED] = o->folded_path,
+				[OUT_SVG] = o->svg_path,
+				[OUT_PPROF] = o->pprof_path };
 	int err = 0;
 
 	for (int i = OUT_JSON; i <= OUT_PPROF; i++)

@@ -10,12 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
-#include "offline.h"
-#include "model/snapshot.h"
 #include "model/session.h"
+#include "model/snapshot.h"
+#include "offline.h"
+#include "recording/record.h"
 #include "stacks/python/python.h"
 #include "trace/loader.h"
-#include "recording/record.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -148,7 +148,8 @@ int record_cmd__run(const struct gl_opts *o)
 		.applied = on_applied,
 		.ctx = &rc,
 	};
-	struct recorder_opts ro = { .max_size = o->max_size, .code_info = code_info,
+	struct recorder_opts ro = { .max_size = o->max_size,
+				    .code_info = code_info,
 				    .code_ctx = &rc };
 	struct session *s;
 	struct books *b;

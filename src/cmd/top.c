@@ -12,9 +12,9 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
-#include "report/report.h"
-#include "model/snapshot.h"
 #include "model/session.h"
+#include "model/snapshot.h"
+#include "report/report.h"
 #include "top.h"
 #include "util/log.h"
 

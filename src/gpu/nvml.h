@@ -18,6 +18,7 @@
 
 #define NVML_MAX_DEVICES 32
 #define NVML_MAX_PROCS 128 /* per device */
+#define NVML_LIBRARY "libnvidia-ml.so.1"
 #define NVML_UNKNOWN UINT64_MAX /* NVML could not tell (NVML_VALUE_NOT_AVAILABLE) */
 
 struct nvml;
@@ -65,11 +66,11 @@ struct nvml_process_info_v1 { /* the unversioned process query */
  * the newest version of each; the process queries and error_string may be NULL.
  */
 struct nvml_api {
-	int (*init)(void);					       /* nvmlInit_v2 */
-	int (*shutdown)(void);					       /* nvmlShutdown */
-	const char *(*error_string)(int result);		       /* nvmlErrorString */
-	int (*device_count)(unsigned int *count);		       /* nvmlDeviceGetCount_v2 */
-	int (*device_handle)(unsigned int index, void **device);      /* ...GetHandleByIndex_v2 */
+	int (*init)(void);					     /* nvmlInit_v2 */
+	int (*shutdown)(void);					     /* nvmlShutdown */
+	const char *(*error_string)(int result);		     /* nvmlErrorString */
+	int (*device_count)(unsigned int *count);		     /* nvmlDeviceGetCount_v2 */
+	int (*device_handle)(unsigned int index, void **device);     /* ...GetHandleByIndex_v2 */
 	int (*device_memory)(void *device, struct nvml_memory *mem); /* ...GetMemoryInfo */
 	int (*device_uuid)(void *device, char *uuid, unsigned int length); /* ...GetUUID */
 	int (*procs_v3)(void *device, unsigned int *count, struct nvml_process_info *infos);
@@ -103,14 +104,6 @@ int nvml__device_procs(struct nvml *n, uint32_t idx, struct nvml_proc *procs, ui
 		       uint32_t *count, bool *truncated);
 /* Every device (up to NVML_MAX_DEVICES) into *out. */
 int nvml__sample(struct nvml *n, struct nvml_sample *out);
-
-/*
- * nvml__open(path), nvml__sample() and nvml__close() in a child process, so
- * that neither a crash nor a hang of the library (or a static binary's dlopen)
- * can harm the caller. Waits at most timeout_ms. 0 or -errno as above (-EIO
- * also when the child died).
- */
-int nvml__sample_isolated(const char *path, int timeout_ms, struct nvml_sample *out);
 
 /*
  * What a sample says about a process: *used, the device memory NVML counts

@@ -17,7 +17,9 @@
 #include "util/parse.h"
 
 static const char *const nvsmi_paths[] = {
-	"/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi", "/usr/local/bin/nvidia-smi",
+	"/usr/bin/nvidia-smi",
+	"/usr/local/nvidia/bin/nvidia-smi",
+	"/usr/local/bin/nvidia-smi",
 	"/bin/nvidia-smi",
 };
 

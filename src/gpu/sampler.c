@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include "isolated.h"
 #include "sampler.h"
 #include "util/clock.h"
 #include "util/log.h"

@@ -41,21 +41,26 @@ struct gl_opts {
 	int pids[GL_MAX_PIDS];
 	int nr_pids;
 	bool all;
-	char **argv; /* run: the command */
-	uint64_t interval_ms; /* 0: no interim summaries */
-	uint64_t duration_ms; /* 0: until the targets exit or a signal */
-	uint64_t wait_ms;     /* for libcuda to be loaded */
+	char **argv;		/* run: the command */
+	uint64_t interval_ms;	/* 0: no interim summaries */
+	uint64_t duration_ms;	/* 0: until the targets exit or a signal */
+	uint64_t wait_ms;	/* for libcuda to be loaded */
 	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
 	const char *json_path;
 	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
-	bool no_python; /* do not walk CPython frames */
-	bool no_torch;	/* do not attach to PyTorch's allocator probes */
-	bool torch;	/* --torch: say so loudly when the probes are missing */
+	bool no_python;		/* do not walk CPython frames */
+	bool no_torch;		/* do not attach to PyTorch's allocator probes */
+	bool torch;		/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
-	bool census;	/* --census (attach): the census of each live PID after the final report */
+	bool census; /* --census (attach): the census of each live PID after the final report */
+	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
+	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
+	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
+	bool tensors_sampled;	   /* --tensors sampled: always attached, stacks sampled */
+	uint64_t tensor_sample_bytes; /* --tensor-sample: mean bytes between stacks; 0: all */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;
@@ -72,9 +77,10 @@ struct gl_opts {
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
-	const char *record_path; /* record: -o FILE; report: FILE */
-	uint64_t max_size;	 /* record: 0 = no limit */
-	const char *keep_dir;	 /* --keep-modules: build-id store */
+	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
+	const char *record_path;     /* record: -o FILE; report: FILE */
+	uint64_t max_size;	     /* record: 0 = no limit */
+	const char *keep_dir;	     /* --keep-modules: build-id store */
 	uint64_t keep_max;
 	const char *debug_dirs[GL_MAX_DEBUG_DIRS]; /* report: --debug-dir */
 	int nr_debug_dirs;

@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +21,19 @@
 #include <unistd.h>
 #include "books/books.h"
 #include "gpu/sampler.h"
-#include "snapshot.h"
 #include "session.h"
 #include "session_int.h"
-#include "stacks/python/python.h"
+#include "snapshot.h"
+#include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
+#include "stacks/python/python.h"
+#include "tiers.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "trace/pyprocs.h"
+#include "trace/targets.h"
 #include "util/clock.h"
 #include "util/fmt.h"
 #include "util/log.h"
@@ -39,6 +44,14 @@
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
 static volatile sig_atomic_t stop_signal;
+
+static volatile sig_atomic_t tensor_request;
+
+static void on_tensor_request(int sig)
+{
+	(void)sig;
+	tensor_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -55,24 +68,25 @@ static int on_record(void *ctx, const void *data, size_t size)
 
 static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 	char b[32];
 
 	if (event == GL_PROC_EXIT)
-		tracer__forget_proc(s->tracer, proc->pid, proc->start_time);
+		tracer__forget_proc(s->tracer, t->pid, t->start_time);
 	if (!s->o->no_python) {
 		/* a new image has its own interpreter, or none */
-		python__detach(s->python, proc->pid);
+		python__detach(s->python, t->pid);
 		if (event == GL_PROC_EXEC)
-			python__attach(s->python, proc->pid);
+			python__attach(s->python, t->pid);
 	}
 	if (event == GL_PROC_EXEC) {
-		if (proc->bytes[GL_CLASS_DEVICE])
+		if (t->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
-				 proc->pid, fmt_bytes(proc->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+				 t->pid, fmt_bytes(t->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 		return;
 	}
-	targets__exited(s->targets, proc->pid, proc->comm);
+	targets__exited(s->targets, t->pid, t->comm);
 }
 
 static void on_libs_changed(void *ctx, int pid)
@@ -95,10 +109,11 @@ static int exit_status(int err)
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 
 	if (!s->o->no_python)
-		python__attach(s->python, proc->pid);
+		python__attach(s->python, t->pid);
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
@@ -134,23 +149,33 @@ static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len
 
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 	char b1[32], b2[32], b3[32], site[256], holder[256];
 
 	describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
-			 "held", proc->pid, proc->comm, probe__name(f->api),
-			 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
-			 fmt_bytes(f->held_device, b2, sizeof(b2)));
+			 "held",
+			 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)),
+			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
 	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
-		 "most (%s) by %s", proc->pid, proc->comm, probe__name(f->api),
-		 fmt_bytes(f->bytes, b1, sizeof(b1)), site, cuda__error_name(f->rc),
-		 fmt_bytes(f->held_device, b2, sizeof(b2)),
+		 "most (%s) by %s",
+		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,
+		 cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)),
 		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
+}
+
+/* NVML's view of the devices; NULL when there is none, or nothing is traced yet. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	/* a machine with nothing traced needs no child process for NVML */
+	if (!procs__count(books__procs(s->books)))
+		return NULL;
+	return gpu_sampler__get(s->gpus);
 }
 
 /*
@@ -164,8 +189,10 @@ static void reconcile_exits(struct session *s)
 	struct proc *proc;
 
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
-		if (proc->exited || tracer__proc_stats(s->tracer, proc->pid, &st) ||
-		    st.start_time != proc->start_time || !st.exit_time)
+		const struct proc_totals *t = proc__totals(proc);
+
+		if (t->exited || tracer__proc_stats(s->tracer, t->pid, &st) ||
+		    st.start_time != t->start_time || !st.exit_time)
 			continue;
 		books__exited(s->books, proc, &st, st.exit_time);
 	}
@@ -193,6 +220,16 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (tensor_request) {
+		tensor_request = 0;
+		log_info("signal %d: a tensor window is asked for", SIGUSR1);
+		tiers__request(s->tiers);
+	}
+	if (s->tiers && tiers__step(s->tiers, now) == -ENOMEM) {
+		log_error("out of memory");
+		*done = true;
+		return EXIT_RUNTIME;
+	}
 	if (now >= s->next_reconcile_ns) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
@@ -215,6 +252,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
+	tiers__free(s->tiers);
 	books__free(s->books);
 	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
@@ -251,8 +289,10 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
 	};
-	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -275,8 +315,12 @@ static int setup(struct session *s)
 	struct py_publisher pub;
 
 	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
+	if (s->stacks)
+		stacks__set_max(s->stacks, o->max_stacks); /* bounds the books' memory */
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
 	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
 	s->python = s->mods ? python__new(s->mods) : NULL;
@@ -327,6 +371,8 @@ struct session *session__new(const struct gl_opts *o, int *status)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_tensor_request;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return s;
 }
@@ -338,6 +384,10 @@ int session__start(struct session *s)
 
 	s->start_ns = now_ns();
 	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
+	if (!status && !(s->tiers = tiers__new(s))) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+	}
 	return status;
 }
 
@@ -359,8 +409,10 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		/* a machine with nothing traced needs no child process for NVML */
-		.nvml = procs__count(books__procs(s->books)) ? gpu_sampler__get(s->gpus) : NULL,
+		.nvml = sample_nvml(s),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
+		.cap_allocs = s->o->max_allocs,
+		.cap_stacks = s->o->max_stacks,
 	};
 	struct snapshot *snap = NULL;
 
@@ -392,8 +444,23 @@ struct tracer *session__tracer(struct session *s)
 	return s->tracer;
 }
 
+struct python *session__python(struct session *s)
+{
+	return s->python;
+}
+
+void session__request_tensors(struct session *s)
+{
+	if (s->tiers)
+		tiers__request(s->tiers);
+}
+
+bool session__scanning(const struct session *s)
+{
+	return targets__scanning(s->targets);
+}
+
 struct books *session__books(struct session *s)
 {
 	return s->books;
 }
-

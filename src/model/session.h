@@ -16,6 +16,7 @@ struct snapshot;
 struct tracer;
 struct books;
 struct gpu_sampler;
+struct python;
 
 /* Loads the BPF side. NULL with *status set (EXIT_PRIV, EXIT_RUNTIME) on failure. */
 struct session *session__new(const struct gl_opts *o, int *status);
@@ -39,6 +40,11 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 /* NVML's view of the devices, cached for the session. */
 struct gpu_sampler *session__gpus(struct session *s);
 struct tracer *session__tracer(struct session *s);
+struct python *session__python(struct session *s);
+/* Asks for a tensor window now (tiers.h). Async-signal-safe. */
+void session__request_tensors(struct session *s);
+/* Whether library scans are pending: the caller then polls more often (5 ms). */
+bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);
 
 #endif /* GL_SESSION_H */

@@ -1,24 +1,27 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * session_int.h - the session's state, shared by session.c (lifecycle, loop,
- * snapshot) and the agent (agent/serve.c).
- * Not for other modules.
+ * snapshot) and tiers.c (when the tensor level is traced). Private to model/:
+ * everyone else goes through session.h.
  */
 #ifndef GL_SESSION_INT_H
 #define GL_SESSION_INT_H
 
-#include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
-#include "books/books.h"
-#include "model/opts.h"
-#include "stacks/modstore.h"
-#include "stacks/python/python.h"
-#include "stacks/native/symbolize.h"
-#include "stacks/native/unwind.h"
-#include "trace/libcuda.h"
-#include "trace/loader.h"
-#include "trace/targets.h"
+#include "opts.h"
+
+struct tracer;
+struct modules;
+struct stacks;
+struct unwinder;
+struct symbolizer;
+struct python;
+struct books;
+struct modstore;
+struct targets;
+struct tiers;
+struct gpu_sampler;
+struct nvml_sample;
 
 struct session {
 	const struct gl_opts *o;
@@ -31,6 +34,7 @@ struct session {
 	struct books *books;
 	struct modstore *keep; /* --keep-modules */
 	struct targets *targets;
+	struct tiers *tiers; /* when the tensor level is traced */
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;
 	struct gpu_sampler *gpus; /* NVML, cached */
 };

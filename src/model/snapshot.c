@@ -5,21 +5,22 @@
  * first with their verdicts, and symbolized frames.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "books/analysis.h"
-#include "snapshot.h"
 #include "books/books.h"
+#include "gpu/nvml.h"
+#include "snapshot.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
-#include "gpu/nvml.h"
 
 static const uint8_t checked_classes[] = {
-	GL_CLASS_DEVICE, GL_CLASS_MANAGED, GL_CLASS_HOST_PINNED, GL_CLASS_ADDRESS,
-	GL_CLASS_TORCH_BLOCK,
+	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
+	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
 };
 
 /* Whether a module is PyTorch's CUDA caching allocator (libc10_cuda.so). */
@@ -104,18 +105,14 @@ static void fill_frame(struct books *b, struct symbolizer *sym, struct python *p
 		out->function = probe__name(f->mod);
 		out->module = "libcuda";
 		break;
-	case FRAME_OVERFLOW:
-		out->function = "[stack table full]";
-		break;
+	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
 	case FRAME_PYTHON:
 		out->kind = "python";
 		out->line = (int)f->addr;
 		if (py)
 			python__code_info(py, f->mod, &out->function, &out->file);
 		break;
-	default:
-		out->address = f->addr;
-		break;
+	default: out->address = f->addr; break;
 	}
 }
 
@@ -160,25 +157,87 @@ static int cmp_stack(const void *a, const void *b, void *demote_segments)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+struct est_slot {
+	uint32_t stack, idx;
+};
+
+static int cmp_est(const void *x, const void *y)
+{
+	const struct est_slot *a = x, *b = y;
+
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/*
+ * Sampled tensor-block stacks: each outstanding block of size s that drew a
+ * stack stands for 1 / (1 - exp(-s / R)) blocks of its size (Horvitz-Thompson:
+ * an unbiased estimate of the stack's blocks, sampled or not). The blocks that
+ * drew none keep their exact figures under the probe's own one-frame stack.
+ */
+static int estimate_sampled(struct books *b, struct proc *proc, uint64_t sample_bytes,
+			    struct snap_proc *sp, size_t n)
+{
+	struct frame api = { .mod = GL_API_pytorch_malloc, .kind = FRAME_API };
+	uint32_t unsampled = stacks__intern(books__stacks(b), &api, 1);
+	struct est_slot *slots = calloc(n ? n : 1, sizeof(*slots)), key, *hit;
+	const struct alloc_key *k;
+	const struct alloc_val *v;
+	size_t it = 0, m = 0;
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+
+		if (st->cls != GL_CLASS_TORCH_BLOCK)
+			continue;
+		st->unsampled = st->id == unsampled;
+		st->estimated = !st->unsampled;
+		slots[m++] = (struct est_slot){ st->id, (uint32_t)i };
+	}
+	qsort(slots, m, sizeof(*slots), cmp_est);
+	while ((v = proc__next_alloc(proc, &it, &k))) {
+		double p;
+
+		if (k->kind != GL_KIND_TORCH || v->stack == unsampled)
+			continue;
+		key.stack = v->stack;
+		hit = bsearch(&key, slots, m, sizeof(*slots), cmp_est);
+		if (!hit)
+			continue;
+		p = -expm1(-(double)v->size / (double)sample_bytes);
+		if (p <= 0)
+			continue;
+		sp->stacks[hit->idx].estimated_bytes += v->size / p;
+		sp->stacks[hit->idx].estimated_allocs += 1 / p;
+	}
+	free(slots);
+	return 0;
+}
+
 static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
 		       const struct snapshot_opts *o, struct snap_proc *sp)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	const struct agg_key *k;
-	struct agg *a;
-	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
-	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
+	const struct agg *a;
+	size_t it = 0, n = 0, cap = proc__nr_aggs(proc);
+	uint64_t now = t->exited ? t->exit_ns : o->now_ns, tensor_now = now;
 	struct verdict_info vi;
 	bool blocks = false;
 
 	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
 	if (!sp->stacks)
 		return -ENOMEM;
-	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
+	while ((a = proc__next_agg(proc, &it, &k))) {
 		struct snap_stack *st = &sp->stacks[n];
 
 		if (!o->all_stacks && a->allocs == 0)
 			continue;
-		series__classify(a->series, now, &vi);
+		/* blocks are seen in windows only: judge them as of the last one's end */
+		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
+			tensor_now = o->tensors->until_ns;
+		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
 		*st = (struct snap_stack){
 			.id = k->stack,
 			.cls = k->cls,
@@ -201,6 +260,9 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			blocks = true;
 		n++;
 	}
+	if (blocks && proc__live(proc) && o->tensors && o->tensors->sample_bytes &&
+	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
+		return -ENOMEM;
 	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
 	if (o->max_stacks && n > o->max_stacks) {
 		for (size_t i = o->max_stacks; i < n; i++)
@@ -217,14 +279,13 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *proc,
 			 const struct snapshot_opts *o, struct snap_proc *sp)
 {
-	uint32_t n = proc->nr_fails < PROC_MAX_FAILURES ? proc->nr_fails : PROC_MAX_FAILURES;
-	uint32_t first = proc->nr_fails - n;
+	uint32_t n = proc__nr_failures(proc);
 
 	sp->failures_list = calloc(n ? n : 1, sizeof(*sp->failures_list));
 	if (!sp->failures_list)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct failure *f = &proc->fails[(first + i) % PROC_MAX_FAILURES];
+		const struct failure *f = proc__failure(proc, i);
 		struct snap_failure *sf = &sp->failures_list[i];
 
 		sf->ts = f->ts;
@@ -261,18 +322,19 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
 			struct snap_proc *sp)
 {
-	uint64_t device = proc->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
+	const struct proc_totals *t = proc__totals(proc);
+	uint64_t device = t->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
 	uint64_t headroom = NVML_UNKNOWN;
 	struct verdict_info vi;
 
-	series__classify(proc->device_series, end, &vi);
+	series__classify(proc__device_series(proc), end, &vi);
 	sp->device_growth_bytes_per_s = vi.growth_bytes_per_s;
 	sp->projected_oom_s = -1;
-	if (!o->nvml || proc->exited)
+	if (!o->nvml || t->exited)
 		return;
-	nvml_sample__proc(o->nvml, proc->pid, &used, &headroom);
-	if (used == NVML_UNKNOWN && proc->ns_pid > 0 && proc->ns_pid != proc->pid)
-		nvml_sample__proc(o->nvml, proc->ns_pid, &used, &headroom);
+	nvml_sample__proc(o->nvml, t->pid, &used, &headroom);
+	if (used == NVML_UNKNOWN && t->ns_pid > 0 && t->ns_pid != t->pid)
+		nvml_sample__proc(o->nvml, t->ns_pid, &used, &headroom);
 	if (used != NVML_UNKNOWN) {
 		sp->pre_attach_valid = true;
 		sp->pre_attach_bytes = used > device ? used - device : 0;
@@ -286,14 +348,26 @@ static uint64_t absdiff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
+/* Changes to a process's books: every one is counted before it is made (books.bpf.h). */
+static uint64_t kernel_changes(const struct gl_proc_stats *s)
+{
+	return s->alloc_calls + s->free_calls + s->failures + s->ctx_drops;
+}
+
+static uint64_t user_changes(const struct snap_proc *sp)
+{
+	return sp->alloc_calls + sp->free_calls + sp->failures + sp->ctx_drops;
+}
+
 /*
  * Whether the two books agree. BPF's counters of a process that is still
- * running are read while it calls: a call counted by the kernel whose record
- * is not drained yet (at most one per CPU inside the programs, and what was
- * submitted since the last drain) makes them differ by a few calls. For such
- * a live reading, counts within that bound agree; equal counts must still
- * mean equal bytes. A process's final books (taken at its exit) must agree
- * exactly.
+ * running are read while it calls: the changes the kernel counted whose
+ * records user space has not applied yet (in the programs, in the ring
+ * buffer, or made while the snapshot was built) are exactly the difference
+ * of the two change counts, each change moving one allocation. For such a
+ * live reading, the books agree within that many changes, and with none in
+ * flight they must be equal to the byte. A process's final books (taken at
+ * its exit) must agree exactly.
  */
 static bool books_agree(const struct snap_proc *sp, bool live)
 {
@@ -301,20 +375,15 @@ static bool books_agree(const struct snap_proc *sp, bool live)
 	uint64_t slack = 0;
 
 	if (live) {
-		static uint64_t cpus; /* sysconf reads /sys: once */
-
-		if (!cpus) {
-			long n = sysconf(_SC_NPROCESSORS_CONF);
-
-			cpus = n > 0 ? (uint64_t)n : 1;
-		}
-		slack = 64 + 4 * cpus;
+		if (kernel_changes(s) < user_changes(sp))
+			return false; /* user space applied a change the kernel never made */
+		slack = kernel_changes(s) - user_changes(sp);
 	}
 	for (size_t i = 0; i < sizeof(checked_classes); i++) {
 		uint8_t c = checked_classes[i];
 		uint64_t d = absdiff(s->allocs[c], sp->nallocs[c]);
 
-		if (d > slack || (d == 0 && s->bytes[c] != sp->bytes[c]))
+		if (d > slack || (slack == 0 && s->bytes[c] != sp->bytes[c]))
 			return false;
 	}
 	return absdiff(s->unmatched_frees, sp->unmatched_frees) <= slack &&
@@ -332,7 +401,8 @@ static void use_kernel_totals(struct snap_proc *sp)
 	sp->attributed_allocs = sp->outstanding_allocs;
 	memcpy(sp->bytes, sp->bpf.bytes, sizeof(sp->bytes));
 	memcpy(sp->nallocs, sp->bpf.allocs, sizeof(sp->nallocs));
-	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] + sp->bpf.allocs[GL_CLASS_MANAGED] +
+	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] +
+				 sp->bpf.allocs[GL_CLASS_MANAGED] +
 				 sp->bpf.allocs[GL_CLASS_HOST_PINNED];
 	sp->alloc_calls = sp->bpf.alloc_calls;
 	sp->free_calls = sp->bpf.free_calls;
@@ -344,43 +414,45 @@ static void use_kernel_totals(struct snap_proc *sp)
 static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	uint64_t begin, end;
 	bool live = false;
 
-	sp->pid = proc->pid;
-	sp->ns_pid = proc->ns_pid;
-	memcpy(sp->comm, proc->comm, sizeof(sp->comm));
-	sp->exited = proc->exited;
-	sp->start_time = proc->start_time;
-	begin = o->start_ns ? o->start_ns : proc->first_ns;
-	end = proc->exited ? proc->exit_ns : o->now_ns;
+	sp->pid = t->pid;
+	sp->ns_pid = t->ns_pid;
+	memcpy(sp->comm, t->comm, sizeof(sp->comm));
+	sp->exited = t->exited;
+	sp->start_time = t->start_time;
+	begin = o->start_ns ? o->start_ns : t->first_ns;
+	end = t->exited ? t->exit_ns : o->now_ns;
 	sp->duration_ns = end > begin ? end - begin : 0;
-	memcpy(sp->bytes, proc->bytes, sizeof(sp->bytes));
-	memcpy(sp->nallocs, proc->nallocs, sizeof(sp->nallocs));
-	memcpy(sp->alloc_bytes, proc->alloc_bytes, sizeof(sp->alloc_bytes));
-	memcpy(sp->free_bytes, proc->free_bytes, sizeof(sp->free_bytes));
-	sp->outstanding_allocs = proc->nallocs[GL_CLASS_DEVICE] + proc->nallocs[GL_CLASS_MANAGED] +
-				 proc->nallocs[GL_CLASS_HOST_PINNED];
-	sp->peak_device = proc->peak_device;
-	memcpy(sp->dev_bytes, proc->dev_bytes, sizeof(sp->dev_bytes));
-	sp->unknown_dev_bytes = proc->unknown_dev_bytes;
-	sp->alloc_calls = proc->alloc_calls;
-	sp->free_calls = proc->free_calls;
-	sp->failures = proc->failures;
-	sp->oom_failures = proc->oom_failures;
-	sp->unmatched_frees = proc->unmatched_frees;
-	sp->dropped_bytes = proc->dropped_bytes;
-	sp->failed_frees = proc->failed_frees;
-	if (proc->has_final) {
-		sp->bpf = proc->final;
+	memcpy(sp->bytes, t->bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, t->nallocs, sizeof(sp->nallocs));
+	memcpy(sp->alloc_bytes, t->alloc_bytes, sizeof(sp->alloc_bytes));
+	memcpy(sp->free_bytes, t->free_bytes, sizeof(sp->free_bytes));
+	sp->outstanding_allocs = t->nallocs[GL_CLASS_DEVICE] + t->nallocs[GL_CLASS_MANAGED] +
+				 t->nallocs[GL_CLASS_HOST_PINNED];
+	sp->peak_device = t->peak_device;
+	memcpy(sp->dev_bytes, t->dev_bytes, sizeof(sp->dev_bytes));
+	sp->unknown_dev_bytes = t->unknown_dev_bytes;
+	sp->alloc_calls = t->alloc_calls;
+	sp->free_calls = t->free_calls;
+	sp->failures = t->failures;
+	sp->oom_failures = t->oom_failures;
+	sp->unmatched_frees = t->unmatched_frees;
+	sp->dropped_bytes = t->dropped_bytes;
+	sp->failed_frees = t->failed_frees;
+	sp->ctx_drops = t->ctx_drops;
+	if (t->has_final) {
+		sp->bpf = t->final;
 		sp->bpf_valid = true;
-	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, proc->pid, &sp->bpf) == 0 &&
-		   sp->bpf.start_time == proc->start_time) {
+	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, t->pid, &sp->bpf) == 0 &&
+		   sp->bpf.start_time == t->start_time) {
 		sp->bpf_valid = true;
 		/* lost call records make a real difference, which no slack may hide */
 		live = !sp->bpf.exit_time &&
 		       !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
-	} else if (proc->alloc_calls == 0 && proc->free_calls == 0 && proc->failures == 0) {
+	} else if (t->alloc_calls == 0 && t->free_calls == 0 && t->failures == 0) {
 		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
 		memset(&sp->bpf, 0, sizeof(sp->bpf));
 	}
@@ -405,7 +477,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	if (!s)
 		return NULL;
 	s->now_ns = o->now_ns;
-	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 : 0;
+	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 :
+								 0;
 	if (o->stats)
 		memcpy(s->stats, o->stats, sizeof(s->stats));
 	if (o->api_calls)
@@ -416,18 +489,29 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	s->cap_allocs = o->cap_allocs;
+	s->cap_stacks = o->cap_stacks;
+	s->stack_overflows = stacks__overflows(books__stacks(b));
+	if (o->tensors) {
+		s->tensors_buf = *o->tensors;
+		s->tensors = &s->tensors_buf;
+	}
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto fail;
 	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
-		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 && s->stats[GL_STAT_NESTED_OVERFLOW] == 0 &&
-		      s->malformed == 0;
+		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
+		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		struct snap_proc *sp = &s->procs[s->nprocs++];
 
 		if (fill_proc(b, sym, proc, o, sp))
 			goto fail;
 		s->unmatched_frees += sp->unmatched_frees;
+		if (sp->bpf_valid) {
+			s->untracked_allocs += sp->bpf.untracked_allocs;
+			s->untracked_bytes += sp->bpf.untracked_bytes;
+		}
 		if (!sp->consistent)
 			s->complete = false;
 	}

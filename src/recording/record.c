@@ -76,10 +76,10 @@ struct recorder {
 	uint8_t scratch[SCRATCH];
 	uint64_t size; /* bytes in the file */
 	uint64_t last_flush_ns;
-	uint32_t stacks_done;  /* stack ids 1..stacks_done are written */
-	uint8_t *mods_done;    /* per module id: written */
+	uint32_t stacks_done; /* stack ids 1..stacks_done are written */
+	uint8_t *mods_done;   /* per module id: written */
 	uint32_t nr_mods_done;
-	struct htab *codes;    /* Python code ids written */
+	struct htab *codes; /* Python code ids written */
 	uint64_t stats[GL_NR_STATS];
 	uint64_t calls;
 	uint64_t last_ts; /* of the newest record applied */
@@ -206,8 +206,7 @@ static int flush(struct recorder *r)
  * Appends one record. An event record that would take the file past
  * --max-size (less the trailer's room) ends the recording of events.
  */
-static void add(struct recorder *r, uint16_t type, const void *payload, size_t plen,
-		bool trailer)
+static void add(struct recorder *r, uint16_t type, const void *payload, size_t plen, bool trailer)
 {
 	size_t need = GLR_REC_HDR + plen;
 	uint64_t limit;
@@ -381,28 +380,29 @@ void recorder__free(struct recorder *r)
 
 void recorder__proc_new(struct recorder *r, const struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct enc e = scratch(r);
 
-	enc_u(&e, (uint32_t)proc->pid, 4);
-	enc_u(&e, (uint32_t)proc->ns_pid, 4);
-	enc_u(&e, proc->start_time, 8);
-	enc_u(&e, proc->first_ns, 8);
-	enc_bytes(&e, proc->comm, sizeof(proc->comm));
+	enc_u(&e, (uint32_t)t->pid, 4);
+	enc_u(&e, (uint32_t)t->ns_pid, 4);
+	enc_u(&e, t->start_time, 8);
+	enc_u(&e, t->first_ns, 8);
+	enc_bytes(&e, t->comm, sizeof(t->comm));
 	add_enc(r, GLR_PROCINFO, &e, false);
 }
 
 void recorder__proc_exit(struct recorder *r, const struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct gl_proc rec = {
-		.hdr = { GL_REC_PROC, sizeof(rec), proc->pid, proc->pid, proc->start_time,
-			 proc->exit_ns },
+		.hdr = { GL_REC_PROC, sizeof(rec), t->pid, t->pid, t->start_time, t->exit_ns },
 		.event = GL_PROC_EXIT,
-		.stats = proc->final,
+		.stats = t->final,
 	};
 
-	memcpy(rec.comm, proc->comm, sizeof(rec.comm));
-	if (proc->exit_ns > r->last_ts)
-		r->last_ts = proc->exit_ns;
+	memcpy(rec.comm, t->comm, sizeof(rec.comm));
+	if (t->exit_ns > r->last_ts)
+		r->last_ts = t->exit_ns;
 	add(r, GLR_PROC, &rec, sizeof(rec), false);
 }
 
@@ -547,8 +547,8 @@ void recorder__bpf_proc(struct recorder *r, int pid, const struct gl_proc_stats 
 	add_enc(r, GLR_BPF_PROC, &e, true);
 }
 
-int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats,
-		     uint64_t malformed, uint32_t nr_probes)
+int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats, uint64_t malformed,
+		     uint32_t nr_probes)
 {
 	struct enc e = scratch(r);
 	int err;

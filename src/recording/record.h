@@ -25,31 +25,31 @@
 #define GLR_CHUNK_READ_MAX (1u << 20)  /* what a reader accepts */
 #define GLR_REC_HDR 8
 
-#define GLR_STR_MAX 4095     /* bytes of a string (longer ones are cut) */
-#define GLR_FRAMES_MAX 1024  /* frames of a stack */
-#define GLR_BUILD_ID_MAX 64  /* hex digits of a build-id */
-#define GLR_STATS_MAX 64     /* BPF counters in a stats record */
+#define GLR_STR_MAX 4095    /* bytes of a string (longer ones are cut) */
+#define GLR_FRAMES_MAX 1024 /* frames of a stack */
+#define GLR_BUILD_ID_MAX 64 /* hex digits of a build-id */
+#define GLR_STATS_MAX 64    /* BPF counters in a stats record */
 
 enum glr_type {
-	GLR_SESSION = 1,   /* how and when the recording was made */
-	GLR_MODULE = 2,	   /* a module: id, dev, ino, path, build-id */
-	GLR_PYCODE = 3,	   /* a Python code object: id, function, file */
-	GLR_STACK = 4,	   /* a stack: id and frames */
-	GLR_PROCINFO = 5,  /* a process entered the books: comm, PID in its namespace */
-	GLR_CALL = 6,	   /* a call record and the stack its entry parked */
-	GLR_PROC = 7,	   /* a process record (exit, exec, fork) */
-	GLR_STATS = 8,	   /* BPF's global counters */
-	GLR_BPF_PROC = 9,  /* BPF's exact books of a process still running at the end */
+	GLR_SESSION = 1,    /* how and when the recording was made */
+	GLR_MODULE = 2,	    /* a module: id, dev, ino, path, build-id */
+	GLR_PYCODE = 3,	    /* a Python code object: id, function, file */
+	GLR_STACK = 4,	    /* a stack: id and frames */
+	GLR_PROCINFO = 5,   /* a process entered the books: comm, PID in its namespace */
+	GLR_CALL = 6,	    /* a call record and the stack its entry parked */
+	GLR_PROC = 7,	    /* a process record (exit, exec, fork) */
+	GLR_STATS = 8,	    /* BPF's global counters */
+	GLR_BPF_PROC = 9,   /* BPF's exact books of a process still running at the end */
 	GLR_TRUNCATED = 10, /* recording stopped at --max-size */
-	GLR_END = 11,	   /* the recorder finished: nothing is missing at the end */
+	GLR_END = 11,	    /* the recorder finished: nothing is missing at the end */
 };
 
 /* Frame kinds in stack records (equal to enum frame_kind of stacks.h). */
 enum glr_frame_kind {
-	GLR_FRAME_NATIVE = 0, /* mod = module id, addr = file offset */
+	GLR_FRAME_NATIVE = 0,  /* mod = module id, addr = file offset */
 	GLR_FRAME_UNKNOWN = 1, /* addr = absolute address */
-	GLR_FRAME_PYTHON = 2, /* mod = Python code id, addr = line */
-	GLR_FRAME_API = 3,    /* mod = API id */
+	GLR_FRAME_PYTHON = 2,  /* mod = Python code id, addr = line */
+	GLR_FRAME_API = 3,     /* mod = API id */
 };
 
 struct recorder;
@@ -113,8 +113,8 @@ void recorder__bpf_proc(struct recorder *r, int pid, const struct gl_proc_stats 
  * fsync. malformed: records the books rejected; nr_probes: probes attached.
  * Returns 0 or -errno.
  */
-int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats,
-		     uint64_t malformed, uint32_t nr_probes);
+int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats, uint64_t malformed,
+		     uint32_t nr_probes);
 
 /* Whether --max-size stopped the recording of events. */
 bool recorder__truncated(const struct recorder *r);

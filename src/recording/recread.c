@@ -20,14 +20,14 @@
 #define STORED_MAX (GLR_CHUNK_READ_MAX + 4096)
 
 struct rec_reader {
-	int fd;		    /* -1: reading memory */
+	int fd; /* -1: reading memory */
 	const uint8_t *mem;
-	uint64_t size;	    /* bytes known to exist */
-	uint64_t start;	    /* first chunk */
-	uint8_t *win;	    /* file window: [win_off, win_off + win_len) */
+	uint64_t size;	/* bytes known to exist */
+	uint64_t start; /* first chunk */
+	uint8_t *win;	/* file window: [win_off, win_off + win_len) */
 	uint64_t win_off;
 	size_t win_len;
-	uint8_t *raw;	    /* the chunk being decoded */
+	uint8_t *raw; /* the chunk being decoded */
 	struct rr_frame frames[GLR_FRAMES_MAX];
 	char str[2][GLR_STR_MAX + 1];
 	struct rr_item item;
@@ -95,8 +95,10 @@ static int check_header(struct rec_reader *r, char *why, size_t len)
 	hdr_size = glr_get(h + 10, 2);
 	flags = glr_get(h + 12, 4);
 	if (r->version != GLR_VERSION) {
-		snprintf(why, len, "a gpuleak recording of format version %u; this gpuleak reads "
-			 "version %u", r->version, GLR_VERSION);
+		snprintf(why, len,
+			 "a gpuleak recording of format version %u; this gpuleak reads "
+			 "version %u",
+			 r->version, GLR_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if (glr_get(h + 16, 4) != GL_ABI_VERSION) {
@@ -308,9 +310,7 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 		it->u.pycode.function = dec_str(&d, r->str[0]);
 		it->u.pycode.file = dec_str(&d, r->str[1]);
 		break;
-	case GLR_STACK:
-		ok = dec_stack(r, &d, it);
-		break;
+	case GLR_STACK: ok = dec_stack(r, &d, it); break;
 	case GLR_PROCINFO:
 		it->u.procinfo.pid = dec_u(&d, 4);
 		it->u.procinfo.ns_pid = dec_u(&d, 4);
@@ -363,8 +363,7 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 		it->u.end.nr_probes = dec_u(&d, 4);
 		dec_u(&d, 4);
 		break;
-	default:
-		return 0;
+	default: return 0;
 	}
 	return ok && !d.bad ? 1 : -1;
 }
@@ -374,8 +373,8 @@ static bool chunk_header_ok(const uint8_t *h)
 	uint32_t flags = glr_get(h + 4, 2), raw = glr_get(h + 8, 4), stored = glr_get(h + 12, 4);
 
 	return glr_get(h, 4) == GLR_CHUNK_MAGIC && glr_get(h + 20, 4) == crc32(0, h, 20) &&
-	       !(flags & ~GLR_CHUNK_DEFLATE) && raw <= GLR_CHUNK_READ_MAX &&
-	       stored <= STORED_MAX && ((flags & GLR_CHUNK_DEFLATE) || stored == raw);
+	       !(flags & ~GLR_CHUNK_DEFLATE) && raw <= GLR_CHUNK_READ_MAX && stored <= STORED_MAX &&
+	       ((flags & GLR_CHUNK_DEFLATE) || stored == raw);
 }
 
 /* The offset of the next sound chunk header after off, or UINT64_MAX. */
@@ -439,8 +438,7 @@ static bool unpack(struct rec_reader *r, const uint8_t *h, const uint8_t *data)
 	return uncompress(r->raw, &raw, data, stored) == Z_OK && raw == glr_get(h + 8, 4);
 }
 
-int recread__each(struct rec_reader *r, int (*fn)(void *ctx, const struct rr_item *it),
-		  void *ctx)
+int recread__each(struct rec_reader *r, int (*fn)(void *ctx, const struct rr_item *it), void *ctx)
 {
 	uint64_t off = r->start, next;
 	const uint8_t *h, *data;

@@ -74,12 +74,12 @@ struct rr_item {
 
 /* What reading found, damage included. */
 struct rr_counts {
-	uint64_t file_bytes;	/* bytes read or skipped, header included */
-	uint64_t chunks;	/* read whole */
-	uint64_t bad_chunks;	/* damaged: checksum, header or compressed data */
-	uint64_t skipped_bytes; /* in damaged chunks, garbage between chunks, a cut end */
-	uint64_t records;	/* decoded and handed over */
-	uint64_t bad_records;	/* malformed inside a sound chunk */
+	uint64_t file_bytes;	  /* bytes read or skipped, header included */
+	uint64_t chunks;	  /* read whole */
+	uint64_t bad_chunks;	  /* damaged: checksum, header or compressed data */
+	uint64_t skipped_bytes;	  /* in damaged chunks, garbage between chunks, a cut end */
+	uint64_t records;	  /* decoded and handed over */
+	uint64_t bad_records;	  /* malformed inside a sound chunk */
 	uint64_t unknown_records; /* of a type this version does not know (skipped) */
 	bool cut;		  /* the file ends inside a chunk (writer killed, copy cut) */
 	bool header_damaged;	  /* the header's checksum is wrong (read as version 1) */
@@ -103,8 +103,7 @@ void recread__free(struct rec_reader *r);
  * returning non-zero stops the reading and is returned. Returns 0, or -errno
  * when reading the file failed (what was read was handed over).
  */
-int recread__each(struct rec_reader *r, int (*fn)(void *ctx, const struct rr_item *it),
-		  void *ctx);
+int recread__each(struct rec_reader *r, int (*fn)(void *ctx, const struct rr_item *it), void *ctx);
 const struct rr_counts *recread__counts(const struct rec_reader *r);
 uint32_t recread__version(const struct rec_reader *r);
 

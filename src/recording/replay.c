@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "books/books.h"
-#include "replay.h"
 #include "model/snapshot.h"
+#include "recread.h"
+#include "replay.h"
 #include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
-#include "recread.h"
 #include "trace/probes.h"
 #include "util/htab.h"
 
@@ -66,8 +66,9 @@ struct replay {
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
+	const struct proc_totals *t = proc__totals(proc);
 	struct replay *rp = ctx;
-	struct proc_id k = { .start_time = proc->start_time, .pid = (uint32_t)proc->pid };
+	struct proc_id k = { .start_time = t->start_time, .pid = (uint32_t)t->pid };
 	struct proc_info *pi = htab__lookup(rp->procinfo, &k);
 
 	if (!pi)
@@ -189,10 +190,11 @@ static int on_module(struct replay *rp, const struct rr_item *it)
 		return -ENOMEM;
 	if (modules__count(rp->mods) != before) {
 		rp->info.modules++;
-		fd = rp->o.no_files ? -1 :
-		     modstore__open_module(it->u.module.path, it->u.module.build_id,
-					   it->u.module.dev, it->u.module.ino, rp->o.dirs,
-					   rp->o.ndirs, NULL, 0);
+		fd = rp->o.no_files ?
+			     -1 :
+			     modstore__open_module(it->u.module.path, it->u.module.build_id,
+						   it->u.module.dev, it->u.module.ino, rp->o.dirs,
+						   rp->o.ndirs, NULL, 0);
 		if (fd >= 0)
 			modules__set_fd(rp->mods, local, fd);
 		else
@@ -280,18 +282,14 @@ static int on_item(void *ctx, const struct rr_item *it)
 	uint32_t code;
 
 	switch (it->type) {
-	case GLR_SESSION:
-		on_session(rp, it);
-		return 0;
-	case GLR_MODULE:
-		return on_module(rp, it);
+	case GLR_SESSION: on_session(rp, it); return 0;
+	case GLR_MODULE: return on_module(rp, it);
 	case GLR_PYCODE:
 		code = rp->nr_codes;
 		if (add_code(rp, it->u.pycode.function, it->u.pycode.file))
 			return -ENOMEM;
 		return set_id(rp->code_ids, it->u.pycode.id, code);
-	case GLR_STACK:
-		return on_stack(rp, it);
+	case GLR_STACK: return on_stack(rp, it);
 	case GLR_PROCINFO:
 		pk.pid = it->u.procinfo.pid;
 		pk.start_time = it->u.procinfo.start_time;
@@ -302,10 +300,8 @@ static int on_item(void *ctx, const struct rr_item *it)
 		pi->ns_pid = (int32_t)it->u.procinfo.ns_pid;
 		memcpy(pi->comm, it->u.procinfo.comm, sizeof(pi->comm));
 		return 0;
-	case GLR_CALL:
-		return on_call(rp, it);
-	case GLR_PROC:
-		return on_proc(rp, it);
+	case GLR_CALL: return on_call(rp, it);
+	case GLR_PROC: return on_proc(rp, it);
 	case GLR_STATS:
 		memcpy(rp->stats, it->u.stats.stats, sizeof(rp->stats));
 		rp->have_stats = true;

@@ -54,6 +54,14 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
+	if (st->estimated) {
+		/* sampled stacks: the figures above count the sampled blocks only */
+		jsonw__field_bool(w, "sampled", true);
+		jsonw__field_double(w, "estimated_outstanding_bytes", st->estimated_bytes);
+		jsonw__field_double(w, "estimated_outstanding_allocs", st->estimated_allocs);
+	}
+	if (st->unsampled)
+		jsonw__field_bool(w, "unsampled", true);
 	jsonw__field_u64(w, "stack_id", st->id);
 	if (st->nframes) {
 		char site[256];
@@ -78,14 +86,41 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "host_pinned_bytes", p->bpf.bytes[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "address_space_bytes", p->bpf.bytes[GL_CLASS_ADDRESS]);
 	jsonw__field_u64(w, "torch_allocated_bytes", p->bpf.bytes[GL_CLASS_TORCH_BLOCK]);
-	jsonw__field_u64(w, "outstanding_allocs", p->bpf.allocs[GL_CLASS_DEVICE] +
-						       p->bpf.allocs[GL_CLASS_MANAGED] +
-						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "outstanding_allocs",
+			 p->bpf.allocs[GL_CLASS_DEVICE] + p->bpf.allocs[GL_CLASS_MANAGED] +
+				 p->bpf.allocs[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "alloc_calls", p->bpf.alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
 	jsonw__field_u64(w, "failures", p->bpf.failures);
 	jsonw__field_u64(w, "unmatched_frees", p->bpf.unmatched_frees);
+	jsonw__field_u64(w, "untracked_allocs", p->bpf.untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", p->bpf.untracked_bytes);
+	jsonw__field_u64(w, "context_drops", p->bpf.ctx_drops);
 	jsonw__end_object(w);
+}
+
+/* The caps on what gpuleak keeps, and what reaching them cost. */
+static void write_caps(struct jsonw *w, const struct snapshot *s)
+{
+	char why[320];
+
+	jsonw__name(w, "caps");
+	jsonw__start_object(w);
+	jsonw__name(w, "max_allocs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_allocs);
+	jsonw__field_bool(w, "reached", s->stats[GL_STAT_ALLOC_TABLE_FULL] != 0);
+	jsonw__field_u64(w, "untracked_allocs", s->untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", s->untracked_bytes);
+	jsonw__end_object(w);
+	jsonw__name(w, "max_stacks");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_stacks);
+	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
+	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
+	jsonw__end_object(w);
+	jsonw__end_object(w);
+	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }
 
 static void write_failures(struct jsonw *w, const struct snap_proc *p)
@@ -121,7 +156,37 @@ static void write_failures(struct jsonw *w, const struct snap_proc *p)
 	jsonw__end_array(w);
 }
 
-static void write_proc(struct jsonw *w, const struct snap_proc *p)
+/* What the process's tensor-level figures (class torch_block) cover. */
+static void write_tensors(struct jsonw *w, const struct snap_tensors *t)
+{
+	if (!t)
+		return;
+	jsonw__name(w, "tensor_level");
+	jsonw__start_object(w);
+	jsonw__field_string(w, "mode", t->mode);
+	jsonw__field_string(w, "coverage", t->coverage);
+	jsonw__field_bool(w, "armed", t->armed);
+	jsonw__field_u64(w, "sample_bytes", t->sample_bytes);
+	jsonw__field_double(w, "armed_s", t->armed_s);
+	jsonw__field_u64(w, "windows_total", t->windows_total);
+	jsonw__name(w, "windows");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < t->nwindows; i++) {
+		jsonw__start_object(w);
+		jsonw__field_double(w, "start_s", t->windows[i].start_s);
+		jsonw__name(w, "end_s");
+		if (t->windows[i].end_s >= 0)
+			jsonw__double(w, t->windows[i].end_s);
+		else
+			jsonw__null(w);
+		jsonw__field_string(w, "why", t->windows[i].why);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+}
+
+static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct snap_tensors *t)
 {
 	jsonw__start_object(w);
 	jsonw__field_s64(w, "pid", p->pid);
@@ -183,6 +248,7 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 		jsonw__field_u64(w, "outstanding_allocs", p->attributed_allocs);
 		jsonw__end_object(w);
 	}
+	write_tensors(w, t);
 	write_bpf(w, p);
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);
@@ -267,10 +333,11 @@ int report__json(FILE *f, const struct snapshot *s)
 	if (s->recording)
 		write_recording(w, s->recording);
 	write_stats(w, s);
+	write_caps(w, s);
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)
-		write_proc(w, &s->procs[i]);
+		write_proc(w, &s->procs[i], s->tensors);
 	jsonw__end_array(w);
 	jsonw__end_object(w);
 	return jsonw__free(w);

@@ -12,9 +12,9 @@
 #include "model/snapshot.h"
 
 struct text_opts {
-	uint32_t max_stacks;  /* per process; 0 = all in the snapshot */
-	uint32_t max_frames;  /* per stack; 0 = all */
-	bool summary;	      /* one line per process, no stacks */
+	uint32_t max_stacks; /* per process; 0 = all in the snapshot */
+	uint32_t max_frames; /* per stack; 0 = all */
+	bool summary;	     /* one line per process, no stacks */
 };
 
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o);
@@ -33,6 +33,12 @@ const struct snap_frame *report__site_frame(const struct snap_stack *st);
 /* That frame as one short line ("train.py:42 forward", "leak_site (app)"). */
 void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
+/*
+ * Why the snapshot is not complete, as one sentence that names the cause and
+ * what to do (a cap reached names the cap and what it cost), into buf
+ * (truncated if needed); "" when it is complete. Returns buf.
+ */
+char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);
 

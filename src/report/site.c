@@ -23,9 +23,9 @@ static const char *basename_of(const char *path)
 /* Frames of the CUDA stack itself (driver, runtime, PyTorch's allocator) say little. */
 static bool is_plumbing(const struct snap_frame *f)
 {
-	static const char *const libs[] = { "libcuda.so", "libcudart.so", "libc10_cuda.so",
-					    "libc10.so", "libtorch_cuda.so", "libtorch_cpu.so",
-					    "libcublas", "libcublasLt", "libnccl.so" };
+	static const char *const libs[] = { "libcuda.so", "libcudart.so",     "libc10_cuda.so",
+					    "libc10.so",  "libtorch_cuda.so", "libtorch_cpu.so",
+					    "libcublas",  "libcublasLt",      "libnccl.so" };
 	const char *base = basename_of(f->module);
 
 	if (!base)
@@ -81,6 +81,7 @@ void report__site(const struct snap_stack *st, char *buf, size_t len)
 		snprintf(buf, len, "%s (%s)", f->function,
 			 basename_of(f->module) ? basename_of(f->module) : "?");
 	else
-		snprintf(buf, len, "%s+0x%llx", basename_of(f->module) ? basename_of(f->module) : "?",
+		snprintf(buf, len, "%s+0x%llx",
+			 basename_of(f->module) ? basename_of(f->module) : "?",
 			 (unsigned long long)f->offset);
 }

@@ -34,8 +34,9 @@ static int by_growth(const void *a, const void *b)
 
 	if (x->st->growth_bytes_per_s != y->st->growth_bytes_per_s)
 		return x->st->growth_bytes_per_s > y->st->growth_bytes_per_s ? -1 : 1;
-	return x->st->outstanding_bytes > y->st->outstanding_bytes ? -1 :
-	       x->st->outstanding_bytes < y->st->outstanding_bytes;
+	return x->st->outstanding_bytes > y->st->outstanding_bytes ?
+		       -1 :
+		       x->st->outstanding_bytes < y->st->outstanding_bytes;
 }
 
 static int by_bytes(const void *a, const void *b)
@@ -59,8 +60,8 @@ static double proc_growth(const struct snap_proc *p)
 
 static void print_procs(FILE *f, const struct snapshot *s)
 {
-	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE", "MANAGED",
-		"PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
+	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE",
+		"MANAGED", "PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
 		char d[32], m[32], h[32], t[32], g[32];
@@ -81,7 +82,8 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 	struct ranked *r;
 	size_t n = 0, cap = 0;
 
-	fprintf(f, "gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
+	fprintf(f,
+		"gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
 		s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es", s->nr_probes,
 		(unsigned long long)s->lost_events, s->complete ? "" : " (figures incomplete)",
 		o->sort_bytes ? "bytes" : "growth");
@@ -104,7 +106,8 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 		report__site(r[i].st, site, sizeof(site));
 		fmt_rate(r[i].st->growth_bytes_per_s, g, sizeof(g));
 		fprintf(f, "%8d %-12s %11s %7llu %12s %-8s %s\n", r[i].p->pid,
-			class__name(r[i].st->cls), fmt_bytes(r[i].st->outstanding_bytes, b, sizeof(b)),
+			class__name(r[i].st->cls),
+			fmt_bytes(r[i].st->outstanding_bytes, b, sizeof(b)),
 			(unsigned long long)r[i].st->outstanding_allocs, g, r[i].st->verdict, site);
 	}
 	free(r);

@@ -323,7 +323,8 @@ uint32_t addr_map__resolve(const struct addr_map *am, uint64_t addr, uint64_t *f
 }
 
 int addr_map__for_each(const struct addr_map *am,
-		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod, void *ctx),
+		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod,
+				 void *ctx),
 		       void *ctx)
 {
 	for (size_t i = 0; i < am->nr; i++) {

@@ -13,10 +13,10 @@
 #include "gpuleak_abi.h"
 
 enum frame_kind {
-	FRAME_NATIVE = 0,  /* mod = module id, addr = file offset in the module */
-	FRAME_UNKNOWN = 1, /* addr = absolute address outside any file mapping */
-	FRAME_PYTHON = 2,  /* mod = Python code id (python.h), addr = line number */
-	FRAME_API = 3,	   /* the traced libcuda function itself: mod = API id */
+	FRAME_NATIVE = 0,   /* mod = module id, addr = file offset in the module */
+	FRAME_UNKNOWN = 1,  /* addr = absolute address outside any file mapping */
+	FRAME_PYTHON = 2,   /* mod = Python code id (python.h), addr = line number */
+	FRAME_API = 3,	    /* the traced libcuda function itself: mod = API id */
 	FRAME_OVERFLOW = 4, /* the stack table was full: stands for every stack past the cap */
 };
 
@@ -30,8 +30,8 @@ struct frame {
 struct stack_view {
 	const struct gl_stack *rec;
 	const struct gl_py_frame *py; /* rec->nr_py entries */
-	const uint64_t *ips;	      /* rec->nr_ips entries (unaligned-safe copy not needed: 8-aligned) */
-	const uint8_t *stack;	      /* rec->stack_bytes bytes, a copy of the user stack at rec->sp */
+	const uint64_t *ips;  /* rec->nr_ips entries (unaligned-safe copy not needed: 8-aligned) */
+	const uint8_t *stack; /* rec->stack_bytes bytes, a copy of the user stack at rec->sp */
 };
 
 struct addr_map;

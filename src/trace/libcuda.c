@@ -104,7 +104,8 @@ int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
 			elfsym__for_each(e, scn, &sh, note_symbol, &(struct scan_ctx){ e, lib });
 	}
 	if (!lib->nr_found)
@@ -122,12 +123,19 @@ struct find_ctx {
 	char path[PATH_MAX];
 };
 
+static char torch_name[64] = "libc10_cuda.so";
+
+void libcuda__set_torch_name(const char *prefix)
+{
+	snprintf(torch_name, sizeof(torch_name), "%s", prefix);
+}
+
 static bool is_torch_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
-	return !strncmp(base, "libc10_cuda.so", 14);
+	return !strncmp(base, torch_name, strlen(torch_name));
 }
 
 /* glibc's dynamic loader: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so */
@@ -243,7 +251,8 @@ int libcuda__symbol_offset(const char *path, const char *name, uint64_t *off)
 	while (fs.e && fs.err && (scn = elf_nextscn(fs.e, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
 			elfsym__for_each(fs.e, scn, &sh, match_symbol, &fs);
 	}
 	elf_end(fs.e);
@@ -402,8 +411,12 @@ static int resolve_exe(const char *cmd, char *out, size_t len)
 int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path, size_t len)
 {
 	static const char *const dirs[] = {
-		"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
-		"/usr/lib", "/usr/lib/wsl/lib",
+		"/usr/local/nvidia/lib64",
+		"/usr/lib/x86_64-linux-gnu",
+		"/usr/lib64",
+		"/lib64",
+		"/usr/lib",
+		"/usr/lib/wsl/lib",
 	};
 	char exe[PATH_MAX], real[PATH_MAX], rpath[PATH_MAX], runpath[PATH_MAX], *origin = NULL;
 
@@ -436,7 +449,8 @@ void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf,
 	for (int i = 0; i < GL_NR_APIS; i++) {
 		int n;
 
-		if (lib->offsets[i] || (required_only && !(probe__desc(i)->flags & GL_API_REQUIRED)))
+		if (lib->offsets[i] ||
+		    (required_only && !(probe__desc(i)->flags & GL_API_REQUIRED)))
 			continue;
 		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", probe__name(i));
 		if (n < 0 || (size_t)n >= len - used)

@@ -16,8 +16,8 @@
 struct cuda_lib {
 	dev_t dev; /* identity of the file, as the tracer sees it */
 	ino_t ino;
-	char path[PATH_MAX];	/* path the tracer attaches through */
-	char display[PATH_MAX]; /* path as the process sees it */
+	char path[PATH_MAX];	      /* path the tracer attaches through */
+	char display[PATH_MAX];	      /* path as the process sees it */
 	uint64_t offsets[GL_NR_APIS]; /* file offset of each function; 0 = not exported */
 	int nr_found;
 };
@@ -49,6 +49,12 @@ int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path
  */
 int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
 			ino_t *ino);
+
+/*
+ * The file-name prefix libcuda__find_torch looks for (libc10_cuda.so; the hidden
+ * --bench-torch-lib sets another, so that benchmarks probe a private copy).
+ */
+void libcuda__set_torch_name(const char *prefix);
 
 /* The dynamic loader (ld-linux*.so) pid maps; as libcuda__find_torch. */
 int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,

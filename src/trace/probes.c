@@ -36,12 +36,9 @@ int probe__lookup(const char *name)
 const char *class__name(unsigned int cls)
 {
 	static const char *const names[GL_NR_CLASSES] = {
-		[GL_CLASS_DEVICE] = "device",
-		[GL_CLASS_MANAGED] = "managed",
-		[GL_CLASS_HOST_PINNED] = "host_pinned",
-		[GL_CLASS_TORCH_BLOCK] = "torch_block",
-		[GL_CLASS_ADDRESS] = "address_space",
-		[GL_CLASS_IMPORTED] = "imported",
+		[GL_CLASS_DEVICE] = "device",		[GL_CLASS_MANAGED] = "managed",
+		[GL_CLASS_HOST_PINNED] = "host_pinned", [GL_CLASS_TORCH_BLOCK] = "torch_block",
+		[GL_CLASS_ADDRESS] = "address_space",	[GL_CLASS_IMPORTED] = "imported",
 	};
 
 	return cls < GL_NR_CLASSES ? names[cls] : "unknown";

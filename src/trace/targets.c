@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include "loader.h"
 #include "probes.h"
-#include "targets.h"
 #include "stacks/python/python.h"
+#include "targets.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -33,7 +33,7 @@ enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
 
 struct pending_scan {
 	int pid;
-	bool scanned;	  /* the first scan is done; the follow-up is due at due_ns */
+	bool scanned; /* the first scan is done; the follow-up is due at due_ns */
 	uint64_t due_ns;
 };
 
@@ -116,7 +116,6 @@ static int attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
 	return 0;
 }
 
-
 /*
  * Attaches to PyTorch's allocator probes if pid maps libc10_cuda.so. Returns
  * 1 when the library was found (attached or without probes), 0 when pid maps
@@ -142,8 +141,10 @@ static int attach_torch(struct targets *s, int pid)
 	if (err == -EPERM && s->o.keep_going) {
 		/* the agent goes on: tensor blocks are then not traced in this library */
 		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
-			 "accounting only", display);
-		if (s->nr_torch_denied < (int)(sizeof(s->torch_denied) / sizeof(s->torch_denied[0])))
+			 "accounting only",
+			 display);
+		if (s->nr_torch_denied <
+		    (int)(sizeof(s->torch_denied) / sizeof(s->torch_denied[0])))
 			s->torch_denied[s->nr_torch_denied++] = (struct lib_id){ dev, ino };
 		return 1;
 	}
@@ -154,7 +155,8 @@ static int attach_torch(struct targets *s, int pid)
 	if (err == -ENOENT || err == -ESRCH)
 		log_msg(s->o.torch ? LOG_WARN : LOG_INFO,
 			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
-			"driver-level accounting only", display);
+			"driver-level accounting only",
+			display);
 	else if (err)
 		log_warn("failed to attach PyTorch's allocator probes in %s: %s", display,
 			 strerror(-err));
@@ -190,7 +192,8 @@ static int try_attach_target(struct targets *s, struct target *t)
 			t->state = T_ATTACHED;
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
-			  "to run as the target's user)", t->pid);
+			  "to run as the target's user)",
+			  t->pid);
 		err = -EPERM;
 	} else if (err != -ESRCH) {
 		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
@@ -223,7 +226,8 @@ static int add_targets(struct targets *s)
 		}
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
-			log_error("failed to add PID %d to the targets: %s", t->pid, strerror(-err));
+			log_error("failed to add PID %d to the targets: %s", t->pid,
+				  strerror(-err));
 			return -EIO;
 		}
 		s->nr_targets++;
@@ -285,7 +289,8 @@ static int attach_system_ldso(struct targets *s)
 		if (err == -EPERM)
 			return -EPERM;
 		if (err)
-			log_debug("cannot watch the dynamic loader %s: %s", paths[i], strerror(-err));
+			log_debug("cannot watch the dynamic loader %s: %s", paths[i],
+				  strerror(-err));
 	}
 	return 0;
 }
@@ -374,7 +379,6 @@ static int attach_system_lib(struct targets *s)
  */
 void targets__libs_changed(struct targets *s, int pid)
 {
-
 	for (int i = 0; i < s->nr_pending; i++) {
 		if (s->pending[i].pid == pid) {
 			if (s->pending[i].scanned)
@@ -444,10 +448,12 @@ static int start_child(struct targets *s)
 	if (!err && lib) {
 		if (s->o.libcuda)
 			snprintf(path, sizeof(path), "%s", s->o.libcuda);
-		if (!s->o.libcuda && libcuda__search(s->o.argv[0], getenv("LD_LIBRARY_PATH"), path,
-						  sizeof(path))) {
-			log_warn("libcuda.so.1 is not on the library path; gpuleak will attach when "
-				 "%s loads one (calls before that are not seen)", s->o.argv[0]);
+		if (!s->o.libcuda &&
+		    libcuda__search(s->o.argv[0], getenv("LD_LIBRARY_PATH"), path, sizeof(path))) {
+			log_warn(
+				"libcuda.so.1 is not on the library path; gpuleak will attach when "
+				"%s loads one (calls before that are not seen)",
+				s->o.argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
 			log_error("cannot read %s: %s", path, strerror(-err));
 		} else {
@@ -532,7 +538,6 @@ static bool check_targets(struct targets *s, uint64_t now, int *err)
 	}
 	return all_done;
 }
-
 
 static int start(struct targets *s)
 {

@@ -23,8 +23,8 @@ struct python;
 struct targets_opts {
 	const int *pids; /* attach: these processes */
 	int nr_pids;
-	bool all;	 /* every process that maps a libcuda, now and later */
-	char **argv;	 /* run: start this command (NULL otherwise) */
+	bool all;	     /* every process that maps a libcuda, now and later */
+	char **argv;	     /* run: start this command (NULL otherwise) */
 	const char *libcuda; /* the library to attach instead of the one found */
 	uint64_t wait_ms;    /* for a named process to load libcuda */
 	bool no_python;	     /* do not walk CPython frames */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include "gpu/isolated.h"
 #include "gpu/nvml.h"
 
 #define GIB (1ULL << 30)

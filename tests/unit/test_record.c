@@ -465,7 +465,7 @@ static void test_books_replay_call(void **state)
 	assert_int_equal(books__replay_call(b, &c, 0), 0);
 	assert_int_equal(seen.stack, 0);
 	assert_int_equal(books__counters(b)->stack_missing, 1);
-	assert_int_equal(p->bytes[GL_CLASS_DEVICE], 8192);
+	assert_int_equal(proc__totals(p)->bytes[GL_CLASS_DEVICE], 8192);
 	/* only call records replay */
 	c.hdr.type = GL_REC_STACK;
 	assert_int_equal(books__replay_call(b, &c, id), -EINVAL);

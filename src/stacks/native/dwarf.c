@@ -195,8 +195,8 @@ static int module_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf
 }
 
 static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
-			const char *file_name, const char *debuglink_file,
-			GElf_Word debuglink_crc, char **debuginfo_file_name)
+			const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			char **debuginfo_file_name)
 {
 	return -1;
 }
@@ -310,8 +310,7 @@ static int cb_frame(Dwfl_Frame *f, void *arg)
 	return DWARF_CB_OK;
 }
 
-int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint64_t *pcs,
-		       int max)
+int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint64_t *pcs, int max)
 {
 	struct collect c = { .pcs = pcs, .max = max };
 

@@ -55,8 +55,7 @@ Dwfl *dwarf_proc__dwfl(const struct dwarf_proc *p);
  * their number (>= 1 when max >= 1). Unwinding stops at the end of the CFI
  * chain, at a read outside the copy, at a pc of 0, or at max.
  */
-int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint64_t *pcs,
-		       int max);
+int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint64_t *pcs, int max);
 
 /*
  * Frame-pointer walk of the copy alone (no CFI): ip, the return address at

@@ -157,11 +157,18 @@ static bool eval_reg(const Dwarf_Op *op, const struct dv *r, struct dv *st, size
 		     struct dv *fail)
 {
 	uint8_t a = op->atom;
-	uint64_t reg = a == DW_OP_regx || a == DW_OP_bregx ? op->number :
-		       a >= DW_OP_breg0 ? (uint64_t)(a - DW_OP_breg0) : (uint64_t)(a - DW_OP_reg0);
-	uint64_t off = a == DW_OP_bregx ? op->number2 : a >= DW_OP_breg0 && a <= DW_OP_breg31 ?
-		       op->number : 0;
+	uint64_t reg, off = 0;
 
+	if (a == DW_OP_regx || a == DW_OP_bregx)
+		reg = op->number;
+	else if (a >= DW_OP_breg0)
+		reg = a - DW_OP_breg0;
+	else
+		reg = a - DW_OP_reg0;
+	if (a == DW_OP_bregx)
+		off = op->number2;
+	else if (a >= DW_OP_breg0 && a <= DW_OP_breg31)
+		off = op->number;
 	if (reg >= NREGS)
 		return false;
 	if (!r[reg].set) {
@@ -234,6 +241,8 @@ static bool binop(struct shadow *sh, uint8_t atom, struct dv *a, const struct dv
 		x >>= y;
 	else if (atom == DW_OP_shra)
 		x = (uint64_t)(sx >> y);
+	/* the operations as DWARF lists them, several a line */
+	/* clang-format off */
 	switch (atom) {
 	case DW_OP_and: x &= y; break;
 	case DW_OP_or: x |= y; break;
@@ -249,6 +258,7 @@ static bool binop(struct shadow *sh, uint8_t atom, struct dv *a, const struct dv
 	case DW_OP_gt: x = sx > sy; break;
 	case DW_OP_ne: x = sx != sy; break;
 	}
+	/* clang-format on */
 	a->v = x;
 	return true;
 }
@@ -288,8 +298,8 @@ static bool eval_arith(struct shadow *sh, const Dwarf_Op *op, struct dv *st, siz
 }
 
 /* DW_OP_deref, DW_OP_deref_size. cfa is NULL in the CFA rule itself. */
-static bool eval_deref(struct shadow *sh, const Dwarf_Op *op, const struct dv *cfa,
-		       struct dv *st, size_t *top, struct dv *fail)
+static bool eval_deref(struct shadow *sh, const Dwarf_Op *op, const struct dv *cfa, struct dv *st,
+		       size_t *top, struct dv *fail)
 {
 	struct dv a;
 
@@ -325,6 +335,8 @@ static bool eval_op(struct shadow *sh, struct eval *e, const Dwarf_Op *op, struc
 {
 	uint8_t atom = op->atom;
 
+	/* the operations as DWARF lists them, several a line */
+	/* clang-format off */
 	switch (atom) {
 	case DW_OP_lit0 ... DW_OP_lit31:
 		e->st[e->top++] = dv_const(atom - DW_OP_lit0);
@@ -373,6 +385,7 @@ static bool eval_op(struct shadow *sh, struct eval *e, const Dwarf_Op *op, struc
 	default:
 		return false;
 	}
+	/* clang-format on */
 }
 
 /* libdwfl's expr_eval(): the value of ops over the registers r of a frame. */

@@ -164,7 +164,8 @@ static void load_segments(struct symtab *t)
 		GElf_Phdr ph;
 
 		if (gelf_getphdr(t->elf, i, &ph) && ph.p_type == PT_LOAD)
-			t->segs[t->nr_segs++] = (struct segment){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+			t->segs[t->nr_segs++] =
+				(struct segment){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
 	}
 }
 

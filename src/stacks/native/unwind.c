@@ -61,8 +61,8 @@ struct centry {
 
 /* What the unwinder keeps for one process. */
 struct uproc {
-	struct dwarf_proc *dw;	    /* NULL: walk frame pointers */
-	const struct addr_map *am;  /* dw was built from am at generation gen */
+	struct dwarf_proc *dw;	   /* NULL: walk frame pointers */
+	const struct addr_map *am; /* dw was built from am at generation gen */
 	uint64_t gen;
 	bool tried;
 	struct htab *cache; /* cache_key -> struct centry * (chain) */
@@ -75,7 +75,7 @@ struct unwinder {
 	enum gl_stack_mode mode;
 	struct dwarf_ctx *dw; /* NULL: no CFI unwinding on this architecture */
 	struct dwarf_replay *replay;
-	struct htab *procs;   /* proc_key -> struct uproc * */
+	struct htab *procs; /* proc_key -> struct uproc * */
 	uint64_t clock;
 	size_t cache_bytes;
 	struct unwind_stats st;
@@ -152,8 +152,8 @@ void unwinder__free(struct unwinder *u)
 	if (st->stacks)
 		log_debug("unwinder: %llu DWARF stacks: %llu from the cache (%.0f ns each), %llu "
 			  "unwound (%.1f us each, %llu not cacheable), %llu by frame pointers; "
-			  "%llu Dwfl builds (%.1f ms each)", (unsigned long long)st->stacks,
-			  (unsigned long long)st->hits,
+			  "%llu Dwfl builds (%.1f ms each)",
+			  (unsigned long long)st->stacks, (unsigned long long)st->hits,
 			  st->hits ? (double)st->hit_ns / st->hits : 0,
 			  (unsigned long long)st->misses,
 			  st->misses ? st->miss_ns / 1e3 / st->misses : 0,
@@ -376,9 +376,11 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 		       const struct stack_view *v, uint64_t *ips, int max)
 {
 	const struct gl_stack *r = v->rec;
-	struct dwarf_input in = {
-		.ip = r->ip, .sp = r->sp, .bp = r->bp, .stack = v->stack, .len = r->stack_bytes
-	};
+	struct dwarf_input in = { .ip = r->ip,
+				  .sp = r->sp,
+				  .bp = r->bp,
+				  .stack = v->stack,
+				  .len = r->stack_bytes };
 	struct cache_key k = { .ip = r->ip, .sp = r->sp, .word0 = ~0ULL };
 	const struct centry *e;
 	struct uproc *up;

@@ -92,8 +92,7 @@ static char *to_utf8(const uint8_t *chars, size_t n, unsigned int kind)
 	return out;
 }
 
-char *pycode__read_str(int pid, const struct py_layout *l, const struct py_target *t,
-		       uint64_t addr)
+char *pycode__read_str(int pid, const struct py_layout *l, const struct py_target *t, uint64_t addr)
 {
 	uint8_t hdr[128];
 	uint8_t *chars = NULL;

@@ -12,7 +12,7 @@
 #include "pyoffsets.h"
 #include "pyproc.h"
 
-#define PY_MAX_STR 1024	     /* characters of a name or file kept */
+#define PY_MAX_STR 1024	       /* characters of a name or file kept */
 #define PY_MAX_LINETABLE 65536 /* bytes of a line table read */
 
 struct py_code {

@@ -74,15 +74,9 @@ static int line_delta(const uint8_t *t, size_t len, size_t at, int64_t *delta)
 			return -1;
 		*delta = (v & 1) ? -(v >> 1) : v >> 1;
 		return 0;
-	case LOC_ONE_LINE1:
-		*delta = 1;
-		return 0;
-	case LOC_ONE_LINE2:
-		*delta = 2;
-		return 0;
-	default:
-		*delta = 0;
-		return 0;
+	case LOC_ONE_LINE1: *delta = 1; return 0;
+	case LOC_ONE_LINE2: *delta = 2; return 0;
+	default: *delta = 0; return 0;
 	}
 }
 

@@ -23,6 +23,8 @@ struct debug_words {
 };
 
 /* 3.13: interpreter_state has 13 words, interpreter_frame 6, code_object 10. */
+/* fields grouped by the structure they describe */
+/* clang-format off */
 static const struct debug_words words_3_13 = {
 	.free_threaded = 2,
 	.rt_size = 3, .rt_interp_head = 5,
@@ -36,12 +38,15 @@ static const struct debug_words words_3_13 = {
 	.str_size = 67, .str_state = 68, .str_length = 69, .str_ascii_size = 70,
 	.owner_shim = 3, /* FRAME_OWNED_BY_CSTACK */
 };
+/* clang-format on */
 
 /*
  * 3.14: interpreter_state gained threads_main, code_object_generation and
  * tlbc_generation; interpreter_frame stackpointer and tlbc_index; code_object
  * co_tlbc; a set_object block sits before dict_object.
  */
+/* fields grouped by the structure they describe */
+/* clang-format off */
 static const struct debug_words words_3_14 = {
 	.free_threaded = 2,
 	.rt_size = 3, .rt_interp_head = 5,
@@ -55,6 +60,7 @@ static const struct debug_words words_3_14 = {
 	.str_size = 77, .str_state = 78, .str_length = 79, .str_ascii_size = 80,
 	.owner_shim = 3, /* FRAME_OWNED_BY_INTERPRETER, then FRAME_OWNED_BY_CSTACK */
 };
+/* clang-format on */
 
 static void common_objects(struct py_layout *l, uint16_t ascii_size, uint16_t compact_extra)
 {
@@ -82,10 +88,17 @@ int pyoffsets__table(int minor, uint32_t hexversion, struct py_layout *out)
 		*w = (struct gl_py_proc){
 			.version = w->version,
 			.flags = GL_PY_F_LASTI_INT | GL_PY_F_ALL_ENTRY,
-			.rt_interp_head = 32, .is_next = 0, .is_threads_head = 8,
-			.ts_next = 8, .ts_thread_id = 176, .ts_frame = 24,
-			.fr_previous = 24, .fr_code = 32, .fr_instr = 96,
-			.win_ts = 184, .win_fr = 100,
+			.rt_interp_head = 32,
+			.is_next = 0,
+			.is_threads_head = 8,
+			.ts_next = 8,
+			.ts_thread_id = 176,
+			.ts_frame = 24,
+			.fr_previous = 24,
+			.fr_code = 32,
+			.fr_instr = 96,
+			.win_ts = 184,
+			.win_fr = 100,
 		};
 		common_objects(l, 48, 24);
 		l->co_filename = 104;
@@ -99,12 +112,22 @@ int pyoffsets__table(int minor, uint32_t hexversion, struct py_layout *out)
 		*w = (struct gl_py_proc){
 			.version = w->version,
 			.flags = GL_PY_F_CFRAME | GL_PY_F_IS_ENTRY | GL_PY_F_NATIVE_TID,
-			.rt_interp_head = 40, .is_next = 0, .is_threads_head = 16,
-			.ts_next = 8, .ts_thread_id = 152, .ts_native_tid = 160, .ts_frame = 56,
+			.rt_interp_head = 40,
+			.is_next = 0,
+			.is_threads_head = 16,
+			.ts_next = 8,
+			.ts_thread_id = 152,
+			.ts_native_tid = 160,
+			.ts_frame = 56,
 			.cf_frame = 8,
-			.fr_previous = 48, .fr_code = 32, .fr_instr = 56, .fr_is_entry = 68,
-			.fr_owner = 69, .co_code = 184,
-			.win_ts = 168, .win_fr = 72,
+			.fr_previous = 48,
+			.fr_code = 32,
+			.fr_instr = 56,
+			.fr_is_entry = 68,
+			.fr_owner = 69,
+			.co_code = 184,
+			.win_ts = 168,
+			.win_fr = 72,
 		};
 		common_objects(l, 48, 24);
 		break;
@@ -112,17 +135,26 @@ int pyoffsets__table(int minor, uint32_t hexversion, struct py_layout *out)
 		*w = (struct gl_py_proc){
 			.version = w->version,
 			.flags = GL_PY_F_CFRAME | GL_PY_F_NATIVE_TID,
-			.rt_interp_head = 40, .is_next = 0, .is_threads_head = 72,
-			.ts_next = 8, .ts_thread_id = 136, .ts_native_tid = 144, .ts_frame = 56,
+			.rt_interp_head = 40,
+			.is_next = 0,
+			.is_threads_head = 72,
+			.ts_next = 8,
+			.ts_thread_id = 136,
+			.ts_native_tid = 144,
+			.ts_frame = 56,
 			.cf_frame = 0,
-			.fr_previous = 8, .fr_code = 0, .fr_instr = 56, .fr_owner = 70,
-			.owner_shim = 3, .co_code = 192,
-			.win_ts = 152, .win_fr = 72,
+			.fr_previous = 8,
+			.fr_code = 0,
+			.fr_instr = 56,
+			.fr_owner = 70,
+			.owner_shim = 3,
+			.co_code = 192,
+			.win_ts = 152,
+			.win_fr = 72,
 		};
 		common_objects(l, 40, 16);
 		break;
-	default:
-		return -ENOTSUP;
+	default: return -ENOTSUP;
 	}
 	/* 3.11 and 3.12 agree on the code object's name fields */
 	l->co_filename = 112;
@@ -151,18 +183,17 @@ static uint16_t max16(uint16_t a, uint16_t b)
 static int check_debug(const uint8_t *b, const struct debug_words *dw)
 {
 	const int pairs[][2] = {
-		{ dw->rt_size, dw->rt_interp_head }, { dw->is_size, dw->is_next },
+		{ dw->rt_size, dw->rt_interp_head },  { dw->is_size, dw->is_next },
 		{ dw->is_size, dw->is_threads_head }, { dw->ts_size, dw->ts_next },
-		{ dw->ts_size, dw->ts_interp }, { dw->ts_size, dw->ts_frame },
-		{ dw->ts_size, dw->ts_thread_id }, { dw->ts_size, dw->ts_native_tid },
-		{ dw->fr_size, dw->fr_previous }, { dw->fr_size, dw->fr_code },
-		{ dw->fr_size, dw->fr_instr }, { dw->fr_size, dw->fr_owner },
-		{ dw->co_size, dw->co_filename }, { dw->co_size, dw->co_name },
-		{ dw->co_size, dw->co_qualname }, { dw->co_size, dw->co_linetable },
-		{ dw->co_size, dw->co_firstlineno }, { dw->co_size, dw->co_code },
-		{ dw->bytes_size, dw->bytes_len }, { dw->bytes_size, dw->bytes_data },
-		{ dw->str_size, dw->str_state },
-		{ dw->str_size, dw->str_length },
+		{ dw->ts_size, dw->ts_interp },	      { dw->ts_size, dw->ts_frame },
+		{ dw->ts_size, dw->ts_thread_id },    { dw->ts_size, dw->ts_native_tid },
+		{ dw->fr_size, dw->fr_previous },     { dw->fr_size, dw->fr_code },
+		{ dw->fr_size, dw->fr_instr },	      { dw->fr_size, dw->fr_owner },
+		{ dw->co_size, dw->co_filename },     { dw->co_size, dw->co_name },
+		{ dw->co_size, dw->co_qualname },     { dw->co_size, dw->co_linetable },
+		{ dw->co_size, dw->co_firstlineno },  { dw->co_size, dw->co_code },
+		{ dw->bytes_size, dw->bytes_len },    { dw->bytes_size, dw->bytes_data },
+		{ dw->str_size, dw->str_state },      { dw->str_size, dw->str_length },
 	};
 
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
@@ -220,7 +251,8 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct py_layout *out)
 	w->fr_owner = word(b, dw->fr_owner);
 	w->owner_shim = dw->owner_shim;
 	w->co_code = word(b, dw->co_code);
-	w->win_ts = max16(max16(w->ts_next, w->ts_thread_id), max16(w->ts_native_tid, w->ts_frame)) + 8;
+	w->win_ts =
+		max16(max16(w->ts_next, w->ts_thread_id), max16(w->ts_native_tid, w->ts_frame)) + 8;
 	w->win_fr = max16(max16(w->fr_previous, w->fr_code), w->fr_instr) + 8;
 	w->win_fr = max16(w->win_fr, w->fr_owner + 1);
 	out->ts_interp = word(b, dw->ts_interp);
@@ -231,7 +263,8 @@ int pyoffsets__from_debug(const void *buf, size_t len, struct py_layout *out)
 	out->co_linetable = word(b, dw->co_linetable);
 	out->co_firstlineno = word(b, dw->co_firstlineno);
 	out->co_size = max16(max16(out->co_filename, out->co_name),
-			     max16(out->co_qualname, out->co_linetable)) + 8;
+			     max16(out->co_qualname, out->co_linetable)) +
+		       8;
 	out->co_size = max16(out->co_size, out->co_firstlineno + 4);
 	out->str_state = word(b, dw->str_state);
 	out->str_length = word(b, dw->str_length);

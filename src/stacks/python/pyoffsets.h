@@ -15,13 +15,13 @@
 #include "gpuleak_abi.h"
 
 struct py_layout {
-	uint32_t hexversion; /* PY_VERSION_HEX, e.g. 0x030c03f0 */
-	int minor;	     /* 3.minor */
+	uint32_t hexversion;	/* PY_VERSION_HEX, e.g. 0x030c03f0 */
+	int minor;		/* 3.minor */
 	struct gl_py_proc walk; /* BPF walk; runtime and start time are the caller's */
 	uint16_t ts_interp;	/* PyThreadState: interp (to check the offsets) */
 	uint16_t ob_type;	/* PyObject: ob_type */
 	uint16_t co_filename, co_name, co_qualname, co_linetable, co_firstlineno;
-	uint16_t co_size;	/* bytes of a code object that hold the fields above */
+	uint16_t co_size; /* bytes of a code object that hold the fields above */
 	uint16_t str_state, str_length;
 	uint16_t str_ascii_data;   /* where a compact ASCII string's characters start */
 	uint16_t str_compact_data; /* where other compact strings' characters start */

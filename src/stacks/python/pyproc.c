@@ -24,8 +24,16 @@
 #define MAX_CANDIDATES 8
 #define MAX_SEGS 16
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_EVAL, SYM_CODE_TYPE, SYM_STR_TYPE, SYM_BYTES_TYPE,
-       SYM_AITER, NR_SYMS };
+enum {
+	SYM_RUNTIME,
+	SYM_VERSION,
+	SYM_EVAL,
+	SYM_CODE_TYPE,
+	SYM_STR_TYPE,
+	SYM_BYTES_TYPE,
+	SYM_AITER,
+	NR_SYMS
+};
 
 static const char *const sym_names[NR_SYMS] = {
 	[SYM_RUNTIME] = "_PyRuntime",
@@ -38,7 +46,7 @@ static const char *const sym_names[NR_SYMS] = {
 };
 
 struct candidate {
-	uint64_t dev, ino; /* dev as struct modules keys it: major << 20 | minor */
+	uint64_t dev, ino;	     /* dev as struct modules keys it: major << 20 | minor */
 	uint64_t start, end, offset; /* a mapping of the file, for opening it */
 	uint64_t base_start;	     /* start of the mapping at file offset 0 */
 	bool has_base;
@@ -221,8 +229,7 @@ static int64_t vaddr_to_off(const struct elf_info *info, uint64_t v)
 	return -1;
 }
 
-static int fill_target(const struct candidate *c, const struct elf_info *info,
-		       struct py_target *t)
+static int fill_target(const struct candidate *c, const struct elf_info *info, struct py_target *t)
 {
 	const GElf_Phdr *first = &info->segs[0];
 	uint64_t bias;

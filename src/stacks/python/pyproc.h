@@ -13,15 +13,15 @@
 #include <sys/types.h>
 
 struct py_target {
-	uint64_t runtime;	  /* address of _PyRuntime */
-	uint64_t version_addr;	  /* address of Py_Version (3.11+), 0 if absent */
-	uint64_t code_type;	  /* address of PyCode_Type, 0 if unknown */
-	uint64_t str_type;	  /* address of PyUnicode_Type, 0 if unknown */
-	uint64_t bytes_type;	  /* address of PyBytes_Type, 0 if unknown */
-	uint64_t eval_start;	  /* _PyEval_EvalFrameDefault: file offsets in the module */
+	uint64_t runtime;      /* address of _PyRuntime */
+	uint64_t version_addr; /* address of Py_Version (3.11+), 0 if absent */
+	uint64_t code_type;    /* address of PyCode_Type, 0 if unknown */
+	uint64_t str_type;     /* address of PyUnicode_Type, 0 if unknown */
+	uint64_t bytes_type;   /* address of PyBytes_Type, 0 if unknown */
+	uint64_t eval_start;   /* _PyEval_EvalFrameDefault: file offsets in the module */
 	uint64_t eval_end;
-	uint64_t dev, ino;	  /* the module's identity, as struct modules keys it */
-	int minor;		  /* 3.minor from the file name or the symbols; 0 unknown */
+	uint64_t dev, ino; /* the module's identity, as struct modules keys it */
+	int minor;	   /* 3.minor from the file name or the symbols; 0 unknown */
 	char path[512];
 };
 

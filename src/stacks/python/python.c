@@ -12,12 +12,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "stacks/modules.h"
 #include "pycode.h"
 #include "pyline.h"
 #include "pyoffsets.h"
 #include "pyproc.h"
 #include "python.h"
+#include "stacks/modules.h"
 #include "util/clock.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -32,7 +32,7 @@ struct py_proc {
 	bool python; /* a supported CPython, configured in BPF */
 	uint64_t start_ticks;
 	uint32_t mod; /* module id of the interpreter's file, 0 until one of its frames is seen */
-	uint32_t retries; /* attempts left to find an interpreter that was not there */
+	uint32_t retries;  /* attempts left to find an interpreter that was not there */
 	uint64_t tried_ns; /* CLOCK_MONOTONIC of the last attempt */
 	struct py_target tgt;
 	struct py_layout layout;
@@ -61,9 +61,9 @@ struct code_name {
 struct python {
 	struct modules *mods;
 	struct py_publisher pub; /* where BPF's settings go; .set NULL: nowhere */
-	struct htab *procs;   /* pid -> struct py_proc * */
-	struct htab *codes;   /* code_key -> code_val */
-	struct htab *by_hash; /* hash of (function, file) -> first code id */
+	struct htab *procs;	 /* pid -> struct py_proc * */
+	struct htab *codes;	 /* code_key -> code_val */
+	struct htab *by_hash;	 /* hash of (function, file) -> first code id */
 	struct code_name *names; /* index = code id - 1 */
 	uint32_t nr_names, cap_names;
 	uint64_t status[GL_PY_NR_STATUS];
@@ -101,16 +101,17 @@ void python__free(struct python *py)
 	if (!py)
 		return;
 	if (py->status[0] || py->nr_names)
-		log_debug("python: %u code names; walks ended ok %llu, no thread %llu, no runtime "
-			  "%llu, fault %llu, truncated %llu, loop %llu, many threads %llu, stale %llu",
-			  py->nr_names, (unsigned long long)py->status[GL_PY_OK],
-			  (unsigned long long)py->status[GL_PY_NO_THREAD],
-			  (unsigned long long)py->status[GL_PY_NO_RUNTIME],
-			  (unsigned long long)py->status[GL_PY_FAULT],
-			  (unsigned long long)py->status[GL_PY_TRUNCATED],
-			  (unsigned long long)py->status[GL_PY_LOOP],
-			  (unsigned long long)py->status[GL_PY_MANY_THREADS],
-			  (unsigned long long)py->status[GL_PY_STALE]);
+		log_debug(
+			"python: %u code names; walks ended ok %llu, no thread %llu, no runtime "
+			"%llu, fault %llu, truncated %llu, loop %llu, many threads %llu, stale %llu",
+			py->nr_names, (unsigned long long)py->status[GL_PY_OK],
+			(unsigned long long)py->status[GL_PY_NO_THREAD],
+			(unsigned long long)py->status[GL_PY_NO_RUNTIME],
+			(unsigned long long)py->status[GL_PY_FAULT],
+			(unsigned long long)py->status[GL_PY_TRUNCATED],
+			(unsigned long long)py->status[GL_PY_LOOP],
+			(unsigned long long)py->status[GL_PY_MANY_THREADS],
+			(unsigned long long)py->status[GL_PY_STALE]);
 	while (py->procs && (pp = htab__next(py->procs, &it, NULL)))
 		free(*pp);
 	it = 0;
@@ -191,15 +192,18 @@ static int configure(const struct py_publisher *pub, struct py_proc *pp)
 	if (err) {
 		if (minor)
 			log_warn("PID %d runs CPython 3.%d (%s), whose frames gpuleak cannot walk: "
-				 "%s", pp->pid, minor, pp->tgt.path, strerror(-err));
+				 "%s",
+				 pp->pid, minor, pp->tgt.path, strerror(-err));
 		else
 			log_warn("PID %d runs a CPython of unknown version (%s): no Python frames",
 				 pp->pid, pp->tgt.path);
 		return -ENOTSUP;
 	}
 	if (!layout_fits(pp->pid, &pp->tgt, &pp->layout))
-		log_warn("PID %d: CPython 3.%d in %s is not laid out as gpuleak expects; its Python "
-			 "frames may be missing", pp->pid, pp->layout.minor, pp->tgt.path);
+		log_warn(
+			"PID %d: CPython 3.%d in %s is not laid out as gpuleak expects; its Python "
+			"frames may be missing",
+			pp->pid, pp->layout.minor, pp->tgt.path);
 	walk = pp->layout.walk;
 	walk.runtime = pp->tgt.runtime;
 	walk.start_ticks = pp->start_ticks;
@@ -207,7 +211,8 @@ static int configure(const struct py_publisher *pub, struct py_proc *pp)
 	if (pub->set) {
 		err = pub->set(pub->ctx, pp->pid, &walk);
 		if (err) {
-			log_warn("PID %d: cannot enable Python frames: %s", pp->pid, strerror(-err));
+			log_warn("PID %d: cannot enable Python frames: %s", pp->pid,
+				 strerror(-err));
 			return err;
 		}
 	}
@@ -383,8 +388,8 @@ static bool is_eval_frame(struct python *py, struct py_proc *pp, const struct fr
 }
 
 int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
-			 const struct frame *pyf, const uint32_t *flags, int npy,
-			 struct frame *out, int max)
+			 const struct frame *pyf, const uint32_t *flags, int npy, struct frame *out,
+			 int max)
 {
 	int k = 0, next = 0;
 
@@ -428,7 +433,8 @@ int python__merge(struct python *py, const struct stack_owner *proc, const struc
 		if (cv && cv->id)
 			line = pyline__line(pp->layout.minor, cv->table, cv->len, cv->firstlineno,
 					    f->lasti);
-		pyf[i] = (struct frame){ .addr = line, .mod = cv ? cv->id : 0,
+		pyf[i] = (struct frame){ .addr = line,
+					 .mod = cv ? cv->id : 0,
 					 .kind = FRAME_PYTHON };
 		flags[i] = f->flags;
 	}

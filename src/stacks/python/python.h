@@ -72,7 +72,7 @@ void python__code_info(struct python *py, uint32_t id, const char **function, co
  * returns its length (<= max).
  */
 int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
-			 const struct frame *pyf, const uint32_t *flags, int npy,
-			 struct frame *out, int max);
+			 const struct frame *pyf, const uint32_t *flags, int npy, struct frame *out,
+			 int max);
 
 #endif /* GL_PYTHON_H */
