@@ -5,7 +5,9 @@
  * Per running process (labels pid, comm and, where known, container_id,
  * pod_uid, namespace, pod, container): memory and allocations outstanding
  * per class, cumulative bytes allocated and freed, calls, failures, bytes
- * under stacks judged leaks, device bytes per GPU. Then the agent's health.
+ * under stacks judged leaks, device bytes per GPU (with dcgm-exporter's gpu and
+ * UUID labels where NVML names the GPU), growth and projected time to a full
+ * GPU. Then the agent's health.
  * Each family is written whole (HELP, TYPE, every sample) before the next.
  * No stacks, command lines or environment ever become labels.
  */
@@ -91,9 +93,8 @@ static void label(FILE *f, bool *first, const char *name, const char *v)
 	*first = false;
 }
 
-/* name{pid="..",comm="..",...identity[,x1="v1"][,x2="v2"]} ; empty values are left out */
-static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
-			 const char *v1, const char *x2, const char *v2)
+/* name{pid="..",comm="..",...identity,x[0]="x[1]",...} for nx pairs in x; empty values left out */
+static void proc_sample_n(struct ctx *c, const char *name, uint32_t i, const char *const *x, int nx)
 {
 	const struct snap_proc *p = &c->s->procs[i];
 	const struct proc_ident *id = c->o->idents ? &c->o->idents[i] : NULL;
@@ -111,17 +112,40 @@ static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char
 		label(c->f, &first, "pod", id->pod);
 		label(c->f, &first, "container", id->container);
 	}
-	if (x1)
-		label(c->f, &first, x1, v1);
-	if (x2)
-		label(c->f, &first, x2, v2);
+	for (int k = 0; k < nx; k++)
+		label(c->f, &first, x[2 * k], x[2 * k + 1]);
 	fputs("} ", c->f);
+}
+
+static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
+			 const char *v1, const char *x2, const char *v2)
+{
+	const char *x[] = { x1, v1, x2, v2 };
+
+	proc_sample_n(c, name, i, x, x2 ? 2 : x1 ? 1 : 0);
 }
 
 static void proc_sample(struct ctx *c, const char *name, uint32_t i, const char *extra,
 			const char *extra_value)
 {
 	proc_sample2(c, name, i, extra, extra_value, NULL, NULL);
+}
+
+/*
+ * A device series: cuda_device (the process's CUDA ordinal) always; gpu (NVML
+ * index) and UUID where NVML names the one GPU the process uses, spelled as
+ * dcgm-exporter spells them so that `* on(UUID)` joins need no label_replace.
+ */
+static void device_sample(struct ctx *c, const char *name, uint32_t i, int ordinal)
+{
+	const struct metrics_gpu *g = c->o->gpus ? &c->o->gpus[i] : NULL;
+	bool named = g && g->index >= 0 && g->uuid && g->uuid[0];
+	char cuda[16], index[16];
+	const char *x[] = { "cuda_device", cuda, "gpu", index, "UUID", named ? g->uuid : NULL };
+
+	snprintf(cuda, sizeof(cuda), "%d", ordinal);
+	snprintf(index, sizeof(index), "%d", named ? g->index : -1);
+	proc_sample_n(c, name, i, x, named ? 3 : 1);
 }
 
 static void u64(FILE *f, uint64_t v)
@@ -254,26 +278,46 @@ static void process_families(struct ctx *c)
 	}
 
 	fam = "gpuleak_process_device_memory_bytes";
-	family(c, fam, "gauge", "Device memory a process holds now, by GPU ordinal.");
+	family(c, fam, "gauge",
+	       "Device memory a process holds now, by CUDA device ordinal "
+	       "(cuda_device); with NVML, the GPU's NVML index (gpu) and UUID as dcgm-exporter "
+	       "labels them.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
-		char gpu[16];
 
 		if (p->exited)
 			continue;
 		for (int d = 0; d < 16; d++) {
-			const char *uuid = c->o->gpu_uuids ? c->o->gpu_uuids[i] : NULL;
-
 			if (!p->dev_bytes[d])
 				continue;
-			snprintf(gpu, sizeof(gpu), "%d", d);
-			proc_sample2(c, fam, i, "gpu", gpu, "gpu_uuid", uuid);
+			device_sample(c, fam, i, d);
 			u64(c->f, p->dev_bytes[d]);
 		}
 		if (p->unknown_dev_bytes) {
-			proc_sample(c, fam, i, "gpu", "unknown");
+			proc_sample(c, fam, i, "cuda_device", "unknown");
 			u64(c->f, p->unknown_dev_bytes);
 		}
+	}
+
+	fam = "gpuleak_process_device_growth_bytes_per_second";
+	family(c, fam, "gauge",
+	       "Growth rate of a process's device memory over its recent history.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].device_growth_bytes_per_s);
+	}
+
+	fam = "gpuleak_process_projected_oom_seconds";
+	family(c, fam, "gauge",
+	       "Seconds until a leaking process fills its GPU at its growth rate "
+	       "(NVML's free memory); only processes judged to leak, with NVML.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited || c->s->procs[i].projected_oom_s < 0)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].projected_oom_s);
 	}
 
 	per_proc(c, "gpuleak_process_peak_device_memory_bytes", "gauge",
