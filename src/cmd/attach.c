@@ -5,9 +5,11 @@
  * final report on stdout and in the files the command line names.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "attach.h"
+#include "census_cmd.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "output.h"
@@ -56,6 +58,20 @@ static int final_report(struct session *s, const struct gl_opts *o)
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }
 
+/* --census: what holds the tensors of each target still alive, after the report. */
+static void census_targets(const struct gl_opts *o)
+{
+	struct census_caps caps;
+
+	census_cmd__default_caps(&caps);
+	for (int i = 0; i < o->nr_pids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH)
+			continue;
+		putchar('\n');
+		census_cmd__one(o->pids[i], false, true, &caps);
+	}
+}
+
 int session__run(const struct gl_opts *o)
 {
 	uint64_t start_ns, next_summary_ns, now;
@@ -63,6 +79,11 @@ int session__run(const struct gl_opts *o)
 	bool done = false;
 	int status;
 
+	if (o->census && output__to_stdout(o)) {
+		log_error("--census prints its text on stdout after the report: write the "
+			  "reports to files, not to '-'");
+		return EXIT_USAGE;
+	}
 	s = session__new(o, &status);
 	if (!s)
 		return status;
@@ -80,5 +101,7 @@ int session__run(const struct gl_opts *o)
 	if (status == EXIT_OK)
 		status = final_report(s, o);
 	session__free(s);
+	if (o->census)
+		census_targets(o);
 	return status;
 }

@@ -32,6 +32,7 @@ enum {
 	OPT_NO_PYTHON,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_CENSUS,
 	OPT_TORCH_STACKS,
 	OPT_TENSORS,
 	OPT_TENSOR_WINDOW,
@@ -77,6 +78,7 @@ static const struct option long_opts[] = {
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "torch-stacks", required_argument, NULL, OPT_TORCH_STACKS },
 	{ "tensors", required_argument, NULL, OPT_TENSORS },
 	{ "tensor-window", required_argument, NULL, OPT_TENSOR_WINDOW },
@@ -121,6 +123,8 @@ void cli__usage(FILE *f)
 	      "       gpuleak explain [options] PID [PID...]   attach for a moment (-d, 1s) and say\n"
 	      "                                                where each one's GPU memory is and\n"
 	      "                                                why its allocations ran out\n"
+	      "       gpuleak census [options] PID             live tensors and what holds them\n"
+	      "                                                (gpuleak census --help)\n"
 	      "       gpuleak version | help\n"
 	      "\n"
 	      "options:\n"
@@ -148,6 +152,8 @@ void cli__usage(FILE *f)
 	      "      --torch           PyTorch tensor blocks through libc10_cuda's USDT probes\n"
 	      "                        (on by default when the target maps libc10_cuda.so)\n"
 	      "      --no-torch        driver level only\n"
+	      "      --census          after the final report, the census of every PID\n"
+	      "                        still alive (gpuleak census: tensors and their holders)\n"
 	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
 	      "                        (Python frames only: much cheaper per tensor)\n"
 	      "      --tensors MODE    when tensor blocks are traced: windowed (default: in\n"
@@ -335,6 +341,11 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_NO_TORCH:
 		o->no_torch = true;
 		o->torch = false;
+		return 0;
+	case OPT_CENSUS:
+		if (o->cmd != CMD_ATTACH)
+			return usage_error("--census belongs to attach");
+		o->census = true;
 		return 0;
 	case OPT_TORCH_STACKS:
 		if (!strcmp(arg, "python"))

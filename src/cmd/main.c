@@ -3,9 +3,11 @@
  * main.c - gpuleak's entry point: parse the command line, dispatch.
  */
 #include <stdio.h>
+#include <string.h>
 #include "cli.h"
 #include "agent/serve.h"
 #include "attach.h"
+#include "census_cmd.h"
 #include "offline.h"
 #include "top.h"
 #include "util/log.h"
@@ -17,8 +19,13 @@
 int main(int argc, char **argv)
 {
 	struct gl_opts o;
-	int status = cli__parse(argc, argv, &o);
+	int status;
 
+	if (argc > 1 && !strcmp(argv[1], "census")) {
+		log_level = LOG_INFO;
+		return census_cmd__main(argc - 1, argv + 1);
+	}
+	status = cli__parse(argc, argv, &o);
 	if (status)
 		return status;
 	log_level = o.verbosity < 0 ? LOG_ERROR : LOG_INFO + o.verbosity;

@@ -52,10 +52,11 @@ struct gl_opts {
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
-	bool no_python;		   /* do not walk CPython frames */
-	bool no_torch;		   /* do not attach to PyTorch's allocator probes */
-	bool torch;		   /* --torch: say so loudly when the probes are missing */
-	bool torch_python_only;	   /* --torch-stacks python */
+	bool no_python;		/* do not walk CPython frames */
+	bool no_torch;		/* do not attach to PyTorch's allocator probes */
+	bool torch;		/* --torch: say so loudly when the probes are missing */
+	bool torch_python_only; /* --torch-stacks python */
+	bool census; /* --census (attach): the census of each live PID after the final report */
 	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
 	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
 	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
