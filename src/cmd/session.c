@@ -55,7 +55,11 @@ uint64_t now_ns(void)
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct gl_proc *r = data;
 
+	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
+	    r->event == GL_PROC_LIBLOAD)
+		targets__lib_mapped(s, r);
 	books__apply(s->books, data, size);
 	return 0;
 }

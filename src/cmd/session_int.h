@@ -66,6 +66,7 @@ struct session {
 	int nr_torch_denied;
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
+	bool hold_eperm;	  /* attaching for a held process was refused: stop */
 };
 
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
@@ -76,8 +77,10 @@ uint64_t now_ns(void);
 int targets__start(struct session *s);
 /* Periodic work: pending scans, -a rescans, liveness. True when every target is done. */
 bool targets__step(struct session *s, uint64_t now, int *status);
-/* Books hook: the dynamic loader changed a traced process's libraries. */
+/* Books hook: a traced process mapped a library: scan it at the next step. */
 void targets__libs_changed(void *ctx, int pid);
+/* A GL_PROC_LIBLOAD record, before the books see it: attaches and releases a held process. */
+void targets__lib_mapped(struct session *s, const struct gl_proc *r);
 /* The run-mode child: forward a signal; collect its status if it exited. */
 void targets__signal_child(struct session *s, int sig);
 void targets__reap_child(struct session *s);

@@ -23,8 +23,8 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
-
-static int attach_ldso(struct session *s, int pid);
+/* A held process is stopped as its mmap returns: waited for at most this long. */
+#define HOLD_STOP_NS 200000000ULL
 
 struct target *targets__find(struct session *s, int pid)
 {
@@ -183,8 +183,6 @@ static int add_targets(struct session *s)
 			return EXIT_RUNTIME;
 		}
 		s->nr_targets++;
-		if (attach_ldso(s, t->pid) == -EPERM)
-			return EXIT_PRIV;
 		err = try_attach_target(s, t);
 		if (err == -EPERM)
 			return EXIT_PRIV;
@@ -199,51 +197,6 @@ static int add_targets(struct session *s)
 				 o->wait_ms / 1e3);
 	}
 	return EXIT_OK;
-}
-
-/*
- * Watches pid's dynamic loader (once per ld.so file): libraries it loads
- * later are found at once. Returns 0, or -EPERM on privileges.
- */
-static int attach_ldso(struct session *s, int pid)
-{
-	char path[PATH_MAX], display[PATH_MAX];
-	dev_t dev;
-	ino_t ino;
-	int err;
-
-	if (libcuda__find_ldso(pid, path, sizeof(path), display, sizeof(display), &dev, &ino) ||
-	    tracer__has_ldso(s->tracer, dev, ino))
-		return 0;
-	err = tracer__attach_ldso(s->tracer, path, dev, ino);
-	if (err == -EPERM)
-		return -EPERM;
-	if (err)
-		log_debug("cannot watch the dynamic loader %s: %s", display, strerror(-err));
-	else
-		log_debug("watching the dynamic loader %s", display);
-	return 0;
-}
-
-/* The system's dynamic loader, which new programs (run, -a) will use. */
-static int attach_system_ldso(struct session *s)
-{
-	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
-					     "/lib/ld-linux-aarch64.so.1" };
-	struct stat st;
-
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		int err;
-
-		if (stat(paths[i], &st) || tracer__has_ldso(s->tracer, st.st_dev, st.st_ino))
-			continue;
-		err = tracer__attach_ldso(s->tracer, paths[i], st.st_dev, st.st_ino);
-		if (err == -EPERM)
-			return -EPERM;
-		if (err)
-			log_debug("cannot watch the dynamic loader %s: %s", paths[i], strerror(-err));
-	}
-	return 0;
 }
 
 /*
@@ -270,8 +223,6 @@ static int scan_pid(struct session *s, int pid)
 			t->state = T_ATTACHED;
 	}
 	free(lib);
-	if (!err && attach_ldso(s, pid) < 0)
-		err = -EPERM;
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
 	return err == -EPERM ? -EPERM : ret;
@@ -342,6 +293,63 @@ void targets__libs_changed(void *ctx, int pid)
 		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
 }
 
+static bool maps_torch(int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+
+	return !libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino);
+}
+
+/* Waits until pid is stopped (or gone), at most HOLD_STOP_NS: its mapping is then complete. */
+static void wait_stopped(int pid)
+{
+	uint64_t until = now_ns() + HOLD_STOP_NS;
+	char state = '?';
+	int ppid;
+
+	while (!procfs__stat(pid, &ppid, &state) && state != 'T' && state != 't' && state != 'Z' &&
+	       now_ns() < until)
+		usleep(200);
+}
+
+/*
+ * A target mapped a libcuda, libc10_cuda or libpython (a GL_PROC_LIBLOAD
+ * record). When BPF holds it (stopped at that mapping), it is attached here
+ * and released at once; otherwise it is scanned at the next step.
+ */
+void targets__lib_mapped(struct session *s, const struct gl_proc *r)
+{
+	int pid = r->hdr.pid, err;
+	uint64_t t0 = now_ns(), since;
+	char name[sizeof(r->lib.name) + 1];
+	bool found;
+
+	if (!r->lib.held)
+		return; /* the books' hook schedules a scan */
+	memcpy(name, r->lib.name, sizeof(r->lib.name));
+	name[sizeof(r->lib.name)] = '\0';
+	wait_stopped(pid);
+	err = scan_pid(s, pid);
+	if (err == -EPERM)
+		s->hold_eperm = true;
+	found = r->lib.kind == GL_LIB_CUDA ? err == 1 : maps_torch(pid);
+	/* attached or not, this file holds no process again */
+	tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
+	if (tracer__held_since(s->tracer, pid, &since))
+		since = t0;
+	if (!tracer__release(s->tracer, pid))
+		return;
+	if (found)
+		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
+			  pid, (now_ns() - since) / 1e6, name);
+	else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0)
+		log_warn("PID %d (%s) maps %s, but gpuleak could not find it in /proc/%d/maps: "
+			 "released without its probes; its calls are not traced", pid, r->comm,
+			 name, pid);
+}
+
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
 static int run_pending_scans(struct session *s, uint64_t now)
 {
@@ -398,12 +406,15 @@ static int start_child(struct session *s)
 	err = tracer__add_target(s->tracer, s->child);
 	lib = malloc(sizeof(*lib));
 	if (!err && lib) {
+		/* a libcuda found by the search below is attached before the child runs; any
+		 * other (a wrapper's exec, dlopen) holds the child at its mapping */
 		if (s->o->libcuda)
 			snprintf(path, sizeof(path), "%s", s->o->libcuda);
 		if (!s->o->libcuda && libcuda__search(s->o->argv[0], getenv("LD_LIBRARY_PATH"), path,
 						  sizeof(path))) {
-			log_warn("libcuda.so.1 is not on the library path; gpuleak will attach when "
-				 "%s loads one (calls before that are not seen)", s->o->argv[0]);
+			log_info("libcuda.so.1 is not on the library path; gpuleak will attach when "
+				 "%s maps one (held at that mapping until the probes are in)",
+				 s->o->argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
 			log_error("cannot read %s: %s", path, strerror(-err));
 		} else {
@@ -495,8 +506,6 @@ int targets__start(struct session *s)
 	const struct gl_opts *o = s->o;
 	int status;
 
-	if ((o->cmd == CMD_RUN || o->all) && attach_system_ldso(s) == -EPERM)
-		return EXIT_PRIV;
 	if (o->cmd == CMD_RUN)
 		return start_child(s);
 	if (!o->all)
@@ -513,6 +522,10 @@ int targets__start(struct session *s)
 bool targets__step(struct session *s, uint64_t now, int *status)
 {
 	targets__reap_child(s);
+	if (s->hold_eperm) {
+		*status = EXIT_PRIV;
+		return true;
+	}
 	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
 		*status = EXIT_PRIV;
 		return true;
