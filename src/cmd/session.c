@@ -253,25 +253,67 @@ static void print_summary(struct session *s)
 
 enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
 
-/* Writes one report file (none if path is NULL). Returns 0 or -errno, said on stderr. */
-static int write_output(const struct snapshot *snap, enum output kind, const char *path)
+static void output_paths(const struct gl_opts *o, const char *paths[SESSION_NR_FILES])
+{
+	paths[OUT_JSON] = o->json_path;
+	paths[OUT_FOLDED] = o->folded_path;
+	paths[OUT_SVG] = o->svg_path;
+	paths[OUT_PPROF] = o->pprof_path;
+}
+
+int session__open_files(const struct gl_opts *o, FILE *files[SESSION_NR_FILES])
+{
+	static const char *const opts[] = { "--json", "--folded", "--svg", "--pprof" };
+	const char *paths[SESSION_NR_FILES];
+	int err = 0;
+
+	output_paths(o, paths);
+	for (int i = 0; i < SESSION_NR_FILES; i++)
+		files[i] = NULL;
+	for (int i = 0; i < SESSION_NR_FILES && !err; i++) {
+		if (!paths[i])
+			continue;
+		files[i] = outfile__reserve(paths[i]);
+		if (!files[i]) {
+			err = -errno;
+			log_error("cannot write %s: %s", paths[i], outfile__strerror(-err));
+			break;
+		}
+		for (int j = 0; j < i && !err; j++) {
+			if (!outfile__same(files[i], files[j]))
+				continue;
+			log_error("%s %s and %s %s are the same file: each report needs its own",
+				  opts[j], paths[j], opts[i], paths[i]);
+			err = -EINVAL;
+		}
+	}
+	if (err)
+		session__close_files(files);
+	return err;
+}
+
+void session__close_files(FILE *files[SESSION_NR_FILES])
+{
+	for (int i = 0; i < SESSION_NR_FILES; i++) {
+		outfile__close(files[i]);
+		files[i] = NULL;
+	}
+}
+
+/* Writes one report into f (from session__open_files; none if NULL) and closes it.
+ * Returns 0 or -errno, said on stderr. */
+static int write_output(const struct snapshot *snap, enum output kind, const char *path, FILE *f)
 {
 	struct timespec wall;
 	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
-	FILE *f;
 	int err;
 
-	if (!path)
+	if (!f)
 		return 0;
-	f = outfile__open(path);
-	if (!f) {
-		err = -errno;
-		if (err == -ELOOP)
-			log_error("cannot write %s: it is a symbolic link (not followed)", path);
-		else if (err == -EMLINK)
-			log_error("cannot write %s: it has other hard links", path);
-		else
-			log_error("cannot write %s: %s", path, strerror(-err));
+	err = outfile__begin(f);
+	if (err) {
+		log_error("cannot write %s: %s", path, strerror(-err));
+		outfile__close(f);
 		return err;
 	}
 	if (kind == OUT_JSON) {
@@ -291,14 +333,17 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	return err;
 }
 
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o)
+int session__write_files(const struct snapshot *snap, const struct gl_opts *o,
+			 FILE *files[SESSION_NR_FILES])
 {
-	const char *paths[] = { [OUT_JSON] = o->json_path, [OUT_FOLDED] = o->folded_path,
-				[OUT_SVG] = o->svg_path, [OUT_PPROF] = o->pprof_path };
+	const char *paths[SESSION_NR_FILES];
 	int err = 0;
 
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
-		err = write_output(snap, i, paths[i]) ?: err;
+	output_paths(o, paths);
+	for (int i = OUT_JSON; i <= OUT_PPROF; i++) {
+		err = write_output(snap, i, paths[i], files[i]) ?: err;
+		files[i] = NULL;
+	}
 	return err;
 }
 
@@ -315,7 +360,7 @@ static int final_report(struct session *s)
 	}
 	if (!session__report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
-	err = session__write_files(snap, o) ?: err;
+	err = session__write_files(snap, o, s->files) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -375,6 +420,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
+	session__close_files(s->files);
 	books__free(s->books);
 	free(s->nvml);
 	tracer__free(s->tracer);
@@ -423,6 +469,9 @@ static int setup(struct session *s)
 	};
 
 	raise_fd_limit();
+	/* every report is opened and checked before anything is traced */
+	if (session__open_files(o, s->files))
+		return EXIT_RUNTIME;
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;

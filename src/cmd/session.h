@@ -8,6 +8,7 @@
 #define GL_SESSION_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "cli.h"
 
 struct session;
@@ -32,11 +33,21 @@ int session__step(struct session *s, int timeout_ms, bool *done);
 /* A snapshot of the books (drained, compared with BPF's counters); NULL on ENOMEM. */
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
 struct tracer *session__tracer(struct session *s);
+#define SESSION_NR_FILES 4
 /*
- * Writes the report files o names (--json, --folded, --svg, --pprof) from
- * snap. Returns 0, or the last -errno (each failure said on stderr).
+ * Opens and checks the report files o names (--json, --folded, --svg,
+ * --pprof) without emptying them; the same file named twice is refused.
+ * Returns 0 with files[] set (NULL where o names none), or -errno with
+ * every failure said on stderr and nothing left open.
  */
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o);
+int session__open_files(const struct gl_opts *o, FILE *files[SESSION_NR_FILES]);
+void session__close_files(FILE *files[SESSION_NR_FILES]);
+/*
+ * Writes snap into the files from session__open_files() and closes them.
+ * Returns 0, or the last -errno (each failure said on stderr).
+ */
+int session__write_files(const struct snapshot *snap, const struct gl_opts *o,
+			 FILE *files[SESSION_NR_FILES]);
 /* Whether one of those files is stdout (the text report is then left out). */
 bool session__report_on_stdout(const struct gl_opts *o);
 struct books *session__books(struct session *s);

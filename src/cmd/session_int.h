@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include "books/books.h"
 #include "cli.h"
+#include "session.h"
 #include "stacks/modstore.h"
 #include "stacks/python.h"
 #include "stacks/symbolize.h"
@@ -66,6 +67,7 @@ struct session {
 	int nr_torch_denied;
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
+	FILE *files[SESSION_NR_FILES]; /* the reports, open from the start */
 	bool hold_eperm;	  /* attaching for a held process was refused: stop */
 };
 
