@@ -5,6 +5,7 @@
  * process with -a; finding their libcuda, PyTorch and Python and attaching
  * to them, including libraries mapped later; liveness of the targets.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,12 +18,15 @@
 #include <unistd.h>
 #include "session_int.h"
 #include "trace/probes.h"
+#include "util/caps.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#define CAP_SYS_PTRACE 19
 /* A held process is stopped as its mmap returns: waited for at most this long. */
 #define HOLD_STOP_NS 200000000ULL
 
@@ -144,6 +148,13 @@ static int try_attach_target(struct session *s, struct target *t)
 			err = attach_lib(s, lib, t->pid);
 		if (!err)
 			t->state = T_ATTACHED;
+	} else if ((err == -EACCES || err == -EPERM) &&
+		   (caps__effective() & (1ULL << CAP_SYS_PTRACE))) {
+		log_error("cannot read /proc/%d/maps: Permission denied although gpuleak holds "
+			  "CAP_SYS_PTRACE: the machine hides this process (a security module such "
+			  "as Yama's ptrace_scope 3, /proc mounted with hidepid=, or another user "
+			  "namespace)", t->pid);
+		err = -EACCES;
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)", t->pid);
@@ -162,6 +173,53 @@ static bool target_alive(const struct target *t)
 	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
 }
 
+/* Entries of /proc/PID/task: the threads not yet reaped. */
+static int nr_threads(int pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%d/task", procfs_root, pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * What cannot be traced whatever it loads: gpuleak itself, a kernel thread, a
+ * zombie. Says why and returns false for those.
+ */
+static bool traceable(int pid)
+{
+	uint64_t flags = 0;
+	char state = '?';
+	int ppid = 0;
+
+	if (pid == getpid()) {
+		log_error("PID %d is gpuleak itself: name the process that uses CUDA", pid);
+		return false;
+	}
+	/* a leader that called pthread_exit() is a zombie too, while its threads run */
+	if (procfs__stat(pid, &ppid, &state) == 0 && (state == 'Z' || state == 'X') &&
+	    nr_threads(pid) <= 1) {
+		log_error("PID %d has exited: a zombie waiting for its parent (PID %d) to reap it, "
+			  "with nothing left to trace", pid, ppid);
+		return false;
+	}
+	if (procfs__flags(pid, &flags) == 0 && (flags & PF_KTHREAD)) {
+		log_error("PID %d is a kernel thread: it has no user space, and never loads "
+			  "libcuda", pid);
+		return false;
+	}
+	return true;
+}
+
 static int add_targets(struct session *s)
 {
 	const struct gl_opts *o = s->o;
@@ -177,6 +235,8 @@ static int add_targets(struct session *s)
 			log_error("no such process: %d", t->pid);
 			return EXIT_RUNTIME;
 		}
+		if (!traceable(t->pid))
+			return EXIT_RUNTIME;
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
 			log_error("failed to add PID %d to the targets: %s", t->pid, strerror(-err));
@@ -374,15 +434,44 @@ static int run_pending_scans(struct session *s, uint64_t now)
 	return 0;
 }
 
+/*
+ * Waits for the child's exec: EOF on fd means it succeeded. A command that
+ * cannot be run is said in one line and ends the session with the shell's
+ * status for it: 127 (not found) or 126 (found, cannot be run).
+ */
+static int child_exec_status(struct session *s, int fd)
+{
+	int exec_errno = 0;
+	ssize_t n;
+
+	do
+		n = read(fd, &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n != sizeof(exec_errno))
+		return EXIT_OK;
+	log_error("cannot run %s: %s", s->o->argv[0], strerror(exec_errno));
+	waitpid(s->child, NULL, 0);
+	s->child_done = true;
+	return exec_errno == ENOENT ? 127 : 126;
+}
+
 static int start_child(struct session *s)
 {
 	char path[4096];
 	struct cuda_lib *lib;
-	int pipefd[2], err = 0;
+	int pipefd[2], errfd[2], err = 0, exec_errno;
 	char go = 1;
 
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		log_error("pipe: %s", strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	/* the child's exec error comes back here; a successful exec closes it */
+	if (pipe2(errfd, O_CLOEXEC)) {
+		log_error("pipe: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
 		return EXIT_RUNTIME;
 	}
 	s->child = fork();
@@ -393,13 +482,17 @@ static int start_child(struct session *s)
 	if (s->child == 0) {
 		/* wait until the probes are attached; EOF means the tracer died */
 		close(pipefd[1]);
+		close(errfd[0]);
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(127);
 		execvp(s->o->argv[0], s->o->argv);
-		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o->argv[0], strerror(errno));
-		_exit(127);
+		exec_errno = errno;
+		if (write(errfd[1], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
+			_exit(127);
+		_exit(exec_errno == ENOENT ? 127 : 126);
 	}
 	close(pipefd[0]);
+	close(errfd[1]);
 	s->targets[0] = (struct target){ .pid = s->child, .state = T_WAITING };
 	s->nr_targets = 1;
 	procfs__start_ticks(s->child, &s->targets[0].start_ticks);
@@ -412,7 +505,7 @@ static int start_child(struct session *s)
 			snprintf(path, sizeof(path), "%s", s->o->libcuda);
 		if (!s->o->libcuda && libcuda__search(s->o->argv[0], getenv("LD_LIBRARY_PATH"), path,
 						  sizeof(path))) {
-			log_info("libcuda.so.1 is not on the library path; gpuleak will attach when "
+			log_debug("libcuda.so.1 is not on the library path; gpuleak will attach when "
 				 "%s maps one (held at that mapping until the probes are in)",
 				 s->o->argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
@@ -426,14 +519,16 @@ static int start_child(struct session *s)
 	free(lib);
 	if (err) {
 		close(pipefd[1]);
+		close(errfd[0]);
 		kill(s->child, SIGKILL);
 		waitpid(s->child, NULL, 0);
+		s->child_done = true;
 		return err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
 	}
 	if (write(pipefd[1], &go, 1) != 1)
 		log_warn("could not release %s: %s", s->o->argv[0], strerror(errno));
 	close(pipefd[1]);
-	return EXIT_OK;
+	return child_exec_status(s, errfd[0]);
 }
 
 void targets__reap_child(struct session *s)
