@@ -65,6 +65,8 @@ struct session {
 	int nr_pending;
 	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
 	int nr_torch_denied;
+	struct lib_id bad_libs[16]; /* libcuda files that cannot be read: said once */
+	int nr_bad_libs;
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 	FILE *files[SESSION_NR_FILES]; /* the reports, open from the start */

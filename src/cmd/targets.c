@@ -30,6 +30,8 @@
 /* A held process is stopped as its mmap returns: waited for at most this long. */
 #define HOLD_STOP_NS 200000000ULL
 
+static void unreadable_lib(struct session *s, int pid, const struct cuda_lib *lib);
+
 struct target *targets__find(struct session *s, int pid)
 {
 	for (int i = 0; i < s->nr_targets; i++)
@@ -159,6 +161,8 @@ static int try_attach_target(struct session *s, struct target *t)
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)", t->pid);
 		err = -EPERM;
+	} else if (err == -ENOEXEC) {
+		unreadable_lib(s, t->pid, lib);
 	} else if (err != -ESRCH) {
 		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
 	}
@@ -259,24 +263,48 @@ static int add_targets(struct session *s)
 	return EXIT_OK;
 }
 
+/* A libcuda pid maps but gpuleak cannot read: said once per file. */
+static void unreadable_lib(struct session *s, int pid, const struct cuda_lib *lib)
+{
+	struct stat st;
+	int n = (int)(sizeof(s->bad_libs) / sizeof(s->bad_libs[0]));
+
+	if (stat(lib->path, &st))
+		return;
+	for (int i = 0; i < s->nr_bad_libs; i++)
+		if (s->bad_libs[i].dev == st.st_dev && s->bad_libs[i].ino == st.st_ino)
+			return;
+	if (s->nr_bad_libs < n)
+		s->bad_libs[s->nr_bad_libs++] = (struct lib_id){ st.st_dev, st.st_ino };
+	log_error("PID %d maps %s, which gpuleak cannot read: %s; its calls are not traced", pid,
+		  lib->display, lib->why ? lib->why : "unknown");
+}
+
 /*
  * Attaches to whatever pid maps that is not attached yet: its libcuda,
  * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
- * -EPERM on privileges.
+ * -ENOEXEC if it maps one gpuleak cannot read (said), -EPERM on privileges.
  */
 static int scan_pid(struct session *s, int pid)
 {
 	struct cuda_lib *lib = malloc(sizeof(*lib));
 	struct target *t = targets__find(s, pid);
-	int ret = 0, err = 0;
+	int ret = 0, err;
 
 	if (!lib)
 		return 0;
 	if (!s->o->no_python)
 		python__attach(s->python, s->tracer, pid);
-	if (libcuda__find_in_process(pid, lib) == 0) {
+	err = libcuda__find_in_process(pid, lib);
+	if (err == -ENOEXEC) {
+		unreadable_lib(s, pid, lib);
+		free(lib);
+		return -ENOEXEC;
+	}
+	if (err == 0) {
 		ret = 1;
 		books__prefetch_maps(s->books, pid);
+		err = 0;
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
 			err = attach_lib(s, lib, t ? pid : -1);
 		if (!err && t && t->state == T_WAITING)
@@ -287,6 +315,7 @@ static int scan_pid(struct session *s, int pid)
 		err = -EPERM;
 	return err == -EPERM ? -EPERM : ret;
 }
+
 
 static int scan_one(int pid, void *data)
 {
@@ -324,7 +353,7 @@ static int attach_system_lib(struct session *s)
 	err = libcuda__open(path, path, lib);
 	if (err)
 		log_msg(s->o->libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
-			strerror(-err));
+			libcuda__strerror(lib, err));
 	else
 		err = attach_lib(s, lib, -1);
 	free(lib);
@@ -394,7 +423,8 @@ void targets__lib_mapped(struct session *s, const struct gl_proc *r)
 	err = scan_pid(s, pid);
 	if (err == -EPERM)
 		s->hold_eperm = true;
-	found = r->lib.kind == GL_LIB_CUDA ? err == 1 : maps_torch(pid);
+	/* an unreadable library was said already */
+	found = r->lib.kind == GL_LIB_CUDA ? err == 1 || err == -ENOEXEC : maps_torch(pid);
 	/* attached or not, this file holds no process again */
 	tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
 	if (tracer__held_since(s->tracer, pid, &since))
@@ -509,7 +539,7 @@ static int start_child(struct session *s)
 				 "%s maps one (held at that mapping until the probes are in)",
 				 s->o->argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
-			log_error("cannot read %s: %s", path, strerror(-err));
+			log_error("cannot read %s: %s", path, libcuda__strerror(lib, err));
 		} else {
 			err = attach_lib(s, lib, -1);
 			if (!err)
@@ -554,6 +584,7 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 
 	for (int i = 0; i < s->nr_targets; i++) {
 		struct target *t = &s->targets[i];
+		int r;
 
 		if (t->state == T_EXITED)
 			continue;
@@ -568,8 +599,7 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 		}
 		all_done = false;
 		if (t->state == T_ATTACHED && !t->torch_done) {
-			int r = attach_torch(s, t->pid);
-
+			r = attach_torch(s, t->pid);
 			if (r == -EPERM) {
 				*status = EXIT_PRIV;
 				return true;
@@ -580,8 +610,9 @@ static bool check_targets(struct session *s, uint64_t now, int *status)
 		}
 		if (t->state != T_WAITING)
 			continue;
-		if (try_attach_target(s, t) == -EPERM) {
-			*status = EXIT_PRIV;
+		r = try_attach_target(s, t);
+		if (r == -EPERM || r == -ENOEXEC) {
+			*status = r == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
 			return true;
 		}
 		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
