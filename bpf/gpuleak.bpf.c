@@ -270,7 +270,7 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, prot = 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = pid_tgid >> 32;
+	__u32 tgid = pid_tgid >> 32, zero = 0;
 	struct gl_file_key key;
 	char name[sizeof(((struct gl_libmap *)0)->name)] = {};
 	struct file *file;
@@ -308,7 +308,8 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	r->lib.kind = kind;
 	__builtin_memcpy(r->lib.name, name, sizeof(name));
 	now = bpf_ktime_get_ns();
-	if (targ_hold && !known && kind != GL_LIB_PYTHON &&
+	/* key 0 in held: the tracer is going away, hold nothing more */
+	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero) &&
 	    bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST) == 0) {
 		/* SIGSTOP to the whole process, taken on the way back to user space */
 		if (bpf_send_signal(19 /* SIGSTOP */))

@@ -44,7 +44,8 @@ struct {
 } known_libs SEC(".maps");
 
 /* Processes BPF stopped at a library's mapping: tgid -> bpf_ktime_get_ns() of the stop.
- * User space deletes the entry and sends SIGCONT once the probes are in. */
+ * User space deletes the entry and sends SIGCONT once the probes are in. Key 0: the
+ * tracer is going away, nothing more is held. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);

@@ -171,16 +171,22 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 	return gpuleak__load(t->skel);
 }
 
-/* SIGCONT to every process BPF holds, each once: the held entry is taken first. */
+/*
+ * Ends holding: key 0 in the held map tells BPF to hold no more processes
+ * (its programs may run a little after the tracer is gone), then SIGCONT to
+ * every process held, each once (its entry is taken first).
+ */
 static void release_all(int held_fd)
 {
-	__u32 key, next;
+	__u32 key = 0, next;
+	__u64 zero = 0;
 	bool first = true;
 
+	bpf_map_update_elem(held_fd, &key, &zero, BPF_ANY);
 	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
 		first = false;
 		key = next;
-		if (!bpf_map_delete_elem(held_fd, &key))
+		if (key && !bpf_map_delete_elem(held_fd, &key))
 			kill(key, SIGCONT);
 	}
 }
@@ -205,8 +211,11 @@ static int start_guard(struct tracer *t)
 		return -errno;
 	}
 	if (t->guard == 0) {
-		/* keep only the pipe and the map: the links must close with the tracer */
-		if (dup2(pfd[0], 3) < 0 || dup2(held_fd, 4) < 0)
+		/* keep only the pipe and the map: the links must close with the tracer
+		 * (both moved above 4 first, so that neither dup2 closes the other) */
+		int rd = fcntl(pfd[0], F_DUPFD, 10), map = fcntl(held_fd, F_DUPFD, 10);
+
+		if (rd < 0 || map < 0 || dup2(rd, 3) < 0 || dup2(map, 4) < 0)
 			_exit(1);
 		syscall(SYS_close_range, 5, ~0U, 0);
 		signal(SIGINT, SIG_IGN);
