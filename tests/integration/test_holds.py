@@ -232,3 +232,40 @@ def test_held_process_released_when_the_tracer_is_killed(tmp):
         tr.proc.wait(10)
     wait_until(lambda: _state(wl.pid) != "T", 10, "the guard to release the workload")
     check_eq(wl.wait(20), 0, "the workload's exit status once released")
+
+
+def test_serve_releases_a_held_process_of_another_user(tmp):
+    """serve gives up capabilities after attaching, but keeps the one that releases a
+    process of another user (in another session) held at a library's mapping: that
+    process runs to its end."""
+    shared = os.path.join(tmp, "shared")
+    os.makedirs(os.path.join(shared, "lib"))
+    for d in (tmp, shared, os.path.join(shared, "lib")):
+        os.chmod(d, 0o755)
+    os.chmod(shared, 0o777)
+    lib = os.path.join(shared, "lib", "libcuda.so.1")
+    shutil.copy(FAKECUDA, lib)
+    os.chmod(lib, 0o755)
+    err_path = os.path.join(tmp, "serve.err")
+    with open(err_path, "wb") as ef:
+        agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
+                                  "--libcuda", FAKECUDA], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=ef)
+    try:
+        wait_until(lambda: "capabilities kept" in open(err_path).read() or
+                   agent.poll() is not None, 20, "gpuleak serve to give up capabilities")
+        check(agent.poll() is None, f"serve runs: {open(err_path).read()}")
+        truth_path = os.path.join(shared, "t.json")
+
+        def as_nobody():
+            os.setgid(65534)
+            os.setuid(65534)
+        p = subprocess.run([os.path.join(WORKLOADS, "wl_dlopen"), "--lib", lib, "--no-wait",
+                            "--truth", truth_path], preexec_fn=as_nobody, timeout=30,
+                           capture_output=True, start_new_session=True)
+        check_eq(p.returncode, 0, f"the other user's workload ({p.stderr!r})")
+        wait_until(lambda: f"functions in {lib}" in open(err_path).read(), 10,
+                   "serve to attach the copy")
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.wait(15)
