@@ -81,19 +81,19 @@ int report_cmd__run(const struct gl_opts *o)
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;
 	struct snapshot *snap = NULL;
-	FILE *files[SESSION_NR_FILES];
+	struct report_files files;
 	int status = EXIT_OK, err;
 	char why[256];
 
 	for (int i = 0; i < o->nr_debug_dirs; i++)
 		dirs[ro.ndirs++] = o->debug_dirs[i];
 	dirs[ro.ndirs++] = SYSTEM_DEBUG_DIR;
-	if (session__open_files(o, files))
+	if (session__open_files(o, &files))
 		return EXIT_RUNTIME;
 	err = recread__open(o->record_path, &rr, why, sizeof(why));
 	if (err) {
 		log_error("%s: %s", o->record_path, why);
-		session__close_files(files);
+		session__close_files(&files);
 		return err == -ENOMEM ? EXIT_RUNTIME : EXIT_BADFILE;
 	}
 	rp = replay__new(&ro);
@@ -118,12 +118,12 @@ int report_cmd__run(const struct gl_opts *o)
 			status = EXIT_RUNTIME;
 	}
 	print_gaps(text ? stdout : NULL, replay__info(rp), recread__counts(rr));
-	if (session__write_files(snap, o, files))
+	if (session__write_files(snap, &files))
 		status = EXIT_RUNTIME;
 	if (text && fflush(stdout))
 		status = EXIT_RUNTIME;
 cleanup:
-	session__close_files(files);
+	session__close_files(&files);
 	snapshot__free(snap);
 	replay__free(rp);
 	recread__free(rr);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -253,50 +254,54 @@ static void print_summary(struct session *s)
 
 enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
 
-static void output_paths(const struct gl_opts *o, const char *paths[SESSION_NR_FILES])
-{
-	paths[OUT_JSON] = o->json_path;
-	paths[OUT_FOLDED] = o->folded_path;
-	paths[OUT_SVG] = o->svg_path;
-	paths[OUT_PPROF] = o->pprof_path;
-}
-
-int session__open_files(const struct gl_opts *o, FILE *files[SESSION_NR_FILES])
+int session__open_files(const struct gl_opts *o, struct report_files *rf)
 {
 	static const char *const opts[] = { "--json", "--folded", "--svg", "--pprof" };
-	const char *paths[SESSION_NR_FILES];
+	struct stat st;
 	int err = 0;
 
-	output_paths(o, paths);
-	for (int i = 0; i < SESSION_NR_FILES; i++)
-		files[i] = NULL;
+	memset(rf, 0, sizeof(*rf));
+	rf->path[OUT_JSON] = o->json_path;
+	rf->path[OUT_FOLDED] = o->folded_path;
+	rf->path[OUT_SVG] = o->svg_path;
+	rf->path[OUT_PPROF] = o->pprof_path;
 	for (int i = 0; i < SESSION_NR_FILES && !err; i++) {
-		if (!paths[i])
+		const char *path = rf->path[i];
+
+		if (!path)
 			continue;
-		files[i] = outfile__reserve(paths[i]);
-		if (!files[i]) {
+		rf->created[i] = !outfile__is_stdout(path) && lstat(path, &st) && errno == ENOENT;
+		rf->f[i] = outfile__reserve(path);
+		if (!rf->f[i]) {
 			err = -errno;
-			log_error("cannot write %s: %s", paths[i], outfile__strerror(-err));
+			rf->created[i] = false;
+			log_error("cannot write %s: %s", path, outfile__strerror(-err));
 			break;
 		}
 		for (int j = 0; j < i && !err; j++) {
-			if (!outfile__same(files[i], files[j]))
+			if (!outfile__same(rf->f[i], rf->f[j]))
 				continue;
 			log_error("%s %s and %s %s are the same file: each report needs its own",
-				  opts[j], paths[j], opts[i], paths[i]);
+				  opts[j], rf->path[j], opts[i], path);
+			rf->created[i] = false; /* the one created first goes */
 			err = -EINVAL;
 		}
 	}
 	if (err)
-		session__close_files(files);
+		session__close_files(rf);
 	return err;
 }
 
-void session__close_files(FILE *files[SESSION_NR_FILES])
+void session__close_files(struct report_files *rf)
 {
 	for (int i = 0; i < SESSION_NR_FILES; i++) {
-		outfile__close(files[i]);
-		files[i] = NULL;
+		if (!rf->f[i])
+			continue;
+		outfile__close(rf->f[i]);
+		/* a report never written leaves no empty file behind */
+		if (rf->created[i])
+			unlink(rf->path[i]);
+		rf->f[i] = NULL;
 	}
 }
 
@@ -333,16 +338,13 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	return err;
 }
 
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o,
-			 FILE *files[SESSION_NR_FILES])
+int session__write_files(const struct snapshot *snap, struct report_files *rf)
 {
-	const char *paths[SESSION_NR_FILES];
 	int err = 0;
 
-	output_paths(o, paths);
 	for (int i = OUT_JSON; i <= OUT_PPROF; i++) {
-		err = write_output(snap, i, paths[i], files[i]) ?: err;
-		files[i] = NULL;
+		err = write_output(snap, i, rf->path[i], rf->f[i]) ?: err;
+		rf->f[i] = NULL;
 	}
 	return err;
 }
@@ -360,7 +362,7 @@ static int final_report(struct session *s)
 	}
 	if (!session__report_on_stdout(o))
 		err = report__text(stdout, snap, &to);
-	err = session__write_files(snap, o, s->files) ?: err;
+	err = session__write_files(snap, &s->files) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -420,7 +422,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
-	session__close_files(s->files);
+	session__close_files(&s->files);
 	books__free(s->books);
 	free(s->nvml);
 	tracer__free(s->tracer);
@@ -470,7 +472,7 @@ static int setup(struct session *s)
 
 	raise_fd_limit();
 	/* every report is opened and checked before anything is traced */
-	if (session__open_files(o, s->files))
+	if (session__open_files(o, &s->files))
 		return EXIT_RUNTIME;
 	s->mods = modules__new();
 	s->stacks = stacks__new();

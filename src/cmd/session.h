@@ -34,20 +34,25 @@ int session__step(struct session *s, int timeout_ms, bool *done);
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
 struct tracer *session__tracer(struct session *s);
 #define SESSION_NR_FILES 4
+/* The report files o names (--json, --folded, --svg, --pprof), open from the start. */
+struct report_files {
+	FILE *f[SESSION_NR_FILES]; /* NULL where none is named */
+	const char *path[SESSION_NR_FILES];
+	bool created[SESSION_NR_FILES]; /* made now: removed if closed without a report */
+};
 /*
- * Opens and checks the report files o names (--json, --folded, --svg,
- * --pprof) without emptying them; the same file named twice is refused.
- * Returns 0 with files[] set (NULL where o names none), or -errno with
- * every failure said on stderr and nothing left open.
+ * Opens and checks the report files o names without emptying them; the same
+ * file named twice is refused. Returns 0, or -errno with every failure said
+ * on stderr and nothing left open (nor created).
  */
-int session__open_files(const struct gl_opts *o, FILE *files[SESSION_NR_FILES]);
-void session__close_files(FILE *files[SESSION_NR_FILES]);
+int session__open_files(const struct gl_opts *o, struct report_files *rf);
+/* Closes what was not written; files created by session__open_files() go. */
+void session__close_files(struct report_files *rf);
 /*
- * Writes snap into the files from session__open_files() and closes them.
- * Returns 0, or the last -errno (each failure said on stderr).
+ * Writes snap into the open files and closes them. Returns 0, or the last
+ * -errno (each failure said on stderr).
  */
-int session__write_files(const struct snapshot *snap, const struct gl_opts *o,
-			 FILE *files[SESSION_NR_FILES]);
+int session__write_files(const struct snapshot *snap, struct report_files *rf);
 /* Whether one of those files is stdout (the text report is then left out). */
 bool session__report_on_stdout(const struct gl_opts *o);
 struct books *session__books(struct session *s);

@@ -69,7 +69,7 @@ struct session {
 	int nr_bad_libs;
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
-	FILE *files[SESSION_NR_FILES]; /* the reports, open from the start */
+	struct report_files files; /* the reports, open from the start */
 	bool hold_eperm;	  /* attaching for a held process was refused: stop */
 };
 
