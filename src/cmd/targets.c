@@ -304,18 +304,18 @@ static int scan_pid(struct session *s, int pid)
 	if (err == 0) {
 		ret = 1;
 		books__prefetch_maps(s->books, pid);
-		err = 0;
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
 			err = attach_lib(s, lib, t ? pid : -1);
 		if (!err && t && t->state == T_WAITING)
 			t->state = T_ATTACHED;
+	} else {
+		err = 0; /* none mapped (yet), or the process is gone */
 	}
 	free(lib);
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
 	return err == -EPERM ? -EPERM : ret;
 }
-
 
 static int scan_one(int pid, void *data)
 {
