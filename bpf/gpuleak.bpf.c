@@ -309,13 +309,17 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	__builtin_memcpy(r->lib.name, name, sizeof(name));
 	now = bpf_ktime_get_ns();
 	/* key 0 in held: the tracer is going away, hold nothing more */
-	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero) &&
-	    bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST) == 0) {
-		/* SIGSTOP to the whole process, taken on the way back to user space */
-		if (bpf_send_signal(19 /* SIGSTOP */))
-			bpf_map_delete_elem(&held, &tgid);
-		else
+	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero)) {
+		/* SIGSTOP to the whole process, taken on the way back to user space; an entry
+		 * there already: held at an earlier mapping */
+		long err = bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST);
+
+		if (err == 0 && bpf_send_signal(19 /* SIGSTOP */) == 0)
 			r->lib.held = 1;
+		else if (err == 0)
+			bpf_map_delete_elem(&held, &tgid);
+		if (err != -17 /* EEXIST */ && !r->lib.held)
+			r->lib.held = 2;
 	}
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -253,7 +253,8 @@ struct gl_libmap {
 	__u64 dev; /* the kernel's identity of the file: super block s_dev, inode number */
 	__u64 ino;
 	__u32 kind; /* enum gl_lib_kind */
-	__u32 held; /* 1: BPF stopped the process (SIGSTOP) until user space releases it */
+	__u32 held; /* 1: BPF stopped the process (SIGSTOP) until user space releases it;
+		     * 2: a file not handled yet, but the process could not be stopped */
 	char name[48]; /* the file's base name */
 };
 

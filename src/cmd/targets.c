@@ -415,7 +415,11 @@ void targets__lib_mapped(struct session *s, const struct gl_proc *r)
 	char name[sizeof(r->lib.name) + 1];
 	bool found;
 
-	if (!r->lib.held)
+	if (r->lib.held == 2)
+		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
+			 "than 4096 held at once, or the signal was refused): its first calls may "
+			 "be missed", pid, r->comm, (int)sizeof(r->lib.name), r->lib.name);
+	if (r->lib.held != 1)
 		return; /* the books' hook schedules a scan */
 	memcpy(name, r->lib.name, sizeof(r->lib.name));
 	name[sizeof(r->lib.name)] = '\0';
