@@ -16,6 +16,9 @@
 #define GPULEAK_VERSION "0.1.0"
 #endif
 
+/* --tensors sampled: a tensor-block stack per MiB allocated, on average */
+#define DEFAULT_TENSOR_SAMPLE (1ULL << 20)
+
 enum {
 	OPT_JSON = 256,
 	OPT_STACKS,
@@ -30,6 +33,10 @@ enum {
 	OPT_TORCH,
 	OPT_NO_TORCH,
 	OPT_TORCH_STACKS,
+	OPT_TENSORS,
+	OPT_TENSOR_WINDOW,
+	OPT_TENSOR_DUTY,
+	OPT_TENSOR_SAMPLE,
 	OPT_LISTEN,
 	OPT_STATE_DIR,
 	OPT_PROFILE_DIR,
@@ -43,6 +50,7 @@ enum {
 	OPT_SVG,
 	OPT_PPROF,
 	OPT_BENCH_FLOOR,
+	OPT_BENCH_TORCH_LIB,
 	OPT_MAX_SIZE,
 	OPT_KEEP_MODULES,
 	OPT_KEEP_MAX,
@@ -70,6 +78,10 @@ static const struct option long_opts[] = {
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "torch-stacks", required_argument, NULL, OPT_TORCH_STACKS },
+	{ "tensors", required_argument, NULL, OPT_TENSORS },
+	{ "tensor-window", required_argument, NULL, OPT_TENSOR_WINDOW },
+	{ "tensor-duty", required_argument, NULL, OPT_TENSOR_DUTY },
+	{ "tensor-sample", required_argument, NULL, OPT_TENSOR_SAMPLE },
 	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "profile-dir", required_argument, NULL, OPT_PROFILE_DIR },
@@ -80,7 +92,8 @@ static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
-	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR }, /* hidden: bench/ only */
+	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR },
+	{ "bench-torch-lib", required_argument, NULL, OPT_BENCH_TORCH_LIB }, /* hidden: bench/ only */
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "keep-modules", required_argument, NULL, OPT_KEEP_MODULES },
@@ -131,6 +144,15 @@ void cli__usage(FILE *f)
 	      "      --no-torch        driver level only\n"
 	      "      --torch-stacks S  stacks of tensor blocks: full (as --stacks) or python\n"
 	      "                        (Python frames only: much cheaper per tensor)\n"
+	      "      --tensors MODE    when tensor blocks are traced: windowed (default: in\n"
+	      "                        windows, see README), sampled (always: every block\n"
+	      "                        booked, stacks for a byte-weighted sample), full\n"
+	      "                        (always: every block with its stack) or off\n"
+	      "      --tensor-sample N tensor-block stacks one per N bytes on average\n"
+	      "                        (Poisson; 0 = every block; 1M with --tensors sampled)\n"
+	      "      --tensor-window T a window's length (16 x --resolution: 16s)\n"
+	      "      --tensor-duty PCT automatic windows' share of the time (2); SIGUSR1 or\n"
+	      "                        serve's POST /tensors/arm opens one at once\n"
 	      "  -p, --pid PID         a process to trace (top; also as attach's PID arguments)\n"
 	      "      --sort KEY        top: growth (default) or bytes\n"
 	      "      --resolution T    time resolution of leak verdicts (1s); a verdict needs 8 T\n"
@@ -210,6 +232,7 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+	o->tensor_duty_pct = 2;
 #if defined(__x86_64__)
 	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
 #else
@@ -317,6 +340,31 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else
 			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
 		return 0;
+	case OPT_TENSORS:
+		if (!strcmp(arg, "full") || !strcmp(arg, "windowed") || !strcmp(arg, "sampled")) {
+			o->tensors_full = arg[0] != 'w';
+			o->tensors_sampled = arg[0] == 's';
+			o->no_torch = false;
+		} else if (!strcmp(arg, "off")) {
+			o->no_torch = true;
+			o->torch = o->tensors_full = o->tensors_sampled = false;
+		} else {
+			return usage_error("invalid --tensors '%s': expected windowed, sampled, full "
+					   "or off",
+					   arg);
+		}
+		return 0;
+	case OPT_TENSOR_WINDOW:
+		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
+			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h", arg) :
+			       0;
+	case OPT_TENSOR_SAMPLE:
+		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
+			       usage_error("invalid --tensor-sample '%s': expected a size, 0 to 1T",
+					   arg) : 0;
+	case OPT_TENSOR_DUTY:
+		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
+			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) : 0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
 			return usage_error("invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT",
@@ -367,6 +415,12 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
 			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
+	case OPT_BENCH_TORCH_LIB:
+		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
+			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
+					   "prefix under 64 bytes", arg);
+		o->bench_torch_lib = arg;
+		return 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
@@ -521,6 +575,10 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 			return EXIT_OK;
 		at = optind;
 	}
+	if (o->tensors_sampled && !o->tensor_sample_bytes)
+		o->tensor_sample_bytes = DEFAULT_TENSOR_SAMPLE;
+	if (!o->tensor_window_ms)
+		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
 	if (!o->ringbuf_bytes)
 		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 128 << 20 : 32 << 20;

@@ -67,6 +67,7 @@ struct session {
 	int nr_torch_denied;
 	struct lib_id bad_libs[16]; /* libcuda files that cannot be read: said once */
 	int nr_bad_libs;
+	struct tiers *tiers;	  /* when the tensor level is traced */
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 	struct report_files files; /* the reports, open from the start */
@@ -75,6 +76,9 @@ struct session {
 
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
 uint64_t now_ns(void);
+
+/* NVML's view of the devices now; NULL when there is none (session.c). */
+const struct nvml_sample *session__sample_nvml(struct session *s);
 
 /* targets.c */
 /* Attaches to what the command line names (PIDs, -a, or a new child). Returns EXIT_*. */
