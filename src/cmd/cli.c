@@ -136,6 +136,8 @@ void cli__usage(FILE *f)
 	      "      --ringbuf-size N  ring buffer size, a power of two (128M with dwarf stacks,\n"
 	      "                        else 32M)\n"
 	      "      --max-allocs N    allocations the kernel side can track (1048576)\n"
+	      "      --max-stacks N    distinct call stacks kept, which bounds gpuleak's memory;\n"
+	      "                        past it, stacks count as one \"other stacks\" (16384)\n"
 	      "      --libcuda PATH    the CUDA driver library to probe (run mode)\n"
 	      "      --no-follow-forks do not trace children of the targets\n"
 	      "      --no-python       do not walk CPython frames\n"
@@ -165,7 +167,6 @@ void cli__usage(FILE *f)
 	      "      --profile-every T how often to write a profile (60s)\n"
 	      "      --profile-keep N  profiles kept on disk, oldest removed first (10)\n"
 	      "      --max-procs N     processes tracked at once (8192)\n"
-	      "      --max-stacks N    distinct call stacks kept (16384)\n"
 	      "\n"
 	      "  -o, --output FILE     record: the recording (created 0600, symlinks refused)\n"
 	      "      --max-size N      record: stop recording when FILE reaches N (min 16k)\n"
@@ -396,7 +397,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_MAX_STACKS:
 		if (parse_u32(arg, 16, 1 << 24, &o->max_stacks))
 			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216", arg);
-		return serve_only(o, "--max-stacks");
+		return 0;
 	case 'p':
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
