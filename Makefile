@@ -7,8 +7,11 @@
 #                   tests with the default build, then again with this one)
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
+#   make image      the agent's OCI image from the static binary (.output/image/)
 #   make bench      run the CPU benchmarks
+#   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
+#   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
 
 VERSION := 0.1.0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -31,6 +34,9 @@ PYTHON ?= python3
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
 	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
+# src/ is built with -Werror (WERROR=0 to build with a compiler that warns of more)
+WERROR ?= 1
+SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
 LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread -lm
 
@@ -52,7 +58,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SRCS := $(wildcard src/*/*.c)
+SRCS := $(wildcard src/*/*.c src/*/*/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/src/cmd/main.o,$(OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c bpf/*.bpf.h) include/gpuleak_abi.h
@@ -63,7 +69,8 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda gpuleak
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format check-format \
+	fakecuda gpuleak image
 .DEFAULT_GOAL := all
 
 all: gpuleak
@@ -89,7 +96,7 @@ $(SKEL): $(BPF_OBJ)
 $(BUILD)/src/%.o: src/%.c $(SKEL)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SRC_CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
 
 $(BUILD)/gpuleak: $(OBJS)
 	$(call msg,LINK,$@)
@@ -132,7 +139,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
-integration: deps gpuleak fakecuda $(PARTIAL_LIB)
+integration: deps gpuleak fakecuda $(PARTIAL_LIB) image
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py
 
@@ -140,7 +147,7 @@ integration: deps gpuleak fakecuda $(PARTIAL_LIB)
 # flavour, built beside the default one); any sanitizer report fails it. The fuzz tests
 # do not run gpuleak (their targets are built with the sanitizers): they run once, in
 # 'integration'.
-integration-san: deps gpuleak fakecuda $(PARTIAL_LIB)
+integration-san: deps gpuleak fakecuda $(PARTIAL_LIB) image
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
 	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py -x test_fuzz.
@@ -155,6 +162,12 @@ ifneq ($(SAN),1)
 	$(Q)$(MAKE) --no-print-directory integration-san
 endif
 
+# The agent's image: the static binary alone, built offline with buildah into an OCI
+# layout and an oci-archive under $(OUTPUT)/image (tests/integration/test_fleet.py checks it).
+image: deps
+	$(Q)$(MAKE) --no-print-directory STATIC=1 $(OUTPUT)/static/gpuleak
+	$(Q)scripts/build-image $(OUTPUT)/static/gpuleak $(OUTPUT)/image $(VERSION)
+
 check-static: gpuleak
 	$(Q)scripts/check-static gpuleak
 
@@ -166,8 +179,15 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
 	$(Q)bench/run
 
+FORMAT_FILES = $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
+
+# .clang-format is the kernel's style at 100 columns; the tree is kept formatted
 format:
-	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h) bpf/*.c bpf/*.h include/*.h
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+# fails, naming the lines, where `make format` would change something
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak

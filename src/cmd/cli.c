@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
-#include "util/http.h"
+#include "agent/http.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -93,7 +93,8 @@ static const struct option long_opts[] = {
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "resolution", required_argument, NULL, OPT_RESOLUTION },
 	{ "bench-floor", no_argument, NULL, OPT_BENCH_FLOOR },
-	{ "bench-torch-lib", required_argument, NULL, OPT_BENCH_TORCH_LIB }, /* hidden: bench/ only */
+	{ "bench-torch-lib", required_argument, NULL,
+	  OPT_BENCH_TORCH_LIB }, /* hidden: bench/ only */
 	{ "output", required_argument, NULL, 'o' },
 	{ "max-size", required_argument, NULL, OPT_MAX_SIZE },
 	{ "keep-modules", required_argument, NULL, OPT_KEEP_MODULES },
@@ -258,32 +259,29 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	uint64_t v;
 
 	switch (c) {
-	case 'a':
-		o->all = true;
-		return 0;
+	case 'a': o->all = true; return 0;
 	case 'i':
 		return parse_duration_ms(arg, 0, 86400000ULL * 365, &o->interval_ms) ?
-			       usage_error("invalid --interval '%s': expected a duration", arg) : 0;
+			       usage_error("invalid --interval '%s': expected a duration", arg) :
+			       0;
 	case 'd':
 		return parse_duration_ms(arg, 1, 86400000ULL * 365, &o->duration_ms) ?
-			       usage_error("invalid --duration '%s': expected a positive duration", arg) : 0;
+			       usage_error("invalid --duration '%s': expected a positive duration",
+					   arg) :
+			       0;
 	case 'w':
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
-			       usage_error("invalid --wait '%s': expected a duration up to 24h", arg) : 0;
+			       usage_error("invalid --wait '%s': expected a duration up to 24h",
+					   arg) :
+			       0;
 	case OPT_JSON:
 		if (!*arg)
 			return usage_error("--json needs a file name ('-' for stdout)");
 		o->json_path = arg;
 		return 0;
-	case OPT_FOLDED:
-		o->folded_path = arg;
-		return 0;
-	case OPT_SVG:
-		o->svg_path = arg;
-		return 0;
-	case OPT_PPROF:
-		o->pprof_path = arg;
-		return 0;
+	case OPT_FOLDED: o->folded_path = arg; return 0;
+	case OPT_SVG: o->svg_path = arg; return 0;
+	case OPT_PPROF: o->pprof_path = arg; return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
 			o->stack_mode = GL_STACK_FP;
@@ -292,7 +290,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else if (!strcmp(arg, "none"))
 			o->stack_mode = GL_STACK_NONE;
 		else
-			return usage_error("invalid --stacks '%s': expected fp, dwarf or none", arg);
+			return usage_error("invalid --stacks '%s': expected fp, dwarf or none",
+					   arg);
 		return 0;
 	case OPT_STACK_BYTES:
 		if (parse_size(arg, 256, GL_MAX_STACK_COPY, &v))
@@ -301,30 +300,31 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_TOP:
 		return parse_u32(arg, 0, 1000000, &o->top) ?
-			       usage_error("invalid --top '%s': expected 0 to 1000000", arg) : 0;
+			       usage_error("invalid --top '%s': expected 0 to 1000000", arg) :
+			       0;
 	case OPT_FRAMES:
 		return parse_u32(arg, 0, 4096, &o->frames) ?
-			       usage_error("invalid --frames '%s': expected 0 to 4096", arg) : 0;
+			       usage_error("invalid --frames '%s': expected 0 to 4096", arg) :
+			       0;
 	case OPT_RINGBUF:
 		if (parse_size(arg, 4096, 1ULL << 31, &v) || (v & (v - 1)))
 			return usage_error("invalid --ringbuf-size '%s': expected a power of two "
-					   "from 4k to 2G", arg);
+					   "from 4k to 2G",
+					   arg);
 		o->ringbuf_bytes = v;
 		return 0;
 	case OPT_MAX_ALLOCS:
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
-			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864", arg) : 0;
+			       usage_error("invalid --max-allocs '%s': expected 1 to 67108864",
+					   arg) :
+			       0;
 	case OPT_LIBCUDA:
 		if (!*arg)
 			return usage_error("--libcuda needs a path");
 		o->libcuda = arg;
 		return 0;
-	case OPT_NO_FOLLOW:
-		o->follow_forks = false;
-		return 0;
-	case OPT_NO_PYTHON:
-		o->no_python = true;
-		return 0;
+	case OPT_NO_FOLLOW: o->follow_forks = false; return 0;
+	case OPT_NO_PYTHON: o->no_python = true; return 0;
 	case OPT_TORCH:
 		o->torch = true;
 		o->no_torch = false;
@@ -339,7 +339,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else if (!strcmp(arg, "full"))
 			o->torch_python_only = false;
 		else
-			return usage_error("invalid --torch-stacks '%s': expected full or python", arg);
+			return usage_error("invalid --torch-stacks '%s': expected full or python",
+					   arg);
 		return 0;
 	case OPT_TENSORS:
 		if (!strcmp(arg, "full") || !strcmp(arg, "windowed") || !strcmp(arg, "sampled")) {
@@ -350,31 +351,36 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			o->no_torch = true;
 			o->torch = o->tensors_full = o->tensors_sampled = false;
 		} else {
-			return usage_error("invalid --tensors '%s': expected windowed, sampled, full "
-					   "or off",
-					   arg);
+			return usage_error(
+				"invalid --tensors '%s': expected windowed, sampled, full "
+				"or off",
+				arg);
 		}
 		return 0;
 	case OPT_TENSOR_WINDOW:
 		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
-			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h", arg) :
+			       usage_error("invalid --tensor-window '%s': expected 100ms to 1h",
+					   arg) :
 			       0;
 	case OPT_TENSOR_SAMPLE:
 		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
 			       usage_error("invalid --tensor-sample '%s': expected a size, 0 to 1T",
-					   arg) : 0;
+					   arg) :
+			       0;
 	case OPT_TENSOR_DUTY:
 		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
-			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) : 0;
+			       usage_error("invalid --tensor-duty '%s': expected 1 to 100", arg) :
+			       0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
-			return usage_error("invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT",
-					   arg);
+			return usage_error(
+				"invalid --listen '%s': expected ADDR:PORT or [IPv6]:PORT", arg);
 		o->listen = arg;
 		return serve_only(o, "--listen");
 	case OPT_STATE_DIR:
 		if (arg[0] != '/')
-			return usage_error("invalid --state-dir '%s': expected an absolute path", arg);
+			return usage_error("invalid --state-dir '%s': expected an absolute path",
+					   arg);
 		o->state_dir = arg;
 		return serve_only(o, "--state-dir");
 	case OPT_PROFILE_DIR:
@@ -388,7 +394,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return serve_only(o, "--profile-every");
 	case OPT_PROFILE_KEEP:
 		if (parse_u32(arg, 1, 100000, &o->profile_keep))
-			return usage_error("invalid --profile-keep '%s': expected 1 to 100000", arg);
+			return usage_error("invalid --profile-keep '%s': expected 1 to 100000",
+					   arg);
 		return serve_only(o, "--profile-keep");
 	case OPT_MAX_PROCS:
 		if (parse_u32(arg, 1, 1 << 20, &o->max_procs))
@@ -396,7 +403,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return serve_only(o, "--max-procs");
 	case OPT_MAX_STACKS:
 		if (parse_u32(arg, 16, 1 << 24, &o->max_stacks))
-			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216", arg);
+			return usage_error("invalid --max-stacks '%s': expected 16 to 16777216",
+					   arg);
 		return 0;
 	case 'p':
 		if (o->nr_pids == GL_MAX_PIDS)
@@ -415,16 +423,16 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
-			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) : 0;
+			       usage_error("invalid --resolution '%s': expected 1ms to 1h", arg) :
+			       0;
 	case OPT_BENCH_TORCH_LIB:
 		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
 			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
-					   "prefix under 64 bytes", arg);
+					   "prefix under 64 bytes",
+					   arg);
 		o->bench_torch_lib = arg;
 		return 0;
-	case OPT_BENCH_FLOOR:
-		o->bench_floor = true;
-		return 0;
+	case OPT_BENCH_FLOOR: o->bench_floor = true; return 0;
 	case 'o':
 		if (!*arg)
 			return usage_error("-o needs a file name");
@@ -450,17 +458,10 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			return usage_error("--debug-dir needs a directory");
 		o->debug_dirs[o->nr_debug_dirs++] = arg;
 		return 0;
-	case 'v':
-		o->verbosity++;
-		return 0;
-	case 'q':
-		o->verbosity = -1;
-		return 0;
-	case 'h':
-		o->cmd = CMD_HELP;
-		return 0;
-	default:
-		return EXIT_USAGE;
+	case 'v': o->verbosity++; return 0;
+	case 'q': o->verbosity = -1; return 0;
+	case 'h': o->cmd = CMD_HELP; return 0;
+	default: return EXIT_USAGE;
 	}
 }
 
@@ -473,7 +474,8 @@ static int check_outputs(const struct gl_opts *o)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		on_stdout += paths[i] && !strcmp(paths[i], "-");
 	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg and --pprof can "
-					   "be '-' (stdout)") : 0;
+					   "be '-' (stdout)") :
+			       0;
 }
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
@@ -504,7 +506,8 @@ static int check_offline(struct gl_opts *o, int argc, char **argv)
 		return usage_error("--debug-dir belongs to report");
 	if (o->cmd == CMD_RECORD && !o->record_path)
 		return usage_error("record needs -o FILE");
-	if (o->cmd == CMD_RECORD && (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
+	if (o->cmd == CMD_RECORD &&
+	    (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
 		return usage_error("record writes no report: gpuleak report FILE makes them");
 	if (o->cmd != CMD_REPORT)
 		return EXIT_OK;

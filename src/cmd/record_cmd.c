@@ -10,12 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
+#include "model/session.h"
+#include "model/snapshot.h"
 #include "offline.h"
-#include "report/snapshot.h"
-#include "session.h"
-#include "stacks/python.h"
+#include "recording/record.h"
+#include "stacks/python/python.h"
 #include "trace/loader.h"
-#include "trace/record.h"
+#include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 
 #define STEP_MS 100
@@ -77,14 +79,6 @@ static void code_info(void *ctx, uint32_t id, const char **function, const char 
 	python__code_info(rc->python, id, function, file);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static void explain_create_error(const char *path, int err)
 {
 	if (err == ELOOP)
@@ -103,7 +97,7 @@ static void explain_create_error(const char *path, int err)
 static int finish(struct session *s, struct rec_cmd *rc)
 {
 	struct books *b = session__books(s);
-	struct snapshot *snap = session__snapshot(s, 1);
+	struct snapshot *snap = session__snapshot(s, 1, true);
 	int err;
 
 	if (!snap)
@@ -131,7 +125,7 @@ static int record_loop(struct session *s, struct rec_cmd *rc, const struct gl_op
 		status = session__step(s, STEP_MS, &done);
 		if (tracer__stats(session__tracer(s), stats))
 			memset(stats, 0, sizeof(stats));
-		if (recorder__tick(rc->rec, mono_ns(), stats))
+		if (recorder__tick(rc->rec, now_ns(), stats))
 			status = EXIT_RUNTIME;
 		if (recorder__truncated(rc->rec) && !said) {
 			log_warn("%s reached --max-size (%s): recording stopped", o->record_path,
@@ -154,7 +148,8 @@ int record_cmd__run(const struct gl_opts *o)
 		.applied = on_applied,
 		.ctx = &rc,
 	};
-	struct recorder_opts ro = { .max_size = o->max_size, .code_info = code_info,
+	struct recorder_opts ro = { .max_size = o->max_size,
+				    .code_info = code_info,
 				    .code_ctx = &rc };
 	struct session *s;
 	struct books *b;
@@ -186,7 +181,7 @@ int record_cmd__run(const struct gl_opts *o)
 		goto cleanup;
 	}
 	/* records reach the books from the first step on */
-	recorder__begin(rc.rec, books__modules(b), books__stacks(b), mono_ns(),
+	recorder__begin(rc.rec, books__modules(b), books__stacks(b), now_ns(),
 			books__opts(b)->series_width_ns);
 	status = record_loop(s, &rc, o);
 	if (!recorder__failed(rc.rec) && finish(s, &rc) && status == EXIT_OK)

@@ -12,9 +12,9 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include "model/session.h"
+#include "model/snapshot.h"
 #include "report/report.h"
-#include "report/snapshot.h"
-#include "session.h"
 #include "top.h"
 #include "util/log.h"
 
@@ -63,7 +63,7 @@ static bool read_keys(struct term *t, struct top_opts *to, bool *redraw)
 
 static void draw(struct session *s, const struct top_opts *to, bool tty)
 {
-	struct snapshot *snap = session__snapshot(s, 0);
+	struct snapshot *snap = session__snapshot(s, 0, true);
 
 	if (!snap)
 		return;

@@ -5,7 +5,9 @@
  * Per running process (labels pid, comm and, where known, container_id,
  * pod_uid, namespace, pod, container): memory and allocations outstanding
  * per class, cumulative bytes allocated and freed, calls, failures, bytes
- * under stacks judged leaks, device bytes per GPU. Then the agent's health.
+ * under stacks judged leaks, device bytes per GPU (with dcgm-exporter's gpu and
+ * UUID labels where NVML names the GPU), growth and projected time to a full
+ * GPU. Then the agent's health.
  * Each family is written whole (HELP, TYPE, every sample) before the next.
  * No stacks, command lines or environment ever become labels.
  */
@@ -91,9 +93,8 @@ static void label(FILE *f, bool *first, const char *name, const char *v)
 	*first = false;
 }
 
-/* name{pid="..",comm="..",...identity[,x1="v1"][,x2="v2"]} ; empty values are left out */
-static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
-			 const char *v1, const char *x2, const char *v2)
+/* name{pid="..",comm="..",...identity,x[0]="x[1]",...} for nx pairs in x; empty values left out */
+static void proc_sample_n(struct ctx *c, const char *name, uint32_t i, const char *const *x, int nx)
 {
 	const struct snap_proc *p = &c->s->procs[i];
 	const struct proc_ident *id = c->o->idents ? &c->o->idents[i] : NULL;
@@ -111,17 +112,40 @@ static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char
 		label(c->f, &first, "pod", id->pod);
 		label(c->f, &first, "container", id->container);
 	}
-	if (x1)
-		label(c->f, &first, x1, v1);
-	if (x2)
-		label(c->f, &first, x2, v2);
+	for (int k = 0; k < nx; k++)
+		label(c->f, &first, x[2 * k], x[2 * k + 1]);
 	fputs("} ", c->f);
+}
+
+static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
+			 const char *v1, const char *x2, const char *v2)
+{
+	const char *x[] = { x1, v1, x2, v2 };
+
+	proc_sample_n(c, name, i, x, x2 ? 2 : x1 ? 1 : 0);
 }
 
 static void proc_sample(struct ctx *c, const char *name, uint32_t i, const char *extra,
 			const char *extra_value)
 {
 	proc_sample2(c, name, i, extra, extra_value, NULL, NULL);
+}
+
+/*
+ * A device series: cuda_device (the process's CUDA ordinal) always; gpu (NVML
+ * index) and UUID where NVML names the one GPU the process uses, spelled as
+ * dcgm-exporter spells them so that `* on(UUID)` joins need no label_replace.
+ */
+static void device_sample(struct ctx *c, const char *name, uint32_t i, int ordinal)
+{
+	const struct metrics_gpu *g = c->o->gpus ? &c->o->gpus[i] : NULL;
+	bool named = g && g->index >= 0 && g->uuid && g->uuid[0];
+	char cuda[16], index[16];
+	const char *x[] = { "cuda_device", cuda, "gpu", index, "UUID", named ? g->uuid : NULL };
+
+	snprintf(cuda, sizeof(cuda), "%d", ordinal);
+	snprintf(index, sizeof(index), "%d", named ? g->index : -1);
+	proc_sample_n(c, name, i, x, named ? 3 : 1);
 }
 
 static void u64(FILE *f, uint64_t v)
@@ -202,7 +226,8 @@ static void info_family(struct ctx *c)
 {
 	const char *fam = "gpuleak_process_info";
 
-	family(c, fam, "gauge", "A traced process: its PID in its own namespace (ns_pid) and "
+	family(c, fam, "gauge",
+	       "A traced process: its PID in its own namespace (ns_pid) and "
 	       "container runtime, with the labels of the other process series. Always 1.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
@@ -223,9 +248,10 @@ static void process_families(struct ctx *c)
 	const char *fam;
 
 	info_family(c);
-	per_class(c, "gpuleak_process_memory_bytes", "gauge",
-		  "GPU-related memory a process holds now, by class (device, managed, host_pinned).",
-		  PC_BYTES);
+	per_class(
+		c, "gpuleak_process_memory_bytes", "gauge",
+		"GPU-related memory a process holds now, by class (device, managed, host_pinned).",
+		PC_BYTES);
 	per_class(c, "gpuleak_process_allocations", "gauge",
 		  "Allocations a process holds now, by memory class.", PC_ALLOCS);
 	per_class(c, "gpuleak_process_allocated_bytes_total", "counter",
@@ -233,7 +259,8 @@ static void process_families(struct ctx *c)
 		  PC_ALLOCATED);
 	per_class(c, "gpuleak_process_freed_bytes_total", "counter",
 		  "Bytes a process has given back since it was first seen (frees and context "
-		  "teardown), by memory class.", PC_FREED);
+		  "teardown), by memory class.",
+		  PC_FREED);
 	per_class(c, "gpuleak_process_leak_bytes", "gauge",
 		  "Bytes outstanding under call stacks judged to leak, by memory class.", PC_LEAK);
 
@@ -251,26 +278,46 @@ static void process_families(struct ctx *c)
 	}
 
 	fam = "gpuleak_process_device_memory_bytes";
-	family(c, fam, "gauge", "Device memory a process holds now, by GPU ordinal.");
+	family(c, fam, "gauge",
+	       "Device memory a process holds now, by CUDA device ordinal "
+	       "(cuda_device); with NVML, the GPU's NVML index (gpu) and UUID as dcgm-exporter "
+	       "labels them.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
-		char gpu[16];
 
 		if (p->exited)
 			continue;
 		for (int d = 0; d < 16; d++) {
-			const char *uuid = c->o->gpu_uuids ? c->o->gpu_uuids[i] : NULL;
-
 			if (!p->dev_bytes[d])
 				continue;
-			snprintf(gpu, sizeof(gpu), "%d", d);
-			proc_sample2(c, fam, i, "gpu", gpu, "gpu_uuid", uuid);
+			device_sample(c, fam, i, d);
 			u64(c->f, p->dev_bytes[d]);
 		}
 		if (p->unknown_dev_bytes) {
-			proc_sample(c, fam, i, "gpu", "unknown");
+			proc_sample(c, fam, i, "cuda_device", "unknown");
 			u64(c->f, p->unknown_dev_bytes);
 		}
+	}
+
+	fam = "gpuleak_process_device_growth_bytes_per_second";
+	family(c, fam, "gauge",
+	       "Growth rate of a process's device memory over its recent history.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].device_growth_bytes_per_s);
+	}
+
+	fam = "gpuleak_process_projected_oom_seconds";
+	family(c, fam, "gauge",
+	       "Seconds until a leaking process fills its GPU at its growth rate "
+	       "(NVML's free memory); only processes judged to leak, with NVML.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited || c->s->procs[i].projected_oom_s < 0)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].projected_oom_s);
 	}
 
 	per_proc(c, "gpuleak_process_peak_device_memory_bytes", "gauge",
@@ -377,7 +424,8 @@ static void health_families(struct ctx *c)
 		 h->procs_refused + s->stats[GL_STAT_PROC_TABLE_FULL]);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "stacks", h->stacks_overflow);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "allocs", s->stats[GL_STAT_ALLOC_TABLE_FULL]);
-	family(c, "gpuleak_cap_limit", "gauge", "The size caps in force (--max-procs, "
+	family(c, "gpuleak_cap_limit", "gauge",
+	       "The size caps in force (--max-procs, "
 	       "--max-stacks, --max-allocs).");
 	labelled(c, "gpuleak_cap_limit", "cap", "procs", h->max_procs);
 	labelled(c, "gpuleak_cap_limit", "cap", "stacks", h->max_stacks);
@@ -400,9 +448,11 @@ static void health_families(struct ctx *c)
 		      "1 when nothing was lost and every process's books equal the kernel's.",
 		      s->complete);
 	if (s->tensors) {
-		agent_counter(c, "gpuleak_tensor_probes_armed", "gauge",
-			      "1 while PyTorch's allocator probes are attached (a tensor window, or "
-			      "--tensors full/sampled).", s->tensors->armed);
+		agent_counter(
+			c, "gpuleak_tensor_probes_armed", "gauge",
+			"1 while PyTorch's allocator probes are attached (a tensor window, or "
+			"--tensors full/sampled).",
+			s->tensors->armed);
 		agent_counter(c, "gpuleak_tensor_windows_total", "counter",
 			      "Tensor windows opened (--tensors windowed).",
 			      s->tensors->windows_total);

@@ -106,8 +106,7 @@ static int read_headers(struct image *im, const char **why)
 	return 0;
 }
 
-int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx,
-			  const char **why)
+int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx, const char **why)
 {
 	struct image im = { .base = base, .size = size };
 	uint64_t symtab = 0, strtab = 0, strsz = 0, syment = 0, hash = 0, gnu_hash = 0, count;

@@ -19,7 +19,6 @@ typedef int (*elfdyn_fn)(const char *name, uint64_t file_off, void *ctx);
  * number of functions passed to fn (>= 0), or -ENOEXEC with *why set to a
  * static sentence saying what is wrong with the file.
  */
-int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx,
-			  const char **why);
+int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx, const char **why);
 
 #endif /* GL_ELFDYN_H */

@@ -53,8 +53,8 @@ struct torch_lib {
 
 struct tracer {
 	struct gpuleak *skel;
-	pid_t guard;	/* releases held processes if the tracer dies; 0 if none */
-	int guard_fd;	/* the guard sees EOF on its end of this pipe when we are gone */
+	pid_t guard;  /* releases held processes if the tracer dies; 0 if none */
+	int guard_fd; /* the guard sees EOF on its end of this pipe when we are gone */
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
 	struct ring_buffer *rb;
@@ -253,8 +253,9 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->torch_armed[0] = t->torch_armed[1] = true;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
-			  "built with CONFIG_DEBUG_INFO_BTF=y");
+		log_error(
+			"this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y");
 		err = -ENOTSUP;
 		goto cleanup;
 	}
@@ -358,8 +359,7 @@ static struct bpf_program *call_prog(struct tracer *t, bool ret)
 	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
 }
 
-static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
-				   bool ret)
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
 	struct bpf_program *prog = call_prog(t, ret);
@@ -506,7 +506,9 @@ static __u64 kernel_dev(dev_t dev)
 
 int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino)
 {
-	struct { __u64 dev, ino; } key = { kdev, kino };
+	struct {
+		__u64 dev, ino;
+	} key = { kdev, kino };
 	__u8 one = 1;
 
 	if (bpf_map__update_elem(t->skel->maps.known_libs, &key, sizeof(key), &one, sizeof(one),
@@ -568,8 +570,8 @@ static int torch_link(struct tracer *t, struct torch_lib *tl, int which, bool on
 	else
 		prog = which ? t->skel->progs.torch_free : t->skel->progs.torch_malloc;
 	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
-	tl->links[which] = bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which],
-						    NULL);
+	tl->links[which] =
+		bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which], NULL);
 	if (!tl->links[which]) {
 		int err = -errno;
 

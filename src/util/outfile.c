@@ -158,21 +158,15 @@ bool outfile__same(FILE *a, FILE *b)
 const char *outfile__strerror(int err)
 {
 	switch (err) {
-	case ELOOP:
-		return "it is a symbolic link (not followed)";
-	case EMLINK:
-		return "it has other hard links";
-	case EPERM:
-		return "it belongs to another user (remove it, or choose another path)";
+	case ELOOP: return "it is a symbolic link (not followed)";
+	case EMLINK: return "it has other hard links";
+	case EPERM: return "it belongs to another user (remove it, or choose another path)";
 	case ENOLINK:
 		return "a parent directory is another user's symbolic link in a sticky "
 		       "world-writable directory (not followed)";
-	case ENXIO:
-		return "it is a FIFO that no process reads (start the reader first)";
-	case EINVAL:
-		return "not a file that can hold a report";
-	default:
-		return strerror(err);
+	case ENXIO: return "it is a FIFO that no process reads (start the reader first)";
+	case EINVAL: return "not a file that can hold a report";
+	default: return strerror(err);
 	}
 }
 
