@@ -13,7 +13,7 @@ import sys
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NEEDED_CAPS = {"BPF", "PERFMON", "SYS_PTRACE"}
+NEEDED_CAPS = {"BPF", "PERFMON", "SYS_PTRACE", "KILL"}
 ALLOWED_CAPS = NEEDED_CAPS | {"SYS_ADMIN", "DAC_READ_SEARCH"}
 problems = []
 

@@ -318,7 +318,9 @@ static bool kernel_at_least(int major, int minor)
 
 static void drop_capabilities(struct agent *a)
 {
-	uint64_t keep = 1ULL << 39 | 1ULL << 38 | 1ULL << 19 | 1ULL << 2;
+	/* CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, and CAP_KILL: the
+	 * SIGCONT that releases a process of another user held at a library's mapping */
+	uint64_t keep = 1ULL << 39 | 1ULL << 38 | 1ULL << 19 | 1ULL << 2 | 1ULL << 5;
 	uint64_t before = caps__effective(), after;
 	struct tracer *t = session__tracer(a->s);
 	bool multi = tracer__nr_libs(t) ? tracer__uses_multi_links(t) : kernel_at_least(6, 6);

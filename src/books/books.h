@@ -33,8 +33,8 @@ struct books_hooks {
 	void (*proc_new)(void *ctx, struct proc *proc);
 	/* a process exited or exec'd (final books in proc) */
 	void (*proc_end)(void *ctx, struct proc *proc, uint32_t event);
-	/* the dynamic loader changed a traced process's libraries (dlopen, dlclose);
-	 * the process is not added to the books for that */
+	/* a traced process mapped a CUDA, PyTorch or Python library (GL_PROC_LIBLOAD:
+	 * at start-up or dlopen); the process is not added to the books for that */
 	void (*libs_changed)(void *ctx, int pid);
 	/*
 	 * a device allocation of pid on dev (-1: not known) ran out of memory: fills

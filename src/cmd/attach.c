@@ -34,7 +34,7 @@ static void print_summary(struct session *s, const struct gl_opts *o, uint64_t s
 	snapshot__free(snap);
 }
 
-static int final_report(struct session *s, const struct gl_opts *o)
+static int final_report(struct session *s, const struct gl_opts *o, struct output_files *files)
 {
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = session__snapshot(s, 0, true);
@@ -48,7 +48,7 @@ static int final_report(struct session *s, const struct gl_opts *o)
 	if (!output__to_stdout(o))
 		err = o->cmd == CMD_EXPLAIN ? report__explain(stdout, snap) :
 					      report__text(stdout, snap, &to);
-	err = output__write_files(snap, o) ?: err;
+	err = output__write_files(snap, files) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -75,6 +75,7 @@ static void census_targets(const struct gl_opts *o)
 int session__run(const struct gl_opts *o)
 {
 	uint64_t start_ns, next_summary_ns, now;
+	struct output_files files;
 	struct session *s;
 	bool done = false;
 	int status;
@@ -84,9 +85,14 @@ int session__run(const struct gl_opts *o)
 			  "reports to files, not to '-'");
 		return EXIT_USAGE;
 	}
+	/* every report is opened and checked before anything is traced */
+	if (output__open_files(o, &files))
+		return EXIT_RUNTIME;
 	s = session__new(o, &status);
-	if (!s)
+	if (!s) {
+		output__close_files(&files);
 		return status;
+	}
 	status = session__start(s);
 	start_ns = now_ns();
 	next_summary_ns = start_ns + o->interval_ms * 1000000ULL;
@@ -99,8 +105,9 @@ int session__run(const struct gl_opts *o)
 		}
 	}
 	if (status == EXIT_OK)
-		status = final_report(s, o);
+		status = final_report(s, o, &files);
 	session__free(s);
+	output__close_files(&files);
 	if (o->census)
 		census_targets(o);
 	return status;

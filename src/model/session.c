@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +63,11 @@ static void on_signal(int sig)
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct gl_proc *r = data;
 
+	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
+	    r->event == GL_PROC_LIBLOAD)
+		targets__lib_mapped(s->targets, r);
 	books__apply(s->books, data, size);
 	return 0;
 }
@@ -105,6 +110,9 @@ static void prefetch_maps(void *ctx, int pid)
 /* An exit status from a targets__* result. */
 static int exit_status(int err)
 {
+	/* run's command not found (127) or found and not runnable (126), as a shell says */
+	if (err == -ENOENT || err == -ENOEXEC)
+		return err == -ENOENT ? 127 : 126;
 	return err == -EPERM ? EXIT_PRIV : err ? EXIT_RUNTIME : EXIT_OK;
 }
 
