@@ -5,10 +5,13 @@
  * run time on the tensors at hand, and none is used unless every sample
  * agrees:
  *
- *  - THPVariable: PyObject header, then c10::MaybeOwned<at::Tensor> (a bool
- *    saying "borrowed", then the TensorImpl pointer, in both cases: a Tensor's
- *    borrowed form is a Tensor that does not count its reference). Checked: the TensorImpl points back at the Python object
- *    (its pyobj_, low bit a tag), at one offset for every tensor.
+ *  - THPVariable: PyObject header, then either c10::MaybeOwned<at::Tensor>
+ *    (a bool saying "borrowed", then the TensorImpl pointer, in both cases: a
+ *    Tensor's borrowed form is a Tensor that does not count its reference;
+ *    PyTorch 1.x to early 2.x) or a plain at::Tensor (the TensorImpl pointer
+ *    right after the header; later 2.x). Both are tried, MaybeOwned first.
+ *    Checked: the TensorImpl points back at the Python object (its pyobj_,
+ *    low bit a tag), at one offset for every tensor.
  *  - TensorImpl: vtable, refcounts, storage_ (the StorageImpl) at 24,
  *    autograd_meta_ at 32; sizes_and_strides_ (ndim, then 5 sizes and 5
  *    strides inline), storage_offset_, numel_, data_type_. Searched: the one
@@ -41,6 +44,8 @@
 #define ST_DEVICE 48
 #define ST_NBYTES 56
 #define ST_READ 64
+#define CDATA_MAYBE_OWNED 24 /* THPVariable's TensorImpl pointer after MaybeOwned's bool */
+#define CDATA_PLAIN 16	     /* after the PyObject header */
 
 static const struct {
 	const char *name;
@@ -90,17 +95,22 @@ struct sample {
 	uint8_t win[IMPL_WIN];
 };
 
-/* THPVariable's TensorImpl and its first IMPL_WIN bytes. */
-static int read_impl(struct census_walk *w, uint64_t obj, struct sample *s)
+/*
+ * THPVariable's TensorImpl, its cdata at off (CDATA_MAYBE_OWNED: a bool at 16,
+ * the pointer at 24; CDATA_PLAIN: the pointer at 16), and its first IMPL_WIN
+ * bytes.
+ */
+static int read_impl(struct census_walk *w, uint64_t obj, int off, struct sample *s)
 {
 	uint8_t b[32];
 
 	s->obj = obj;
 	s->ok = false;
-	if (census__rd(w, obj, b, sizeof(b)) || b[16] > 1)
+	if (census__rd(w, obj, b, sizeof(b)) || (off == CDATA_MAYBE_OWNED && b[16] > 1))
 		return -EFAULT;
-	s->borrowed = b[16];
-	s->impl = w64(b, 24); /* a borrowed Tensor is stored as a Tensor too (MaybeOwnedTraits) */
+	s->borrowed = off == CDATA_MAYBE_OWNED && b[16];
+	/* a borrowed Tensor is stored as a Tensor too (MaybeOwnedTraits) */
+	s->impl = w64(b, off);
 	if (!s->impl || (s->impl & 7) || census__rd(w, s->impl, s->win, IMPL_WIN))
 		return -EFAULT;
 	s->ok = true;
@@ -277,7 +287,7 @@ static void clear_figures(struct census_tensor *t)
 	t->grad_fn = t->cpp_owned = false;
 }
 
-static int find_layout(struct census_walk *w, struct sample *s, size_t n)
+static int find_layout(struct census_walk *w, struct sample *s, size_t n, int off_cdata)
 {
 	struct census *c = w->out;
 	size_t ok = 0;
@@ -292,10 +302,12 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n)
 	}
 	if (!ok) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
-			 "no tensor's TensorImpl could be read (THPVariable's cdata at offset 24)");
+			 "no tensor's TensorImpl could be read (THPVariable's cdata at offset "
+			 "%d)",
+			 off_cdata);
 		return -EINVAL;
 	}
-	c->off_cdata = 24;
+	c->off_cdata = off_cdata;
 	c->off_pyobj = -1;
 	for (int o = 8; o + 8 <= IMPL_WIN && c->off_pyobj < 0; o += 8) {
 		bool all = true;
@@ -337,22 +349,28 @@ int census__tensors(struct census_walk *w)
 	struct census *c = w->out;
 	size_t n = c->nr_tensors < MAX_SAMPLES ? c->nr_tensors : MAX_SAMPLES;
 	struct sample *s;
-	int proofs = 0, grad_proofs = 0, bad = 0;
+	static const int cdata_offs[] = { CDATA_MAYBE_OWNED, CDATA_PLAIN };
+	int proofs = 0, grad_proofs = 0, bad = 0, err = -EINVAL;
 
 	if (!c->nr_tensors)
 		return 0;
 	s = calloc(n, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		read_impl(w, c->tensors[i].obj, &s[i]);
-	if (find_layout(w, s, n))
+	for (size_t k = 0; k < sizeof(cdata_offs) / sizeof(cdata_offs[0]); k++) {
+		for (size_t i = 0; i < n; i++)
+			read_impl(w, c->tensors[i].obj, cdata_offs[k], &s[i]);
+		err = find_layout(w, s, n, cdata_offs[k]);
+		if (!err || err == -E2BIG)
+			break;
+	}
+	if (err)
 		goto cleanup;
 	for (size_t i = 0; i < c->nr_tensors; i++) {
 		struct sample one, *p = i < n ? &s[i] : &one;
 		int r;
 
-		if (i >= n && read_impl(w, c->tensors[i].obj, &one))
+		if (i >= n && read_impl(w, c->tensors[i].obj, c->off_cdata, &one))
 			continue;
 		if (!p->ok)
 			continue;
