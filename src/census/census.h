@@ -103,6 +103,7 @@ struct census {
 	char layout_error[256];	  /* why not, when tensors exist and it was not */
 	/* the layout found (offsets into THPVariable, TensorImpl, StorageImpl) */
 	int off_cdata, off_pyobj, off_sizes, off_storage, off_autograd;
+	bool one_refcount_word; /* TensorImpl/StorageImpl keep both counts in one word */
 	int off_st_data, off_st_device, off_st_nbytes;
 	int tensors_checked; /* tensors the layout was checked against */
 	int tensors_failed;  /* tensors that contradicted it (freed or changed while read) */

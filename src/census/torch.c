@@ -38,14 +38,24 @@
 #define SS_OFFSET 88  /* storage_offset_ after sizes_and_strides_ */
 #define SS_NUMEL 96
 #define SS_DTYPE 104
-#define OFF_STORAGE 24
-#define OFF_AUTOGRAD 32
-#define ST_DATA 24
-#define ST_DEVICE 48
-#define ST_NBYTES 56
 #define ST_READ 64
 #define CDATA_MAYBE_OWNED 24 /* THPVariable's TensorImpl pointer after MaybeOwned's bool */
 #define CDATA_PLAIN 16	     /* after the PyObject header */
+
+/*
+ * Where TensorImpl and StorageImpl keep their fields after the vtable: with
+ * two reference counts (1.x to early 2.x) or with one word holding both (later
+ * 2.x), which moves every later field 8 bytes down. Tried in order; a layout
+ * is used only when the tensors at hand prove it (check_tensor()).
+ */
+static const struct impl_layout {
+	bool one_refcount_word;
+	int storage, autograd;		   /* in TensorImpl */
+	int st_data, st_device, st_nbytes; /* in StorageImpl */
+} layouts[] = {
+	{ false, 24, 32, 24, 48, 56 },
+	{ true, 16, 24, 16, 40, 48 },
+};
 
 static const struct {
 	const char *name;
@@ -138,11 +148,11 @@ static int shape_at(const uint8_t *win, int s, int64_t *numel)
 }
 
 /* The one offset of sizes_and_strides_ every sample agrees on; -1 if none or many. */
-static int find_sizes(const struct sample *s, size_t n, int pyobj)
+static int find_sizes(const struct sample *s, size_t n, int pyobj, int autograd)
 {
 	int found = -1;
 
-	for (int o = OFF_AUTOGRAD + 8; o + SS_DTYPE + 8 <= IMPL_WIN; o += 8) {
+	for (int o = autograd + 8; o + SS_DTYPE + 8 <= IMPL_WIN; o += 8) {
 		bool all = true, evidence = false;
 
 		if (o <= pyobj && pyobj < o + SS_DTYPE + 8)
@@ -196,16 +206,19 @@ struct storage_fig {
 
 static int read_storage(struct census_walk *w, uint64_t st, struct storage_fig *f)
 {
+	const struct census *c = w->out;
 	uint8_t b[ST_READ];
 	uint64_t refs;
 
 	if (!st || (st & 7) || census__rd(w, st, b, sizeof(b)))
 		return -EFAULT;
 	refs = w64(b, 8);
-	f->data = w64(b, ST_DATA);
-	f->dev_type = (int8_t)b[ST_DEVICE];
-	f->dev_index = (int8_t)b[ST_DEVICE + 1];
-	f->nbytes = w64(b, ST_NBYTES);
+	if (c->one_refcount_word)
+		refs &= 0xffffffffULL; /* the strong count; the weak one above it */
+	f->data = w64(b, c->off_st_data);
+	f->dev_type = (int8_t)b[c->off_st_device];
+	f->dev_index = (int8_t)b[c->off_st_device + 1];
+	f->nbytes = w64(b, c->off_st_nbytes);
 	if (refs == 0 || refs > (1ULL << 32) || f->dev_type < 0 || f->dev_type > 20 ||
 	    f->dev_index < -1 || f->dev_index > 63 || f->nbytes > (1ULL << 50) ||
 	    (f->nbytes && !f->data))
@@ -231,7 +244,7 @@ static int check_tensor(struct census_walk *w, const struct sample *s, struct ce
 	ndim = shape_at(s->win, so, &numel);
 	dt = w64(s->win, so + SS_DTYPE) & 0xffff;
 	itemsize = census__dtype_size(dt);
-	t->storage = w64(s->win, OFF_STORAGE);
+	t->storage = w64(s->win, c->off_storage);
 	if (read_storage(w, t->storage, &f))
 		return -EINVAL;
 	t->impl = s->impl;
@@ -259,7 +272,7 @@ static int check_tensor(struct census_walk *w, const struct sample *s, struct ce
 /* requires_grad from autograd_meta_; returns 1 when the meta's layout was seen to hold. */
 static int grad_of(struct census_walk *w, const struct sample *s, struct census_tensor *t)
 {
-	uint64_t meta = w64(s->win, OFF_AUTOGRAD), m[7];
+	uint64_t meta = w64(s->win, w->out->off_autograd), m[7];
 
 	t->requires_grad = CENSUS_RG_UNKNOWN;
 	if (!meta) {
@@ -287,7 +300,8 @@ static void clear_figures(struct census_tensor *t)
 	t->grad_fn = t->cpp_owned = false;
 }
 
-static int find_layout(struct census_walk *w, struct sample *s, size_t n, int off_cdata)
+static int find_layout(struct census_walk *w, struct sample *s, size_t n, int off_cdata,
+		       const struct impl_layout *l)
 {
 	struct census *c = w->out;
 	size_t ok = 0;
@@ -325,7 +339,7 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n, int of
 			 ok);
 		return -EINVAL;
 	}
-	c->off_sizes = find_sizes(s, n, c->off_pyobj);
+	c->off_sizes = find_sizes(s, n, c->off_pyobj, l->autograd);
 	if (c->off_sizes < 0) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 c->off_sizes == -2 ?
@@ -336,36 +350,28 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n, int of
 			 ok);
 		return -EINVAL;
 	}
-	c->off_storage = OFF_STORAGE;
-	c->off_autograd = OFF_AUTOGRAD;
-	c->off_st_data = ST_DATA;
-	c->off_st_device = ST_DEVICE;
-	c->off_st_nbytes = ST_NBYTES;
+	c->one_refcount_word = l->one_refcount_word;
+	c->off_storage = l->storage;
+	c->off_autograd = l->autograd;
+	c->off_st_data = l->st_data;
+	c->off_st_device = l->st_device;
+	c->off_st_nbytes = l->st_nbytes;
 	return 0;
 }
 
-int census__tensors(struct census_walk *w)
+/*
+ * Checks every tensor against the layout find_layout() set; 0 when the
+ * tensors prove it (one contiguous tensor fills its storage, at most one in
+ * ten contradicts it), else -EINVAL with c->layout_error set and figures kept
+ * only for the caller to clear.
+ */
+static int check_all(struct census_walk *w, struct sample *s, size_t n, int *grad_proofs)
 {
 	struct census *c = w->out;
-	size_t n = c->nr_tensors < MAX_SAMPLES ? c->nr_tensors : MAX_SAMPLES;
-	struct sample *s;
-	static const int cdata_offs[] = { CDATA_MAYBE_OWNED, CDATA_PLAIN };
-	int proofs = 0, grad_proofs = 0, bad = 0, err = -EINVAL;
+	int proofs = 0, bad = 0;
 
-	if (!c->nr_tensors)
-		return 0;
-	s = calloc(n, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (size_t k = 0; k < sizeof(cdata_offs) / sizeof(cdata_offs[0]); k++) {
-		for (size_t i = 0; i < n; i++)
-			read_impl(w, c->tensors[i].obj, cdata_offs[k], &s[i]);
-		err = find_layout(w, s, n, cdata_offs[k]);
-		if (!err || err == -E2BIG)
-			break;
-	}
-	if (err)
-		goto cleanup;
+	c->tensors_checked = 0;
+	*grad_proofs = 0;
 	for (size_t i = 0; i < c->nr_tensors; i++) {
 		struct sample one, *p = i < n ? &s[i] : &one;
 		int r;
@@ -382,33 +388,67 @@ int census__tensors(struct census_walk *w)
 		}
 		proofs += r;
 		c->tensors_checked++;
-		grad_proofs += grad_of(w, p, &c->tensors[i]);
+		*grad_proofs += grad_of(w, p, &c->tensors[i]);
 	}
+	c->tensors_failed = bad;
 	if (!proofs) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 "no contiguous tensor fills its StorageImpl exactly (size_bytes_ at %d, "
 			 "data_type_ after numel_): the storage's size cannot be verified",
-			 ST_NBYTES);
-		goto cleanup;
+			 c->off_st_nbytes);
+		return -EINVAL;
 	}
 	if (bad * 10 > (int)c->tensors_checked + bad) {
 		snprintf(c->layout_error, sizeof(c->layout_error),
 			 "%d of %d tensors contradict the layout found (their extent exceeds "
 			 "their storage, or their storage is implausible)",
 			 bad, (int)c->tensors_checked + bad);
-		goto cleanup;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+int census__tensors(struct census_walk *w)
+{
+	static const int cdata_offs[] = { CDATA_MAYBE_OWNED, CDATA_PLAIN };
+	struct census *c = w->out;
+	size_t n = c->nr_tensors < MAX_SAMPLES ? c->nr_tensors : MAX_SAMPLES;
+	int grad_proofs = 0, err = -EINVAL;
+	struct sample *s;
+
+	if (!c->nr_tensors)
+		return 0;
+	s = calloc(n, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	/* each THPVariable form with each TensorImpl layout, until the tensors prove one */
+	for (size_t k = 0; k < sizeof(cdata_offs) / sizeof(cdata_offs[0]) && err; k++) {
+		for (size_t i = 0; i < n; i++)
+			read_impl(w, c->tensors[i].obj, cdata_offs[k], &s[i]);
+		for (size_t l = 0; l < sizeof(layouts) / sizeof(layouts[0]) && err; l++) {
+			err = find_layout(w, s, n, cdata_offs[k], &layouts[l]);
+			if (err == -E2BIG)
+				goto cleanup;
+			if (!err)
+				err = check_all(w, s, n, &grad_proofs);
+			for (size_t i = 0; err && i < c->nr_tensors; i++)
+				clear_figures(&c->tensors[i]);
+		}
+	}
+	if (err)
+		goto cleanup;
 	/*
 	 * requires_grad: only when some autograd meta was seen laid out as expected
 	 * (else even "no meta, no grad" rests on an unchecked offset)
 	 */
 	for (size_t i = 0; !grad_proofs && i < c->nr_tensors; i++)
 		c->tensors[i].requires_grad = CENSUS_RG_UNKNOWN;
-	c->tensors_failed = bad;
 	c->layout_ok = true;
 cleanup:
 	for (size_t i = 0; !c->layout_ok && i < c->nr_tensors; i++)
 		clear_figures(&c->tensors[i]);
+	if (!c->layout_ok)
+		c->tensors_checked = 0;
 	free(s);
 	return 0;
 }
