@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * cli.h - command-line parsing into struct gl_opts.
+ * cli.h - command-line parsing into struct gl_opts, from the tables of
+ * commands.h.
  */
 #ifndef GL_CLI_H
 #define GL_CLI_H
@@ -18,6 +19,8 @@ enum {
 	EXIT_USAGE = 2,	  /* bad command line */
 	EXIT_BADFILE = 3, /* report: the file cannot be read as a gpuleak recording */
 	EXIT_PRIV = 4,	  /* missing privileges (capabilities) */
+	EXIT_NOEXEC = 127, /* run: the command could not be started */
+	EXIT_SIGNAL = 128, /* run: 128 + the signal that killed the command */
 };
 
 enum gl_cmd {
@@ -30,6 +33,15 @@ enum gl_cmd {
 	CMD_VERSION,
 	CMD_RECORD,
 	CMD_REPORT,
+	CMD_COMPLETION,
+	CMD_MAN,
+};
+
+/* top: the order of its lists. */
+enum gl_sort {
+	GL_SORT_GROWTH = 0,
+	GL_SORT_BYTES,
+	GL_SORT_NAME,
 };
 
 #define GL_MAX_DEBUG_DIRS 8
@@ -61,7 +73,10 @@ struct gl_opts {
 	uint32_t max_allocs;
 	bool follow_forks;
 	int verbosity;
-	bool sort_bytes; /* top: by outstanding bytes instead of growth */
+	enum gl_sort sort; /* top */
+	const char *help_topic; /* help: the subcommand asked about, NULL: all */
+	const char *shell;	/* completion: bash or zsh */
+	bool force;		/* record: replace an existing recording */
 	/* serve */
 	const char *listen;	   /* ADDR:PORT or [ADDR]:PORT */
 	const char *state_dir;	   /* the only place serve writes; NULL: writes nothing */
@@ -80,10 +95,13 @@ struct gl_opts {
 };
 
 /*
- * Parses argv into o. Returns EXIT_OK, or EXIT_USAGE after printing one line
- * saying what is wrong.
+ * Parses argv into o; options may come anywhere (getopt's permuting mode), '--'
+ * ends them, and for run they end at the command. argv's elements may be
+ * reordered; o points into them. Returns EXIT_OK, or EXIT_USAGE after printing
+ * one line saying what is wrong and what to type instead.
  */
 int cli__parse(int argc, char **argv, struct gl_opts *o);
-void cli__usage(FILE *f);
+/* Runs the subcommand o names (its row's run function); returns the exit status. */
+int cli__run(const struct gl_opts *o);
 
 #endif /* GL_CLI_H */

@@ -80,7 +80,7 @@ static void draw(struct session *s, const struct top_opts *to, bool tty)
 
 int top__run(const struct gl_opts *o)
 {
-	struct top_opts to = { .sort_bytes = o->sort_bytes, .max_stacks = o->top ? o->top : 20 };
+	struct top_opts to = { .sort_bytes = o->sort == GL_SORT_BYTES, .max_stacks = o->top ? o->top : 20 };
 	bool tty = isatty(STDOUT_FILENO), done = false, redraw = false;
 	struct term term = {};
 	struct session *s;
