@@ -8,6 +8,8 @@
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
 #   make bench      run the CPU benchmarks
+#   make install    install gpuleak, its man page and bash/zsh completions under
+#                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   V=1             show full commands
 
 VERSION := 0.1.0
@@ -63,10 +65,47 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda gpuleak
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda \
+	gpuleak docs install uninstall
 .DEFAULT_GOAL := all
 
-all: gpuleak
+all: gpuleak docs
+
+# The man page and the completions come from the table of subcommands (src/cmd/commands.c),
+# through the gpuleak just built: they cannot disagree with it.
+MAN_PAGE := $(OUTPUT)/gpuleak.1
+BASH_COMPLETION := $(OUTPUT)/gpuleak.bash
+ZSH_COMPLETION := $(OUTPUT)/_gpuleak
+SCDOC ?= scdoc
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+docs: $(MAN_PAGE) $(BASH_COMPLETION) $(ZSH_COMPLETION)
+
+$(MAN_PAGE): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,SCDOC,$@)
+	$(Q)$(BUILD)/gpuleak man > $@.scd && $(SCDOC) < $@.scd > $@.tmp && mv $@.tmp $@
+
+$(BASH_COMPLETION): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BUILD)/gpuleak completion bash > $@.tmp && mv $@.tmp $@
+
+$(ZSH_COMPLETION): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BUILD)/gpuleak completion zsh > $@.tmp && mv $@.tmp $@
+
+install: gpuleak docs
+	$(Q)install -D -m 0755 gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
+	$(Q)install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1
+	$(Q)install -D -m 0644 $(BASH_COMPLETION) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuleak
+	$(Q)install -D -m 0644 $(ZSH_COMPLETION) \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuleak
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/bin/gpuleak $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuleak \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuleak
 
 deps: $(DEPS_STAMP)
 
@@ -132,7 +171,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
-integration: deps gpuleak fakecuda $(PARTIAL_LIB)
+integration: deps gpuleak docs fakecuda $(PARTIAL_LIB)
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py
 
@@ -146,7 +185,7 @@ integration-san: deps gpuleak fakecuda $(PARTIAL_LIB)
 		$(PYTHON) tests/integration/run.py -x test_fuzz.
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
 	$(Q)$(MAKE) --no-print-directory fakecuda-selftest
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory integration
