@@ -281,7 +281,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		o->force = true;
 		return 0;
 	case 'h':
-		o->help_topic = o->cmd == CMD_HELP ? NULL : parsing->name;
+		o->help_topic = parsing->name;
 		o->cmd = CMD_HELP;
 		return 0;
 	default:

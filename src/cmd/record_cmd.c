@@ -198,6 +198,7 @@ int record_cmd__run(const struct gl_opts *o)
 			 (unsigned long long)recorder__calls(rc.rec), o->record_path,
 			 fmt_bytes(recorder__size(rc.rec), sz, sizeof(sz)),
 			 recorder__truncated(rc.rec) ? ", truncated at --max-size" : "");
+	status = session__exit_status(s, status);
 cleanup:
 	books__set_hooks(b, &rc.next);
 	recorder__free(rc.rec);

@@ -222,6 +222,9 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 			break;
 		usleep(20000);
 	}
+	/* run: the launchers and shells in front of the job are no part of its report */
+	if (snap && s->o->cmd == CMD_RUN)
+		snapshot__hide_idle(snap);
 	return snap;
 }
 
@@ -365,6 +368,28 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 	return EXIT_OK;
 }
 
+int session__exit_status(struct session *s, int status)
+{
+	pid_t r;
+	int st = 0;
+
+	if (status != EXIT_OK || s->child <= 0)
+		return status;
+	if (!s->child_done) {
+		while ((r = waitpid(s->child, &st, 0)) < 0 && errno == EINTR)
+			;
+		if (r != s->child)
+			return EXIT_RUNTIME;
+		s->child_status = st;
+		s->child_done = true;
+	}
+	if (WIFEXITED(s->child_status))
+		return WEXITSTATUS(s->child_status);
+	if (WIFSIGNALED(s->child_status))
+		return EXIT_SIGNAL + WTERMSIG(s->child_status);
+	return EXIT_RUNTIME;
+}
+
 void session__free(struct session *s)
 {
 	if (!s)
@@ -504,6 +529,7 @@ int session__run(const struct gl_opts *o)
 		status = session__step(s, POLL_MS, &done);
 	if (status == EXIT_OK)
 		status = final_report(s);
+	status = session__exit_status(s, status);
 	session__free(s);
 	return status;
 }

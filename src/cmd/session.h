@@ -31,6 +31,13 @@ int session__start(struct session *s);
 int session__step(struct session *s, int timeout_ms, bool *done);
 /* A snapshot of the books (drained, compared with BPF's counters); NULL on ENOMEM. */
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks);
+/*
+ * run, and record -- CMD: waits for CMD to end and returns its exit status as a
+ * shell gives it (128 + N for signal N; 127 when it could not be started).
+ * Returns status unchanged when gpuleak itself failed (status != EXIT_OK) or
+ * there is no CMD.
+ */
+int session__exit_status(struct session *s, int status);
 struct tracer *session__tracer(struct session *s);
 /*
  * Writes the report files o names (--json, --folded, --svg, --pprof) from

@@ -111,12 +111,19 @@ struct snapshot {
 	bool complete; /* nothing lost, books agree */
 	uint32_t nprocs;
 	struct snap_proc *procs;
+	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct snap_recording *recording; /* NULL: a live session */
 };
 
 void snapshot__free(struct snapshot *s);
+/*
+ * Moves the processes that made no CUDA allocation, free or failed call (a
+ * shell or launcher in front of the job) behind procs[nprocs], counted in
+ * nprocs_idle, where no report looks.
+ */
+void snapshot__hide_idle(struct snapshot *s);
 
 /* Human-readable byte count ("1.50 GiB") into buf. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
