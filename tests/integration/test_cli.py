@@ -177,3 +177,46 @@ def test_make_install(tmp):
         full = os.path.join(dest, path)
         check(os.path.isfile(full), f"make install puts {path}")
         check_eq(os.stat(full).st_mode & 0o777, mode, f"mode of {path}")
+
+
+def test_record_progress_and_no_overwrite(tmp):
+    """On a terminal, record shows elapsed time, events, size and lost events as it goes;
+    a second record to the same file refuses to replace it without --force."""
+    import pty
+    path = os.path.join(tmp, "job.glr")
+    wl = os.path.join(WORKLOADS, "wl_leak")
+    master, slave = pty.openpty()
+    p = subprocess.Popen([GPULEAK, "record", "-o", path, "--", wl, "--no-wait", "--iters", "30",
+                          "--interval-ms", "50"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    rc = p.wait(timeout=60)
+    os.close(master)
+    text = seen.decode(errors="replace")
+    check_eq(rc, 0, f"record exit status ({text[-400:]!r})")
+    lines = re.findall(r"\rrecording \S+job\.glr: ([\d.]+) s, (\d+) events, ([\d.]+ \S+), "
+                       r"(\d+) lost", text)
+    check(len(lines) >= 2, f"a progress line redrawn in place: {text[-600:]!r}")
+    check(int(lines[-1][1]) > 0 and int(lines[-1][1]) >= int(lines[0][1]),
+          f"events counted: {lines}")
+    check(float(lines[-1][0]) > float(lines[0][0]), f"time goes on: {lines}")
+    size = os.path.getsize(path)
+    rc, out, err = run_gpuleak(["record", "-o", path, "--", "/bin/true"])
+    check_eq(rc, 1, "record refuses to replace a recording")
+    check("--force" in err and err.count("\n") == 1, f"one line that names --force: {err!r}")
+    check_eq(os.path.getsize(path), size, "the first recording is intact")
+    rc, out, err = run_gpuleak(["record", "-q", "-o", path, "--force", "--", "sh", "-c", "exit 5"])
+    check_eq(rc, 5, f"record -- CMD exits with CMD's status ({err!r})")
+    check(os.path.getsize(path) != size, "--force replaced it")
+    # not a terminal: no progress line
+    rc, out, err = run_gpuleak(["record", "-o", path, "--force", "--", "/bin/true"])
+    check("\rrecording" not in err, f"no progress line off a terminal: {err!r}")
