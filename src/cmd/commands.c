@@ -48,8 +48,8 @@ const struct cli_option cli_options[] = {
 					    "(128M with dwarf stacks, else 32M)", "64M" },
 	{ "max-allocs", OPT_MAX_ALLOCS, "N", "allocations the kernel side can track\n"
 					     "(1048576)", "4194304" },
-	{ "libcuda", OPT_LIBCUDA, "PATH", "the CUDA driver library to probe (default: as\n"
-					  "the dynamic loader finds libcuda.so.1)",
+	{ "libcuda", OPT_LIBCUDA, "PATH", "the CUDA driver library to probe (run and -a;\n"
+					  "default: as the dynamic loader finds libcuda.so.1)",
 	  "/usr/lib/x86_64-linux-gnu/libcuda.so.1", F },
 	{ "no-follow-forks", OPT_NO_FOLLOW, NULL, "do not trace children of the targets" },
 	{ "no-python", OPT_NO_PYTHON, NULL, "do not walk CPython frames" },
@@ -119,7 +119,7 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid interval " TRACE_OPTS "keep-modules keep-modules-max "
+		.options = "all pid libcuda interval " TRACE_OPTS "keep-modules keep-modules-max "
 			   REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
@@ -163,7 +163,7 @@ const struct cli_command cli_commands[] = {
 			"by name or site, Enter on a process shows its stacks only, h or ? "
 			"help, q quits. Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
-		.options = "all pid interval sort top duration wait stacks stack-bytes ringbuf-size "
+		.options = "all pid libcuda interval sort top duration wait stacks stack-bytes ringbuf-size "
 			   "max-allocs no-follow-forks no-python torch no-torch torch-stacks "
 			   "resolution bench-floor " LOG_OPTS,
 		.examples = "sudo gpuleak top\tevery process that uses CUDA\n"
@@ -217,7 +217,7 @@ const struct cli_command cli_commands[] = {
 			"(Prometheus) and /debug/pprof/gpu_heap (pprof) on --listen; with "
 			"--profile-dir it also writes a profile every --profile-every. It writes "
 			"nowhere but --state-dir.",
-		.options = "listen state-dir profile-dir profile-every profile-keep max-procs "
+		.options = "libcuda listen state-dir profile-dir profile-every profile-keep max-procs "
 			   "max-stacks stacks stack-bytes ringbuf-size max-allocs no-follow-forks "
 			   "no-python torch no-torch torch-stacks resolution bench-floor " LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
