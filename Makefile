@@ -34,12 +34,12 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
 	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
-LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -ltinfo -lstdc++ -lpthread
 
 ifeq ($(STATIC),1)
 CFLAGS += -DGPULEAK_STATIC
 LDFLAGS += -static
-LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lpthread -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lncursesw -ltinfo -lstdc++ -lpthread -lm
 endif
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

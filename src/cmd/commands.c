@@ -157,11 +157,11 @@ const struct cli_command cli_commands[] = {
 		.summary = "live view: GPUs, processes and their growing stacks",
 		.description =
 			"A full-screen view, redrawn every --interval: a header per GPU (used, "
-			"free, growth), the processes and the stacks that grow the most. Keys: "
-			"up/down or j/k move, Tab switches between processes and stacks, s or "
-			"the sort keys g (growth), b (bytes), n (name) order them, / filters "
-			"by name or site, Enter on a process shows its stacks only, h or ? "
-			"help, q quits. Without PIDs, every process that maps libcuda. When "
+			"free, growth), the processes and the stacks that grow the most, in the "
+			"terminal's alternate screen, redrawn on a resize. Keys: up/down or j/k "
+			"move, Tab switches between processes and stacks, s cycles the sort, g "
+			"(growth), b (bytes) and n (name) choose it, / filters by name, PID or "
+			"site, Enter on a process shows its stacks only, h or ? help, q quits. Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
 		.options = "all pid libcuda interval sort top duration wait stacks stack-bytes ringbuf-size "
 			   "max-allocs no-follow-forks no-python torch no-torch torch-stacks "

@@ -510,6 +510,11 @@ struct tracer *session__tracer(struct session *s)
 	return s->tracer;
 }
 
+const struct nvml_sample *session__nvml(const struct session *s)
+{
+	return s->nvml_off ? NULL : s->nvml;
+}
+
 struct books *session__books(struct session *s)
 {
 	return s->books;

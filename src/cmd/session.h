@@ -14,6 +14,7 @@ struct session;
 struct snapshot;
 struct tracer;
 struct books;
+struct nvml_sample;
 
 /* Runs the session described by o; returns the process exit status. */
 int session__run(const struct gl_opts *o);
@@ -47,5 +48,7 @@ int session__write_files(const struct snapshot *snap, const struct gl_opts *o);
 /* Whether one of those files is stdout (the text report is then left out). */
 bool session__report_on_stdout(const struct gl_opts *o);
 struct books *session__books(struct session *s);
+/* NVML's figures of the latest snapshot (devices' total and free), or NULL without NVML. */
+const struct nvml_sample *session__nvml(const struct session *s);
 
 #endif /* GL_SESSION_H */
