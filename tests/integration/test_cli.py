@@ -144,7 +144,7 @@ c gpuleak at
 c gpuleak attach --dur
 c gpuleak attach --stacks ''
 c gpuleak top --sort ''
-c gpuleak serve --li
+c gpuleak serve --lis
 c gpuleak completion ''
 complete -p gpuleak
 """
