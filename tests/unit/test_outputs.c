@@ -84,6 +84,26 @@ static void check_xml(const char *doc, size_t len)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A frame's name sits 6.5 px above its bottom (rows of 16 px): room for '_' above a leak's
+ * outline. */
+static __attribute__((noinline)) void check_baseline(const char *svg)
+{
+	const char *g = strstr(svg, "<g class=\"f"), *r, *t;
+	double ry, ty;
+
+	assert_non_null(g);
+	r = strstr(g, "<rect x=\"");
+	t = strstr(g, "<text x=\"");
+	assert_true(r && t);
+	r = strstr(r, " y=\"");
+	t = strstr(t, " y=\"");
+	assert_true(r && t);
+	ry = strtod(r + 4, NULL);
+	ty = strtod(t + 4, NULL);
+	if (ty - ry < 9.4 || ty - ry > 9.6)
+		fail_msg("text baseline %.1f px below the frame's top, want 9.5", ty - ry);
+}
+
 static void test_svg_frames(void **state)
 {
 	struct svg_opts o = { .title = "t<&>" };
@@ -113,6 +133,11 @@ static void test_svg_frames(void **state)
 	/* marked: the second process and its 3 frames, every byte there a leak */
 	assert_int_equal(count(out, "<g class=\"f leak\""), 4);
 	assert_null(strstr(out, "cuMemAddressReserve"));
+	/* tooltips give the share of the total; names sit clear of the leak outline */
+	assert_non_null(strstr(out, "<title>all (6.00 MiB, 100.0% of all)</title>"));
+	assert_non_null(strstr(out, "<title>python3 (100) (6.00 MiB, 99.9% of all)</title>"));
+	assert_non_null(strstr(out, "height=\"15\" fill="));
+	check_baseline(out);
 	free(out);
 
 	o = (struct svg_opts){ .leak_only = true };
