@@ -92,15 +92,19 @@ static uint64_t mono_ns(void)
 static void explain_create_error(const char *path, int err)
 {
 	if (err == ELOOP)
-		log_error("cannot record to %s: it is a symbolic link (not followed)", path);
+		log_error("cannot record to %s: it is a symbolic link (not followed): name "
+			  "another -o FILE", path);
 	else if (err == EMLINK)
-		log_error("cannot record to %s: it has other hard links", path);
+		log_error("cannot record to %s: it has other hard links: name another -o FILE",
+			  path);
 	else if (err == EINVAL)
-		log_error("cannot record to %s: not a regular file", path);
+		log_error("cannot record to %s: not a regular file: name a file with -o", path);
 	else if (err == EPERM)
-		log_error("cannot record to %s: it belongs to another user", path);
+		log_error("cannot record to %s: it belongs to another user: name another -o "
+			  "FILE", path);
 	else
-		log_error("cannot record to %s: %s", path, strerror(err));
+		log_error("cannot record to %s: %s: name a path in a writable directory", path,
+			  strerror(err));
 }
 
 /* The end: BPF's counters and books, drained and compared as for a final report. */

@@ -89,7 +89,8 @@ int report_cmd__run(const struct gl_opts *o)
 	dirs[ro.ndirs++] = SYSTEM_DEBUG_DIR;
 	err = recread__open(o->record_path, &rr, why, sizeof(why));
 	if (err) {
-		log_error("%s: %s", o->record_path, why);
+		log_error("%s: %s (gpuleak report reads what gpuleak record -o wrote)",
+			  o->record_path, why);
 		return err == -ENOMEM ? EXIT_RUNTIME : EXIT_BADFILE;
 	}
 	rp = replay__new(&ro);
@@ -104,7 +105,8 @@ int report_cmd__run(const struct gl_opts *o)
 			 o->record_path, strerror(-err));
 	snap = replay__snapshot(rp, 0);
 	if (!snap) {
-		log_error("failed to build the report: %s", strerror(errno));
+		log_error("failed to build the report: %s (free memory and run again)",
+			  strerror(errno));
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}

@@ -266,11 +266,14 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	if (!f) {
 		err = -errno;
 		if (err == -ELOOP)
-			log_error("cannot write %s: it is a symbolic link (not followed)", path);
+			log_error("cannot write %s: it is a symbolic link (not followed): name the "
+				  "file it points to, or another path", path);
 		else if (err == -EMLINK)
-			log_error("cannot write %s: it has other hard links", path);
+			log_error("cannot write %s: it has other hard links: remove them, or name "
+				  "another path", path);
 		else
-			log_error("cannot write %s: %s", path, strerror(-err));
+			log_error("cannot write %s: %s: name a path in a writable directory", path,
+				  strerror(-err));
 		return err;
 	}
 	if (kind == OUT_JSON) {
@@ -286,7 +289,8 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	}
 	err = outfile__close(f) ?: err;
 	if (err)
-		log_error("writing %s failed: %s", path, strerror(-err));
+		log_error("writing %s failed: %s: free space there, or name another path", path,
+			  strerror(-err));
 	return err;
 }
 
@@ -309,7 +313,8 @@ static int final_report(struct session *s)
 	int err = 0;
 
 	if (!snap) {
-		log_error("failed to build the report: %s", strerror(errno));
+		log_error("failed to build the report: %s (free memory and run again)",
+			  strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	if (!session__report_on_stdout(o))
@@ -335,7 +340,8 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 	*done = false;
 	n = tracer__poll(s->tracer, s->nr_pending && timeout_ms > 20 ? 20 : timeout_ms);
 	if (n < 0) {
-		log_error("reading the ring buffer failed: %s", strerror(-n));
+		log_error("reading the ring buffer failed: %s (run again with -vv and report it)",
+			  strerror(-n));
 		*done = true;
 		return EXIT_RUNTIME;
 	}
@@ -456,7 +462,8 @@ static int setup(struct session *s)
 	}
 	books__set_hooks(s->books, &hooks);
 	if (o->keep_dir && !(s->keep = modstore__new(o->keep_dir, o->keep_max))) {
-		log_error("cannot keep modules in %s: %s", o->keep_dir, strerror(errno));
+		log_error("cannot keep modules in %s: %s: name a writable directory with "
+			  "--keep-modules", o->keep_dir, strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	s->tracer = tracer__new(&to, on_record, s);
