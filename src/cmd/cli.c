@@ -124,7 +124,8 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			       bad_duration(c, arg, " up to 24h") : 0;
 	case OPT_JSON:
 		if (!*arg)
-			return usage_error("--json needs a file name, e.g. --json report.json ('-': stdout)");
+			return usage_error(
+				"--json needs a file name, e.g. --json report.json ('-': stdout)");
 		o->json_path = arg;
 		return 0;
 	case OPT_FOLDED:
@@ -227,7 +228,9 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
 		if (parse_pid(arg, &o->pids[o->nr_pids]))
-			return usage_error("invalid PID '%s': expected a process id such as 1234 (pgrep NAME finds it)", arg);
+			return usage_error("invalid PID '%s': expected a process id such as 1234 "
+					   "(pgrep NAME finds it)",
+					   arg);
 		o->nr_pids++;
 		return 0;
 	case OPT_SORT:
@@ -307,14 +310,16 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 		if (o->nr_pids == GL_MAX_PIDS)
 			return usage_error("too many PIDs (at most %d)", GL_MAX_PIDS);
 		if (parse_pid(argv[i], &o->pids[o->nr_pids]))
-			return usage_error("invalid PID '%s': expected a process id such as 1234 (pgrep NAME finds it)", argv[i]);
+			return usage_error("invalid PID '%s': expected a process id such as 1234 "
+					   "(pgrep NAME finds it)",
+					   argv[i]);
 		o->nr_pids++;
 	}
 	if (!o->nr_pids && !o->all && o->cmd == CMD_TOP)
 		o->all = true;
 	if (!o->nr_pids && !o->all && o->cmd == CMD_RECORD)
-		return usage_error("record needs PIDs, -a or -- CMD: e.g. gpuleak record -o job.glr "
-				   "1234");
+		return usage_error("record needs PIDs, -a or -- CMD: e.g. gpuleak record -o "
+				   "job.glr 1234");
 	if (!o->nr_pids && !o->all)
 		return usage_error("attach needs PIDs or -a: e.g. gpuleak attach 1234 (pgrep NAME "
 				   "finds a PID)");
@@ -328,8 +333,6 @@ static int check_offline(struct gl_opts *o, int argc, char **argv)
 {
 	if (o->cmd == CMD_RECORD && !o->record_path)
 		return usage_error("record needs -o FILE: e.g. gpuleak record -o job.glr 1234");
-	if (o->cmd == CMD_RECORD && (o->json_path || o->folded_path || o->svg_path || o->pprof_path))
-		return usage_error("record writes no report: gpuleak report FILE makes them");
 	if (o->cmd != CMD_REPORT)
 		return EXIT_OK;
 	if (optind + 1 >= argc)

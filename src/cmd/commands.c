@@ -36,7 +36,8 @@ const struct cli_option cli_options[] = {
 	{ "svg", OPT_SVG, "FILE", "write an interactive flame graph of outstanding\n"
 				  "bytes", "leaks.svg", F },
 	{ "pprof", OPT_PPROF, "FILE", "write a gzipped pprof profile (inuse/alloc space\n"
-				      "and objects: go tool pprof, Parca, Pyroscope)", "heap.pb.gz", F },
+				      "and objects: go tool pprof, Parca, Pyroscope)",
+	  "heap.pb.gz", F },
 	{ "top", OPT_TOP, "N", "stacks shown per process (10; top: 20; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
 	{ "stacks", OPT_STACKS, "MODE", "dwarf (default on x86-64: CFI unwinding in user\n"
@@ -57,7 +58,8 @@ const struct cli_option cli_options[] = {
 				    "default when the target maps libc10_cuda.so)" },
 	{ "no-torch", OPT_NO_TORCH, NULL, "driver calls only, no PyTorch tensor blocks" },
 	{ "torch-stacks", OPT_TORCH_STACKS, "S", "stacks of tensor blocks: full (as --stacks)\n"
-						 "or python (Python frames only: cheaper)", "python",
+						 "or python (Python frames only: cheaper)",
+	  "python",
 	  W, "full python" },
 	{ "resolution", OPT_RESOLUTION, "T", "time resolution of leak verdicts (1s)", "500ms" },
 	{ "sort", OPT_SORT, "KEY", "top: order of stacks and processes: growth\n"
@@ -161,13 +163,16 @@ const struct cli_command cli_commands[] = {
 			"terminal's alternate screen, redrawn on a resize. Keys: up/down or j/k "
 			"move, Tab switches between processes and stacks, s cycles the sort, g "
 			"(growth), b (bytes) and n (name) choose it, / filters by name, PID or "
-			"site, Enter on a process shows its stacks only, h or ? help, q quits. Without PIDs, every process that maps libcuda. When "
+			"site, Enter on a process shows its stacks only, h or ? help, q quits. "
+			"Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
-		.options = "all pid libcuda interval sort top duration wait stacks stack-bytes ringbuf-size "
-			   "max-allocs no-follow-forks no-python torch no-torch torch-stacks "
+		.options = "all pid libcuda interval sort top duration wait stacks stack-bytes "
+			   "ringbuf-size max-allocs no-follow-forks no-python torch no-torch "
+			   "torch-stacks "
 			   "resolution bench-floor " LOG_OPTS,
 		.examples = "sudo gpuleak top\tevery process that uses CUDA\n"
-			    "sudo gpuleak top 1234 --sort bytes\tone process, largest holders first\n",
+			    "sudo gpuleak top 1234 --sort bytes\t"
+			    "one process, largest holders first\n",
 		.operand = COMPLETE_PID,
 		.run = top__run,
 	},
@@ -217,8 +222,9 @@ const struct cli_command cli_commands[] = {
 			"(Prometheus) and /debug/pprof/gpu_heap (pprof) on --listen; with "
 			"--profile-dir it also writes a profile every --profile-every. It writes "
 			"nowhere but --state-dir.",
-		.options = "libcuda listen state-dir profile-dir profile-every profile-keep max-procs "
-			   "max-stacks stacks stack-bytes ringbuf-size max-allocs no-follow-forks "
+		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
+			   "max-procs max-stacks stacks stack-bytes ringbuf-size max-allocs "
+			   "no-follow-forks "
 			   "no-python torch no-torch torch-stacks resolution bench-floor " LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",

@@ -213,7 +213,8 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 			held += p->dev_bytes[d];
 		if (p->unknown_dev_bytes) {
 			unknown += p->unknown_dev_bytes;
-			unknown_growth += p->device_growth_bytes_per_s * p->unknown_dev_bytes / held;
+			unknown_growth +=
+				p->device_growth_bytes_per_s * p->unknown_dev_bytes / held;
 		}
 		for (int d = 0; d < MAX_GPUS; d++) {
 			if (!p->dev_bytes[d])
@@ -231,15 +232,17 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 		fmt_rate(growth[d], g, sizeof(g));
 		if (nv && d < (int)nv->ndevices && nv->devs[d].total) {
 			const struct nvml_device *dev = &nv->devs[d];
-			uint64_t used = dev->total - (dev->free < dev->total ? dev->free : dev->total);
+			uint64_t used =
+				dev->total - (dev->free < dev->total ? dev->free : dev->total);
 
 			fmt_bytes(used, a, sizeof(a));
 			fmt_bytes(dev->free, b, sizeof(b));
-			line(y + shown, A_BOLD, "GPU%d used %s (%.0f%%)  free %s  traced %s  growth %s", d, a,
+			line(y + shown, A_BOLD,
+			     "GPU%d used %s (%.0f%%)  free %s  traced %s  growth %s", d, a,
 			     100.0 * used / dev->total, b, c, g);
 		} else {
-			line(y + shown, A_BOLD, "GPU%d traced %s  growth %s  (used/free: no NVML)", d, c,
-			     g);
+			line(y + shown, A_BOLD, "GPU%d traced %s  growth %s  (used/free: no NVML)",
+			     d, c, g);
 		}
 	}
 	if (unknown && shown < max_lines) {
@@ -277,8 +280,9 @@ static void stack_line(int y, int attr, const struct row *r)
 	fmt_bytes(r->st->outstanding_bytes, b, sizeof(b));
 	fmt_rate(r->st->growth_bytes_per_s, g, sizeof(g));
 	if (COLS >= 100)
-		line(y, attr, "%7d %-11s %10s %7llu %12s %-7s %s", r->p->pid, class__name(r->st->cls),
-		     b, (unsigned long long)r->st->outstanding_allocs, g, r->st->verdict, r->site);
+		line(y, attr, "%7d %-11s %10s %7llu %12s %-7s %s", r->p->pid,
+		     class__name(r->st->cls), b, (unsigned long long)r->st->outstanding_allocs, g,
+		     r->st->verdict, r->site);
 	else
 		line(y, attr, "%7d %10s %11s %-7s %s", r->p->pid, b, g, r->st->verdict, r->site);
 }
@@ -356,10 +360,11 @@ static void draw(struct view *v, const struct snapshot *s, const struct nvml_sam
 		refresh();
 		return;
 	}
-	line(y++, A_BOLD, "gpuleak top - %.0f s, %u process%s, %llu lost%s  sort: %s%s%s%s", s->duration_s,
-	     s->nprocs, s->nprocs == 1 ? "" : "es", (unsigned long long)s->lost_events,
-	     s->complete ? "" : " (incomplete)", sort_names[v->sort], v->filter[0] ? "  filter: " : "",
-	     v->filter, v->only_pid ? "  (one process)" : "");
+	line(y++, A_BOLD, "gpuleak top - %.0f s, %u process%s, %llu lost%s  sort: %s%s%s%s",
+	     s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es",
+	     (unsigned long long)s->lost_events, s->complete ? "" : " (incomplete)",
+	     sort_names[v->sort], v->filter[0] ? "  filter: " : "", v->filter,
+	     v->only_pid ? "  (one process)" : "");
 	/* every line but the status line: GPUs take at most a quarter */
 	y += draw_gpus(y, LINES / 4 > 0 ? LINES / 4 : 1, s, nv);
 	avail = LINES - y - 1 - 2; /* the status line, two list headers */

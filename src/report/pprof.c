@@ -286,8 +286,9 @@ static const char *python_name(const struct snap_frame *fr, char *buf, size_t le
 	base = file ? strrchr(file, '/') : NULL;
 	base = base ? base + 1 : file ? file : "";
 	dot = strrchr(base, '.');
-	n = snprintf(buf, len, "%.*s.%s", (int)(dot && dot != base ? dot - base : (long)strlen(base)),
-		     base, fr->function);
+	n = snprintf(buf, len, "%.*s.%s",
+		     (int)(dot && dot != base ? dot - base : (long)strlen(base)), base,
+		     fr->function);
 	return n > 0 && (size_t)n < len && *base ? buf : fr->function;
 }
 

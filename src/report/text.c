@@ -204,8 +204,8 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 	if (!s->nprocs)
 		fprintf(f, "no CUDA allocations seen\n");
 	if (s->nprocs_idle)
-		fprintf(f, "%u other process%s traced made no CUDA call: not shown\n", s->nprocs_idle,
-			s->nprocs_idle == 1 ? "" : "es");
+		fprintf(f, "%u other process%s traced made no CUDA call: not shown\n",
+			s->nprocs_idle, s->nprocs_idle == 1 ? "" : "es");
 	if (s->lost_events)
 		fprintf(f, "WARNING: %llu events were lost (ring buffer full); figures are "
 			   "incomplete. Raise --ringbuf-size.\n",
