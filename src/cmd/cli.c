@@ -440,10 +440,23 @@ static int find_command(const char *sub, struct gl_opts *o)
 	else if (!strcmp(sub, "--version") || !strcmp(sub, "-V"))
 		sub = "version";
 	parsing = cli__command(sub);
-	if (!parsing)
-		return usage_error("unknown subcommand '%s': try attach, run, top, record, report "
-				   "or serve", sub);
+	if (!parsing) {
+		char names[256];
+		size_t n = 0;
+
+		names[0] = '\0';
+		for (const struct cli_command *c = cli_commands; c->name; c++) {
+			int w = c->hidden ? 0 : snprintf(names + n, sizeof(names) - n, "%s%s",
+							 n ? ", " : "", c->name);
+
+			if (w < 0 || (size_t)w >= sizeof(names) - n)
+				break;
+			n += (size_t)w;
+		}
+		return usage_error("unknown subcommand '%s': the subcommands are %s", sub, names);
+	}
 	o->cmd = parsing->cmd;
+	o->command = parsing;
 	return EXIT_OK;
 }
 
@@ -544,7 +557,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 
 int cli__run(const struct gl_opts *o)
 {
-	const struct cli_command *c = cli__command_of(o->cmd);
+	/* SUBCOMMAND --help runs help's row */
+	const struct cli_command *c = o->cmd == CMD_HELP ? cli__command_of(CMD_HELP) : o->command;
 
 	return c ? c->run(o) : EXIT_USAGE;
 }

@@ -48,8 +48,11 @@ enum gl_sort {
 
 #define GL_MAX_PIDS 256
 
+struct cli_command;
+
 struct gl_opts {
 	enum gl_cmd cmd;
+	const struct cli_command *command; /* its row of the table (commands.h) */
 	int pids[GL_MAX_PIDS];
 	int nr_pids;
 	bool all;

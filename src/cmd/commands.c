@@ -239,8 +239,7 @@ const struct cli_command cli_commands[] = {
 			       "options and examples, as gpuleak SUBCOMMAND --help does.",
 		.options = "help",
 		.examples = "gpuleak help attach\tattach's options and examples\n",
-		.operand = COMPLETE_WORDS,
-		.choices = "attach run top record report serve help version completion",
+		.operand = COMPLETE_SUBCOMMAND,
 		.run = doc__run_help,
 	},
 	{
@@ -333,7 +332,7 @@ const struct cli_command *cli__command(const char *name)
 const struct cli_command *cli__command_of(enum gl_cmd cmd)
 {
 	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (c->cmd == cmd)
+		if (c->cmd == cmd && cmd != CMD_NONE)
 			return c;
 	return NULL;
 }

@@ -58,6 +58,7 @@ enum cli_complete {
 	COMPLETE_WORDS,	  /* the words of .choices */
 	COMPLETE_COMMAND, /* run: a command, then its arguments */
 	COMPLETE_PIDS_OR_COMMAND, /* record: PIDs, or a command after '--' */
+	COMPLETE_SUBCOMMAND,	  /* help: the names of the table's subcommands */
 };
 
 struct cli_option {
@@ -73,7 +74,7 @@ struct cli_option {
 
 struct cli_command {
 	const char *name;
-	enum gl_cmd cmd;
+	enum gl_cmd cmd; /* what cli.c checks it by; CMD_NONE for none of its checks */
 	const char *operands; /* after "[options]"; '\n' separates alternative forms */
 	const char *summary;  /* one line, in `gpuleak help` */
 	const char *description; /* a paragraph for SUBCOMMAND --help and the man page */

@@ -375,6 +375,21 @@ static const char *bash_value(const struct cli_option *op, char *buf, size_t len
 	}
 }
 
+/* The visible subcommands' names, space-separated, between before and after. */
+static void subcommand_words(FILE *f, const char *before, const char *after)
+{
+	bool first = true;
+
+	fputs(before, f);
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		if (c->hidden)
+			continue;
+		fprintf(f, "%s%s", first ? "" : " ", c->name);
+		first = false;
+	}
+	fputs(after, f);
+}
+
 int doc__bash(FILE *f)
 {
 	char buf[256];
@@ -385,11 +400,10 @@ int doc__bash(FILE *f)
 	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
 	      "\tlocal sub=${COMP_WORDS[1]} opts= operand= i w dd= cmd=\n"
 	      "\tCOMPREPLY=()\n"
-	      "\tif ((COMP_CWORD == 1)); then\n\t\tCOMPREPLY=($(compgen -W '", f);
-	for (const struct cli_command *c = cli_commands; c->name; c++)
-		if (!c->hidden)
-			fprintf(f, "%s%s", c == cli_commands ? "" : " ", c->name);
-	fputs(" -h --help -V --version' -- \"$cur\"))\n\t\treturn\n\tfi\n\tcase $prev in\n", f);
+	      "\tif ((COMP_CWORD == 1)); then\n", f);
+	subcommand_words(f, "\t\tCOMPREPLY=($(compgen -W '",
+			 " -h --help -V --version' -- \"$cur\"))\n");
+	fputs("\t\treturn\n\tfi\n\tcase $prev in\n", f);
 	for (const struct cli_option *op = cli_options; op->name; op++) {
 		if (op->hidden || !op->arg)
 			continue;
@@ -405,9 +419,12 @@ int doc__bash(FILE *f)
 			continue;
 		fprintf(f, "\t%s)\n\t\topts='", c->name);
 		option_words(f, c);
-		fprintf(f, "'\n\t\toperand=%d\n", c->operand);
+		fprintf(f, "'\n\t\toperand=%d\n",
+			c->operand == COMPLETE_SUBCOMMAND ? COMPLETE_WORDS : c->operand);
 		if (c->operand == COMPLETE_WORDS)
 			fprintf(f, "\t\twords='%s'\n", c->choices);
+		if (c->operand == COMPLETE_SUBCOMMAND)
+			subcommand_words(f, "\t\twords='", "'\n");
 		fputs("\t\t;;\n", f);
 	}
 	fputs("\t*)\n\t\treturn\n\t\t;;\n\tesac\n", f);
@@ -514,6 +531,9 @@ int doc__zsh(FILE *f)
 			break;
 		case COMPLETE_WORDS:
 			fprintf(f, " \\\n\t\t\t'1:%s:(%s)'", c->name, c->choices);
+			break;
+		case COMPLETE_SUBCOMMAND:
+			subcommand_words(f, " \\\n\t\t\t'1:subcommand:(", ")'");
 			break;
 		case COMPLETE_COMMAND:
 		case COMPLETE_PIDS_OR_COMMAND:
