@@ -352,6 +352,9 @@ static bool early_staircase(const struct series *s, uint64_t now, uint64_t windo
 	}
 	first = step_of(s, 1)->t_ns;
 	last = step_of(s, k)->t_ns;
+	/* a change recorded after the snapshot's clock was read counts as now */
+	if (last > now)
+		now = last;
 	qsort(rise, k, sizeof(rise[0]), cmp_u64);
 	qsort(gap, k, sizeof(gap[0]), cmp_u64);
 	med_rise = rise[k / 2];

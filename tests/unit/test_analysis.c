@@ -276,6 +276,12 @@ static void test_early_staircase_is_leak(void **state)
 	staircase(h, 0, 250 * MS, 13, 4 * MIB); /* 12 rises by 3 s */
 	vi = classify(h, 3 * SEC + 100 * MS);
 	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
+	/* a snapshot whose clock was read before its last changes were drained */
+	series__free(h->s);
+	h = hist_new(1 * SEC);
+	staircase(h, 100 * MS, 250 * MS, 13, 4 * MIB); /* the last at 3.1 s */
+	vi = classify(h, 3050 * MS);
+	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
 	assert_near(vi.growth_bytes_per_s, 4.0 * MIB / 0.250, 0.01);
 	assert_int_equal(vi.steps, 12);
 	/* 7 rises are not yet enough */
