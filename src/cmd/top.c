@@ -413,7 +413,7 @@ static bool filter_key(struct view *v, int c)
 {
 	size_t len = strlen(v->filter);
 
-	if (c == '\n' || c == KEY_ENTER) {
+	if (c == '\r' || c == '\n' || c == KEY_ENTER) {
 		v->editing = false;
 	} else if (c == 27) {
 		v->editing = false;
@@ -488,6 +488,7 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 	case '/':
 		v->editing = true;
 		break;
+	case '\r': /* Enter, with nonl() */
 	case '\n':
 	case KEY_ENTER:
 		if (v->pane == PANE_PROCS && v->nprocs) {

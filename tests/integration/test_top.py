@@ -31,11 +31,16 @@ class Tmux:
     def keys(self, *keys):
         self.tmux("send-keys", "-t", "t", *keys)
 
-    def wait_screen(self, pred, what, timeout=20):
+    def wait_screen(self, pred, what, timeout=20, whole=True):
+        """Waits for pred(lines); whole: on a screen drawn to its last line (tmux may
+        show a redraw half-way)."""
         seen = []
 
         def ok():
             seen[:] = self.screen()
+            if whole and not (len(seen) > 1 and seen[0].startswith("gpuleak top - ") and
+                              seen[-1].startswith(("q quit", "filter: "))):
+                return False
             return pred(seen)
         try:
             wait_until(ok, timeout, what)
@@ -73,7 +78,7 @@ def test_top_in_a_terminal(tmp):
                "sleep 120")
     t = Tmux(tmp, 80, 24, command)
     try:
-        t.wait_screen(lambda s: s and s[0].startswith("gpuleak top - "), "top's screen")
+        t.wait_screen(lambda s: True, "top's screen")
         wl.go()
         lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
                               "the leaking stack")
@@ -87,18 +92,31 @@ def test_top_in_a_terminal(tmp):
         t.wait_screen(lambda s: "sort: name" in s[0], "s: the next sort")
         # help, closed by any key
         t.keys("?")
-        t.wait_screen(lambda s: s[0] == "gpuleak top: keys", "the help")
+        t.wait_screen(lambda s: s and s[0] == "gpuleak top: keys", "the help", whole=False)
         t.keys("x")
         t.wait_screen(lambda s: s[0].startswith("gpuleak top - "), "the help closed")
         # filter: a name that matches nothing, then cleared
-        t.keys("/", "zzz", "Enter")
-        t.wait_screen(lambda s: "filter: zzz" in s[0] and any("none that match" in l for l in s),
-                      "the filter applied")
+        t.keys("/", "zzz")
+        t.wait_screen(lambda s: s[-1].startswith("filter: zzz"), "the filter typed")
+        t.keys("Enter")
+        t.wait_screen(lambda s: "filter: zzz" in s[0] and s[-1].startswith("q quit") and
+                      any("none that match" in l for l in s), "the filter applied")
         t.keys("/", "Escape")
         t.wait_screen(lambda s: "filter:" not in s[0] and
                       any("leak_site_staircase" in l for l in s), "the filter cleared")
-        # move in the lists
-        t.keys("Tab", "Down", "j", "k", "Enter")
+        # the selected row is drawn in reverse video: the process first, Tab the stacks
+        sel = lambda: [l for l in t.tmux("capture-pane", "-p", "-e", "-t", "t").split("\n")
+                       if re.search(r"\x1b\[(?:[0-9;]*;)?7m", l)]
+        t.wait_screen(lambda s: any(f"{wl.pid}" in l and "wl_leak" in l for l in sel()),
+                      "the process selected")
+        t.keys("Tab", "Down", "j", "k")
+        t.wait_screen(lambda s: any("leak_site_staircase" in l for l in sel()),
+                      "the stack selected after Tab")
+        # Enter on a process: its stacks only
+        t.keys("Tab", "Enter")
+        t.wait_screen(lambda s: "(one process)" in s[0], "Enter: one process's stacks")
+        t.keys("Enter")
+        t.wait_screen(lambda s: "(one process)" not in s[0], "Enter again: every process")
         # resize: SIGWINCH, a redraw that fits
         t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "15")
         lines = t.wait_screen(lambda s: len(s) == 15 and s[0].startswith("gpuleak top - ")
@@ -109,7 +127,8 @@ def test_top_in_a_terminal(tmp):
                               "back at 80x24")
         check_layout(lines, 80, 24, wl.pid)
         t.keys("q")
-        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit")
+        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
+                              whole=False)
         text = "\n".join(lines)
         check("AFTER status=0" in text, f"top exits 0 on q: {text}")
         check("BEFORE" in text and "gpuleak top - " not in text,
