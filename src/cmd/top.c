@@ -516,6 +516,7 @@ static uint64_t mono_ns(void)
 static struct top_opts plain_opts(const struct gl_opts *o)
 {
 	return (struct top_opts){ .sort_bytes = o->sort == GL_SORT_BYTES,
+				  .sort_name = o->sort == GL_SORT_NAME,
 				  .max_stacks = o->top ? o->top : 20 };
 }
 

@@ -20,7 +20,8 @@ struct text_opts {
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o);
 
 struct top_opts {
-	bool sort_bytes;     /* stacks by outstanding bytes, else by growth */
+	bool sort_bytes;     /* processes and stacks by outstanding bytes, else by growth */
+	bool sort_name;	     /* by name (processes) and site (stacks), before sort_bytes */
 	uint32_t max_stacks; /* 0 = all */
 };
 

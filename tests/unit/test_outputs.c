@@ -148,6 +148,43 @@ static void test_svg_frames(void **state)
 	free(out);
 }
 
+/* Whether x comes before y in text, both there. */
+static __attribute__((noinline)) bool comes_before(const char *text, const char *x,
+						  const char *y)
+{
+	const char *a = strstr(text, x), *b = strstr(text, y);
+
+	return a && b && a < b;
+}
+
+/* top's plain text: processes and stacks in the order of the sort key */
+static void test_top_sort(void **state)
+{
+	struct top_opts o = { .sort_bytes = true };
+	struct snap_proc procs[2] = { fx_procs[0], fx_procs[1] };
+	struct snapshot snap = fx_snap;
+	size_t len;
+	char *out;
+
+	/* the second process holds more: first by bytes */
+	procs[0].bytes[GL_CLASS_DEVICE] = 1 << 20;
+	procs[1].bytes[GL_CLASS_DEVICE] = 8 << 20;
+	snap.procs = procs;
+	out = CAPTURE(report__top(f, &snap, &o), &len);
+	assert_true(comes_before(out, "     200 a<b>", "     100 python3"));
+	assert_non_null(strstr(out, "sort: bytes"));
+	free(out);
+	o = (struct top_opts){ 0 };
+	out = CAPTURE(report__top(f, &snap, &o), &len);
+	assert_true(comes_before(out, "     100 python3", "     200 a<b>")); /* growth tie: PID */
+	free(out);
+	o = (struct top_opts){ .sort_name = true };
+	out = CAPTURE(report__top(f, &fx_snap, &o), &len);
+	assert_true(comes_before(out, "     200 a<b>", "     100 python3")); /* by name */
+	assert_non_null(strstr(out, "sort: name"));
+	free(out);
+}
+
 static void test_xml_escaping(void **state)
 {
 	/* é, tab, an overlong '/', a surrogate, U+FFFE, a cut 3-byte form, markup */
@@ -300,6 +337,7 @@ int main(void)
 		cmocka_unit_test(test_frame_names),
 		cmocka_unit_test(test_svg_frames),
 		cmocka_unit_test(test_svg_empty),
+		cmocka_unit_test(test_top_sort),
 		cmocka_unit_test(test_xml_escaping),
 		cmocka_unit_test_setup_teardown(test_outfile, make_tmpdir, remove_tmpdir),
 		cmocka_unit_test(test_cli_options),
