@@ -95,7 +95,7 @@ int report_cmd__run(const struct gl_opts *o)
 	}
 	rp = replay__new(&ro);
 	if (!rp) {
-		log_error("out of memory");
+		log_error("out of memory (free memory and run again)");
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}

@@ -457,7 +457,7 @@ static int setup(struct session *s)
 	s->python = s->mods ? python__new(s->mods) : NULL;
 	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
 	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
-		log_error("out of memory");
+		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
 	}
 	books__set_hooks(s->books, &hooks);
