@@ -250,7 +250,7 @@ const struct cli_command cli_commands[] = {
 		.description = "Prints gpuleak's version and the version of the records its BPF "
 			       "programs write.",
 		.options = "help",
-		.examples = "gpuleak --version\tthe same\n",
+		.examples = "gpuleak --version\tthe version, as gpuleak version prints it\n",
 		.run = doc__run_version,
 	},
 	{
