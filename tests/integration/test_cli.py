@@ -5,6 +5,7 @@ generated from the one table of subcommands, make install."""
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
 
@@ -161,9 +162,40 @@ complete -p gpuleak
                        capture_output=True, timeout=30)
     check("_gpuleak: function" in p.stdout.decode(), f"zsh defines _gpuleak: {p.stdout!r} "
           f"{p.stderr.decode()!r}")
+    # zsh completes in a real interactive shell (zpty): a subcommand, then an option
+    check_eq(zsh_complete(tmp, "gpuleak serve --lis"), "gpuleak serve --listen=",
+             "zsh completes serve's option")
+    check_eq(zsh_complete(tmp, "gpuleak atta"), "gpuleak attach ", "zsh completes attach")
+    check_eq(zsh_complete(tmp, "gpuleak top --sort by"), "gpuleak top --sort bytes ",
+             "zsh completes a value")
+    check_eq(zsh_complete(tmp, "gpuleak attach --lis"), "gpuleak attach --lis",
+             "zsh offers attach no option of serve")
     # the same text as gpuleak prints
     rc, out, _ = run_gpuleak(["completion", "bash"])
     check_eq(out, open(BASH_COMPLETION).read(), "the installed completion is gpuleak's")
+
+
+def zsh_complete(tmp, line):
+    """The line an interactive zsh (in a pty), with the completion in its fpath, makes of
+    line + Tab: a key bound to a widget writes zle's buffer to a file."""
+    out = os.path.join(tmp, f"zsh.{time.monotonic_ns()}")
+    setup = (f"fpath=({os.path.dirname(ZSH_COMPLETION)} $fpath); autoload -U compinit; "
+             f"compinit -u -d {tmp}/zcd; dump() {{ print -r -- $BUFFER > {out} }}; "
+             "zle -N dump; bindkey '^X' dump")
+    script = f"""
+zmodload zsh/zpty
+zpty z zsh -f -i
+zpty -w z {shlex.quote(setup)}
+sleep 0.5
+zpty -w -n z {shlex.quote(line)}$'\\t'
+sleep 1
+zpty -w -n z $'\\x18'
+for i in {{1..50}}; do [[ -s {out} ]] && break; sleep 0.1; done
+zpty -d z
+"""
+    subprocess.run(["zsh", "-f", "-c", script], capture_output=True, timeout=60)
+    check(os.path.exists(out), f"zsh wrote no line for {line!r}")
+    return open(out).read().rstrip("\n")
 
 
 def test_make_install(tmp):
@@ -177,6 +209,11 @@ def test_make_install(tmp):
         full = os.path.join(dest, path)
         check(os.path.isfile(full), f"make install puts {path}")
         check_eq(os.stat(full).st_mode & 0o777, mode, f"mode of {path}")
+    # man finds the installed page
+    p = subprocess.run(["man", "-M", os.path.join(dest, "usr/share/man"), "gpuleak"],
+                       capture_output=True, timeout=30, env=dict(os.environ, MANWIDTH="80"))
+    check(p.returncode == 0 and "EXIT STATUS" in p.stdout.decode(),
+          f"man gpuleak from the installed tree: {p.stderr.decode()!r}")
 
 
 def test_record_progress_and_no_overwrite(tmp):
