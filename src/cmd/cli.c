@@ -15,8 +15,6 @@
 #include "util/log.h"
 #include "util/parse.h"
 
-#define MAX_LONG_OPTS 64
-
 /* The subcommand being parsed: its name is in every error's hint. */
 static const struct cli_command *parsing;
 
@@ -345,8 +343,8 @@ static int check_offline(struct gl_opts *o, int argc, char **argv)
 
 /* getopt's tables for one subcommand, from its row. */
 struct getopt_tables {
-	struct option longs[MAX_LONG_OPTS + 1];
-	char shorts[2 * MAX_LONG_OPTS + 4];
+	struct option longs[CLI_MAX_OPTIONS + 1];
+	char shorts[2 * CLI_MAX_OPTIONS + 4];
 };
 
 static void build_tables(const struct cli_command *c, struct getopt_tables *t)
@@ -358,7 +356,7 @@ static void build_tables(const struct cli_command *c, struct getopt_tables *t)
 		t->shorts[ns++] = '+';
 	t->shorts[ns++] = ':';
 	for (const struct cli_option *op = cli_options; op->name; op++) {
-		if (!cli__takes(c, op->name) || nl == MAX_LONG_OPTS)
+		if (!cli__takes(c, op->name) || nl == CLI_MAX_OPTIONS)
 			continue;
 		t->longs[nl++] = (struct option){ op->name, op->arg ? required_argument :
 								     no_argument, NULL, op->key };

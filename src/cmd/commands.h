@@ -14,6 +14,9 @@
 #include <stdbool.h>
 #include "cli.h"
 
+/* The most options one subcommand takes (getopt's tables are that big). */
+#define CLI_MAX_OPTIONS 64
+
 /* Keys of options with no short letter: above every char. */
 enum {
 	OPT_JSON = 256,

@@ -483,6 +483,40 @@ static void test_help_and_version(void **state)
 	usage("needs a shell", "completion");
 }
 
+/* The tables agree with themselves: a misspelt option name would silently drop it. */
+static void test_tables(void **state)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		char names[1024], *save = NULL;
+		int n = 0;
+
+		assert_non_null(c->run);
+		assert_non_null(c->summary);
+		assert_true(cli__command(c->name) == c);
+		snprintf(names, sizeof(names), "%s", c->options);
+		for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			if (!cli__option(w))
+				fail_msg("%s takes --%s, which is no option", c->name, w);
+			n++;
+		}
+		assert_true(n <= CLI_MAX_OPTIONS);
+		if (!c->hidden && !c->examples)
+			fail_msg("%s has no example", c->name);
+	}
+	for (const struct cli_option *op = cli_options; op->name; op++) {
+		bool taken = false;
+
+		assert_true(cli__option(op->name) == op);
+		assert_true(cli__option_of(op->key) == op); /* keys are unique */
+		for (const struct cli_command *c = cli_commands; c->name; c++)
+			taken |= cli__takes(c, op->name);
+		if (!taken)
+			fail_msg("no subcommand takes --%s", op->name);
+		if (op->arg && !op->example && !op->hidden)
+			fail_msg("--%s has no example value for its errors", op->name);
+	}
+}
+
 /* Each subcommand's help: its options, no others, an example, 80 columns. */
 static void test_command_help(void **state)
 {
@@ -584,6 +618,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_options_anywhere, teardown),
 		cmocka_unit_test_teardown(test_help_and_version, teardown),
 		cmocka_unit_test_teardown(test_command_help, teardown),
+		cmocka_unit_test_teardown(test_tables, teardown),
 	};
 
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
