@@ -71,12 +71,12 @@ const struct cli_option cli_options[] = {
 					 "more)", "1G" },
 	{ "keep-modules", OPT_KEEP_MODULES, "DIR", "copy the modules of recorded stacks into\n"
 						   "DIR by build-id, for report --debug-dir",
-	  "/var/tmp/gpuleak-modules", D },
+	  "/var/lib/gpuleak/modules", D },
 	{ "keep-modules-max", OPT_KEEP_MAX, "N", "most bytes DIR may hold (2G)", "4G" },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", "where modules are found by build-id\n"
 					     "(DIR/xx/yyyy[.debug]), before\n"
 					     "/usr/lib/debug/.build-id; repeatable",
-	  "/var/tmp/gpuleak-modules", D },
+	  "/var/lib/gpuleak/modules", D },
 	{ "listen", OPT_LISTEN, "ADDR:PORT", "HTTP address of /metrics and\n"
 					     "/debug/pprof/gpu_heap (127.0.0.1:9464;\n"
 					     "[::1]:9464 for IPv6)", "127.0.0.1:9464" },
