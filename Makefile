@@ -34,7 +34,7 @@ CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
 	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
-LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -ltinfo -lstdc++ -lpthread
+LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -ltinfo -lstdc++ -lpthread -lm
 
 ifeq ($(STATIC),1)
 CFLAGS += -DGPULEAK_STATIC

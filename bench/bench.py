@@ -4,7 +4,8 @@
 
 Usage: bench.py [--smoke] [--only SUITE[,SUITE]] [--reps N] [--json FILE] [-q]
 
-Suites: overhead (C load), python (Python load), throughput, books, memory, attach.
+Suites: overhead (C load), python (Python load), throughput, books, memory, attach,
+tensors (bench/tensor_bench.py: PyTorch's allocator probes, per mode).
 --smoke runs a few seconds' worth of the harness (every figure from tiny runs: they
 prove the harness works, not how fast gpuleak is). Progress goes to stderr, the table
 to stdout, the full results as JSON to --json (default $OUTPUT/bench/results.json).
@@ -18,11 +19,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import subprocess  # noqa: E402
+
 import capacity  # noqa: E402
 import overhead  # noqa: E402
 from benchlib import BENCH_OUT, BenchError, machine  # noqa: E402
 
-SUITES = ("overhead", "python", "throughput", "books", "memory", "attach")
+SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors")
 
 FULL = {
     "overhead": {"pairs": 20000, "reps": 9},
@@ -32,11 +35,14 @@ FULL = {
     "books": {"pairs": 1000000, "reps": 5},
     "memory": {"keep": 1000000, "stacks_keep": 65536, "sites": 16384},
     "attach": {"procs": 50, "reps": 7},
+    "tensors": {"reps": 9, "args": []},
 }
 
 SMOKE = {
     "overhead": {"pairs": 300, "reps": 1, "modes": ("untraced", "floor", "gpuleak fp")},
     "books": {"pairs": 5000, "reps": 1},
+    "tensors": {"reps": 1, "args": ["--smoke", "--only", "pair",
+                                    "--modes", "untraced,full,sampled"]},
 }
 
 
@@ -61,7 +67,24 @@ def run_suites(names, cfg, reps, log, wall):
             res[name] = capacity.memory(c["keep"], c["stacks_keep"], c["sites"], log)
         elif name == "attach":
             res[name] = capacity.attach(c["procs"], r, log)
+        elif name == "tensors":
+            res[name] = tensors(r, c["args"], log)
         wall[name] = round(time.monotonic() - t0, 1)
+    return res
+
+
+def tensors(reps, args, log):
+    """bench/tensor_bench.py's results, and its table."""
+    out = os.path.join(BENCH_OUT, "tensor.json")
+    log("tensors: bench/tensor_bench.py")
+    p = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "tensor_bench.py"),
+                        "--reps", str(reps), "--json", out, *args], capture_output=True,
+                       text=True)
+    if p.returncode:
+        raise BenchError(f"tensor_bench.py failed ({p.returncode}): {p.stderr[-2000:]}")
+    with open(out) as f:
+        res = json.load(f)
+    res["table"] = p.stdout
     return res
 
 
@@ -106,6 +129,8 @@ def table(res, info):
                    f"{m['rss_bytes_per_allocation']:.1f} B of tracer RSS and "
                    f"{m['bpf_allocs_map_bytes_per_allocation']:.1f} B of BPF map per "
                    f"allocation; {m['rss_bytes_per_stack']:.0f} B of RSS per distinct stack")
+    if "tensors" in res:
+        out.append("\n" + res["tensors"]["table"].rstrip())
     if "attach" in res:
         a = res["attach"]
         out.append(f"\nattach -a with {a['processes']} processes, start to attached: "

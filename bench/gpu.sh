@@ -1,12 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-2-Clause
-# gpuleak's benchmarks on a GPU machine, in one command (about 4 minutes; --quick: 2):
-#   make STATIC=1            (anywhere; copy the repository with ./gpuleak to the GPU machine)
-#   bench/gpu.sh [--quick]   (on the GPU machine, as root, from the repository root)
-# Builds bench/alloc_loop.c there (cc, else nvcc), then runs bench/gpu.py against the
-# real libcuda: per-call overhead for each stack mode, the step-time slowdown of a
-# PyTorch training loop next to _record_memory_history(), attach time. The table goes to
-# stdout. LIBCUDA, PYTHON (an interpreter with torch) and GPULEAK override the defaults.
+# gpuleak's benchmarks on a GPU machine, as root, from the repository root (gpuleak built
+# with 'make STATIC=1' anywhere and copied along):
+#   bench/gpu.sh [--small | --large] [OUTDIR]   step time of training under each way of
+#                        watching it (bench/gpu_train.py): bench/torch_train.py's model
+#                        (~20 ms a step; REPS_SMALL reps, 8) and a larger one (~300 ms a
+#                        step; REPS_LARGE reps, 5): untraced, default attach (between
+#                        windows and inside its first), serve, --tensors full and
+#                        _record_memory_history(), interleaved in one training process.
+#                        About 4 + 5 minutes. OUTDIR gets the JSON of each model.
+#   bench/gpu.sh --calls [--quick]   the older per-call, training and attach figures
+#                        (bench/gpu.py: driver-call overhead per stack mode, attach time).
+# LIBCUDA, PYTHON (an interpreter with torch) and GPULEAK override the defaults.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -24,14 +29,35 @@ done
 gl=${GPULEAK:-$PWD/gpuleak}
 [ -x "$gl" ] || { echo "gpu.sh: $gl missing: build it with 'make STATIC=1'" >&2; exit 1; }
 
-out=$(mktemp -d /tmp/gpuleak-gpu-bench.XXXXXX)
-trap 'rm -rf "$out"' EXIT
-mkdir -p "$out/bench"
-if command -v "${CC:-cc}" >/dev/null 2>&1; then
-	"${CC:-cc}" -O2 -g -fno-omit-frame-pointer -pthread bench/alloc_loop.c -ldl \
-		-o "$out/bench/alloc_loop"
-else
-	nvcc -O2 -Xcompiler -fno-omit-frame-pointer -x c bench/alloc_loop.c -ldl -lpthread \
-		-o "$out/bench/alloc_loop"
+if [ "${1:-}" = "--calls" ]; then
+	shift
+	out=$(mktemp -d /tmp/gpuleak-gpu-bench.XXXXXX)
+	trap 'rm -rf "$out"' EXIT
+	mkdir -p "$out/bench"
+	if command -v "${CC:-cc}" >/dev/null 2>&1; then
+		"${CC:-cc}" -O2 -g -fno-omit-frame-pointer -pthread bench/alloc_loop.c -ldl \
+			-o "$out/bench/alloc_loop"
+	else
+		nvcc -O2 -Xcompiler -fno-omit-frame-pointer -x c bench/alloc_loop.c -ldl -lpthread \
+			-o "$out/bench/alloc_loop"
+	fi
+	OUTPUT=$out GPULEAK=$gl BENCH_PYTHON=$py "$py" bench/gpu.py --lib "$lib" "$@"
+	exit
 fi
-OUTPUT=$out GPULEAK=$gl BENCH_PYTHON=$py "$py" bench/gpu.py --lib "$lib" "$@"
+
+models="small large"
+case "${1:-}" in
+--small) models=small; shift ;;
+--large) models=large; shift ;;
+esac
+dir=${1:-.}
+mkdir -p "$dir"
+for m in $models; do
+	if [ "$m" = small ]; then
+		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --reps "${REPS_SMALL:-8}" \
+			--json "$dir/train_small.json"
+	else
+		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --large --reps "${REPS_LARGE:-5}" \
+			--json "$dir/train_large.json"
+	fi
+done

@@ -5,11 +5,19 @@ step-time slowdown that gpuleak (attached from outside) and PyTorch's own
 torch.cuda.memory._record_memory_history() cause. Run by bench/gpu.py.
 
     torch_train.py [--steps N] [--warmup N] [--record-history] [--go FILE]
+    torch_train.py --control FILE --log FILE [--large]   (bench/gpu_train.py drives it)
 
 --go FILE: print "ready PID" after building the model and wait until FILE exists
 (the tracer attaches in between). Step time is wall time with a synchronize at the end
 of each step. Prints one line to stdout:
     steps=N median_step_ms=X mean_step_ms=Y p90_step_ms=Z
+
+--control FILE: after warm-up print "ready PID" and train until FILE says "quit";
+each step is tagged with FILE's contents (a phase label, read once a step) and logged
+to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns"; the label "history"
+turns _record_memory_history() on for as long as it lasts. --large: a model of
+hundreds of ms a step (d=2048, 16 layers, batch 16 x 1024). --fake LIB: no torch, a
+CPU step of ctypes calls into the libc10_cuda stand-in LIB (to test the driver).
 """
 import argparse
 import os
@@ -17,7 +25,10 @@ import statistics
 import sys
 import time
 
-import torch
+try:
+    import torch
+except ImportError:  # --fake
+    torch = None
 
 
 def build(d_model=1024, layers=8, heads=16):
@@ -36,6 +47,61 @@ def train_step(model, opt, x):
     opt.zero_grad(set_to_none=True)
 
 
+def fake_step(lib):
+    """A stand-in step (--fake): 400 tensor-block pairs and some work, no GPU."""
+    base = 1 << 40
+    for i in range(400):
+        lib.faketorch_malloc(base + i * 4096, 0, 4096, 0)
+        lib.faketorch_free(base + i * 4096)
+    x = 0
+    for j in range(100000):
+        x += j
+
+
+def controlled(a):
+    """Steps until --control says quit, each logged with its phase label."""
+    if a.fake:
+        import ctypes
+        if os.environ.get("FAKE_LIBCUDA"):  # mapped, so that gpuleak attaches
+            ctypes.CDLL(os.environ["FAKE_LIBCUDA"]).cuInit(0)
+        lib = ctypes.CDLL(a.fake)
+        lib.faketorch_malloc.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
+                                         ctypes.c_uint64]
+        lib.faketorch_free.argtypes = [ctypes.c_void_p]
+        step, sync = (lambda: fake_step(lib)), (lambda: None)
+    else:
+        torch.manual_seed(0)
+        if a.large:
+            model, opt = build(2048, 16, 16)
+            x = torch.randn(16, 1024, 2048, device="cuda")
+        else:
+            model, opt = build()
+            x = torch.randn(a.batch, a.seq, 1024, device="cuda")
+        step, sync = (lambda: train_step(model, opt, x)), torch.cuda.synchronize
+    for _ in range(a.warmup):
+        step()
+        sync()
+    log = open(a.log, "w", buffering=1)
+    print(f"ready {os.getpid()}", flush=True)
+    history = False
+    while True:
+        with open(a.control) as f:
+            label = f.read().strip() or "idle"
+        if label == "quit":
+            break
+        if (label == "history") != history and not a.fake:
+            history = label == "history"
+            torch.cuda.memory._record_memory_history(
+                enabled="all" if history else None, max_entries=100000, stacks="all")
+        w0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
+        step()
+        sync()
+        log.write(f"{label} {time.perf_counter_ns() - w0} {time.thread_time_ns() - c0} "
+                  f"{time.process_time_ns() - p0}\n")
+    log.close()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200)
@@ -46,7 +112,13 @@ def main():
     ap.add_argument("--history-stacks", default="all", choices=("all", "python"),
                     help="the stacks _record_memory_history() records")
     ap.add_argument("--go", default="")
+    ap.add_argument("--control", default="")
+    ap.add_argument("--log", default="")
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--fake", default="")
     a = ap.parse_args()
+    if a.control:
+        return controlled(a)
 
     torch.manual_seed(0)
     model, opt = build()

@@ -24,4 +24,18 @@ int floor_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+/* pytorch:malloc, in place of torch_malloc: the USDT probe's own price. */
+SEC("usdt")
+int floor_torch_malloc(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/* pytorch:free, in place of torch_free. */
+SEC("usdt")
+int floor_torch_free(struct pt_regs *ctx)
+{
+	return 0;
+}
+
 #endif /* GPULEAK_FLOOR_BPF_H */

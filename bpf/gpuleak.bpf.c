@@ -161,6 +161,7 @@ int call_exit(struct pt_regs *ctx)
 	return 0;
 }
 
+#include "tiers.bpf.h"
 #include "torch.bpf.h"
 
 /* A thread exits: when it is the last of its process, the driver frees everything. */

@@ -50,8 +50,9 @@ int BPF_USDT(torch_malloc, void *ptr, long device, long size, long stream)
 
 	if (!torch_begin(&c, &slot, GL_API_pytorch_malloc) || !ptr || size <= 0)
 		return 0;
-	/* tensors are many: --torch-stacks python keeps their Python frames only */
-	if (targ_stack_mode != GL_STACK_NONE)
+	/* tensors are many: --torch-stacks python keeps their Python frames only,
+	 * --tensor-sample a byte-weighted sample of their stacks */
+	if (targ_stack_mode != GL_STACK_NONE && sample_take(size))
 		emit_stack(ctx, c.task, c.pid_tgid, slot.seq, c.api, false,
 			   targ_torch_python_only ? GL_STACK_NONE : targ_stack_mode);
 	book_alloc(&c, GL_KIND_TORCH, (__u64)ptr, size, GL_CLASS_TORCH_BLOCK, (__s16)device);
@@ -65,7 +66,14 @@ int BPF_USDT(torch_free, void *ptr)
 	struct gl_call_ctx c = {};
 	struct gl_slot slot = {};
 
+	struct gl_alloc_key k = { .kind = GL_KIND_TORCH, .key = (__u64)ptr };
+
 	if (!torch_begin(&c, &slot, GL_API_pytorch_free) || !ptr)
+		return 0;
+	/* a block whose malloc was not seen (before attach, between tensor windows,
+	 * in a window's tail) tells nothing: no record, no count */
+	k.tgid = tgid_of(&c);
+	if (!bpf_map_lookup_elem(&allocs, &k))
 		return 0;
 	book_free(&c, GL_KIND_TORCH, (__u64)ptr);
 	return 0;

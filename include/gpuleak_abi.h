@@ -175,6 +175,9 @@ enum gl_op {
 };
 
 /* gl_call.flags */
+/* Tensor-block stack sampling: entries of the exponential quantile table (tiers.bpf.h). */
+#define GL_SAMPLE_EXP_N 1024
+
 #define GL_CALL_DEFERRED 0x1	  /* release of a handle still mapped: freed at last unmap */
 #define GL_CALL_TABLE_FULL 0x2	  /* BPF's allocation table was full: not tracked in BPF */
 #define GL_CALL_NO_STACK 0x4	  /* no stack record was emitted for this call */

@@ -304,7 +304,9 @@ static uint32_t take_stack(struct books *b, struct proc *proc, const struct gl_c
 		b->taken = stack;
 		return stack;
 	}
-	if (probe__desc(c->api)->flags & GL_API_STACK)
+	/* a sampled-out tensor block has no stack by design */
+	if ((probe__desc(c->api)->flags & GL_API_STACK) &&
+	    !(b->opts.sample_bytes && c->api == GL_API_pytorch_malloc))
 		b->counters.stack_missing++;
 	return stacks__intern(b->stacks, &api, 1);
 }
@@ -730,4 +732,44 @@ int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
 	err = books__apply(b, c, sizeof(*c));
 	b->replay_stack = 0;
 	return err;
+}
+
+int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten)
+{
+	uint64_t n_all = 0;
+
+	for (uint32_t i = 0; i < procs__count(b->procs); i++) {
+		struct proc *proc = procs__at(b->procs, i);
+		struct alloc_key *drop;
+		const struct alloc_key *k;
+		struct alloc_val *v;
+		const struct agg_key *ak;
+		struct agg *a;
+		size_t it = 0, n = 0;
+
+		if (!proc || !proc->allocs || proc->exited)
+			continue;
+		drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
+		if (!drop)
+			return -ENOMEM;
+		while ((v = htab__next(proc->allocs, &it, (const void **)&k)))
+			if (k->kind == kind)
+				drop[n++] = *k;
+		for (size_t j = 0; j < n; j++) {
+			struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs,
+										 &drop[j]);
+
+			remove_alloc(b, proc, &drop[j], &val, ts);
+		}
+		free(drop);
+		n_all += n;
+		/* the history of what was forgotten goes with it */
+		it = 0;
+		while ((a = htab__next(proc->aggs, &it, (const void **)&ak)))
+			if (ak->cls == GL_CLASS_TORCH_BLOCK && kind == GL_KIND_TORCH)
+				series__reset(a->series);
+	}
+	if (forgotten)
+		*forgotten = n_all;
+	return 0;
 }

@@ -18,6 +18,7 @@ struct python;
 struct books_opts {
 	uint64_t series_width_ns; /* initial resolution of per-stack history */
 	bool no_proc_files;	  /* do not read /proc (offline report) */
+	uint64_t sample_bytes;	  /* tensor-block stacks sampled (tiers.bpf.h); 0: all */
 };
 
 struct books_counters {
@@ -88,6 +89,13 @@ const struct books_counters *books__counters(const struct books *b);
  * the number of stacks dropped, or -ENOMEM (nothing changed).
  */
 int books__compact_stacks(struct books *b);
+/*
+ * Forgets every allocation of this kind (GL_KIND_TORCH: the tensor blocks, at
+ * a window's start) in every live process, as of ts, with the history of their
+ * stacks' outstanding bytes. *forgotten (may be NULL): how many. Returns 0 or
+ * -ENOMEM.
+ */
+int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten);
 /* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
 uint64_t books__now(const struct books *b);
 

@@ -5,6 +5,7 @@
  * first with their verdicts, and symbolized frames.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,13 +176,71 @@ static int cmp_stack(const void *a, const void *b, void *demote_segments)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+struct est_slot {
+	uint32_t stack, idx;
+};
+
+static int cmp_est(const void *x, const void *y)
+{
+	const struct est_slot *a = x, *b = y;
+
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/*
+ * Sampled tensor-block stacks: each outstanding block of size s that drew a
+ * stack stands for 1 / (1 - exp(-s / R)) blocks of its size (Horvitz-Thompson:
+ * an unbiased estimate of the stack's blocks, sampled or not). The blocks that
+ * drew none keep their exact figures under the probe's own one-frame stack.
+ */
+static int estimate_sampled(struct books *b, struct proc *proc, uint64_t sample_bytes,
+			    struct snap_proc *sp, size_t n)
+{
+	struct frame api = { .mod = GL_API_pytorch_malloc, .kind = FRAME_API };
+	uint32_t unsampled = stacks__intern(books__stacks(b), &api, 1);
+	struct est_slot *slots = calloc(n ? n : 1, sizeof(*slots)), key, *hit;
+	const struct alloc_key *k;
+	struct alloc_val *v;
+	size_t it = 0, m = 0;
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+
+		if (st->cls != GL_CLASS_TORCH_BLOCK)
+			continue;
+		st->unsampled = st->id == unsampled;
+		st->estimated = !st->unsampled;
+		slots[m++] = (struct est_slot){ st->id, (uint32_t)i };
+	}
+	qsort(slots, m, sizeof(*slots), cmp_est);
+	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
+		double p;
+
+		if (k->kind != GL_KIND_TORCH || v->stack == unsampled)
+			continue;
+		key.stack = v->stack;
+		hit = bsearch(&key, slots, m, sizeof(*slots), cmp_est);
+		if (!hit)
+			continue;
+		p = -expm1(-(double)v->size / (double)sample_bytes);
+		if (p <= 0)
+			continue;
+		sp->stacks[hit->idx].estimated_bytes += v->size / p;
+		sp->stacks[hit->idx].estimated_allocs += 1 / p;
+	}
+	free(slots);
+	return 0;
+}
+
 static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
 		       const struct snapshot_opts *o, struct snap_proc *sp)
 {
 	const struct agg_key *k;
 	struct agg *a;
 	size_t it = 0, n = 0, cap = htab__count(proc->aggs);
-	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns;
+	uint64_t now = proc->exited ? proc->exit_ns : o->now_ns, tensor_now = now;
 	struct verdict_info vi;
 	bool blocks = false;
 
@@ -193,7 +252,10 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 
 		if (!o->all_stacks && a->allocs == 0)
 			continue;
-		series__classify(a->series, now, &vi);
+		/* blocks are seen in windows only: judge them as of the last one's end */
+		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
+			tensor_now = o->tensors->until_ns;
+		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
 		*st = (struct snap_stack){
 			.id = k->stack,
 			.cls = k->cls,
@@ -216,6 +278,9 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			blocks = true;
 		n++;
 	}
+	if (blocks && proc->allocs && o->tensors && o->tensors->sample_bytes &&
+	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
+		return -ENOMEM;
 	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
 	if (o->max_stacks && n > o->max_stacks) {
 		for (size_t i = o->max_stacks; i < n; i++)
@@ -431,6 +496,10 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	if (o->tensors) {
+		s->tensors_buf = *o->tensors;
+		s->tensors = &s->tensors_buf;
+	}
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto fail;

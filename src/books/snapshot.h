@@ -26,6 +26,7 @@ struct snapshot_opts {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
+	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 };
 
 /*

@@ -15,6 +15,9 @@
 #include "util/log.h"
 #include "util/parse.h"
 
+/* --tensors sampled: a tensor-block stack per MiB allocated, on average */
+#define DEFAULT_TENSOR_SAMPLE (1ULL << 20)
+
 /* The subcommand being parsed: its name is in every error's hint. */
 static const struct cli_command *parsing;
 
@@ -84,6 +87,7 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+	o->tensor_duty_pct = 2;
 #if defined(__x86_64__)
 	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
 #else
@@ -191,6 +195,27 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		else
 			return bad_value(c, arg, "full or python");
 		return 0;
+	case OPT_TENSORS:
+		if (!strcmp(arg, "full") || !strcmp(arg, "windowed") || !strcmp(arg, "sampled")) {
+			o->tensors_full = arg[0] != 'w';
+			o->tensors_sampled = arg[0] == 's';
+			o->no_torch = false;
+		} else if (!strcmp(arg, "off")) {
+			o->no_torch = true;
+			o->torch = o->tensors_full = o->tensors_sampled = false;
+		} else {
+			return bad_value(c, arg, "windowed, sampled, full or off");
+		}
+		return 0;
+	case OPT_TENSOR_WINDOW:
+		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
+			       bad_duration(c, arg, " from 100ms to 1h") : 0;
+	case OPT_TENSOR_SAMPLE:
+		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
+			       bad_value(c, arg, "a size from 0 (every block) to 1T") : 0;
+	case OPT_TENSOR_DUTY:
+		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
+			       bad_value(c, arg, "a percentage from 1 to 100") : 0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
 			return bad_value(c, arg, "ADDR:PORT or [IPv6]:PORT");
@@ -244,6 +269,12 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
 			       bad_duration(c, arg, " from 1ms to 1h") : 0;
+	case OPT_BENCH_TORCH_LIB:
+		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
+			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
+					   "prefix under 64 bytes", arg);
+		o->bench_torch_lib = arg;
+		return 0;
 	case OPT_BENCH_FLOOR:
 		o->bench_floor = true;
 		return 0;
@@ -526,6 +557,10 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	if (o->cmd == CMD_HELP || o->cmd == CMD_VERSION || o->cmd == CMD_COMPLETION ||
 	    o->cmd == CMD_MAN)
 		return err ?: check_printers(o, argc, argv);
+	if (o->tensors_sampled && !o->tensor_sample_bytes)
+		o->tensor_sample_bytes = DEFAULT_TENSOR_SAMPLE;
+	if (!o->tensor_window_ms)
+		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
 	if (!o->ringbuf_bytes)
 		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 128 << 20 : 32 << 20;

@@ -70,6 +70,11 @@ struct gl_opts {
 	bool no_torch;	/* do not attach to PyTorch's allocator probes */
 	bool torch;	/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
+	bool tensors_full;	/* --tensors full: the allocator probes attached all the time */
+	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
+	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
+	bool tensors_sampled;	   /* --tensors sampled: always attached, stacks sampled */
+	uint64_t tensor_sample_bytes; /* --tensor-sample: mean bytes between stacks; 0: all */
 	uint32_t top;
 	uint32_t frames;
 	uint64_t ringbuf_bytes;
@@ -89,6 +94,7 @@ struct gl_opts {
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path; /* record: -o FILE; report: FILE */
 	uint64_t max_size;	 /* record: 0 = no limit */
 	const char *keep_dir;	 /* --keep-modules: build-id store */

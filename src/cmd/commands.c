@@ -61,6 +61,19 @@ const struct cli_option cli_options[] = {
 						 "or python (Python frames only: cheaper)",
 	  "python",
 	  W, "full python" },
+	{ "tensors", OPT_TENSORS, "MODE", "when tensor blocks are traced: windowed (default:\n"
+					  "in windows), sampled (always: every block booked,\n"
+					  "stacks for a byte-weighted sample), full (always:\n"
+					  "every block with its stack) or off", "sampled",
+	  W, "windowed sampled full off" },
+	{ "tensor-sample", OPT_TENSOR_SAMPLE, "N", "tensor-block stacks one per N bytes on\n"
+						   "average (Poisson; 0: every block; 1M with\n"
+						   "--tensors sampled)", "4M" },
+	{ "tensor-window", OPT_TENSOR_WINDOW, "T", "a tensor window's length (16 x --resolution:\n"
+						   "16s)", "30s" },
+	{ "tensor-duty", OPT_TENSOR_DUTY, "PCT", "automatic windows' share of the time (2);\n"
+						 "SIGUSR1 or serve's POST /tensors/arm opens\n"
+						 "one at once", "5" },
 	{ "resolution", OPT_RESOLUTION, "T", "time resolution of leak verdicts (1s)", "500ms" },
 	{ "sort", OPT_SORT, "KEY", "top: order of stacks and processes: growth\n"
 				   "(default), bytes or name", "bytes", W, "growth bytes name" },
@@ -92,6 +105,9 @@ const struct cli_option cli_options[] = {
 	{ "max-stacks", OPT_MAX_STACKS, "N", "distinct call stacks kept (16384)", "65536" },
 	{ "bench-floor", OPT_BENCH_FLOOR, NULL, "do-nothing probes, for bench/", NULL,
 	  .hidden = true },
+	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME", "the file-name prefix of PyTorch's\n"
+							  "library, for bench/", "libc10_cuda",
+	  .hidden = true },
 	{ "verbose", 'v', NULL, "more messages on stderr (-vv, -vvv)" },
 	{ "quiet", 'q', NULL, "errors only on stderr" },
 	{ "help", 'h', NULL, "this subcommand's options and an example" },
@@ -105,7 +121,8 @@ const struct cli_option cli_options[] = {
 
 #define TRACE_OPTS                                                                         \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs no-follow-forks no-python " \
-	"torch no-torch torch-stacks resolution bench-floor "
+	"torch no-torch torch-stacks tensors tensor-sample tensor-window tensor-duty resolution " \
+	"bench-floor bench-torch-lib "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 
@@ -166,10 +183,7 @@ const struct cli_command cli_commands[] = {
 			"site, Enter on a process shows its stacks only, h or ? help, q quits. "
 			"Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
-		.options = "all pid libcuda interval sort top duration wait stacks stack-bytes "
-			   "ringbuf-size max-allocs no-follow-forks no-python torch no-torch "
-			   "torch-stacks "
-			   "resolution bench-floor " LOG_OPTS,
+		.options = "all pid libcuda interval sort top " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak top\tevery process that uses CUDA\n"
 			    "sudo gpuleak top 1234 --sort bytes\t"
 			    "one process, largest holders first\n",
@@ -223,9 +237,7 @@ const struct cli_command cli_commands[] = {
 			"--profile-dir it also writes a profile every --profile-every. It writes "
 			"nowhere but --state-dir.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
-			   "max-procs max-stacks stacks stack-bytes ringbuf-size max-allocs "
-			   "no-follow-forks "
-			   "no-python torch no-torch torch-stacks resolution bench-floor " LOG_OPTS,
+			   "max-procs max-stacks " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
 		.run = serve__run,

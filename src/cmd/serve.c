@@ -27,6 +27,7 @@
 #include "report/metrics.h"
 #include "serve.h"
 #include "serve_int.h"
+#include "tiers.h"
 #include "session.h"
 #include "session_int.h"
 #include "util/caps.h"
@@ -67,6 +68,7 @@ struct snapshot *agent__snapshot(struct agent *a, bool symbols)
 		.stack_mode = a->o->stack_mode == GL_STACK_DWARF ? "dwarf" :
 			      a->o->stack_mode == GL_STACK_FP ? "fp" : "none",
 		.nr_probes = tracer__nr_probes(s->tracer),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 	};
 	struct snapshot *snap = NULL;
 
@@ -258,6 +260,15 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 {
 	struct agent *a = ctx;
 
+	if (!strcmp(req->path, "/tensors/arm")) {
+		if (!req->post)
+			return reply_text(rep, 405, "POST /tensors/arm opens a tensor window\n");
+		tiers__request(a->s->tiers);
+		log_info("POST /tensors/arm: a tensor window is asked for");
+		return reply_text(rep, 202, "a tensor window opens\n");
+	}
+	if (req->post)
+		return reply_text(rep, 405, "only /tensors/arm takes POST\n");
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap"))
@@ -269,7 +280,8 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 				  "gpuleak " GPULEAK_VERSION "\n"
 				  "/metrics                Prometheus metrics\n"
 				  "/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
-				  "/healthz                liveness\n");
+				  "/healthz                liveness\n"
+				  "POST /tensors/arm       trace tensor blocks for a window now\n");
 	return reply_text(rep, 404, "404 Not Found\n");
 }
 

@@ -22,6 +22,7 @@
 #include "report/report.h"
 #include "session.h"
 #include "session_int.h"
+#include "tiers.h"
 #include "stacks/python.h"
 #include "stacks/symbolize.h"
 #include "stacks/unwind.h"
@@ -38,6 +39,14 @@
 #define NVML_TIMEOUT_MS 3000
 
 static volatile sig_atomic_t stop_signal;
+
+static volatile sig_atomic_t tensor_request;
+
+static void on_tensor_request(int sig)
+{
+	(void)sig;
+	tensor_request = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -157,7 +166,7 @@ static const char *stack_mode_name(enum gl_stack_mode m)
 }
 
 /* NVML's view of the devices for a report; NULL when there is none. */
-static const struct nvml_sample *sample_nvml(struct session *s)
+const struct nvml_sample *session__sample_nvml(struct session *s)
 {
 	int err;
 
@@ -205,7 +214,8 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		.python = s->python,
 		.stack_mode = stack_mode_name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		.nvml = sample_nvml(s),
+		.nvml = session__sample_nvml(s),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 	};
 	struct snapshot *snap = NULL;
 
@@ -353,6 +363,16 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_OK;
 	}
+	if (tensor_request) {
+		tensor_request = 0;
+		log_info("signal %d: a tensor window is asked for", SIGUSR1);
+		tiers__request(s->tiers);
+	}
+	if (s->tiers && tiers__step(s->tiers, now) == -ENOMEM) {
+		log_error("out of memory");
+		*done = true;
+		return EXIT_RUNTIME;
+	}
 	if (now >= s->next_reconcile_ns) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
@@ -402,6 +422,7 @@ void session__free(struct session *s)
 		return;
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
+	tiers__free(s->tiers);
 	books__free(s->books);
 	free(s->nvml);
 	tracer__free(s->tracer);
@@ -439,8 +460,10 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
 	};
-	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL };
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -450,6 +473,8 @@ static int setup(struct session *s)
 	};
 
 	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
@@ -490,6 +515,8 @@ struct session *session__new(const struct gl_opts *o, int *status)
 	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_tensor_request;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return s;
 }
@@ -504,6 +531,10 @@ int session__start(struct session *s)
 	s->wait_deadline_ns = s->start_ns + o->wait_ms * 1000000ULL;
 	s->next_summary_ns = s->start_ns + o->interval_ms * 1000000ULL;
 	s->next_rescan_ns = s->start_ns + RESCAN_ALL_NS;
+	if (!status && !(s->tiers = tiers__new(s))) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+	}
 	return status;
 }
 

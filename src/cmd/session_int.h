@@ -64,12 +64,16 @@ struct session {
 	int nr_pending;
 	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
 	int nr_torch_denied;
+	struct tiers *tiers;	  /* when the tensor level is traced */
 	struct nvml_sample *nvml; /* the latest NVML sample */
 	bool nvml_off;		  /* no NVML here, or it failed: not asked again */
 };
 
 /* CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(). */
 uint64_t now_ns(void);
+
+/* NVML's view of the devices now; NULL when there is none (session.c). */
+const struct nvml_sample *session__sample_nvml(struct session *s);
 
 /* targets.c */
 /* Attaches to what the command line names (PIDs, -a, or a new child). Returns EXIT_*. */

@@ -60,6 +60,14 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
+	if (st->estimated) {
+		/* sampled stacks: the figures above count the sampled blocks only */
+		jsonw__field_bool(w, "sampled", true);
+		jsonw__field_double(w, "estimated_outstanding_bytes", st->estimated_bytes);
+		jsonw__field_double(w, "estimated_outstanding_allocs", st->estimated_allocs);
+	}
+	if (st->unsampled)
+		jsonw__field_bool(w, "unsampled", true);
 	jsonw__field_u64(w, "stack_id", st->id);
 	if (st->nframes) {
 		char site[256];
@@ -127,7 +135,37 @@ static void write_failures(struct jsonw *w, const struct snap_proc *p)
 	jsonw__end_array(w);
 }
 
-static void write_proc(struct jsonw *w, const struct snap_proc *p)
+/* What the process's tensor-level figures (class torch_block) cover. */
+static void write_tensors(struct jsonw *w, const struct snap_tensors *t)
+{
+	if (!t)
+		return;
+	jsonw__name(w, "tensor_level");
+	jsonw__start_object(w);
+	jsonw__field_string(w, "mode", t->mode);
+	jsonw__field_string(w, "coverage", t->coverage);
+	jsonw__field_bool(w, "armed", t->armed);
+	jsonw__field_u64(w, "sample_bytes", t->sample_bytes);
+	jsonw__field_double(w, "armed_s", t->armed_s);
+	jsonw__field_u64(w, "windows_total", t->windows_total);
+	jsonw__name(w, "windows");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < t->nwindows; i++) {
+		jsonw__start_object(w);
+		jsonw__field_double(w, "start_s", t->windows[i].start_s);
+		jsonw__name(w, "end_s");
+		if (t->windows[i].end_s >= 0)
+			jsonw__double(w, t->windows[i].end_s);
+		else
+			jsonw__null(w);
+		jsonw__field_string(w, "why", t->windows[i].why);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+}
+
+static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct snap_tensors *t)
 {
 	jsonw__start_object(w);
 	jsonw__field_s64(w, "pid", p->pid);
@@ -189,6 +227,7 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p)
 		jsonw__field_u64(w, "outstanding_allocs", p->attributed_allocs);
 		jsonw__end_object(w);
 	}
+	write_tensors(w, t);
 	write_bpf(w, p);
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);
@@ -277,7 +316,7 @@ int report__json(FILE *f, const struct snapshot *s)
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)
-		write_proc(w, &s->procs[i]);
+		write_proc(w, &s->procs[i], s->tensors);
 	jsonw__end_array(w);
 	jsonw__end_object(w);
 	return jsonw__free(w);

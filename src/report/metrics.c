@@ -399,6 +399,14 @@ static void health_families(struct ctx *c)
 	agent_counter(c, "gpuleak_books_complete", "gauge",
 		      "1 when nothing was lost and every process's books equal the kernel's.",
 		      s->complete);
+	if (s->tensors) {
+		agent_counter(c, "gpuleak_tensor_probes_armed", "gauge",
+			      "1 while PyTorch's allocator probes are attached (a tensor window, or "
+			      "--tensors full/sampled).", s->tensors->armed);
+		agent_counter(c, "gpuleak_tensor_windows_total", "counter",
+			      "Tensor windows opened (--tensors windowed).",
+			      s->tensors->windows_total);
+	}
 
 	agent_counter(c, "gpuleak_http_requests_total", "counter", "HTTP requests answered.",
 		      h->http_requests);

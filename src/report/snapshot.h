@@ -34,6 +34,10 @@ struct snap_stack {
 	double growth_bytes_per_s;
 	const char *why; /* one line explaining the verdict */
 	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
+	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
+	bool estimated;	    /* the estimates below are set: a sampled stack */
+	bool unsampled;	    /* the blocks that drew no stack (exact figures, no frames) */
+	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
 	uint32_t nframes;
 	struct snap_frame *frames;
 };
@@ -100,6 +104,27 @@ struct snap_recording {
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
+/* A window in which PyTorch's allocator probes were attached (tiers.h). */
+struct snap_window {
+	double start_s, end_s; /* since tracing started; end_s < 0: still open */
+	const char *why;       /* "start", "duty", "growth", "capacity", "request" */
+};
+
+#define SNAP_MAX_WINDOWS 16
+
+/* What the tensor-level figures (class torch_block) cover. */
+struct snap_tensors {
+	const char *mode;     /* --tensors: "windowed", "sampled", "full" or "off" */
+	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
+	const char *coverage; /* "complete" (every block since tracing started), "windowed" */
+	bool armed;	      /* the probes are attached now */
+	uint64_t until_ns;    /* windowed and disarmed: the figures are as of this; else 0 */
+	double armed_s;	      /* time attached, all windows */
+	uint64_t windows_total;
+	uint32_t nwindows; /* the latest windows, oldest first */
+	struct snap_window windows[SNAP_MAX_WINDOWS];
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
@@ -115,6 +140,8 @@ struct snapshot {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct snap_recording *recording; /* NULL: a live session */
+	const struct snap_tensors *tensors;	/* NULL: not known (a recording); else &tensors_buf */
+	struct snap_tensors tensors_buf;
 };
 
 void snapshot__free(struct snapshot *s);

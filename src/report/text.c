@@ -50,6 +50,12 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
+	if (st->estimated)
+		fprintf(f, "      sampled stack: about %s in %.0f blocks outstanding (estimated)\n",
+			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)),
+			st->estimated_allocs);
+	if (st->unsampled)
+		fprintf(f, "      blocks that drew no stack (sampling; their figures are exact)\n");
 	if (st->nframes) {
 		char site[256];
 
@@ -175,6 +181,41 @@ static void print_failures(FILE *f, const struct snap_proc *p)
 	}
 }
 
+/* What the tensor-level figures above and below cover, in words. */
+static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_tensors *t)
+{
+	const struct snap_window *w = t && t->nwindows ? &t->windows[t->nwindows - 1] : NULL;
+
+	if (!t || (!p->nallocs[GL_CLASS_TORCH_BLOCK] && !p->torch_reserved_bytes))
+		return;
+	if (!strcmp(t->coverage, "complete")) {
+		fprintf(f, "  tensor blocks: complete (every block since tracing started%s)\n",
+			strcmp(t->mode, "full") ? ", in the first window, still open" : "");
+	} else if (!strcmp(t->coverage, "sampled")) {
+		fprintf(f, "  tensor blocks: every block since tracing started (totals exact)\n");
+	} else if (!strcmp(t->coverage, "none")) {
+		fprintf(f, "  tensor blocks: not traced (--tensors off)\n");
+	} else if (w && t->armed) {
+		fprintf(f, "  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
+			   "opened on %s); their figures and verdicts cover this window only\n",
+			(unsigned long long)t->windows_total, w->start_s, w->why);
+	} else if (w) {
+		fprintf(f, "  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
+			   "opened on %s), not traced since; %.1f s traced in %llu window%s. "
+			   "Driver-level figures are exact and current\n",
+			(unsigned long long)t->windows_total, w->start_s, w->end_s, w->why,
+			t->armed_s, (unsigned long long)t->windows_total,
+			t->windows_total == 1 ? "" : "s");
+	}
+	if (t->sample_bytes) {
+		char b[32];
+
+		fprintf(f, "  tensor-block stacks: a byte-weighted sample, one per %s on average; "
+			   "per-stack figures of sampled stacks are estimates\n",
+			fmt_bytes(t->sample_bytes, b, sizeof(b)));
+	}
+}
+
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 {
 	for (uint32_t i = 0; i < s->nprocs; i++) {
@@ -185,6 +226,7 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		if (o->summary)
 			continue;
 		print_proc_notes(f, p);
+		print_tensors(f, p, s->tensors);
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			if (!report__is_memory_class(p->stacks[j].cls))
 				continue;

@@ -130,12 +130,19 @@ struct find_ctx {
 	char path[PATH_MAX];
 };
 
+static char torch_name[64] = "libc10_cuda.so";
+
+void libcuda__set_torch_name(const char *prefix)
+{
+	snprintf(torch_name, sizeof(torch_name), "%s", prefix);
+}
+
 static bool is_torch_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
 	base = base ? base + 1 : path;
-	return !strncmp(base, "libc10_cuda.so", 14);
+	return !strncmp(base, torch_name, strlen(torch_name));
 }
 
 /* glibc's dynamic loader: ld-linux-x86-64.so.2, ld-linux-aarch64.so.1, ld-2.31.so */

@@ -50,6 +50,12 @@ int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path
 int libcuda__find_torch(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
 			ino_t *ino);
 
+/*
+ * The file-name prefix libcuda__find_torch looks for (libc10_cuda.so; the hidden
+ * --bench-torch-lib sets another, so that benchmarks probe a private copy).
+ */
+void libcuda__set_torch_name(const char *prefix);
+
 /* The dynamic loader (ld-linux*.so) pid maps; as libcuda__find_torch. */
 int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dlen, dev_t *dev,
 		       ino_t *ino);

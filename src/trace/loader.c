@@ -8,6 +8,7 @@
  * file descriptors, so a crashed tracer leaves no probes behind.
  */
 #include <errno.h>
+#include <math.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,8 @@ struct attached_lib {
 struct torch_lib {
 	dev_t dev;
 	ino_t ino;
-	struct bpf_link *links[2]; /* pytorch:malloc, pytorch:free */
+	struct bpf_link *links[2]; /* pytorch:malloc, pytorch:free; NULL while disarmed */
+	char path[PATH_MAX];
 };
 
 struct ldso {
@@ -65,6 +67,7 @@ struct tracer {
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
 	bool bench_floor;
+	bool torch_armed[2]; /* pytorch:malloc, pytorch:free wanted attached */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -131,6 +134,10 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
 	s->rodata->targ_torch_python_only = o->torch_python_only;
+	s->rodata->targ_sample_bytes = o->sample_bytes;
+	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
+		s->rodata->targ_sample_exp[i] =
+			(__u64)(o->sample_bytes * -log((i + 0.5) / GL_SAMPLE_EXP_N)) + 1;
 	s->rodata->targ_wakeup_bytes = o->ringbuf_bytes / 8;
 	if (s->rodata->targ_wakeup_bytes > WAKEUP_BYTES)
 		s->rodata->targ_wakeup_bytes = WAKEUP_BYTES;
@@ -183,6 +190,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->fn = fn;
 	t->fn_ctx = ctx;
 	t->bench_floor = opts->bench_floor;
+	t->torch_armed[0] = t->torch_armed[1] = true;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
@@ -462,10 +470,40 @@ bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* Attaches (on) or detaches one allocator probe of tl. Returns 0 or -errno. */
+static int torch_link(struct tracer *t, struct torch_lib *tl, int which, bool on)
+{
+	static const char *const names[2] = { "malloc", "free" };
+	struct bpf_program *prog;
+
+	if (!on) {
+		/* the link's last reference: the uprobe and its semaphore count go */
+		bpf_link__destroy(tl->links[which]);
+		tl->links[which] = NULL;
+		return 0;
+	}
+	if (tl->links[which])
+		return 0;
+	if (t->bench_floor)
+		prog = which ? t->skel->progs.floor_torch_free : t->skel->progs.floor_torch_malloc;
+	else
+		prog = which ? t->skel->progs.torch_free : t->skel->progs.torch_malloc;
+	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
+	tl->links[which] = bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which],
+						    NULL);
+	if (!tl->links[which]) {
+		int err = -errno;
+
+		return err == -EACCES ? -EPERM : err;
+	}
+	return 0;
+}
+
 int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino)
 {
+	bool probe_only = !t->torch_armed[0] && !t->torch_armed[1];
 	struct torch_lib *tl;
-	int err;
+	int err = 0, n;
 
 	if (t->nr_torch >= MAX_LIBS)
 		return -ENOSPC;
@@ -473,21 +511,49 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 	memset(tl, 0, sizeof(*tl));
 	tl->dev = dev;
 	tl->ino = ino;
-	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
-	tl->links[0] = bpf_program__attach_usdt(t->skel->progs.torch_malloc, -1, path, "pytorch",
-						"malloc", NULL);
-	err = tl->links[0] ? 0 : -errno;
-	if (!err) {
-		tl->links[1] = bpf_program__attach_usdt(t->skel->progs.torch_free, -1, path,
-							"pytorch", "free", NULL);
-		err = tl->links[1] ? 0 : -errno;
+	n = snprintf(tl->path, sizeof(tl->path), "%s", path);
+	if (n < 0 || (size_t)n >= sizeof(tl->path))
+		return -ENAMETOOLONG;
+	/* disarmed: attach once all the same, so that a library without the probes
+	 * (or without the permission) is known now, then detach */
+	for (int i = 0; i < 2 && !err; i++)
+		err = torch_link(t, tl, i, probe_only || t->torch_armed[i]);
+	if (err || probe_only) {
+		torch_link(t, tl, 0, false);
+		torch_link(t, tl, 1, false);
 	}
-	if (err) {
-		bpf_link__destroy(tl->links[0]);
-		return err == -EACCES ? -EPERM : err;
-	}
+	if (err)
+		return err;
 	t->nr_torch++;
 	t->nr_probes += 2;
+	return 0;
+}
+
+int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on)
+{
+	int err = 0;
+
+	t->torch_armed[0] = malloc_on;
+	t->torch_armed[1] = free_on;
+	for (int i = 0; i < t->nr_torch; i++) {
+		int e0 = torch_link(t, &t->torch[i], 0, malloc_on);
+		int e1 = torch_link(t, &t->torch[i], 1, free_on);
+
+		err = err ?: e0 ?: e1;
+	}
+	return err;
+}
+
+int tracer__forget_tensors(struct tracer *t, uint64_t *forgotten)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts);
+	int err;
+
+	err = bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.forget_tensors), &opts);
+	if (err)
+		return -errno;
+	if (forgotten)
+		*forgotten = t->skel->bss->tiers_forgotten;
 	return 0;
 }
 

@@ -26,6 +26,8 @@ struct tracer_opts {
 	uint32_t max_allocs;   /* BPF allocation table size */
 	uint32_t max_procs;
 	bool bench_floor;       /* attach the do-nothing floor programs (benchmarks) */
+	uint64_t sample_bytes;  /* tensor blocks: stacks for a byte-weighted sample of mean
+				 * distance this (tiers.bpf.h); 0: a stack for every block */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
@@ -59,6 +61,19 @@ bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino);
  * library has no such probes, -EPERM (privileges), or another -errno.
  */
 int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino);
+/*
+ * Attaches (true) or detaches (false) pytorch:malloc and pytorch:free in every
+ * PyTorch library known, and in those attached later. A detached probe is gone
+ * from the traced processes: its USDT semaphore drops and PyTorch skips it.
+ * The tracer starts with both armed. Returns 0 or the first -errno.
+ */
+int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on);
+/*
+ * Drops every tensor block from BPF's books (allocs and the per-process
+ * counters); call it with the allocator probes detached. *forgotten (may be
+ * NULL): how many. Returns 0 or -errno.
+ */
+int tracer__forget_tensors(struct tracer *t, uint64_t *forgotten);
 
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);

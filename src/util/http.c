@@ -55,6 +55,7 @@ const char *http__reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
+	case 202: return "Accepted";
 	case 400: return "Bad Request";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
@@ -154,6 +155,8 @@ static int parse_request_line(const char *p, size_t n, struct http_request *req)
 		req->head = false;
 	else if (mlen == 4 && !memcmp(p, "HEAD", 4))
 		req->head = true;
+	else if (mlen == 4 && !memcmp(p, "POST", 4))
+		req->post = true;
 	else
 		return -405;
 	q = memchr(target, '?', tlen);
@@ -275,7 +278,7 @@ static int set_reply(struct client *c, const struct http_reply *rep, bool head)
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		     "Connection: close\r\nCache-Control: no-store\r\n%s\r\n",
 		     rep->status, http__reason(rep->status), type, rep->len,
-		     rep->status == 405 ? "Allow: GET, HEAD\r\n" : "");
+		     rep->status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(hdr))
 		return -EINVAL;
 	c->out_len = n + (head ? 0 : rep->len);

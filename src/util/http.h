@@ -23,6 +23,7 @@
 
 struct http_request {
 	bool head;	  /* HEAD: the reply carries no body */
+	bool post;	  /* POST (with no body): an action, e.g. serve's /tensors/arm */
 	char path[1024];  /* the target's path, without the query */
 	char query[1024]; /* after '?', "" if none */
 	int nr_headers;

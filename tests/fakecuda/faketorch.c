@@ -57,3 +57,13 @@ EXPORT int faketorch_traced(void)
 {
 	return pytorch_malloc_semaphore > 0;
 }
+
+/*
+ * pytorch:malloc's semaphore (the uprobes installed). Through a function: an
+ * executable that named the variable would get a copy relocation, which the
+ * library's code would then read, while the kernel raises the library's own.
+ */
+EXPORT int faketorch_semaphore(void)
+{
+	return pytorch_malloc_semaphore;
+}

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -270,7 +271,7 @@ def test_serve_defaults_and_hostile_clients(tmp):
             except OSError as e:
                 answers.append(repr(e).encode())
         check_eq(answers[0], b"HTTP/1.1 400 Bad Request", "garbage")
-        check_eq(answers[2], b"HTTP/1.1 405 Method Not Allowed", "POST")
+        check_eq(answers[2], b"HTTP/1.1 400 Bad Request", "POST with a body")
         check(answers[3] in (b"HTTP/1.1 414 URI Too Long", b""), f"a huge target: {answers[3]}")
         for s in socks:
             s.close()
@@ -298,3 +299,32 @@ def test_deploy_manifests(tmp):
     out = p.stdout.decode() + p.stderr.decode()
     check_eq(p.returncode, 0, f"deploy/validate.py:\n{out}")
     check("deploy: ok" in out, f"deploy/validate.py said: {out}")
+
+
+def test_serve_opens_a_tensor_window_on_post(tmp):
+    """POST /tensors/arm opens a tensor window at once; GET there is refused."""
+    port = free_port()
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--tensor-window", "300ms",
+                        "--tensor-duty", "10"])
+    try:
+        agent.wait_serving()
+        wait_until(lambda: "tensor window 1 closed" in agent.stderr(), 15,
+                   "the first tensor window to close")
+        check("tensor window 2" not in agent.stderr(), "no second window unasked")
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/tensors/arm", data=b"",
+                                     method="POST")
+        with urllib.request.urlopen(req, timeout=5) as r:
+            check_eq(r.status, 202, "POST /tensors/arm")
+        wait_until(lambda: "tensor window 2 (request)" in agent.stderr(), 10,
+                   "the requested window to open")
+        metrics = get(f"http://127.0.0.1:{port}/metrics")
+        check("gpuleak_tensor_windows_total 2" in metrics and
+              "gpuleak_tensor_probes_armed 1" in metrics,
+              f"the metrics count the windows: {[l for l in metrics.splitlines() if 'tensor' in l]}")
+        try:
+            get(f"http://127.0.0.1:{port}/tensors/arm")
+            check(False, "GET /tensors/arm is refused")
+        except urllib.error.HTTPError as e:
+            check_eq(e.code, 405, "GET /tensors/arm")
+    finally:
+        agent.stop()

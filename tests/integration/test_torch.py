@@ -2,9 +2,13 @@
 """Tensor-level attribution through PyTorch's caching-allocator USDT probes
 (pytorch:malloc / pytorch:free in libc10_cuda.so), against a stand-in library
 that carries the same probes and semaphores."""
+import math
+import os
+import signal
 import time
 
-from harness import attach_workload, check, check_books, check_eq, finish_attached, process
+from harness import (attach_workload, bpf_objects, check, check_books, check_eq, finish_attached, process,
+                     wait_until)
 
 
 def _attach(tmp, *tracer_args, wl_args=()):
@@ -95,3 +99,133 @@ def test_blocks_tell_the_device_of_a_context_from_before_attach(tmp):
         check_eq(devs, {dev: p["device_bytes"]}, f"devices with {tracer_args or 'the probes'}")
         check(p["device_bytes"] > truth["sites"]["torch_site_workspace"] > 0,
               "the workspace is part of it")
+
+
+def _usdt_links(pid):
+    """gpuleak's perf-event links: the USDT probes (libcuda's are uprobe_multi links)."""
+    return [i for i, t in bpf_objects(pid)["links"].items() if t == "perf"]
+
+
+def _other_host_wide_tracers(ours):
+    """gpuleak processes other than ours that trace every process (attach -a, serve)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if (pid.isdigit() and int(pid) != ours and argv and argv[0].endswith(b"gpuleak") and
+                (b"-a" in argv or b"serve" in argv)):
+            found.append(int(pid))
+    return found
+
+
+def _wait_log(tr, text, timeout=15):
+    wait_until(lambda: text in tr.stderr(), timeout, f"gpuleak to say {text!r}")
+
+
+def test_tensor_windows_detach_and_rearm_on_request(tmp):
+    """Default (windowed) mode: the first window opens with tracing and closes; then the
+    probes are detached (the workload sees its semaphore at 0), SIGUSR1 opens a second
+    window, which starts from nothing; driver-level books stay exact throughout."""
+    wl, tr = _attach(tmp, "--tensor-window", "500ms", "--tensor-duty", "10",
+                     "--resolution", "50ms",
+                     wl_args=("--iters", "200", "--interval-ms", "20", "--size", "4096"))
+    armed = _usdt_links(tr.proc.pid)
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed")
+    time.sleep(0.3)
+    check(armed and not _usdt_links(tr.proc.pid),
+          f"the allocator probes' links are gone between windows (were {armed})")
+    tr.proc.send_signal(signal.SIGUSR1)
+    _wait_log(tr, "tensor window 2 (request)")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    # the kernel raises the semaphore while any tracer has the probe installed: a
+    # host-wide tracer of someone else (attach -a, serve) holds it up, else it drops to 0
+    if not _other_host_wide_tracers(tr.proc.pid):
+        check_eq(truth["semaphore_min"], 0, "the semaphore between windows")
+    check_eq(truth["semaphore_max"], 1, "the semaphore in a window")
+    tl = p["tensor_level"]
+    check_eq(tl["mode"], "windowed", "tensor_level.mode")
+    check_eq(tl["coverage"], "windowed", "tensor_level.coverage")
+    check_eq(tl["windows_total"], 2, "windows")
+    check_eq([w["why"] for w in tl["windows"]], ["start", "request"], "why each window opened")
+    check(tl["windows"][0]["end_s"] is not None and
+          tl["windows"][0]["end_s"] <= tl["windows"][1]["start_s"], f"windows: {tl}")
+    # the second window forgot the first's blocks: it holds part of the leak, and the
+    # kernel's books agree with user space's
+    check(0 < p["torch_allocated_bytes"] < truth["torch_block_bytes"],
+          f"torch_allocated_bytes {p['torch_allocated_bytes']} of {truth['torch_block_bytes']}")
+    check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
+             "BPF's torch block bytes")
+    check(p["consistent"], "books consistent")
+    check("tensor blocks: windowed: traced now, in window 2" in tr.stdout() or
+          "tensor blocks: windowed: as of the end of window 2" in tr.stdout(),
+          f"the text report says what the tensor figures cover:\n{tr.stdout()[-1500:]}")
+
+
+def test_tensor_window_opens_on_driver_growth(tmp):
+    """Segments growing past the last window's high-water mark open a window
+    (why "growth") once the duty cycle allows it."""
+    wl, tr = _attach(tmp, "--tensor-window", "300ms", "--tensor-duty", "50",
+                     "--resolution", "50ms",
+                     wl_args=("--iters", "250", "--interval-ms", "20"))
+    wl.go()
+    _wait_log(tr, "tensor window 2 (growth)")
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    whys = [w["why"] for w in p["tensor_level"]["windows"]]
+    check(whys[0] == "start" and "growth" in whys, f"windows opened on: {whys}")
+
+
+def test_sampled_stacks_keep_totals_exact(tmp):
+    """--tensors sampled: every block is booked (totals exact), a byte-weighted sample of
+    them gets a stack, and the leaking stack's estimate is unbiased (within 4 sigma)."""
+    iters, size, rate = 400, 256 * 1024, 1 << 20
+    wl, tr = _attach(tmp, "--tensors", "sampled", "--tensor-sample", str(rate),
+                     wl_args=("--iters", str(iters), "--size", str(size)))
+    wl.go()
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "exact tensor total")
+    check_eq(p["bpf"]["torch_allocated_bytes"], truth["torch_block_bytes"], "BPF's total")
+    check_eq(p["tensor_level"]["coverage"], "sampled", "coverage")
+    check_eq(rep["stats"]["stacks_missing"], 0, "no stack counted missing")
+    blocks = [s for s in p["stacks"] if s["memory"] == "torch_block"]
+    check_eq(sum(s["outstanding_bytes"] for s in blocks), truth["torch_block_bytes"],
+             "sampled and unsampled blocks add up to the total")
+    leak = [s for s in blocks if any(f.get("function") == "torch_site_leak" for f in s["frames"])]
+    check(leak and all(s.get("sampled") for s in leak), f"the leak's stack is sampled: {leak}")
+    prob = 1 - math.exp(-size / rate)
+    est = sum(s["estimated_outstanding_allocs"] for s in leak)
+    sigma = math.sqrt(iters * (1 - prob) / prob)
+    check(abs(est - iters) < 4 * sigma, f"estimated {est:.0f} leaked blocks of {iters} "
+          f"(sigma {sigma:.0f})")
+    check(sum(s["outstanding_allocs"] for s in leak) < iters, "fewer stacks than blocks")
+    check(any(s.get("unsampled") for s in blocks), "the unsampled blocks have their entry")
+    check("sampled stack: about" in tr.stdout(), "the text report names the estimates")
+
+
+def test_default_mode_names_a_tensor_leak_within_its_first_window(tmp):
+    """No options: a leak of one tensor block a step at 4 steps a second is a leak
+    verdict on its stack within the first window (16 s), and still is, judged as of the
+    window's end, once the window has closed."""
+    t0 = time.monotonic()
+    wl, tr = _attach(tmp, wl_args=("--iters", "80", "--interval-ms", "250", "--size", "65536"))
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed", timeout=40)
+    truth, rep = finish_attached(wl, tr)
+    elapsed = time.monotonic() - t0
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["tensor_level"]["coverage"], "windowed", "coverage after the first window")
+    leak = [s for s in p["stacks"] if s["memory"] == "torch_block" and
+            any(f.get("function") == "torch_site_leak" for f in s["frames"])]
+    check(leak and leak[0]["verdict"] == "leak", f"the leaking site's verdict: {leak}")
+    check(p["stacks"][0] is leak[0], "the leak ranks first")
+    check(elapsed < 60, f"attach to verdict in {elapsed:.0f} s")

@@ -409,6 +409,36 @@ static void test_flags(void **state)
 	assert_int_equal(opts.interval_ms, 5000);
 }
 
+static void test_tensors(void **state)
+{
+	/* windowed by default: 16 x the resolution, 2 % duty, every block's stack */
+	ok("attach", "1");
+	assert_false(opts.tensors_full);
+	assert_false(opts.no_torch);
+	assert_int_equal(opts.tensor_window_ms, 16000);
+	assert_int_equal(opts.tensor_duty_pct, 2);
+	assert_int_equal(opts.tensor_sample_bytes, 0);
+	ok("attach", "--resolution", "50ms", "1");
+	assert_int_equal(opts.tensor_window_ms, 800);
+	ok("attach", "--tensor-window", "3s", "--tensor-duty", "10", "1");
+	assert_int_equal(opts.tensor_window_ms, 3000);
+	assert_int_equal(opts.tensor_duty_pct, 10);
+	ok("attach", "--tensors", "full", "1");
+	assert_true(opts.tensors_full);
+	assert_false(opts.tensors_sampled);
+	ok("attach", "--tensors", "sampled", "1");
+	assert_true(opts.tensors_full && opts.tensors_sampled);
+	assert_int_equal(opts.tensor_sample_bytes, 1 << 20);
+	ok("attach", "--tensors", "sampled", "--tensor-sample", "64k", "1");
+	assert_int_equal(opts.tensor_sample_bytes, 65536);
+	ok("attach", "--tensors", "off", "1");
+	assert_true(opts.no_torch);
+	usage("--tensors", "attach", "--tensors", "some", "1");
+	usage("--tensor-duty", "attach", "--tensor-duty", "0", "1");
+	usage("--tensor-duty", "attach", "--tensor-duty", "101", "1");
+	usage("--tensor-window", "attach", "--tensor-window", "10ms", "1");
+}
+
 static void test_bad_options(void **state)
 {
 	usage("--bogus", "attach", "--bogus", "1");
@@ -612,6 +642,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_counts, teardown),
 		cmocka_unit_test_teardown(test_ringbuf, teardown),
 		cmocka_unit_test_teardown(test_flags, teardown),
+		cmocka_unit_test_teardown(test_tensors, teardown),
 		cmocka_unit_test_teardown(test_bad_options, teardown),
 		cmocka_unit_test_teardown(test_parse_again, teardown),
 		cmocka_unit_test_teardown(test_usage_text, teardown),

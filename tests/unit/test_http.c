@@ -45,6 +45,12 @@ static void test_parse_good(void **state)
 	req = "GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /x HTTP/1.1\r\n";
 	assert_int_equal(parse(req), 27);
 	assert_int_equal(parse("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n"), 46);
+	/* POST without a body: an action */
+	req = "POST /tensors/arm HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n";
+	assert_int_equal(http__parse_request(req, strlen(req), NULL, &r), (int)strlen(req));
+	assert_true(r.post);
+	assert_false(r.head);
+	assert_string_equal(r.path, "/tensors/arm");
 }
 
 static void test_parse_incomplete(void **state)
@@ -60,7 +66,8 @@ static void test_parse_bad(void **state)
 		const char *req;
 		int want;
 	} cases[] = {
-		{ "POST /metrics HTTP/1.1\r\nHost: a\r\n\r\n", -405 },
+		{ "PUT /metrics HTTP/1.1\r\nHost: a\r\n\r\n", -405 },
+		{ "POST /tensors/arm HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n", -400 },
 		{ "DELETE / HTTP/1.1\r\nHost: a\r\n\r\n", -405 },
 		{ "get / HTTP/1.1\r\nHost: a\r\n\r\n", -405 },
 		{ "GET / HTTP/2.0\r\nHost: a\r\n\r\n", -505 },
@@ -220,7 +227,7 @@ static void test_server(void **state)
 	say(a, "PUT / HTTP/1.1\r\nHost: x\r\n\r\n");
 	pump(h, a, 1000, out, sizeof(out));
 	assert_non_null(strstr(out, "HTTP/1.1 405 Method Not Allowed\r\n"));
-	assert_non_null(strstr(out, "Allow: GET, HEAD\r\n"));
+	assert_non_null(strstr(out, "Allow: GET, HEAD, POST\r\n"));
 	close(a);
 	a = connect_to(h);
 	memset(big, 'x', sizeof(big));

@@ -16,16 +16,21 @@
  * blocks' device tells gpuleak where both are.
  *
  * Options: --iters N steps (default 40), --size N block bytes (256 KiB),
- * --device N (0).
+ * --device N (0), --interval-ms N between steps (0). The truth also says in how
+ * many steps a tracer held the probes' semaphore (traced_steps, untraced_steps) and
+ * its least and greatest value (one per tracer attached: semaphore_min, _max).
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "wl.h"
 
 void faketorch_malloc(void *ptr, int device, uint64_t size, uint64_t stream);
 void faketorch_free(void *ptr);
 void faketorch_grow(void (*alloc_segment)(void));
+int faketorch_traced(void);
+int faketorch_semaphore(void);
 
 #define SEGMENT (20 * WL_MIB)
 
@@ -91,22 +96,35 @@ WL_SITE void torch_site_scratch(uint64_t size)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 40, .size = 256 * 1024 };
-	char extra[128];
+	long long traced = 0, untraced = 0, sem_min = 1 << 16, sem_max = -1;
+	char extra[256];
 	CUcontext ctx;
 
 	device = (int)wl_take_num(&argc, argv, "--device", 63, 0);
-	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
+	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE | WL_OPT_INTERVAL);
 	ctx = wl_cuda_start(device);
 	wl_ready(&o);
 	fakecuda_mark();
 	wl_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 	torch_site_workspace();
 	for (unsigned long long i = 0; i < o.iters; i++) {
+		/* whether a tracer held the probes' semaphore during this step */
+		if (faketorch_traced())
+			traced++;
+		else
+			untraced++;
+		if (faketorch_semaphore() < sem_min)
+			sem_min = faketorch_semaphore();
+		if (faketorch_semaphore() > sem_max)
+			sem_max = faketorch_semaphore();
 		torch_site_leak(o.size);
 		torch_site_scratch(2 * o.size);
+		if (o.interval_ms)
+			usleep(o.interval_ms * 1000);
 	}
-	snprintf(extra, sizeof(extra), "\"torch_block_bytes\":%lld,\"torch_blocks\":%lld", block_bytes,
-		 blocks);
+	snprintf(extra, sizeof(extra), "\"torch_block_bytes\":%lld,\"torch_blocks\":%lld,"
+		 "\"traced_steps\":%lld,\"untraced_steps\":%lld,\"semaphore_min\":%lld,"
+		 "\"semaphore_max\":%lld", block_bytes, blocks, traced, untraced, sem_min, sem_max);
 	wl_finish(&o, fakecuda_truth_json, sites, 2, extra);
 	return 0;
 }

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""Step time of a training loop under each way of watching its memory, interleaved in
+one training process (bench/gpu.sh runs it on the GPU machine).
+
+    gpu_train.py [--large] [--reps N] [--steps N] [--settle N] [--json FILE] [--fake LIB]
+
+One process of bench/torch_train.py trains without end (--control); between blocks
+of --steps steps this script changes what watches it, and the process tags each step
+with the phase in force. Phases, rep after rep:
+  untraced            nothing attached
+  attach, idle        `gpuleak attach PID` (default: tensor level windowed), between
+                      windows: its first window shortened to 1 s, measured after it closed
+  attach, window      `gpuleak attach PID` with no options, inside its first window
+                      (the probes armed: every tensor block, full stacks)
+  serve, idle         `gpuleak serve` (host-wide), between windows, as attach, idle
+  full                `gpuleak attach --tensors full PID`: every block, full stacks
+  history             torch.cuda.memory._record_memory_history() (all stacks)
+The order of the phases is shuffled in each rep (seeded by the rep: no phase always
+follows another), and each block's first --settle steps are dropped (a change,
+e.g. the recorder's buffer freed, settles). Per block: median
+step wall time, main-thread CPU time and process CPU time; overheads are each block's
+median against the untraced block of the same rep, then median [IQR] over the reps.
+Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
+"""
+import argparse
+import json
+import random
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN = os.path.join(ROOT, "bench", "torch_train.py")
+GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
+PHASES = ("untraced", "attach-idle", "attach-window", "serve-idle", "full", "history")
+
+
+def log(msg):
+    print(f"gpu_train: {msg}", file=sys.stderr, flush=True)
+
+
+def other_tracers():
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            argv0 = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[0]
+        except OSError:
+            continue
+        if os.path.basename(argv0) in (b"gpuleak", b"bpftrace"):
+            found.append(int(pid))
+    return found
+
+
+class Tracer:
+    def __init__(self, argv, tmp):
+        self.err = os.path.join(tmp, f"gl.{time.monotonic_ns()}.err")
+        self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"),
+                                  stdin=subprocess.DEVNULL)
+
+    def wait_for(self, text, timeout=60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in open(self.err).read():
+                return
+            if self.p.poll() is not None:
+                raise RuntimeError(f"gpuleak exited ({self.p.returncode}): "
+                                   f"{open(self.err).read()[-1500:]}")
+            time.sleep(0.01)
+        raise RuntimeError(f"gpuleak did not say {text!r}: {open(self.err).read()[-1500:]}")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGINT)
+        try:
+            self.p.wait(60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def start_tracer(phase, pid, tmp):
+    """The phase's tracer, ready to be measured (None: untraced, history)."""
+    if phase in ("untraced", "history"):
+        return None
+    base = [GPULEAK, "attach", "-i", "0", "--json", os.path.join(tmp, "rep.json")]
+    if phase == "attach-idle":
+        t = Tracer(base + ["--tensor-window", "1s", str(pid)], tmp)
+    elif phase == "attach-window":
+        t = Tracer(base + [str(pid)], tmp)
+    elif phase == "full":
+        t = Tracer(base + ["--tensors", "full", str(pid)], tmp)
+    else:
+        t = Tracer([GPULEAK, "serve", "--listen", "127.0.0.1:19464", "--tensor-window", "1s"], tmp)
+    t.wait_for("attached", 120)
+    if phase.endswith("idle"):
+        t.wait_for("tensor window 1 closed", 30)
+    return t
+
+
+class Trainer:
+    def __init__(self, a, tmp):
+        self.ctl = os.path.join(tmp, "control")
+        self.log = os.path.join(tmp, "steps.log")
+        self.set("idle")
+        argv = [a.python, TRAIN, "--control", self.ctl, "--log", self.log]
+        if a.large:
+            argv.append("--large")
+        if a.fake:
+            argv += ["--fake", a.fake]
+        self.out = os.path.join(tmp, "train.out")
+        self.p = subprocess.Popen(argv, stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 600
+        while "ready" not in open(self.out).read():
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"torch_train.py failed: {open(self.out).read()[-2000:]}")
+            time.sleep(0.1)
+        self.pid = self.p.pid
+        self.seen = 0
+
+    def set(self, label):
+        tmp = self.ctl + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(label)
+        os.rename(tmp, self.ctl)
+
+    def block(self, label, steps, settle, timeout=600):
+        """Runs settle + steps steps under label; (wall, main CPU, process CPU) lists in ns
+        of the last steps."""
+        self.set(label)
+        deadline = time.monotonic() + timeout
+        rows = []
+        while len(rows) < steps + settle:
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"training stopped: {open(self.out).read()[-2000:]}")
+            lines = open(self.log).read().splitlines()[self.seen:]
+            for line in lines:
+                parts = line.split()
+                if len(parts) == 4:
+                    self.seen += 1
+                    if parts[0] == label:
+                        rows.append([int(x) for x in parts[1:]])
+            time.sleep(0.01)
+        self.set("idle")
+        rows = rows[settle:steps + settle]
+        return [[r[i] for r in rows] for i in range(3)]
+
+    def quit(self):
+        self.set("quit")
+        try:
+            self.p.wait(60)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def summarize(x):
+    x = sorted(x)
+    q = statistics.quantiles(x, n=4) if len(x) > 1 else [x[0]] * 3
+    return {"median": statistics.median(x), "q1": q[0], "q3": q[2], "n": len(x)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--large", action="store_true")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=0, help="per block (40; --large 8)")
+    ap.add_argument("--settle", type=int, default=10,
+                    help="steps dropped at the start of each block (a change settles)")
+    ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--json", default="")
+    ap.add_argument("--fake", default="", help="no GPU: torch_train.py --fake LIB")
+    ap.add_argument("--allow-others", action="store_true", help="(testing the script only)")
+    ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
+    a = ap.parse_args()
+    steps = a.steps or (8 if a.large else 40)
+    phases = a.phases.split(",")
+    others = other_tracers()
+    if others and not a.allow_others:
+        sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
+                 f"theirs too")
+    blocks = {p: [] for p in phases}
+    with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
+        tr = Trainer(a, tmp)
+        try:
+            for rep in range(a.reps):
+                order = list(phases)
+                random.Random(rep).shuffle(order)
+                for ph in order:
+                    t = start_tracer(ph, tr.pid, tmp)
+                    try:
+                        blocks[ph].append(tr.block(ph, steps, a.settle))
+                    finally:
+                        if t:
+                            t.stop()
+                log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
+                    f"{ph} {statistics.median(blocks[ph][-1][0]) / 1e6:.2f} ms"
+                    for ph in phases))
+        finally:
+            tr.quit()
+    names = ("wall", "main_cpu", "process_cpu")
+    res = {"model": "large" if a.large else "torch_train", "steps_per_block": steps,
+           "reps": a.reps, "step_ms": {}, "overhead_pct": {}}
+    for ph in phases:
+        res["step_ms"][ph] = {n: summarize([statistics.median(b[i]) / 1e6 for b in blocks[ph]])
+                              for i, n in enumerate(names)}
+        if ph == "untraced":
+            continue
+        res["overhead_pct"][ph] = {
+            n: summarize([100 * (statistics.median(b[i]) / statistics.median(u[i]) - 1)
+                          for b, u in zip(blocks[ph], blocks["untraced"])])
+            for i, n in enumerate(names)}
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+    print(f"{res['model']}: {a.reps} reps x {steps} steps a block, interleaved; median [IQR]")
+    for ph in phases:
+        s = res["step_ms"][ph]
+        line = (f"  {ph:<14} wall {s['wall']['median']:8.2f} ms  main CPU "
+                f"{s['main_cpu']['median']:8.2f} ms  process CPU {s['process_cpu']['median']:8.2f}")
+        if ph in res["overhead_pct"]:
+            o = res["overhead_pct"][ph]
+            line += "   overhead " + ", ".join(
+                f"{n} {o[n]['median']:+.2f}% [{o[n]['q1']:+.2f},{o[n]['q3']:+.2f}]" for n in names)
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
