@@ -7,6 +7,13 @@
  * Only successful calls change them. Each change is also written to the ring
  * buffer (struct gl_call) so that user space can attribute it to a stack;
  * comparing user space's totals with procs proves no record was lost.
+ *
+ * A driver hands an address freed on one thread to an allocation on another
+ * at once, before the free has returned: the free's entry therefore takes its
+ * key out of allocs (claim_key()), and its return books what it took. A
+ * context torn down while other threads call into it: a call that entered
+ * before the teardown and returns after it acted on memory the driver has
+ * since dropped with the context (ctx_dead, ctx_gone()).
  */
 #ifndef GPULEAK_BOOKS_BPF_H
 #define GPULEAK_BOOKS_BPF_H
@@ -21,6 +28,7 @@ struct gl_call_ctx {
 	struct gl_api_desc desc;
 	__u64 pid_tgid;
 	__u64 ctx; /* context current on the thread */
+	__u64 id; /* the allocation booked or freed (gl_call.id) */
 	__s32 dev;
 	__u32 api;
 	int rc;
@@ -70,6 +78,7 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind,
 	r->dev = dev;
 	r->flags = flags;
 	r->kind = kind;
+	r->id = c->id;
 	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
@@ -105,56 +114,174 @@ static __always_inline __u64 read_user_u64(__u64 addr, bool narrow)
 	return v;
 }
 
-/* A successful allocation: key gains size bytes of class cls. */
+/* Kinds whose allocations belong to a context and go with it (the rule of drop_one()). */
+static __always_inline bool kind_in_ctx(__u32 kind)
+{
+	return kind != GL_KIND_HANDLE && kind != GL_KIND_MAPPING && kind != GL_KIND_VA;
+}
+
+/* Memory classes, as dropped_bytes and untracked_bytes count them. */
+static __always_inline bool cls_is_memory(__u8 cls)
+{
+	return cls != GL_CLASS_ADDRESS && cls != GL_CLASS_IMPORTED && cls < GL_NR_CLASSES;
+}
+
+/* Whether context ctx was torn down after this call entered. */
+static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
+{
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
+	__u64 *dead;
+
+	if (!ctx)
+		return false;
+	dead = bpf_map_lookup_elem(&ctx_dead, &k);
+	return dead && *dead > c->slot->ts;
+}
+
+/*
+ * A successful allocation: key gains size bytes of class cls. When its context
+ * was torn down while it was in flight, the driver dropped it with the
+ * context: the allocation is inserted before ctx_dead is read, and the
+ * teardown writes ctx_dead before it walks allocs, so either the walk takes it
+ * or this call sees the teardown and takes it out itself.
+ */
 static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
 				       __u8 cls, __s16 dev)
 {
 	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
-	struct gl_alloc_val v = { .size = size, .ctx = c->ctx, .refs = 1, .cls = cls, .dev = dev };
+	struct gl_alloc_val v = { .size = size, .ctx = c->ctx, .refs = 1, .cls = cls, .dev = dev,
+				  .id = next_alloc_id() };
 	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
 	__u16 flags = 0;
 
 	c->st = proc_stats(c->task, tgid_of(c));
+	c->id = v.id;
 	if (c->st)
 		__sync_fetch_and_add(&c->st->alloc_calls, 1);
 	if (old) {
 		/* the driver reused a key whose release we never saw */
 		count(c->st, old->cls, -(__s64)old->size, -1);
 		bpf_map_delete_elem(&allocs, &k);
+		flags |= GL_CALL_REPLACED;
 	}
 	if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY)) {
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
 		flags |= GL_CALL_TABLE_FULL;
+		if (c->st) {
+			__sync_fetch_and_add(&c->st->untracked_allocs, 1);
+			if (cls_is_memory(cls))
+				__sync_fetch_and_add(&c->st->untracked_bytes, size);
+		}
 	} else {
 		count(c->st, cls, size, 1);
+		if (kind_in_ctx(kind) && ctx_gone(c, c->ctx) &&
+		    bpf_map_delete_elem(&allocs, &k) == 0) {
+			count(c->st, cls, -(__s64)size, -1);
+			if (c->st && cls_is_memory(cls))
+				__sync_fetch_and_add(&c->st->dropped_bytes, size);
+		}
 	}
 	emit_call(c, GL_OP_ALLOC, kind, key, size, cls, flags, dev);
+}
+
+/*
+ * At a free's entry: take its key out of allocs, so that an allocation that
+ * gets the same address back on another thread before this free returns is
+ * booked apart; the return books what was taken (book_free()), or puts it
+ * back when the free failed (unclaim()).
+ */
+static __always_inline void claim_key(struct gl_slot *slot, __u32 tgid, const struct gl_api_desc *d)
+{
+	struct gl_alloc_val *v;
+	__u64 key;
+
+	slot->claim = GL_CLAIM_NONE;
+	if (d->role != GL_ROLE_FREE && d->role != GL_ROLE_VA_FREE)
+		return;
+	key = (d->flags & GL_API_V1) ? (__u32)slot->args[0] : slot->args[0];
+	if (!key)
+		return;
+	slot->claimed_key.tgid = tgid;
+	slot->claimed_key.kind = d->kind;
+	slot->claimed_key.key = key;
+	v = bpf_map_lookup_elem(&allocs, &slot->claimed_key);
+	if (!v) {
+		slot->claim = GL_CLAIM_ABSENT;
+		return;
+	}
+	slot->claimed = *v;
+	/* two threads freeing one key at once: one of them takes it */
+	slot->claim = bpf_map_delete_elem(&allocs, &slot->claimed_key) ? GL_CLAIM_ABSENT :
+									 GL_CLAIM_TAKEN;
+}
+
+/* A claimed key goes back into the books: its free failed or never returned. */
+static __noinline void unclaim(struct gl_slot *slot)
+{
+	if (slot->claim == GL_CLAIM_TAKEN &&
+	    bpf_map_update_elem(&allocs, &slot->claimed_key, &slot->claimed, BPF_NOEXIST))
+		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
+	slot->claim = GL_CLAIM_NONE;
 }
 
 /* The allocation under (kind, key) is gone. */
 static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 key)
 {
 	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
-	struct gl_alloc_val *v = bpf_map_lookup_elem(&allocs, &k);
-	__u64 size;
-	__u8 cls;
-	__s16 dev;
+	struct gl_alloc_val *v = NULL, val;
+	__u32 claim = c->slot->claim;
 
 	c->st = proc_stats(c->task, tgid_of(c));
 	if (c->st)
 		__sync_fetch_and_add(&c->st->free_calls, 1);
-	if (!v) {
-		if (c->st)
-			__sync_fetch_and_add(&c->st->unmatched_frees, 1);
-		emit_call(c, GL_OP_UNMATCHED_FREE, kind, key, 0, c->desc.cls, 0, -1);
-		return;
+	c->slot->claim = GL_CLAIM_NONE;
+	if (claim == GL_CLAIM_TAKEN) {
+		val = c->slot->claimed;
+	} else {
+		if (claim == GL_CLAIM_NONE)
+			v = bpf_map_lookup_elem(&allocs, &k);
+		if (v) {
+			val = *v;
+			if (bpf_map_delete_elem(&allocs, &k))
+				v = NULL; /* another free took it */
+		}
+		if (!v) {
+			if (c->st)
+				__sync_fetch_and_add(&c->st->unmatched_frees, 1);
+			emit_call(c, GL_OP_UNMATCHED_FREE, kind, key, 0, c->desc.cls, 0, -1);
+			return;
+		}
 	}
-	size = v->size;
-	cls = v->cls;
-	dev = v->dev;
-	if (bpf_map_delete_elem(&allocs, &k) == 0)
-		count(c->st, cls, -(__s64)size, -1);
-	emit_call(c, GL_OP_FREE, kind, key, size, cls, 0, dev);
+	count(c->st, val.cls, -(__s64)val.size, -1);
+	c->id = val.id;
+	if (val.ctx)
+		c->ctx = val.ctx;
+	emit_call(c, GL_OP_FREE, kind, key, val.size, val.cls, 0, val.dev);
+}
+
+/*
+ * A free failed: what its entry took goes back, unless its context was torn
+ * down during the call (the driver dropped it with the context: a teardown).
+ */
+static __always_inline __u16 book_failed_free(struct gl_call_ctx *c)
+{
+	struct gl_alloc_val *v = &c->slot->claimed;
+
+	if (c->slot->claim != GL_CLAIM_TAKEN || !kind_in_ctx(c->slot->claimed_key.kind) ||
+	    !ctx_gone(c, v->ctx)) {
+		unclaim(c->slot);
+		return 0;
+	}
+	c->slot->claim = GL_CLAIM_NONE;
+	c->st = proc_stats(c->task, tgid_of(c));
+	if (c->st) {
+		__sync_fetch_and_add(&c->st->ctx_drops, 1);
+		if (cls_is_memory(v->cls))
+			__sync_fetch_and_add(&c->st->dropped_bytes, v->size);
+	}
+	count(c->st, v->cls, -(__s64)v->size, -1);
+	c->id = v->id;
+	return GL_CALL_CTX_GONE;
 }
 
 /* A handle loses one reference (release or unmap): freed at the last one. */
@@ -314,6 +441,9 @@ static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_allo
 /* Drop allocations the driver freed by itself; returns the walk's totals in w. */
 static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_walk *w)
 {
+	/* counted first: a reader of procs sees a teardown in flight as a change to come */
+	if (st)
+		__sync_fetch_and_add(&st->ctx_drops, 1);
 	bpf_for_each_map_elem(&allocs, drop_one, w, 0);
 	if (!st)
 		return;
@@ -325,11 +455,37 @@ static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_wal
 	}
 }
 
+struct dead_walk {
+	__u32 tgid;
+	__s32 dev;
+	__u64 now;
+};
+
+/* A primary context of the device being reset: torn down at w->now. */
+static long mark_primary_dead(struct bpf_map *map, struct gl_ctx_key *k, __s32 *v,
+			      struct dead_walk *w)
+{
+	if (k->tgid == w->tgid && (*v & 0xffff) == w->dev && (*v & 0x10000))
+		bpf_map_update_elem(&ctx_dead, k, &w->now, BPF_ANY);
+	return 0;
+}
+
+/*
+ * Context ctx (or, for dev >= 0, device dev's primary context) is torn down.
+ * Its time goes into ctx_dead before the books are walked: calls in flight in
+ * it see the teardown (book_alloc()).
+ */
 static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
 {
 	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
+	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 	struct gl_call *r;
 
+	if (dev >= 0)
+		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
+	else
+		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
@@ -342,6 +498,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 	r->seq = c->slot->seq;
 	r->key = ctx;
 	r->ctx = ctx;
+	r->bytes = dw.now;
 	r->api = c->api;
 	r->op = GL_OP_CTX_DROP;
 	r->dev = dev;
@@ -472,8 +629,8 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls, 0, c->dev);
 			break;
 		default:
-			/* a failed free changes nothing; still worth a line */
-			emit_call(c, GL_OP_NONE, kind, a[0], 0, cls, 0, c->dev);
+			/* a failed free changes nothing (but see book_failed_free()) */
+			emit_call(c, GL_OP_NONE, kind, a[0], 0, cls, book_failed_free(c), c->dev);
 		}
 		return;
 	}

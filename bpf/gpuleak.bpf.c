@@ -55,6 +55,7 @@ static __always_inline __u32 drop_stale(struct gl_inflight *inf, __u64 sp)
 	for (int i = 0; i < GL_MAX_NEST && d > 0 && d <= GL_MAX_NEST; i++) {
 		if (inf->slot[(d - 1) & (GL_MAX_NEST - 1)].sp > sp)
 			break;
+		unclaim(&inf->slot[(d - 1) & (GL_MAX_NEST - 1)]);
 		d--;
 		stat_inc(GL_STAT_STALE_ENTRY);
 	}
@@ -94,6 +95,7 @@ int call_enter(struct pt_regs *ctx)
 	slot->seq = ++inf->seq;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
+	claim_key(slot, pid_tgid >> 32, &apis[api]);
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
@@ -117,6 +119,7 @@ static __always_inline int pop_slot(struct gl_inflight *inf, __u32 api, __u64 re
 		s = &inf->slot[(d - 1) & (GL_MAX_NEST - 1)];
 		if (s->sp + 8 < ret_sp) {
 			/* deeper than the returning frame: abandoned */
+			unclaim(s);
 			inf->depth = d - 1;
 			stat_inc(GL_STAT_STALE_ENTRY);
 			continue;

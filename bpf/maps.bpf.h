@@ -32,6 +32,30 @@ struct {
 	__uint(max_entries, 32 << 20);
 } events SEC(".maps");
 
+struct gl_alloc_key {
+	__u32 tgid;
+	__u32 kind; /* enum gl_kind */
+	__u64 key;
+};
+
+struct gl_alloc_val {
+	__u64 size;
+	__u64 ctx;
+	__u64 handle; /* GL_KIND_MAPPING: the handle mapped here */
+	__u32 refs;   /* GL_KIND_HANDLE: handle references + mappings */
+	__u8 cls;
+	__u8 pad;
+	__s16 dev;
+	__u64 id; /* the allocation's number (gl_call.id) */
+};
+
+/* What a free's entry took out of the books (gl_slot.claim). */
+enum gl_claim {
+	GL_CLAIM_NONE = 0,  /* nothing taken at entry: the return looks the key up */
+	GL_CLAIM_TAKEN = 1, /* the allocation was taken out: gl_slot.claimed */
+	GL_CLAIM_ABSENT = 2, /* the key was not in the books at entry */
+};
+
 /* One traced call between its entry and its return. */
 struct gl_slot {
 	__u64 args[5];
@@ -39,7 +63,9 @@ struct gl_slot {
 	__u64 seq;
 	__u64 ts;
 	__u32 api;
-	__u32 pad;
+	__u32 claim; /* enum gl_claim */
+	struct gl_alloc_key claimed_key;
+	struct gl_alloc_val claimed;
 };
 
 /* Per-thread calls in flight; freed by the kernel when the thread exits. */
@@ -60,22 +86,6 @@ struct {
 	__type(key, int);
 	__type(value, struct gl_inflight);
 } inflight SEC(".maps");
-
-struct gl_alloc_key {
-	__u32 tgid;
-	__u32 kind; /* enum gl_kind */
-	__u64 key;
-};
-
-struct gl_alloc_val {
-	__u64 size;
-	__u64 ctx;
-	__u64 handle; /* GL_KIND_MAPPING: the handle mapped here */
-	__u32 refs;   /* GL_KIND_HANDLE: handle references + mappings */
-	__u8 cls;
-	__u8 pad;
-	__s16 dev;
-};
 
 /* Allocated on demand: a preallocated table of a million entries would pin ~110 MB. */
 struct {
@@ -98,6 +108,45 @@ struct gl_ctx_key {
 	__u32 pad;
 	__u64 ctx;
 };
+
+/*
+ * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
+ * teardown's books were dropped). A call that entered before that time and
+ * returns after it acted on a context the driver has since destroyed with
+ * everything it held; one that entered after it acts on a new context at the
+ * same address. Least recently used entries go first: only calls in flight at
+ * the teardown need one.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct gl_ctx_key);
+	__type(value, __u64);
+} ctx_dead SEC(".maps");
+
+/* Allocations booked on each CPU: with the CPU, a number no other allocation has. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} alloc_ids SEC(".maps");
+
+/*
+ * A number for a new allocation, unique while the programs are loaded: the
+ * CPU's count in the low 48 bits, the CPU + 1 above (a program runs on one CPU
+ * to its end, so the per-CPU count needs no atomic). Never 0.
+ */
+static __always_inline __u64 next_alloc_id(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero);
+
+	if (!n)
+		return 0;
+	*n += 1;
+	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (*n & ((1ULL << 48) - 1));
+}
 
 /* Contexts seen being created or retained: (tgid, ctx) -> device ordinal. */
 struct {

@@ -11,7 +11,7 @@
 #ifndef GPULEAK_ABI_H
 #define GPULEAK_ABI_H
 
-#define GL_ABI_VERSION 1
+#define GL_ABI_VERSION 2
 
 /* Memory classes. Counters are indexed by class. */
 enum gl_class {
@@ -170,7 +170,9 @@ enum gl_op {
 	GL_OP_FREE = 2,		  /* key's bytes were given back */
 	GL_OP_FAIL = 3,		  /* an allocation failed: rc says why */
 	GL_OP_UNMATCHED_FREE = 4, /* freed a key made before attach (not in the books) */
-	GL_OP_CTX_DROP = 5,	  /* context teardown dropped allocations (key = ctx) */
+	GL_OP_CTX_DROP = 5,	  /* context teardown dropped allocations (key = ctx; bytes = when,
+				   * bpf_ktime_get_ns: calls that entered before it and return
+				   * after it acted on memory the teardown dropped) */
 	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
 };
 
@@ -182,6 +184,10 @@ enum gl_op {
 #define GL_CALL_TABLE_FULL 0x2	  /* BPF's allocation table was full: not tracked in BPF */
 #define GL_CALL_NO_STACK 0x4	  /* no stack record was emitted for this call */
 #define GL_CALL_ALL_CONTEXTS 0x8  /* CTX_DROP: the context was unknown, all were dropped */
+#define GL_CALL_REPLACED 0x10	  /* ALLOC: the key was still booked (its release was never
+				   * seen): that allocation was dropped */
+#define GL_CALL_CTX_GONE 0x20	  /* a failed free of an allocation whose context was torn
+				   * down during the call: the kernel dropped it (a teardown) */
 
 struct gl_call {
 	struct gl_hdr hdr;
@@ -200,6 +206,10 @@ struct gl_call {
 	__u16 flags;
 	__u8 kind; /* enum gl_kind of key */
 	__u8 pad[7];
+	__u64 id; /* ALLOC: the allocation's number (unique while gpuleak runs); FREE: the
+		   * number of the allocation freed. A driver hands an address freed on one
+		   * thread to another before the free's record is written: the number
+		   * says which of the two a free took. 0: not known */
 };
 
 /* Stack capture modes (targ_stack_mode). */
@@ -256,6 +266,9 @@ struct gl_proc_stats {
 	__u64 dropped_bytes; /* dropped by context teardown */
 	__u64 exit_time;     /* the process exited (bpf_ktime_get_ns); the books above are final
 			      * and stay until user space takes them (its exit record may be lost) */
+	__u64 untracked_allocs; /* allocations the full allocation table could not hold */
+	__u64 untracked_bytes;	/* their bytes (memory classes only) */
+	__u64 ctx_drops;	/* context teardowns applied (they change the books too) */
 };
 
 struct gl_proc {

@@ -363,11 +363,53 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 	htab__delete(proc->allocs, k);
 }
 
+/*
+ * Whether context ctx was torn down after call_ns (a call's entry): the call
+ * acted on memory the driver dropped with that context. A call that entered
+ * after the teardown acts on a new context at the same address.
+ */
+static bool ctx_gone(const struct proc *proc, uint64_t ctx, uint64_t call_ns)
+{
+	for (uint16_t i = 0; ctx && i < proc->nr_ctxs; i++)
+		if (proc->ctxs[i].dead_ctx == ctx && proc->ctxs[i].dead_ns > call_ns)
+			return true;
+	return false;
+}
+
+/* When the call of record c entered the driver. */
+static uint64_t entry_ns(const struct gl_call *c)
+{
+	return c->hdr.ts > c->dur_ns ? c->hdr.ts - c->dur_ns : 0;
+}
+
+/*
+ * The key of a new allocation is still in these books. When BPF saw it too,
+ * the release of the old one was never seen: it goes. Otherwise the old one's
+ * free is in flight (its entry took the key out of BPF's books): it stays
+ * outstanding under its number until that free's record comes.
+ */
+static void displace(struct books *b, struct proc *proc, const struct gl_call *c,
+		     const struct alloc_key *k, struct alloc_val *v)
+{
+	struct alloc_key fk = { .key = v->id, .kind = ALLOC_KIND_FREEING };
+	struct alloc_val old = *v, *nv;
+
+	if (!(c->flags & GL_CALL_REPLACED) && old.id && c->id) {
+		nv = htab__upsert(proc->allocs, &fk, NULL);
+		if (nv) {
+			*nv = old;
+			htab__delete(proc->allocs, k);
+			return;
+		}
+	}
+	remove_alloc(b, proc, k, &old, c->hdr.ts);
+}
+
 static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
 	uint32_t stack = take_stack(b, proc, c);
-	struct alloc_val *v, old;
+	struct alloc_val *v, copy;
 	struct agg *a;
 	int dev;
 
@@ -375,15 +417,14 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (c->flags & GL_CALL_TABLE_FULL)
 		return; /* BPF does not hold it either: both books leave it out */
 	v = htab__lookup(proc->allocs, &k);
-	if (v) {
-		old = *v;
-		remove_alloc(b, proc, &k, &old, c->hdr.ts);
-	}
+	if (v)
+		displace(b, proc, c, &k, v);
 	v = htab__upsert(proc->allocs, &k, NULL);
 	if (!v)
 		return;
 	*v = (struct alloc_val){
 		.size = c->bytes,
+		.id = c->id,
 		.stack = stack,
 		.ctx = proc__ctx_index(proc, c->ctx),
 		.cls = c->cls,
@@ -407,15 +448,46 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
+	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
+	    ctx_gone(proc, c->ctx, entry_ns(c))) {
+		/* made in flight while its context was torn down: dropped with it */
+		copy = *v;
+		if (copy.cls != GL_CLASS_ADDRESS && copy.cls != GL_CLASS_IMPORTED)
+			proc->dropped_bytes += copy.size;
+		remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+	}
 }
 
+/*
+ * A free BPF matched. Its key may name a newer allocation already (see
+ * displace()): the number says which one it took.
+ */
 static void apply_free(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct alloc_key k = { .key = c->key, .kind = c->kind };
+	struct alloc_key fk = { .key = c->id, .kind = ALLOC_KIND_FREEING };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
 	proc->free_calls++;
+	if (v && c->id && v->id && v->id != c->id) {
+		struct alloc_val *f = htab__lookup(proc->allocs, &fk);
+
+		if (f) {
+			v = f;
+			k = fk;
+		}
+	} else if (!v && c->id) {
+		v = htab__lookup(proc->allocs, &fk);
+		k = fk;
+	}
 	if (!v) {
+		if (c->cls != GL_CLASS_ADDRESS && c->cls != GL_CLASS_IMPORTED &&
+		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->dropped_bytes >= c->bytes) {
+			/* freed in flight while its context was torn down: the teardown's
+			 * record came first and dropped what this call had freed */
+			proc->dropped_bytes -= c->bytes;
+			return;
+		}
 		b->counters.user_unmatched++;
 		return;
 	}
@@ -488,8 +560,11 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 	drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 	if (!drop)
 		return;
+	proc->ctx_drops++;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		/* one being freed: BPF's teardown does not see it either (claim_key()) */
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
+		    k->kind == GL_KIND_VA || k->kind == ALLOC_KIND_FREEING)
 			continue;
 		if (v->ctx && c->dev < 0 && v->ctx != idx)
 			continue;
@@ -505,6 +580,15 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
+	/* calls that entered before the teardown and come after it (c->bytes: BPF's time) */
+	for (uint16_t i = 0; i < proc->nr_ctxs; i++) {
+		struct proc_ctx *pc = &proc->ctxs[i];
+
+		if (c->dev < 0 ? i + 1 != idx : !(pc->primary && pc->dev == c->dev))
+			continue;
+		pc->dead_ctx = pc->ctx;
+		pc->dead_ns = c->bytes ? c->bytes : c->hdr.ts;
+	}
 	if (c->dev < 0 && idx)
 		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */
 }
@@ -548,6 +632,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		}
 		break;
 	case GL_OP_NONE:
+		if (c->flags & GL_CALL_CTX_GONE)
+			proc->ctx_drops++; /* the teardown's own record drops it here */
 		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
 			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
 			proc->failed_frees++;

@@ -220,6 +220,7 @@ void proc__clear_books(struct proc *proc)
 	proc->peak_device = 0;
 	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
 	proc->unmatched_frees = proc->failed_frees = proc->dropped_bytes = proc->no_stack = 0;
+	proc->ctx_drops = 0;
 	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;

@@ -20,12 +20,20 @@
 
 struct alloc_key {
 	uint64_t key;
-	uint32_t kind; /* enum gl_kind */
+	uint32_t kind; /* enum gl_kind, or ALLOC_KIND_FREEING */
 	uint32_t pad;
 };
 
+/*
+ * An allocation whose free is in flight while the driver already handed its
+ * address to a new one (gl_call.id): kept under its number until that free's
+ * record comes, still outstanding, as in the kernel's books.
+ */
+#define ALLOC_KIND_FREEING 0x100
+
 struct alloc_val {
 	uint64_t size;
+	uint64_t id; /* gl_call.id, 0 = not known */
 	uint32_t stack;
 	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
 	uint8_t cls;
@@ -65,6 +73,8 @@ struct agg {
 
 struct proc_ctx {
 	uint64_t ctx;
+	uint64_t dead_ctx; /* torn down: the value it had (a destroyed one's ctx is then 0) */
+	uint64_t dead_ns;  /* and when (gl_call.bytes of the teardown's record) */
 	int16_t dev; /* -1: not known (created before attach, and nothing told it since) */
 	bool primary;
 };
@@ -128,6 +138,7 @@ struct proc {
 	struct series *device_series; /* device bytes over time (analysis.h) */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;
+	uint64_t ctx_drops; /* teardowns as the kernel counts them (gl_proc_stats.ctx_drops) */
 
 	struct gl_proc_stats final; /* BPF's books at exit */
 	bool has_final;

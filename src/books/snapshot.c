@@ -366,14 +366,26 @@ static uint64_t absdiff(uint64_t a, uint64_t b)
 	return a > b ? a - b : b - a;
 }
 
+/* Changes to a process's books: every one is counted before it is made (books.bpf.h). */
+static uint64_t kernel_changes(const struct gl_proc_stats *s)
+{
+	return s->alloc_calls + s->free_calls + s->failures + s->ctx_drops;
+}
+
+static uint64_t user_changes(const struct snap_proc *sp)
+{
+	return sp->alloc_calls + sp->free_calls + sp->failures + sp->ctx_drops;
+}
+
 /*
  * Whether the two books agree. BPF's counters of a process that is still
- * running are read while it calls: a call counted by the kernel whose record
- * is not drained yet (at most one per CPU inside the programs, and what was
- * submitted since the last drain) makes them differ by a few calls. For such
- * a live reading, counts within that bound agree; equal counts must still
- * mean equal bytes. A process's final books (taken at its exit) must agree
- * exactly.
+ * running are read while it calls: the changes the kernel counted whose
+ * records user space has not applied yet (in the programs, in the ring
+ * buffer, or made while the snapshot was built) are exactly the difference
+ * of the two change counts, each change moving one allocation. For such a
+ * live reading, the books agree within that many changes, and with none in
+ * flight they must be equal to the byte. A process's final books (taken at
+ * its exit) must agree exactly.
  */
 static bool books_agree(const struct snap_proc *sp, bool live)
 {
@@ -381,20 +393,15 @@ static bool books_agree(const struct snap_proc *sp, bool live)
 	uint64_t slack = 0;
 
 	if (live) {
-		static uint64_t cpus; /* sysconf reads /sys: once */
-
-		if (!cpus) {
-			long n = sysconf(_SC_NPROCESSORS_CONF);
-
-			cpus = n > 0 ? (uint64_t)n : 1;
-		}
-		slack = 64 + 4 * cpus;
+		if (kernel_changes(s) < user_changes(sp))
+			return false; /* user space applied a change the kernel never made */
+		slack = kernel_changes(s) - user_changes(sp);
 	}
 	for (size_t i = 0; i < sizeof(checked_classes); i++) {
 		uint8_t c = checked_classes[i];
 		uint64_t d = absdiff(s->allocs[c], sp->nallocs[c]);
 
-		if (d > slack || (d == 0 && s->bytes[c] != sp->bytes[c]))
+		if (d > slack || (slack == 0 && s->bytes[c] != sp->bytes[c]))
 			return false;
 	}
 	return absdiff(s->unmatched_frees, sp->unmatched_frees) <= slack &&
@@ -451,6 +458,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->unmatched_frees = proc->unmatched_frees;
 	sp->dropped_bytes = proc->dropped_bytes;
 	sp->failed_frees = proc->failed_frees;
+	sp->ctx_drops = proc->ctx_drops;
 	if (proc->has_final) {
 		sp->bpf = proc->final;
 		sp->bpf_valid = true;
@@ -496,6 +504,9 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	s->cap_allocs = o->cap_allocs;
+	s->cap_stacks = o->cap_stacks;
+	s->stack_overflows = stacks__overflows(books__stacks(b));
 	if (o->tensors) {
 		s->tensors_buf = *o->tensors;
 		s->tensors = &s->tensors_buf;
@@ -512,6 +523,10 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		if (fill_proc(b, sym, proc, o, sp))
 			goto fail;
 		s->unmatched_frees += sp->unmatched_frees;
+		if (sp->bpf_valid) {
+			s->untracked_allocs += sp->bpf.untracked_allocs;
+			s->untracked_bytes += sp->bpf.untracked_bytes;
+		}
 		if (!sp->consistent)
 			s->complete = false;
 	}

@@ -27,6 +27,8 @@ struct snapshot_opts {
 	uint32_t nr_probes;
 	const struct nvml_sample *nvml; /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
+	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
+	uint32_t cap_stacks;
 };
 
 /*

@@ -102,7 +102,9 @@ const struct cli_option cli_options[] = {
 	{ "profile-keep", OPT_PROFILE_KEEP, "N", "profiles kept on disk, oldest removed first\n"
 						 "(10)", "24" },
 	{ "max-procs", OPT_MAX_PROCS, "N", "processes tracked at once (8192)", "16384" },
-	{ "max-stacks", OPT_MAX_STACKS, "N", "distinct call stacks kept (16384)", "65536" },
+	{ "max-stacks", OPT_MAX_STACKS, "N", "distinct call stacks kept, which bounds gpuleak's\n"
+					     "memory; past it, stacks count as one \"other\n"
+					     "stacks\" (16384)", "65536" },
 	{ "bench-floor", OPT_BENCH_FLOOR, NULL, "do-nothing probes, for bench/", NULL,
 	  .hidden = true },
 	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME", "the file-name prefix of PyTorch's\n"
@@ -120,9 +122,9 @@ const struct cli_option cli_options[] = {
 #undef W
 
 #define TRACE_OPTS                                                                         \
-	"duration wait stacks stack-bytes ringbuf-size max-allocs no-follow-forks no-python " \
-	"torch no-torch torch-stacks tensors tensor-sample tensor-window tensor-duty resolution " \
-	"bench-floor bench-torch-lib "
+	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
+	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "       \
+	"tensor-duty resolution bench-floor bench-torch-lib "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 
@@ -237,7 +239,7 @@ const struct cli_command cli_commands[] = {
 			"--profile-dir it also writes a profile every --profile-every. It writes "
 			"nowhere but --state-dir.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
-			   "max-procs max-stacks " TRACE_OPTS LOG_OPTS,
+			   "max-procs " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
 		.run = serve__run,

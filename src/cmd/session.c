@@ -216,6 +216,8 @@ static struct snapshot *take_snapshot(struct session *s, uint32_t max_stacks)
 		.nr_probes = tracer__nr_probes(s->tracer),
 		.nvml = session__sample_nvml(s),
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
+		.cap_allocs = s->o->max_allocs,
+		.cap_stacks = s->o->max_stacks,
 	};
 	struct snapshot *snap = NULL;
 
@@ -320,6 +322,7 @@ static int final_report(struct session *s)
 	const struct gl_opts *o = s->o;
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = take_snapshot(s, 0);
+	char why[320];
 	int err = 0;
 
 	if (!snap) {
@@ -334,8 +337,7 @@ static int final_report(struct session *s)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
 	else if (!snap->complete)
-		log_warn("the books disagree with the kernel's exact counters: figures are "
-			 "incomplete (see \"stats\" and \"bpf\" in --json)");
+		log_warn("%s", report__incomplete_why(snap, why, sizeof(why)));
 	snapshot__free(snap);
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }
@@ -477,6 +479,8 @@ static int setup(struct session *s)
 		libcuda__set_torch_name(o->bench_torch_lib);
 	s->mods = modules__new();
 	s->stacks = stacks__new();
+	if (s->stacks)
+		stacks__set_max(s->stacks, o->max_stacks); /* bounds the books' memory */
 	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
 	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
 	s->python = s->mods ? python__new(s->mods) : NULL;

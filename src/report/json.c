@@ -99,7 +99,34 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
 	jsonw__field_u64(w, "failures", p->bpf.failures);
 	jsonw__field_u64(w, "unmatched_frees", p->bpf.unmatched_frees);
+	jsonw__field_u64(w, "untracked_allocs", p->bpf.untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", p->bpf.untracked_bytes);
+	jsonw__field_u64(w, "context_drops", p->bpf.ctx_drops);
 	jsonw__end_object(w);
+}
+
+/* The caps on what gpuleak keeps, and what reaching them cost. */
+static void write_caps(struct jsonw *w, const struct snapshot *s)
+{
+	char why[320];
+
+	jsonw__name(w, "caps");
+	jsonw__start_object(w);
+	jsonw__name(w, "max_allocs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_allocs);
+	jsonw__field_bool(w, "reached", s->stats[GL_STAT_ALLOC_TABLE_FULL] != 0);
+	jsonw__field_u64(w, "untracked_allocs", s->untracked_allocs);
+	jsonw__field_u64(w, "untracked_bytes", s->untracked_bytes);
+	jsonw__end_object(w);
+	jsonw__name(w, "max_stacks");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_stacks);
+	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
+	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
+	jsonw__end_object(w);
+	jsonw__end_object(w);
+	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }
 
 static void write_failures(struct jsonw *w, const struct snap_proc *p)
@@ -313,6 +340,7 @@ int report__json(FILE *f, const struct snapshot *s)
 	if (s->recording)
 		write_recording(w, s->recording);
 	write_stats(w, s);
+	write_caps(w, s);
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)

@@ -34,6 +34,12 @@ const struct snap_frame *report__site_frame(const struct snap_stack *st);
 /* That frame as one short line ("train.py:42 forward", "leak_site (app)"). */
 void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
+/*
+ * Why the snapshot is not complete, as one sentence that names the cause and
+ * what to do (a cap reached names the cap and what it cost), into buf
+ * (truncated if needed); "" when it is complete. Returns buf.
+ */
+char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);
 

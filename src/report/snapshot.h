@@ -70,6 +70,7 @@ struct snap_proc {
 	uint64_t unknown_dev_bytes;  /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
+	uint64_t ctx_drops; /* context teardowns applied (compared with bpf.ctx_drops) */
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
 	bool bpf_valid;		     /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
@@ -133,7 +134,13 @@ struct snapshot {
 	uint64_t stats[GL_NR_STATS];
 	uint64_t api_calls[GL_NR_APIS]; /* traced calls per API (all processes) */
 	uint64_t malformed, stack_missing;
-	bool complete; /* nothing lost, books agree */
+	bool complete; /* nothing lost, books agree, no cap reached */
+	/* the caps on what gpuleak keeps, and what reaching them cost (all processes) */
+	uint32_t cap_allocs;	   /* the kernel's allocation table (--max-allocs), 0: unknown */
+	uint64_t untracked_allocs; /* allocations it could not hold: in no figure */
+	uint64_t untracked_bytes;  /* their bytes */
+	uint32_t cap_stacks;	   /* distinct stacks kept (--max-stacks), 0: no cap */
+	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */

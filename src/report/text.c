@@ -145,15 +145,73 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	if (p->dropped_bytes)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
+	if (p->bpf_valid && p->bpf.untracked_allocs)
+		fprintf(f, "  WARNING: %llu allocation%s (%s) not in these figures: the kernel's "
+			   "allocation table was full (raise --max-allocs)\n",
+			(unsigned long long)p->bpf.untracked_allocs,
+			p->bpf.untracked_allocs == 1 ? "" : "s",
+			fmt_bytes(p->bpf.untracked_bytes, b, sizeof(b)));
 	if (p->totals_from_kernel)
-		fprintf(f, "  WARNING: events were lost: the totals above are the kernel's exact "
-			   "counters; the stacks below are incomplete (they add up to %s of device "
-			   "memory)\n",
+		fprintf(f, "  WARNING: these books differ from the kernel's exact counters: "
+			   "the totals above are the kernel's; the stacks below are incomplete "
+			   "(they add up to %s of device memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
 		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
-			   "(device %s there): events were lost\n",
+			   "(device %s there)\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+}
+
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
+{
+	const uint64_t *st = s->stats;
+	char b[32];
+	int n = 0;
+
+	if (!len)
+		return buf;
+	buf[0] = '\0';
+	if (s->complete)
+		return buf;
+	if (s->lost_events)
+		n = snprintf(buf, len, "%llu events were lost (ring buffer full); figures "
+			     "are incomplete: raise --ringbuf-size",
+			     (unsigned long long)s->lost_events);
+	else if (st[GL_STAT_ALLOC_TABLE_FULL] && s->cap_allocs)
+		n = snprintf(buf, len, "the kernel's allocation table (--max-allocs %u) was full: "
+			     "%llu allocation%s (%s) are in no figure, and frees of them count as "
+			     "unmatched; raise --max-allocs", s->cap_allocs,
+			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
+			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
+	else if (st[GL_STAT_ALLOC_TABLE_FULL])
+		n = snprintf(buf, len, "the kernel's allocation table was full: %llu allocation%s "
+			     "(%s) are in no figure; raise --max-allocs",
+			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
+			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
+	else if (st[GL_STAT_INFLIGHT_FULL] || st[GL_STAT_NESTED_OVERFLOW])
+		n = snprintf(buf, len, "%llu call%s could not be followed (%llu with no room for "
+			     "their thread's state, %llu nested deeper than %d); figures are "
+			     "incomplete",
+			     (unsigned long long)(st[GL_STAT_INFLIGHT_FULL] +
+						  st[GL_STAT_NESTED_OVERFLOW]),
+			     plural(st[GL_STAT_INFLIGHT_FULL] + st[GL_STAT_NESTED_OVERFLOW]),
+			     (unsigned long long)st[GL_STAT_INFLIGHT_FULL],
+			     (unsigned long long)st[GL_STAT_NESTED_OVERFLOW], GL_MAX_NEST);
+	else if (s->malformed)
+		n = snprintf(buf, len, "%llu malformed record%s dropped; figures are "
+			     "incomplete", (unsigned long long)s->malformed, plural(s->malformed));
+	else
+		n = snprintf(buf, len, "the books disagree with the kernel's exact counters: the "
+			     "totals are the kernel's, the stacks are incomplete (see \"bpf\" in "
+			     "--json)");
+	if (n < 0 || (size_t)n >= len)
+		buf[len - 1] = '\0';
+	return buf;
 }
 
 static void print_failures(FILE *f, const struct snap_proc *p)
@@ -248,12 +306,16 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 	if (s->nprocs_idle)
 		fprintf(f, "%u other process%s traced made no CUDA call: not shown\n",
 			s->nprocs_idle, s->nprocs_idle == 1 ? "" : "es");
-	if (s->lost_events)
-		fprintf(f, "WARNING: %llu events were lost (ring buffer full); figures are "
-			   "incomplete. Raise --ringbuf-size.\n",
-			(unsigned long long)s->lost_events);
-	else if (!s->complete)
-		fprintf(f, "WARNING: figures are incomplete (see the stats in --json).\n");
+	if (!s->complete) {
+		char why[320];
+
+		fprintf(f, "WARNING: %s.\n", report__incomplete_why(s, why, sizeof(why)));
+	}
+	if (s->stack_overflows)
+		fprintf(f, "NOTE: more distinct stacks than --max-stacks %u: %llu allocation%s "
+			   "counted under one \"other stacks\" entry (totals exact)\n",
+			s->cap_stacks, (unsigned long long)s->stack_overflows,
+			plural(s->stack_overflows));
 	if (fflush(f) || ferror(f))
 		return -EIO;
 	return 0;

@@ -22,6 +22,15 @@
  *                      cuMemCreate on a host location) has a limit of the same size.
  *   FAKECUDA_DEVICES   number of devices (default 2, at most 64).
  *   FAKECUDA_TRACE     when set to 1, every call is logged to stderr.
+ *   FAKECUDA_REUSE     when set to 1, addresses are reused as the real driver reuses
+ *                      them: a freed device pointer or pinned host buffer
+ *                      (cuMemHostAlloc, cuMemAllocHost*) goes to the next allocation
+ *                      of its kind that fits, on any thread, most recently freed
+ *                      first (context teardown frees them too).
+ *   FAKECUDA_RETURN_DELAY_US  device and pinned host allocations and frees sleep this
+ *                      long after their books are done, before they return (the
+ *                      real driver's work after its bookkeeping): calls of other
+ *                      threads, a context teardown among them, land in between.
  *
  * Size rules (gpuleak computes the same):
  *   cuMemAllocPitch(_v2): pitch = WidthInBytes rounded up to 512, size = pitch * Height.
@@ -35,7 +44,7 @@
  *
  * Books: device pointers are fake addresses (never dereference them), 512-byte
  * aligned, from 0x7e0000000000 upwards (legacy v1 calls: from 0x10000000, fitting
- * 32 bits); addresses are never reused. Pinned host memory is real memory.
+ * 32 bits); addresses are never reused unless FAKECUDA_REUSE=1. Pinned host memory is real memory.
  * Address reservations are 2 MiB aligned from 0x600000000000; cuMemMap must fall
  * inside one and cuMemUnmap must cover whole mappings. Every non-VMM allocation
  * (host registration too, when a context is current) belongs to the context
@@ -281,6 +290,7 @@ struct fakecuda_truth {
 	/* state now, never charged */
 	uint64_t reserved_bytes; /* address space reserved (cuMemAddressReserve) */
 	uint64_t imported_bytes; /* open IPC mappings and imported handles */
+	uint64_t reused_addresses; /* allocations since the mark given a freed address back */
 	int pid;
 };
 
@@ -299,7 +309,7 @@ void fakecuda_truth(struct fakecuda_truth *t);
  * pre_attach_device_bytes, pre_attach_managed_bytes, pre_attach_host_pinned_bytes,
  * pre_attach_allocs, unmatched_frees, oom_failures, other_failures, free_failures,
  * alloc_calls, free_calls, ctx_dropped_bytes, ctx_dropped_allocs,
- * pre_attach_dropped_bytes, reserved_bytes, imported_bytes, pid.
+ * pre_attach_dropped_bytes, reserved_bytes, imported_bytes, reused_addresses, pid.
  * Returns 0, or -1 with errno set when writing failed.
  */
 int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, const char *extra_json_fields);

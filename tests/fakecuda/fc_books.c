@@ -66,6 +66,9 @@ CUresult fc_setup(void)
 	if (!fc.buckets)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	fc.trace = env_u64("FAKECUDA_TRACE", &v) && v;
+	fc.reuse = env_u64("FAKECUDA_REUSE", &v) && v;
+	if (env_u64("FAKECUDA_RETURN_DELAY_US", &v))
+		fc.return_delay_us = v > 1000000 ? 1000000 : v;
 	fc.capacity = FC_DEFAULT_CAPACITY;
 	if (env_u64("FAKECUDA_CAPACITY", &v))
 		fc.capacity = v;
@@ -252,12 +255,76 @@ static void account_removal(const struct fc_rec *r, enum fc_why why)
 	}
 }
 
+/* Freed addresses kept for reuse, most recently freed last. */
+#define FC_MAX_HOLES 4096
+
+struct fc_hole {
+	uint64_t addr, size;
+	void *host;
+};
+
+static struct fc_hole holes[FC_NR_POOLS][FC_MAX_HOLES];
+static unsigned int nholes[FC_NR_POOLS];
+
+/* Keeps a freed record's address for reuse; 0 if it does not (r->host is then the caller's). */
+static int keep_hole(const struct fc_rec *r)
+{
+	enum fc_pool pool;
+
+	if (!fc.reuse || (r->kind != FC_K_DPTR && r->kind != FC_K_HOST))
+		return 0;
+	if (r->kind == FC_K_HOST)
+		pool = FC_POOL_HOST;
+	else
+		pool = r->key < FC_LIMIT_DPTR_V1 ? FC_POOL_DPTR_V1 : FC_POOL_DPTR;
+	if (nholes[pool] == FC_MAX_HOLES)
+		return 0;
+	holes[pool][nholes[pool]++] = (struct fc_hole){ r->key, r->size, r->host };
+	return 1;
+}
+
+uint64_t fc_reuse(enum fc_pool pool, uint64_t size, void **host)
+{
+	uint64_t addr;
+
+	for (unsigned int i = nholes[pool]; fc.reuse && i-- > 0;) {
+		if (holes[pool][i].size < size)
+			continue;
+		addr = holes[pool][i].addr;
+		if (host)
+			*host = holes[pool][i].host;
+		holes[pool][i] = holes[pool][--nholes[pool]];
+		fc.t.reused_addresses++;
+		return addr;
+	}
+	return 0;
+}
+
+static void free_holes(void)
+{
+	for (unsigned int i = 0; i < nholes[FC_POOL_HOST]; i++)
+		free(holes[FC_POOL_HOST][i].host);
+	memset(nholes, 0, sizeof(nholes));
+}
+
 void fc_remove(struct fc_rec *r, enum fc_why why)
 {
 	unlink_rec(r);
 	account_removal(r, why);
-	free(r->host);
+	if (!keep_hole(r))
+		free(r->host);
 	free(r);
+}
+
+void fc_return_delay(void)
+{
+	struct timespec ts;
+
+	if (!fc.return_delay_us)
+		return;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)fc.return_delay_us * 1000;
+	nanosleep(&ts, NULL);
 }
 
 void fc_count_alloc_result(CUresult rc)
@@ -304,6 +371,7 @@ void fc_reset(void)
 		}
 	}
 	free(fc.buckets);
+	free_holes();
 	fc.buckets = NULL;
 	fc.ranges = NULL;
 	fc_ctx_reset();
@@ -323,6 +391,7 @@ FC_EXPORT void fakecuda_mark(void)
 	t->alloc_calls = t->free_calls = t->unmatched_frees = 0;
 	t->oom_failures = t->other_failures = t->free_failures = 0;
 	t->ctx_dropped_bytes = t->ctx_dropped_allocs = t->pre_attach_dropped_bytes = 0;
+	t->reused_addresses = 0;
 	pthread_mutex_unlock(&fc_lock);
 }
 
@@ -361,7 +430,7 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    "\"free_failures\":%llu,\"alloc_calls\":%llu,\"free_calls\":%llu,"
 		    "\"ctx_dropped_bytes\":%llu,\"ctx_dropped_allocs\":%llu,"
 		    "\"pre_attach_dropped_bytes\":%llu,\"reserved_bytes\":%llu,"
-		    "\"imported_bytes\":%llu,\"pid\":%d%s%s}\n",
+		    "\"imported_bytes\":%llu,\"reused_addresses\":%llu,\"pid\":%d%s%s}\n",
 		    (unsigned long long)t->unmatched_frees, (unsigned long long)t->oom_failures,
 		    (unsigned long long)t->other_failures, (unsigned long long)t->free_failures,
 		    (unsigned long long)t->alloc_calls, (unsigned long long)t->free_calls,
@@ -369,7 +438,8 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    (unsigned long long)t->ctx_dropped_allocs,
 		    (unsigned long long)t->pre_attach_dropped_bytes,
 		    (unsigned long long)t->reserved_bytes, (unsigned long long)t->imported_bytes,
-		    t->pid, extra && *extra ? "," : "", extra ? extra : "");
+		    (unsigned long long)t->reused_addresses, t->pid, extra && *extra ? "," : "",
+		    extra ? extra : "");
 	if (n < 0)
 		return -1;
 	return fflush(f) ? -1 : 0;

@@ -85,6 +85,8 @@ enum fc_why {
 struct fc_state {
 	int initialized;
 	int trace;
+	int reuse; /* FAKECUDA_REUSE: freed addresses are handed out again */
+	uint64_t return_delay_us; /* FAKECUDA_RETURN_DELAY_US */
 	int ndevices;
 	uint64_t capacity;
 	uint64_t next_dptr, next_dptr_v1, next_va, next_obj, next_handle;
@@ -132,8 +134,23 @@ struct fc_rec *fc_find(int kind, uint64_t key);
  */
 struct fc_rec *fc_insert(int kind, uint64_t key, uint64_t size, int cls, struct fc_ctx *ctx);
 
-/* Removes the record, updates the books for why, frees r and r->host. */
+/* Removes the record, updates the books for why, frees r and r->host (or keeps the
+ * address for reuse, see fc_reuse()). */
 void fc_remove(struct fc_rec *r, enum fc_why why);
+
+/* Address pools of FAKECUDA_REUSE. */
+enum fc_pool { FC_POOL_DPTR, FC_POOL_DPTR_V1, FC_POOL_HOST, FC_NR_POOLS };
+
+/*
+ * With FAKECUDA_REUSE=1: an address of pool freed earlier, on any thread, that
+ * holds size bytes, the most recently freed first (as the real driver's
+ * sub-allocator hands them out); its memory in *host for FC_POOL_HOST. 0 when
+ * reuse is off or none fits (lock held).
+ */
+uint64_t fc_reuse(enum fc_pool pool, uint64_t size, void **host);
+
+/* Sleeps FAKECUDA_RETURN_DELAY_US, lock not held: the driver's work after its books. */
+void fc_return_delay(void);
 
 /* Counts an allocation call's failure by its result (no-op when rc is 0). */
 void fc_count_alloc_result(CUresult rc);

@@ -51,9 +51,10 @@ static CUresult add_dptr(CUdeviceptr *out, uint64_t size, int cls, int v1, struc
 	rc = fc_over_capacity(cls, size);
 	if (rc)
 		return rc;
-	if (v1)
+	addr = fc_reuse(v1 ? FC_POOL_DPTR_V1 : FC_POOL_DPTR, size, NULL);
+	if (!addr && v1)
 		addr = fc_bump(&fc.next_dptr_v1, size, FC_ALIGN, FC_LIMIT_DPTR_V1);
-	else
+	else if (!addr)
 		addr = fc_bump(&fc.next_dptr, size, FC_ALIGN, FC_BASE_DPTR << 1);
 	if (!addr || !fc_insert(FC_K_DPTR, addr, size, cls, ctx))
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -86,6 +87,7 @@ static CUresult alloc_dptr(const char *api, CUdeviceptr *out, uint64_t size, int
 cleanup:
 	fc_count_alloc_result(rc);
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(api, rc, "size=%llu -> 0x%llx", (unsigned long long)size,
 		 out && !rc ? (unsigned long long)*out : 0ULL);
 	return rc;
@@ -235,6 +237,7 @@ cleanup:
 	if (rc)
 		fc_count_free_failure();
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(api, rc, "0x%llx", (unsigned long long)key);
 	return rc;
 }
@@ -278,7 +281,7 @@ static CUresult host_alloc(const char *api, void **pp, uint64_t size, unsigned i
 	if (rc)
 		goto cleanup;
 	rc = CUDA_ERROR_OUT_OF_MEMORY;
-	if (posix_memalign(&mem, FC_PAGE, size)) {
+	if (!fc_reuse(FC_POOL_HOST, size, &mem) && posix_memalign(&mem, FC_PAGE, size)) {
 		mem = NULL;
 		goto cleanup;
 	}
@@ -294,6 +297,7 @@ static CUresult host_alloc(const char *api, void **pp, uint64_t size, unsigned i
 cleanup:
 	fc_count_alloc_result(rc);
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(api, rc, "size=%llu flags=0x%x -> %p", (unsigned long long)size, flags, mem);
 	return rc;
 }
@@ -330,6 +334,7 @@ cleanup:
 	if (rc)
 		fc_count_free_failure();
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(__func__, rc, "%p", p);
 	return rc;
 }

@@ -700,8 +700,11 @@ static bool snap_consistent(struct fx *f, const uint64_t *stats)
 	return ok;
 }
 
-/* A running process's kernel counters, read while it calls, may be a few calls ahead of
- * the drained records; its final books, and any reading after lost records, must agree. */
+/*
+ * A running process's kernel counters, read while it calls, are ahead of the drained
+ * records by the changes the kernel counted whose records are not applied yet; its
+ * final books, and any reading after lost records, must agree exactly.
+ */
 static void test_live_books_agree_within_calls_in_flight(void **state)
 {
 	uint64_t stats[GL_NR_STATS] = {};
@@ -716,22 +719,157 @@ static void test_live_books_agree_within_calls_in_flight(void **state)
 	live_stats.allocs[GL_CLASS_DEVICE] = 10;
 	assert_true(snap_consistent(f, stats));
 	/* three more calls counted by the kernel, their records not drained yet */
+	live_stats.alloc_calls = 13;
 	live_stats.bytes[GL_CLASS_DEVICE] = 13 << 20;
 	live_stats.allocs[GL_CLASS_DEVICE] = 13;
 	assert_true(snap_consistent(f, stats));
-	/* the same count with other bytes is no call in flight */
+	/* more allocations than calls in flight */
+	live_stats.bytes[GL_CLASS_DEVICE] = 14 << 20;
+	live_stats.allocs[GL_CLASS_DEVICE] = 14;
+	assert_false(snap_consistent(f, stats));
+	/* an allocation and a free in flight: the same count, other bytes */
+	live_stats.alloc_calls = 11;
+	live_stats.free_calls = 1;
 	live_stats.bytes[GL_CLASS_DEVICE] = 11 << 20;
 	live_stats.allocs[GL_CLASS_DEVICE] = 10;
+	assert_true(snap_consistent(f, stats));
+	/* the same count with other bytes and no call in flight is a disagreement */
+	live_stats.alloc_calls = 10;
+	live_stats.free_calls = 0;
 	assert_false(snap_consistent(f, stats));
-	/* far more than can be in flight */
-	live_stats.bytes[GL_CLASS_DEVICE] = 100000ULL << 20;
-	live_stats.allocs[GL_CLASS_DEVICE] = 100000;
+	/* a teardown in flight is a change to come as well */
+	live_stats.ctx_drops = 1;
+	live_stats.bytes[GL_CLASS_DEVICE] = 0;
+	live_stats.allocs[GL_CLASS_DEVICE] = 0;
+	assert_false(snap_consistent(f, stats)); /* it may move one allocation, not ten */
+	live_stats.bytes[GL_CLASS_DEVICE] = 9 << 20;
+	live_stats.allocs[GL_CLASS_DEVICE] = 9;
+	assert_true(snap_consistent(f, stats));
+	/* user space ahead of the kernel is no reading in flight */
+	live_stats.ctx_drops = 0;
+	live_stats.alloc_calls = 9;
 	assert_false(snap_consistent(f, stats));
 	/* after lost call records no slack hides a difference */
+	live_stats.alloc_calls = 13;
 	live_stats.bytes[GL_CLASS_DEVICE] = 13 << 20;
 	live_stats.allocs[GL_CLASS_DEVICE] = 13;
 	stats[GL_STAT_LOST_CALL] = 1;
 	assert_false(snap_consistent(f, stats));
+	fx_free(f);
+}
+
+/* A call record of the fixture's process: op on key with the allocation number id. */
+static void fx_numbered(struct fx *f, uint8_t op, uint64_t key, uint64_t bytes, uint64_t id,
+			uint16_t flags)
+{
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2, .op = op,
+						       .kind = GL_KIND_DPTR, .cls = GL_CLASS_DEVICE,
+						       .key = key, .bytes = bytes, .id = id,
+						       .flags = flags, .dev = -1,
+						       .seq = ++f->seq }), 0);
+}
+
+/*
+ * The driver gave an address freed on one thread to an allocation on another before the
+ * free's record came: both stay outstanding until it comes, and each free takes the
+ * allocation its number names, in either order.
+ */
+static void test_address_reused_before_free_returns(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t ips_a[] = { 0x401000, 0x402000 }, ips_b[] = { 0x401000, 0x403000 };
+	struct proc *p;
+
+	for (int order = 0; order < 2; order++) {
+		uint64_t a = 10 + order * 2, b = a + 1;
+
+		assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips_a, 2), 0);
+		fx_numbered(f, GL_OP_ALLOC, 0x1000, 100, a, 0);
+		assert_int_equal(fx_stack(f, PID, f->seq + 1, GL_API_cuMemAlloc_v2, ips_b, 2), 0);
+		fx_numbered(f, GL_OP_ALLOC, 0x1000, 300, b, 0);
+		p = fx_proc(f);
+		expect_class(p, GL_CLASS_DEVICE, 400, 2);
+		assert_int_equal(fx_agg(p, 1, GL_CLASS_DEVICE)->bytes, 100);
+		assert_int_equal(fx_agg(p, 2, GL_CLASS_DEVICE)->bytes, 300);
+		fx_numbered(f, GL_OP_FREE, 0x1000, order ? 300 : 100, order ? b : a, 0);
+		expect_class(p, GL_CLASS_DEVICE, order ? 100 : 300, 1);
+		assert_int_equal(fx_agg(p, order ? 2 : 1, GL_CLASS_DEVICE)->bytes, 0);
+		fx_numbered(f, GL_OP_FREE, 0x1000, order ? 100 : 300, order ? a : b, 0);
+		expect_class(p, GL_CLASS_DEVICE, 0, 0);
+		assert_int_equal(books__counters(f->b)->user_unmatched, 0);
+	}
+	/* BPF saw the key still booked: the old allocation's release was never seen */
+	fx_numbered(f, GL_OP_ALLOC, 0x2000, 100, 20, 0);
+	fx_numbered(f, GL_OP_ALLOC, 0x2000, 300, 21, GL_CALL_REPLACED);
+	expect_class(p, GL_CLASS_DEVICE, 300, 1);
+	fx_free(f);
+}
+
+/* Calls in flight while their context was torn down: what the driver dropped goes. */
+static void test_ctx_teardown_with_calls_in_flight(void **state)
+{
+	const uint64_t ctx = 0xc7c7;
+	struct fx *f = fx_new(true);
+	uint64_t before;
+	struct proc *p;
+
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuCtxCreate_v2,
+						       .op = GL_OP_CTX_NEW, .key = ctx,
+						       .dev = 0 }), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, ctx);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x2000, 200, ctx);
+	before = f->clock_ns + 500000; /* the calls below entered before the teardown */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuCtxDestroy_v2,
+						       .op = GL_OP_CTX_DROP, .key = ctx, .ctx = ctx,
+						       .dev = -1 }), 0);
+	p = fx_proc(f);
+	expect_class(p, GL_CLASS_DEVICE, 0, 0);
+	assert_int_equal(p->dropped_bytes, 300);
+	/* an allocation that returned after the teardown's record: dropped with it */
+	f->clock_ns += 1000000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x3000,
+						       .bytes = 50, .ctx = ctx, .dev = -1,
+						       .dur_ns = f->clock_ns - before,
+						       .hdr.ts = f->clock_ns }), 0);
+	expect_class(p, GL_CLASS_DEVICE, 0, 0);
+	assert_int_equal(p->alloc_calls, 3);
+	assert_int_equal(p->dropped_bytes, 350);
+	/* a free that freed 0x1000 before the teardown, its record after it */
+	f->clock_ns += 1000000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
+						       .op = GL_OP_FREE, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x1000,
+						       .bytes = 100, .ctx = ctx, .dev = -1,
+						       .dur_ns = f->clock_ns - before,
+						       .hdr.ts = f->clock_ns }), 0);
+	assert_int_equal(p->dropped_bytes, 250);
+	assert_int_equal(books__counters(f->b)->user_unmatched, 0);
+	assert_int_equal(p->ctx_drops, 1);
+	/* a new context at the same address: its allocations are its own */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuCtxCreate_v2,
+						       .op = GL_OP_CTX_NEW, .key = ctx,
+						       .dev = 0 }), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x4000, 70, ctx);
+	expect_class(p, GL_CLASS_DEVICE, 70, 1);
+	/* a primary context reset (BPF's time in bytes) with an allocation in flight */
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuDevicePrimaryCtxRetain,
+						       .op = GL_OP_CTX_NEW, .key = 0x9999,
+						       .flags = 1, .dev = 1 }), 0);
+	before = f->clock_ns + 500000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuDevicePrimaryCtxReset,
+						       .op = GL_OP_CTX_DROP, .dev = 1,
+						       .bytes = before + 100000 }), 0);
+	f->clock_ns += 1000000;
+	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x5000,
+						       .bytes = 30, .ctx = 0x9999, .dev = 1,
+						       .dur_ns = f->clock_ns - before,
+						       .hdr.ts = f->clock_ns }), 0);
+	expect_class(p, GL_CLASS_DEVICE, 70, 1);
+	assert_int_equal(p->dropped_bytes, 280);
 	fx_free(f);
 }
 
@@ -758,6 +896,8 @@ int main(void)
 		cmocka_unit_test(test_ctx_index),
 		cmocka_unit_test(test_block_device_learned),
 		cmocka_unit_test(test_live_books_agree_within_calls_in_flight),
+		cmocka_unit_test(test_address_reused_before_free_returns),
+		cmocka_unit_test(test_ctx_teardown_with_calls_in_flight),
 	};
 
 	return cmocka_run_group_tests_name("books", tests, NULL, NULL);

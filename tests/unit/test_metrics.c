@@ -127,7 +127,7 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"out_of_memory\"} 2");
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"other\"} 1");
 	assert_line(t, "gpuleak_process_books_consistent{" LBL "} 1");
-	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"1\",stack_mode=\"fp\"} 1");
+	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"2\",stack_mode=\"fp\"} 1");
 	assert_line(t, "gpuleak_events_lost_total{record=\"call\"} 5");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"procs\"} 4");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"stacks\"} 6");

@@ -215,12 +215,34 @@ static void test_text_lost_and_empty(void **state)
 	out = text_of(&empty, &o);
 	assert_string_equal(out, "no CUDA allocations seen\n"
 				 "WARNING: 3 events were lost (ring buffer full); figures are "
-				 "incomplete. Raise --ringbuf-size.\n");
+				 "incomplete: raise --ringbuf-size.\n");
 	free(out);
 	empty.lost_events = 0;
 	out = text_of(&empty, &o);
 	assert_string_equal(out, "no CUDA allocations seen\n"
-				 "WARNING: figures are incomplete (see the stats in --json).\n");
+				 "WARNING: the books disagree with the kernel's exact counters: "
+				 "the totals are the kernel's, the stacks are incomplete (see "
+				 "\"bpf\" in --json).\n");
+	free(out);
+	/* a cap that bites is named, with what it cost */
+	empty.stats[GL_STAT_ALLOC_TABLE_FULL] = 99000;
+	empty.cap_allocs = 1000;
+	empty.untracked_allocs = 99000;
+	empty.untracked_bytes = 99000ULL << 12;
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n"
+				 "WARNING: the kernel's allocation table (--max-allocs 1000) "
+				 "was full: 99000 allocations (386.72 MiB) are in no figure, and "
+				 "frees of them count as unmatched; raise --max-allocs.\n");
+	free(out);
+	/* so is the cap on stacks, which costs attribution, not totals */
+	empty.complete = true;
+	empty.cap_stacks = 16;
+	empty.stack_overflows = 5;
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n"
+				 "NOTE: more distinct stacks than --max-stacks 16: 5 allocations "
+				 "counted under one \"other stacks\" entry (totals exact)\n");
 	free(out);
 }
 

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Trust: the books stay exact where a real driver and a real job make it hard, and say what
+they miss where they cannot be. Addresses handed from a free on one thread to an allocation on
+another before the free returns (device and pinned host memory); a context destroyed while
+threads allocate in it; periodic summaries and SIGINT of busy processes (no false alarms);
+caps that bite (named with what they cost), and gpuleak's own memory bounded."""
+import json
+import os
+import re
+import signal
+import time
+
+from harness import (SAN, SAN_RINGBUF, WORKLOADS, Tracer, Workload, check, check_books,
+                     check_eq, process, site_bytes)
+
+# The stand-in reuses addresses as the real driver does, and sleeps after its books so that
+# other threads' calls (a teardown among them) land between a call's work and its return.
+REUSE_ENV = dict(os.environ, FAKECUDA_REUSE="1", FAKECUDA_RETURN_DELAY_US="20")
+
+
+def _run(tmp, workload, args, tracer_args=(), env=None, timeout=90):
+    truth_path = os.path.join(tmp, f"{workload}.{time.monotonic_ns()}.truth.json")
+    tr = Tracer(["run", "-i", "0", *SAN_RINGBUF, *tracer_args, "--",
+                 os.path.join(WORKLOADS, workload), "--no-wait", *args, "--truth", truth_path],
+                tmp, env=env)
+    check_eq(tr.wait(timeout=timeout), 0, "gpuleak exit status")
+    with open(truth_path) as f:
+        truth = json.load(f)
+    rep = tr.report()
+    return truth, rep, process(rep, truth["pid"]), tr
+
+
+def _kernel_exact(p, truth):
+    for key in ("device_bytes", "host_pinned_bytes", "outstanding_allocs", "unmatched_frees",
+                "alloc_calls", "free_calls"):
+        check_eq(p["bpf"][key], truth[key], f"BPF's {key}")
+
+
+def _reuse(tmp, pinned):
+    truth, rep, p, tr = _run(tmp, "wl_reuse", ["--threads", "32", "--iters", "4", "--pinned",
+                                               str(pinned)], env=REUSE_ENV)
+    check(truth["reused_addresses"] > 10000,
+          f"the stand-in handed {truth['reused_addresses']} freed addresses out again")
+    check_books(rep, p, truth, extra=("unmatched_frees", "alloc_calls", "free_calls"))
+    _kernel_exact(p, truth)
+    cls = "host_pinned" if pinned else "device"
+    check_eq(site_bytes(p, "reuse_site"), truth[f"{cls}_bytes"],
+             "what the rings hold, under the stack that allocated it")
+    check(rep["complete"], f"nothing lost, nothing missed: {rep['incomplete_why']}")
+
+
+def test_pinned_host_addresses_reused_across_threads(tmp):
+    _reuse(tmp, 1)
+
+
+def test_device_addresses_reused_across_threads(tmp):
+    _reuse(tmp, 0)
+
+
+def test_context_destroyed_while_threads_allocate(tmp):
+    env = dict(REUSE_ENV, FAKECUDA_RETURN_DELAY_US="200")
+    # a created context destroyed twice, then a primary context reset
+    for reset in ("0", "0", "1"):
+        truth, rep, p, tr = _run(tmp, "wl_ctxrace", ["--threads", "8", "--interval-ms", "1500",
+                                                     "--reset", reset], env=env)
+        check(truth["ctx_dropped_allocs"] > 0, "the teardown freed what the threads held")
+        check_books(rep, p, truth, extra=("unmatched_frees", "alloc_calls", "free_calls"))
+        _kernel_exact(p, truth)
+        check_eq(p["context_dropped_bytes"], truth["ctx_dropped_bytes"],
+                 "bytes freed by the teardown")
+        check(rep["complete"], f"nothing lost, nothing missed: {rep['incomplete_why']}")
+
+
+def test_no_false_alarm_in_summaries_of_a_busy_process(tmp):
+    truth, rep, p, tr = _run(tmp, "wl_reuse", ["--threads", "1", "--iters", "4"],
+                             tracer_args=["-i", "100ms"], env=REUSE_ENV)
+    out = tr.stdout()
+    summaries = out.count("\n--- ")
+    check(summaries >= 20, f"{summaries} periodic summaries")
+    check_eq(rep["lost_events"], 0, "lost_events")
+    for bad in ("events were lost", "differ from the kernel", "disagree", "incomplete"):
+        check(bad not in out, f"a summary says {bad!r} with nothing lost:\n{out[-3000:]}")
+    check_books(rep, p, truth)
+    check(rep["complete"], "the final report is complete")
+
+
+def test_sigint_under_load_is_consistent(tmp):
+    # under ASan gpuleak drains several times slower: fewer threads keep the ring buffer whole
+    threads = "4" if SAN else "16"
+    for _ in range(3):
+        wl = Workload("wl_load", "--threads", threads, "--iters", "30", tmp=tmp, wait=False)
+        wl.wait_ready()
+        tr = Tracer(["attach", "-i", "0", "--ringbuf-size", "256M", str(wl.pid)], tmp)
+        tr.wait_attached()
+        time.sleep(2.5)
+        check_eq(tr.stop(signal.SIGINT), 0, "gpuleak exit status after SIGINT")
+        wl.kill()
+        wl.wait()
+        rep = tr.report()
+        p = process(rep, wl.pid)
+        check_eq(rep["lost_events"], 0, "lost_events")
+        check(p["consistent"], f"books agree with the kernel's under load: {p['bpf']}")
+        check(rep["complete"], f"complete: {rep['incomplete_why']}")
+        check("disagree" not in tr.stderr(), "no warning on stderr")
+
+
+def test_max_allocs_cap_is_named_with_its_cost(tmp):
+    n, cap = 20000, 1000
+    truth, rep, p, tr = _run(tmp, "wl_many", ["--iters", str(n), "--same", "1"],
+                             tracer_args=["--max-allocs", str(cap)])
+    caps = rep["caps"]["max_allocs"]
+    check_eq(caps["limit"], cap, "the cap in force")
+    check(caps["reached"], "the cap is reported reached")
+    check_eq(caps["untracked_allocs"], n - cap, "allocations the table could not hold")
+    check_eq(p["device_bytes"] + caps["untracked_bytes"], truth["device_bytes"],
+             "figures plus what the cap cost are the truth")
+    check_eq(p["bpf"]["untracked_allocs"], n - cap, "the process's own count")
+    check_eq(rep["complete"], False, "the report is not complete")
+    check(f"--max-allocs {cap}" in rep["incomplete_why"], rep["incomplete_why"])
+    check(f"--max-allocs {cap}" in tr.stderr() and "disagree" not in tr.stderr(),
+          f"stderr names the cap, not a disagreement:\n{tr.stderr()}")
+    check(re.search(rf"{n - cap} allocations \([0-9.]+ MiB\) not in these figures", tr.stdout()),
+          "the text names what is missing")
+
+
+def test_stack_cap_bounds_memory_and_says_so(tmp):
+    n, cap = 4096, 256
+    truth, rep, p, tr = _run(tmp, "wl_many", ["--iters", str(n)],
+                             tracer_args=["--max-stacks", str(cap)])
+    check_books(rep, p, truth)
+    caps = rep["caps"]["max_stacks"]
+    check_eq(caps["limit"], cap, "the cap in force")
+    check(caps["reached"] and caps["allocs_past"] >= n - cap,
+          f"{caps['allocs_past']} allocations past the cap")
+    check(len(p["stacks"]) <= cap + 1, f"{len(p['stacks'])} stacks kept")
+    check(rep["complete"], "totals stay exact: the report is complete")
+    check(f"--max-stacks {cap}" in tr.stdout(), "the text says the cap bit")

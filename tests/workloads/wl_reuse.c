@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * wl_reuse.c - addresses reused across threads: N threads (32) allocate and
+ * free device memory (cuMemAlloc_v2/cuMemFree_v2) or, with --pinned 1, pinned
+ * host memory (cuMemHostAlloc/cuMemFreeHost), for --iters seconds (8), each
+ * keeping a ring of 8 live buffers of random sizes and freeing the oldest. Run
+ * it with FAKECUDA_REUSE=1: the stand-in then hands an address freed on one
+ * thread to the next allocation on another, often before the free has
+ * returned, as the real driver does. What the rings hold at the end stays
+ * outstanding.
+ *
+ * Options: --threads N, --iters N (seconds), --size N (largest allocation,
+ * default 64 KiB), --pinned 0|1.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "wl.h"
+
+#define RING 8
+
+struct worker {
+	pthread_t tid;
+	uint64_t seed;
+	CUcontext ctx;
+	unsigned long long calls;
+	uint64_t ring[RING];
+	unsigned int next;
+};
+
+static struct wl_opts o = { .threads = 32, .iters = 8, .size = 64 * 1024 };
+static unsigned long pinned;
+static struct timespec deadline;
+
+static uint64_t next_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static bool past_deadline(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline.tv_sec ||
+	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
+}
+
+WL_SITE void reuse_site(struct worker *w, size_t size)
+{
+	uint64_t *slot = &w->ring[w->next++ % RING];
+	CUdeviceptr p = 0;
+	void *h = NULL;
+
+	if (*slot && pinned)
+		wl_check(cuMemFreeHost((void *)(uintptr_t)*slot), "cuMemFreeHost");
+	else if (*slot)
+		wl_check(cuMemFree_v2(*slot), "cuMemFree_v2");
+	if (pinned) {
+		wl_check(cuMemHostAlloc(&h, size, 0), "cuMemHostAlloc");
+		*slot = (uintptr_t)h;
+	} else {
+		wl_check(cuMemAlloc_v2(&p, size), "cuMemAlloc_v2");
+		*slot = p;
+	}
+	w->calls += 2;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+
+	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	while (!past_deadline())
+		for (int i = 0; i < 64; i++)
+			reuse_site(w, 512 + next_rand(&w->seed) % o.size);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker *workers;
+	unsigned long long calls = 0;
+	char extra[64];
+	CUcontext ctx;
+
+	pinned = wl_take_num(&argc, argv, "--pinned", 1, 0);
+	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
+	if (!o.threads || o.threads > 256 || !o.size)
+		wl_die("--threads must be 1..256 and --size positive");
+	workers = calloc(o.threads, sizeof(*workers));
+	if (!workers)
+		wl_die("out of memory");
+	ctx = wl_cuda_start(0);
+	wl_ready(&o);
+	fakecuda_mark();
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += o.iters;
+	for (unsigned int i = 0; i < o.threads; i++) {
+		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+		workers[i].ctx = ctx;
+		if (pthread_create(&workers[i].tid, NULL, work, &workers[i]))
+			wl_die("pthread_create failed");
+	}
+	for (unsigned int i = 0; i < o.threads; i++) {
+		pthread_join(workers[i].tid, NULL);
+		calls += workers[i].calls;
+	}
+	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
+	wl_finish(&o, fakecuda_truth_json, NULL, 0, extra);
+	free(workers);
+	return 0;
+}
