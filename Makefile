@@ -10,7 +10,9 @@
 #   make bench      run the CPU benchmarks
 #   make install    install gpuleak, its man page and bash/zsh completions under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
+#   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
+#   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
 
 VERSION := 0.1.0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -33,6 +35,9 @@ PYTHON ?= python3
 CFLAGS ?= -g -O2
 CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow \
 	  -Wformat=2 -fno-strict-aliasing -DGPULEAK_VERSION=\"$(VERSION)\"
+# src/ is built with -Werror (WERROR=0 to build with a compiler that warns of more)
+WERROR ?= 1
+SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
 LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -ltinfo -lstdc++ -lpthread -lm
 
@@ -54,7 +59,7 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SRCS := $(wildcard src/*/*.c)
+SRCS := $(wildcard src/*/*.c src/*/*/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/src/%.o,$(SRCS))
 LIB_OBJS := $(filter-out $(BUILD)/src/cmd/main.o,$(OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c bpf/*.bpf.h) include/gpuleak_abi.h
@@ -65,8 +70,8 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration integration-san check-static bench clean format fakecuda \
-	gpuleak docs install uninstall
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format \
+	check-format fakecuda gpuleak docs install uninstall
 .DEFAULT_GOAL := all
 
 all: gpuleak docs
@@ -128,7 +133,7 @@ $(SKEL): $(BPF_OBJ)
 $(BUILD)/src/%.o: src/%.c $(SKEL)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(SRC_CFLAGS) $(INCLUDES) -MMD -MP -c $< -o $@
 
 $(BUILD)/gpuleak: $(OBJS)
 	$(call msg,LINK,$@)
@@ -205,8 +210,15 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
 	$(Q)bench/run
 
+FORMAT_FILES = $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
+
+# .clang-format is the kernel's style at 100 columns; the tree is kept formatted
 format:
-	$(Q)clang-format -i $(SRCS) $(wildcard src/*/*.h) bpf/*.c bpf/*.h include/*.h
+	$(Q)clang-format -i $(FORMAT_FILES)
+
+# fails, naming the lines, where `make format` would change something
+check-format:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_FILES)
 
 clean:
 	$(Q)rm -rf $(OUTPUT) gpuleak

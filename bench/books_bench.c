@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include "books/books.h"
 #include "books/procs.h"
-#include "stacks/python.h"
+#include "stacks/python/python.h"
 #include "stacks/stacks.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 #include "util/parse.h"
 
 #define CHUNK_PAIRS 4096
@@ -221,8 +221,8 @@ int main(int argc, char **argv)
 	printf("records=%llu seconds=%.6f records_per_s=%.0f ns_per_record=%.1f stacks=%u "
 	       "outstanding=%llu\n", (unsigned long long)records, seconds, records / seconds,
 	       seconds * 1e9 / records, stacks__count(stacks),
-	       proc ? (unsigned long long)proc->nallocs[GL_CLASS_DEVICE] : 0ULL);
-	if (!proc || proc->nallocs[GL_CLASS_DEVICE] != (o.pairs < o.window ? o.pairs : o.window))
+	       proc ? (unsigned long long)proc__totals(proc)->nallocs[GL_CLASS_DEVICE] : 0ULL);
+	if (!proc || proc__totals(proc)->nallocs[GL_CLASS_DEVICE] != (o.pairs < o.window ? o.pairs : o.window))
 		fprintf(stderr, "books_bench: the books do not hold the stream's %u allocations\n",
 			o.window);
 	else

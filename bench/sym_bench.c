@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "stacks/modules.h"
-#include "stacks/symbolize.h"
+#include "stacks/native/symbolize.h"
 
 static double now_us(void)
 {

@@ -19,11 +19,10 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
-#include "books/procs.h"
-#include "stacks/dwarf.h"
-#include "stacks/dwarf_deps.h"
+#include "stacks/native/dwarf.h"
+#include "stacks/native/dwarf_deps.h"
 #include "stacks/modules.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 #include "util/parse.h"
 
 struct capture {
@@ -99,7 +98,7 @@ __attribute__((noipa)) static void recurse(struct capture *c, int depth)
 	c->rec.pad += (uint32_t)(a + b + d + buf[0]);
 }
 
-static int unwind_view(struct unwinder *u, struct proc *p, struct capture *c, uint64_t *ips)
+static int unwind_view(struct unwinder *u, struct stack_owner *p, struct capture *c, uint64_t *ips)
 {
 	struct stack_view v = { .rec = &c->rec, .stack = c->stack };
 
@@ -110,7 +109,7 @@ int main(int argc, char **argv)
 {
 	uint64_t depth = 40, nr = 32, reps = 2000, ips[UNWIND_MAX_FRAMES], t0, libdw = 0, deps = 0;
 	struct modules *mods = modules__new();
-	struct proc p = { .pid = getpid(), .start_time = 1 };
+	struct stack_owner p = { .pid = getpid(), .start_time = 1 };
 	struct dwarf_replay *replay = dwarf_replay__new();
 	struct capture *caps;
 	struct unwind_stats st, first;

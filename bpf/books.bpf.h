@@ -18,6 +18,13 @@
 #ifndef GPULEAK_BOOKS_BPF_H
 #define GPULEAK_BOOKS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
+#include "stack.bpf.h" /* fill_hdr */
+
 #define CUDA_SUCCESS 0
 
 struct gl_call_ctx {
@@ -28,7 +35,7 @@ struct gl_call_ctx {
 	struct gl_api_desc desc;
 	__u64 pid_tgid;
 	__u64 ctx; /* context current on the thread */
-	__u64 id; /* the allocation booked or freed (gl_call.id) */
+	__u64 id;  /* the allocation booked or freed (gl_call.id) */
 	__s32 dev;
 	__u32 api;
 	int rc;
@@ -55,18 +62,28 @@ static __always_inline struct gl_proc_stats *proc_stats(struct task_struct *task
 	return bpf_map_lookup_elem(&procs, &tgid);
 }
 
-static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind, __u64 key,
-				      __u64 bytes, __u8 cls, __u16 flags, __s16 dev)
+/* A zeroed call record of c in the ring buffer, header and seq set; NULL (counted) if full. */
+static __always_inline struct gl_call *reserve_call(struct gl_call_ctx *c)
 {
 	struct gl_call *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 
 	if (!r) {
 		stat_inc(GL_STAT_LOST_CALL);
-		return;
+		return NULL;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
 	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
 	r->seq = c->slot->seq;
+	return r;
+}
+
+static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind, __u64 key,
+				      __u64 bytes, __u8 cls, __u16 flags, __s16 dev)
+{
+	struct gl_call *r = reserve_call(c);
+
+	if (!r)
+		return;
 	r->key = key;
 	r->bytes = bytes;
 	r->ctx = c->ctx;
@@ -149,7 +166,11 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				       __u8 cls, __s16 dev)
 {
 	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
-	struct gl_alloc_val v = { .size = size, .ctx = c->ctx, .refs = 1, .cls = cls, .dev = dev,
+	struct gl_alloc_val v = { .size = size,
+				  .ctx = c->ctx,
+				  .refs = 1,
+				  .cls = cls,
+				  .dev = dev,
 				  .id = next_alloc_id() };
 	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
 	__u16 flags = 0;
@@ -337,9 +358,14 @@ static long unmap_one(__u32 i, void *data)
 static __always_inline __u64 array_elem_size(__u32 format)
 {
 	switch (format) {
-	case 0x01: case 0x08: return 1;	/* (un)signed int8 */
-	case 0x02: case 0x09: case 0x10: return 2; /* int16, half */
-	case 0x03: case 0x0a: case 0x20: return 4; /* int32, float */
+	case 0x01:
+	case 0x08: return 1; /* (un)signed int8 */
+	case 0x02:
+	case 0x09:
+	case 0x10: return 2; /* int16, half */
+	case 0x03:
+	case 0x0a:
+	case 0x20: return 4; /* int32, float */
 	default: return 4;
 	}
 }
@@ -379,7 +405,10 @@ static __noinline __u64 array_bytes(__u64 desc_ptr, bool is3d, __u32 levels)
 		if (bpf_probe_read_user(&d, sizeof(d), (void *)desc_ptr))
 			return 0;
 	} else {
-		struct { __u64 width, height; __u32 format, channels; } d2;
+		struct {
+			__u64 width, height;
+			__u32 format, channels;
+		} d2;
 
 		if (bpf_probe_read_user(&d2, sizeof(d2), (void *)desc_ptr))
 			return 0;
@@ -422,7 +451,8 @@ static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_allo
 	if (k->tgid != w->tgid)
 		return 0;
 	if (!w->all_kinds) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
+		    k->kind == GL_KIND_VA)
 			return 0;
 		if (v->ctx && w->dev < 0 && v->ctx != w->ctx)
 			return 0;
@@ -488,14 +518,9 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		stat_inc(GL_STAT_LOST_CALL);
+	r = reserve_call(c);
+	if (!r)
 		return;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	fill_hdr(&r->hdr, GL_REC_CALL, sizeof(*r), c->task, c->pid_tgid);
-	r->seq = c->slot->seq;
 	r->key = ctx;
 	r->ctx = ctx;
 	r->bytes = dw.now;
@@ -539,25 +564,22 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 	case GL_ROLE_CTX_CREATE: {
 		/* the device is the last argument: 3rd (v1, v2), 5th (v3), 4th (v4) */
 		__s32 dev = c->api == GL_API_cuCtxCreate_v3 ? a[4] :
-			    c->api == GL_API_cuCtxCreate_v4 ? a[3] : a[2];
+			    c->api == GL_API_cuCtxCreate_v4 ? a[3] :
+							      a[2];
 
 		ctx = read_user_u64(a[0], false);
 		ctx_push(inf, ctx);
 		ctx_remember(c, ctx, dev, false);
 		break;
 	}
-	case GL_ROLE_PRIMARY_RETAIN:
-		ctx_remember(c, read_user_u64(a[0], false), a[1], true);
-		break;
+	case GL_ROLE_PRIMARY_RETAIN: ctx_remember(c, read_user_u64(a[0], false), a[1], true); break;
 	case GL_ROLE_CTX_SET:
 		if (d == 0)
 			ctx_push(inf, a[0]);
 		else
 			inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] = a[0];
 		break;
-	case GL_ROLE_CTX_PUSH:
-		ctx_push(inf, a[0]);
-		break;
+	case GL_ROLE_CTX_PUSH: ctx_push(inf, a[0]); break;
 	case GL_ROLE_CTX_POP:
 		if (d > 0)
 			inf->ctx_depth = d - 1;
@@ -571,9 +593,7 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 		bpf_map_delete_elem(&ctx_dev, &k);
 		break;
 	}
-	case GL_ROLE_PRIMARY_RESET:
-		book_ctx_drop(c, 0, (__s32)a[0]);
-		break;
+	case GL_ROLE_PRIMARY_RESET: book_ctx_drop(c, 0, (__s32)a[0]); break;
 	}
 }
 
@@ -626,7 +646,8 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 			size = role == GL_ROLE_ALLOC_PITCH ? a[2] * a[3] : a[1];
 			if (role >= GL_ROLE_ARRAY_CREATE)
 				size = 0;
-			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls, 0, c->dev);
+			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls, 0,
+				  c->dev);
 			break;
 		default:
 			/* a failed free changes nothing (but see book_failed_free()) */
@@ -645,9 +666,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		size = read_user_u64(a[1], v1) * (v1 ? (__u32)a[3] : a[3]);
 		book_alloc(c, kind, key, size, cls, c->dev);
 		break;
-	case GL_ROLE_HOST_REGISTER:
-		book_alloc(c, kind, a[0], a[1], cls, c->dev);
-		break;
+	case GL_ROLE_HOST_REGISTER: book_alloc(c, kind, a[0], a[1], cls, c->dev); break;
 	case GL_ROLE_FREE:
 		key = v1 ? (__u32)a[0] : a[0];
 		if (key == 0 && kind == GL_KIND_DPTR)
@@ -667,13 +686,16 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, dev);
 		break;
 	}
-	case GL_ROLE_VMM_RELEASE:
-		handle_unref(c, a[0]);
-		break;
+	case GL_ROLE_VMM_RELEASE: handle_unref(c, a[0]); break;
 	case GL_ROLE_VMM_MAP: {
-		struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = GL_KIND_MAPPING, .key = a[0] };
-		struct gl_alloc_val v = { .size = a[1], .handle = a[3], .refs = 1,
-					  .cls = GL_NR_CLASSES, .dev = -1 };
+		struct gl_alloc_key k = { .tgid = tgid_of(c),
+					  .kind = GL_KIND_MAPPING,
+					  .key = a[0] };
+		struct gl_alloc_val v = { .size = a[1],
+					  .handle = a[3],
+					  .refs = 1,
+					  .cls = GL_NR_CLASSES,
+					  .dev = -1 };
 
 		handle_ref(c, a[3]);
 		if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY))
@@ -687,15 +709,11 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		bpf_loop(1 << 16, unmap_one, &w, 0);
 		break;
 	}
-	case GL_ROLE_VMM_RETAIN:
-		handle_ref(c, read_user_u64(a[0], false));
-		break;
+	case GL_ROLE_VMM_RETAIN: handle_ref(c, read_user_u64(a[0], false)); break;
 	case GL_ROLE_VA_RESERVE:
 		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, -1);
 		break;
-	case GL_ROLE_VA_FREE:
-		book_free(c, kind, a[0]);
-		break;
+	case GL_ROLE_VA_FREE: book_free(c, kind, a[0]); break;
 	case GL_ROLE_IMPORT:
 	case GL_ROLE_IPC_OPEN:
 		book_alloc(c, kind, read_user_u64(a[0], false), 0, cls, c->dev);
@@ -710,8 +728,8 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 	}
 }
 
-static __always_inline void emit_proc(struct task_struct *task, __u32 tgid, __u32 event,
-				      __u32 ppid, struct gl_proc_stats *st)
+static __always_inline void emit_proc(struct task_struct *task, __u32 tgid, __u32 event, __u32 ppid,
+				      struct gl_proc_stats *st)
 {
 	struct gl_proc *r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 

@@ -9,15 +9,17 @@
 #ifndef GPULEAK_MAPS_BPF_H
 #define GPULEAK_MAPS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "gpuleak_abi.h"
 
-const volatile bool targ_all = false;	     /* trace every process, not only targets */
+const volatile bool targ_all = false;	      /* trace every process, not only targets */
 const volatile bool targ_follow_forks = true; /* children of targets become targets */
 const volatile __u32 targ_stack_mode = GL_STACK_FP;
 const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied */
 const volatile bool targ_python = false;
 const volatile bool targ_torch_python_only = false; /* tensor blocks: no native stack */
-const volatile __u64 targ_wakeup_bytes = 0; /* see rb_flags(); 0: wake for every record */
+const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for every record */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -51,8 +53,8 @@ struct gl_alloc_val {
 
 /* What a free's entry took out of the books (gl_slot.claim). */
 enum gl_claim {
-	GL_CLAIM_NONE = 0,  /* nothing taken at entry: the return looks the key up */
-	GL_CLAIM_TAKEN = 1, /* the allocation was taken out: gl_slot.claimed */
+	GL_CLAIM_NONE = 0,   /* nothing taken at entry: the return looks the key up */
+	GL_CLAIM_TAKEN = 1,  /* the allocation was taken out: gl_slot.claimed */
 	GL_CLAIM_ABSENT = 2, /* the key was not in the books at entry */
 };
 
@@ -73,7 +75,7 @@ struct gl_inflight {
 	__u64 seq;
 	__u32 depth;
 	__u32 pad;
-	__u64 py_tstate;      /* the thread's CPython thread state, last time it was found */
+	__u64 py_tstate;       /* the thread's CPython thread state, last time it was found */
 	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
 	__u32 pad2;
@@ -163,8 +165,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-#define GL_STACK_DATA (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + \
-		       GL_MAX_FP_FRAMES * 8 + GL_MAX_STACK_COPY + GL_PAGE_SIZE)
+#define GL_STACK_DATA                                                           \
+	(GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame) + GL_MAX_FP_FRAMES * 8 + \
+	 GL_MAX_STACK_COPY + GL_PAGE_SIZE)
 
 struct gl_stack_buf {
 	struct gl_stack rec;

@@ -14,7 +14,13 @@
 #ifndef GPULEAK_PYTHON_BPF_H
 #define GPULEAK_PYTHON_BPF_H
 
-/* Processes whose frames are walked: tgid -> how. Written by src/stacks/python.c. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
+
+/* Processes whose frames are walked: tgid -> how. Written by src/trace/pyprocs.c. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);

@@ -10,6 +10,12 @@
 #ifndef GPULEAK_STACK_BPF_H
 #define GPULEAK_STACK_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
 #include "python.bpf.h"
 
 #define GL_PY_BYTES (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame))
@@ -116,11 +122,13 @@ static __always_inline bool emit_stack_direct(struct gl_stack_buf *b, __u64 off,
 		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(GL_PAGE_SIZE), 0),
 				   off, want, GL_PAGE_SIZE, task, pid_tgid);
 	if (want <= 2 * GL_PAGE_SIZE)
-		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(2 * GL_PAGE_SIZE), 0),
-				   off, want, 2 * GL_PAGE_SIZE, task, pid_tgid);
+		return send_direct(
+			b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(2 * GL_PAGE_SIZE), 0), off,
+			want, 2 * GL_PAGE_SIZE, task, pid_tgid);
 	if (want <= 4 * GL_PAGE_SIZE)
-		return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(4 * GL_PAGE_SIZE), 0),
-				   off, want, 4 * GL_PAGE_SIZE, task, pid_tgid);
+		return send_direct(
+			b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(4 * GL_PAGE_SIZE), 0), off,
+			want, 4 * GL_PAGE_SIZE, task, pid_tgid);
 	return send_direct(b, bpf_ringbuf_reserve(&events, GL_DIRECT_SIZE(GL_MAX_STACK_COPY), 0),
 			   off, want, GL_MAX_STACK_COPY, task, pid_tgid);
 }

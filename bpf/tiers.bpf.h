@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * tiers.bpf.h - the tensor tier's window boundary, run by user space.
+ * tiers.bpf.h - the tensor tier's helpers: forgetting tensor blocks at a window's
+ * boundary (forget_tensors in gpuleak.bpf.c runs forget_one), and sampling their
+ * stacks.
  *
  * PyTorch's allocator probes are attached only in windows (user space's
  * tiers module). Between windows the frees of the blocks a window saw are not
@@ -10,6 +12,12 @@
  */
 #ifndef GPULEAK_TIERS_BPF_H
 #define GPULEAK_TIERS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "gpuleak_abi.h"
+#include "maps.bpf.h"
+#include "books.bpf.h" /* class_slot */
 
 /* What forget_tensors did, read back by user space. */
 __u64 tiers_forgotten = 0;
@@ -29,18 +37,6 @@ static long forget_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_al
 	}
 	bpf_map_delete_elem(map, k);
 	tiers_forgotten++;
-	return 0;
-}
-
-/*
- * Run by user space (BPF_PROG_RUN) while the allocator probes are detached:
- * drops every tensor block from allocs and from its process's counters.
- */
-SEC("syscall")
-int forget_tensors(void *ctx)
-{
-	tiers_forgotten = 0;
-	bpf_for_each_map_elem(&allocs, forget_one, NULL, 0);
 	return 0;
 }
 

@@ -30,29 +30,29 @@ enum gl_class {
  * role; the argument positions and widths below are the CUDA driver API's.
  */
 enum gl_role {
-	GL_ROLE_ALLOC = 1,	 /* (T *out, size_t size, ...)         key=*out  */
-	GL_ROLE_ALLOC_PITCH,	 /* (dptr *out, size_t *pitch, w, h, e) size=*pitch*h */
-	GL_ROLE_HOST_REGISTER,	 /* (void *p, size_t size, flags)       key=p     */
-	GL_ROLE_FREE,		 /* (T key, ...)                                  */
-	GL_ROLE_VMM_CREATE,	 /* (handle *out, size, prop *, flags)  key=*out  */
-	GL_ROLE_VMM_RELEASE,	 /* (handle)                                      */
-	GL_ROLE_VMM_MAP,	 /* (va, size, offset, handle, flags)             */
-	GL_ROLE_VMM_UNMAP,	 /* (va, size)                                    */
-	GL_ROLE_VMM_RETAIN,	 /* (handle *out, void *addr)                     */
-	GL_ROLE_VA_RESERVE,	 /* (dptr *out, size, align, addr, flags)         */
-	GL_ROLE_VA_FREE,	 /* (dptr, size)                                  */
-	GL_ROLE_IMPORT,		 /* (handle *out, ...): another process's memory  */
-	GL_ROLE_IPC_OPEN,	 /* (dptr *out, CUipcMemHandle by value, flags)   */
-	GL_ROLE_ARRAY_CREATE,	 /* (CUarray *out, const CUDA_ARRAY_DESCRIPTOR *) */
-	GL_ROLE_ARRAY3D_CREATE,	 /* (CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *) */
-	GL_ROLE_MIPMAP_CREATE,	 /* (CUmipmappedArray *out, 3D desc *, levels)    */
-	GL_ROLE_CTX_CREATE,	 /* (CUcontext *out, ..., CUdevice dev last)      */
-	GL_ROLE_CTX_DESTROY,	 /* (CUcontext)                                   */
-	GL_ROLE_PRIMARY_RETAIN,	 /* (CUcontext *out, CUdevice)                    */
-	GL_ROLE_PRIMARY_RESET,	 /* (CUdevice)                                    */
-	GL_ROLE_CTX_SET,	 /* (CUcontext): becomes current on this thread   */
-	GL_ROLE_CTX_PUSH,	 /* (CUcontext)                                   */
-	GL_ROLE_CTX_POP,	 /* (CUcontext *out)                              */
+	GL_ROLE_ALLOC = 1,	/* (T *out, size_t size, ...)         key=*out  */
+	GL_ROLE_ALLOC_PITCH,	/* (dptr *out, size_t *pitch, w, h, e) size=*pitch*h */
+	GL_ROLE_HOST_REGISTER,	/* (void *p, size_t size, flags)       key=p     */
+	GL_ROLE_FREE,		/* (T key, ...)                                  */
+	GL_ROLE_VMM_CREATE,	/* (handle *out, size, prop *, flags)  key=*out  */
+	GL_ROLE_VMM_RELEASE,	/* (handle)                                      */
+	GL_ROLE_VMM_MAP,	/* (va, size, offset, handle, flags)             */
+	GL_ROLE_VMM_UNMAP,	/* (va, size)                                    */
+	GL_ROLE_VMM_RETAIN,	/* (handle *out, void *addr)                     */
+	GL_ROLE_VA_RESERVE,	/* (dptr *out, size, align, addr, flags)         */
+	GL_ROLE_VA_FREE,	/* (dptr, size)                                  */
+	GL_ROLE_IMPORT,		/* (handle *out, ...): another process's memory  */
+	GL_ROLE_IPC_OPEN,	/* (dptr *out, CUipcMemHandle by value, flags)   */
+	GL_ROLE_ARRAY_CREATE,	/* (CUarray *out, const CUDA_ARRAY_DESCRIPTOR *) */
+	GL_ROLE_ARRAY3D_CREATE, /* (CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *) */
+	GL_ROLE_MIPMAP_CREATE,	/* (CUmipmappedArray *out, 3D desc *, levels)    */
+	GL_ROLE_CTX_CREATE,	/* (CUcontext *out, ..., CUdevice dev last)      */
+	GL_ROLE_CTX_DESTROY,	/* (CUcontext)                                   */
+	GL_ROLE_PRIMARY_RETAIN, /* (CUcontext *out, CUdevice)                    */
+	GL_ROLE_PRIMARY_RESET,	/* (CUdevice)                                    */
+	GL_ROLE_CTX_SET,	/* (CUcontext): becomes current on this thread   */
+	GL_ROLE_CTX_PUSH,	/* (CUcontext)                                   */
+	GL_ROLE_CTX_POP,	/* (CUcontext *out)                              */
 };
 
 /* Allocation namespaces: a free only matches an allocation of its own kind. */
@@ -81,6 +81,8 @@ enum gl_kind {
  * The probe table: X(symbol, role, class, kind, flags). The API id is the
  * position in this list; it is the BPF cookie of each attached probe.
  */
+/* one row per function, aligned by hand */
+/* clang-format off */
 #define GL_APIS(X)                                                                    \
 	X(cuMemAlloc, ALLOC, DEVICE, DPTR, GL_API_V1 | GL_API_STACK)                  \
 	X(cuMemAlloc_v2, ALLOC, DEVICE, DPTR, GL_API_REQUIRED | GL_API_STACK)         \
@@ -134,6 +136,7 @@ enum gl_kind {
 	X(cuCtxPopCurrent_v2, CTX_POP, DEVICE, DPTR, 0)                               \
 	X(pytorch_malloc, ALLOC, TORCH_BLOCK, TORCH, GL_API_USDT | GL_API_STACK)       \
 	X(pytorch_free, FREE, TORCH_BLOCK, TORCH, GL_API_USDT)
+/* clang-format on */
 
 #define GL_API_ENUM(sym, role, cls, kind, flags) GL_API_##sym,
 enum gl_api { GL_APIS(GL_API_ENUM) GL_NR_APIS };
@@ -176,17 +179,19 @@ enum gl_op {
 	GL_OP_CTX_NEW = 6,	  /* a context exists: key = ctx, dev = its device */
 };
 
-/* gl_call.flags */
 /* Tensor-block stack sampling: entries of the exponential quantile table (tiers.bpf.h). */
 #define GL_SAMPLE_EXP_N 1024
 
-#define GL_CALL_DEFERRED 0x1	  /* release of a handle still mapped: freed at last unmap */
-#define GL_CALL_TABLE_FULL 0x2	  /* BPF's allocation table was full: not tracked in BPF */
-#define GL_CALL_NO_STACK 0x4	  /* no stack record was emitted for this call */
-#define GL_CALL_ALL_CONTEXTS 0x8  /* CTX_DROP: the context was unknown, all were dropped */
-#define GL_CALL_REPLACED 0x10	  /* ALLOC: the key was still booked (its release was never
+/* gl_call.flags */
+#define GL_CALL_DEFERRED 0x1	 /* release of a handle still mapped: freed at last unmap */
+#define GL_CALL_TABLE_FULL 0x2	 /* BPF's allocation table was full: not tracked in BPF */
+#define GL_CALL_NO_STACK 0x4	 /* no stack record was emitted for this call */
+#define GL_CALL_ALL_CONTEXTS 0x8 /* CTX_DROP: the context was unknown, all were dropped */
+#define GL_CALL_REPLACED \
+	0x10 /* ALLOC: the key was still booked (its release was never
 				   * seen): that allocation was dropped */
-#define GL_CALL_CTX_GONE 0x20	  /* a failed free of an allocation whose context was torn
+#define GL_CALL_CTX_GONE \
+	0x20 /* a failed free of an allocation whose context was torn
 				   * down during the call: the kernel dropped it (a teardown) */
 
 struct gl_call {
@@ -225,7 +230,7 @@ enum gl_stack_mode {
 #define GL_PAGE_SIZE 4096
 
 struct gl_py_frame {
-	__u64 code; /* PyCodeObject * in the target */
+	__u64 code;  /* PyCodeObject * in the target */
 	__u32 lasti; /* instruction index in code units; GL_PY_LASTI_NONE if unknown */
 	__u32 flags;
 };
@@ -263,8 +268,8 @@ struct gl_proc_stats {
 	__u64 free_calls;
 	__u64 failures;
 	__u64 unmatched_frees;
-	__u64 dropped_bytes; /* dropped by context teardown */
-	__u64 exit_time;     /* the process exited (bpf_ktime_get_ns); the books above are final
+	__u64 dropped_bytes;	/* dropped by context teardown */
+	__u64 exit_time;	/* the process exited (bpf_ktime_get_ns); the books above are final
 			      * and stay until user space takes them (its exit record may be lost) */
 	__u64 untracked_allocs; /* allocations the full allocation table could not hold */
 	__u64 untracked_bytes;	/* their bytes (memory classes only) */
@@ -281,17 +286,17 @@ struct gl_proc {
 
 /* Global counters (per-CPU array stats, summed by user space). */
 enum gl_stat {
-	GL_STAT_LOST_STACK = 0,	   /* ring buffer full: stack record dropped */
-	GL_STAT_LOST_CALL,	   /* ring buffer full: call record dropped */
-	GL_STAT_LOST_PROC,	   /* ring buffer full: process record dropped */
-	GL_STAT_INFLIGHT_FULL,	   /* entry not saved: too many threads in calls */
-	GL_STAT_NESTED_OVERFLOW,   /* entry not saved: nesting deeper than GL_MAX_NEST */
-	GL_STAT_UNPAIRED_RETURN,   /* a return with no matching entry */
-	GL_STAT_STALE_ENTRY,	   /* an entry abandoned (longjmp, uretprobe depth limit) */
-	GL_STAT_ALLOC_TABLE_FULL,  /* BPF allocation table full */
-	GL_STAT_STACK_ERROR,	   /* stack capture failed */
-	GL_STAT_READ_ERROR,	   /* could not read an out-argument */
-	GL_STAT_PROC_TABLE_FULL,   /* BPF process table full */
+	GL_STAT_LOST_STACK = 0,	  /* ring buffer full: stack record dropped */
+	GL_STAT_LOST_CALL,	  /* ring buffer full: call record dropped */
+	GL_STAT_LOST_PROC,	  /* ring buffer full: process record dropped */
+	GL_STAT_INFLIGHT_FULL,	  /* entry not saved: too many threads in calls */
+	GL_STAT_NESTED_OVERFLOW,  /* entry not saved: nesting deeper than GL_MAX_NEST */
+	GL_STAT_UNPAIRED_RETURN,  /* a return with no matching entry */
+	GL_STAT_STALE_ENTRY,	  /* an entry abandoned (longjmp, uretprobe depth limit) */
+	GL_STAT_ALLOC_TABLE_FULL, /* BPF allocation table full */
+	GL_STAT_STACK_ERROR,	  /* stack capture failed */
+	GL_STAT_READ_ERROR,	  /* could not read an out-argument */
+	GL_STAT_PROC_TABLE_FULL,  /* BPF process table full */
 	GL_NR_STATS,
 };
 
@@ -300,7 +305,7 @@ enum gl_stat {
 /* Depth of the per-thread context stack (cuCtxPushCurrent). */
 #define GL_MAX_CTX 8
 
-/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python.c configures the walk === */
+/* ==== CPython frames: bpf/python.bpf.h walks them, src/stacks/python/ configures it === */
 
 /* gl_py_frame.flags */
 #define GL_PY_ENTRY 0x1 /* outermost frame run by one native call of the eval loop */
@@ -309,14 +314,14 @@ enum gl_stat {
 
 /* gl_stack.py_status: why the walk stopped. */
 enum gl_py_status {
-	GL_PY_OK = 0,	       /* at the thread's first frame, or the process is not Python */
-	GL_PY_NO_THREAD = 1,   /* no thread state for this thread (it never ran Python) */
-	GL_PY_NO_RUNTIME = 2,  /* no interpreter yet, or _PyRuntime unreadable */
-	GL_PY_FAULT = 3,       /* a read failed: a frame torn down meanwhile, or wrong offsets */
-	GL_PY_TRUNCATED = 4,   /* GL_MAX_PY_FRAMES frames recorded and more remain */
-	GL_PY_LOOP = 5,	       /* the frame chain did not end within GL_PY_MAX_STEPS */
+	GL_PY_OK = 0,		/* at the thread's first frame, or the process is not Python */
+	GL_PY_NO_THREAD = 1,	/* no thread state for this thread (it never ran Python) */
+	GL_PY_NO_RUNTIME = 2,	/* no interpreter yet, or _PyRuntime unreadable */
+	GL_PY_FAULT = 3,	/* a read failed: a frame torn down meanwhile, or wrong offsets */
+	GL_PY_TRUNCATED = 4,	/* GL_MAX_PY_FRAMES frames recorded and more remain */
+	GL_PY_LOOP = 5,		/* the frame chain did not end within GL_PY_MAX_STEPS */
 	GL_PY_MANY_THREADS = 6, /* no match within GL_PY_MAX_THREADS thread states */
-	GL_PY_STALE = 7,       /* configured for an earlier process with this PID */
+	GL_PY_STALE = 7,	/* configured for an earlier process with this PID */
 	GL_PY_NR_STATUS = 8,
 };
 
@@ -337,11 +342,11 @@ enum gl_py_status {
  * thread-state and frame fields lie inside the first win_ts and win_fr bytes.
  */
 struct gl_py_proc {
-	__u64 runtime;	   /* address of _PyRuntime in the process */
-	__u64 start_ticks; /* process start, clock ticks after boot (/proc/PID/stat) */
-	__u32 tick_ns;	   /* nanoseconds per clock tick */
-	__u16 version;	   /* major << 8 | minor */
-	__u16 flags;	   /* GL_PY_F_* */
+	__u64 runtime;	       /* address of _PyRuntime in the process */
+	__u64 start_ticks;     /* process start, clock ticks after boot (/proc/PID/stat) */
+	__u32 tick_ns;	       /* nanoseconds per clock tick */
+	__u16 version;	       /* major << 8 | minor */
+	__u16 flags;	       /* GL_PY_F_* */
 	__u32 rt_interp_head;  /* _PyRuntimeState: interpreters.head */
 	__u32 is_next;	       /* PyInterpreterState: next */
 	__u32 is_threads_head; /* PyInterpreterState: threads.head (3.10: tstate_head) */
@@ -358,8 +363,8 @@ struct gl_py_proc {
 	__u16 co_code;	       /* code object: co_code_adaptive (3.11+) */
 	__u8 owner_shim;       /* frames owned from this value up are C-stack shims; 0: none */
 	__u8 pad;
-	__u16 win_ts;	       /* bytes of a thread state read at once (<= GL_PY_WINDOW) */
-	__u16 win_fr;	       /* bytes of a frame read at once (<= GL_PY_WINDOW) */
+	__u16 win_ts; /* bytes of a thread state read at once (<= GL_PY_WINDOW) */
+	__u16 win_fr; /* bytes of a frame read at once (<= GL_PY_WINDOW) */
 };
 /* ==== end of CPython frames ==== */
 

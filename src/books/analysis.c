@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
-#include "report/snapshot.h"
+#include "util/fmt.h"
 
 /*
  * Thresholds. W is the window (first change to now), B the series' base width
@@ -418,10 +418,12 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 	}
 	fmt_bytes(fs.plateau_level, b1, sizeof(b1));
 	if (fs.plateau_ns && fs.floor_now <= fs.peak_before) {
-		say(out, VERDICT_STEADY, "returns to %s and grows back to at most %s "
-		    "(floor flat %s of %s)", b1, fmt_bytes(fs.peak_before, b2, sizeof(b2)),
-		    fmt_secs(fs.plateau_ns / NS_PER_S, t1, sizeof(t1)), fmt_secs(out->window_s, t2,
-		    sizeof(t2)));
+		say(out, VERDICT_STEADY,
+		    "returns to %s and grows back to at most %s "
+		    "(floor flat %s of %s)",
+		    b1, fmt_bytes(fs.peak_before, b2, sizeof(b2)),
+		    fmt_secs(fs.plateau_ns / NS_PER_S, t1, sizeof(t1)),
+		    fmt_secs(out->window_s, t2, sizeof(t2)));
 		return;
 	}
 	out->growth_bytes_per_s = floor_slope(s);

@@ -15,16 +15,15 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
-#include "stacks/python.h"
-#include "stacks/unwind.h"
+#include "proc_int.h"
+#include "stacks/native/unwind.h"
+#include "stacks/python/python.h"
 #include "trace/event.h"
 #include "trace/probes.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
 #define CUDA_ERROR_OUT_OF_MEMORY 2
-#define MAP_REFRESH_MIN_NS 10000000ULL
-#define MAP_REFRESH_MAX_NS 1000000000ULL
 
 struct books {
 	struct modules *mods;
@@ -37,8 +36,8 @@ struct books {
 	struct books_counters counters;
 	uint64_t now;
 	struct htab *prefetched; /* pid -> struct prefetch */
-	uint32_t replay_stack; /* books__replay_call: the stack the call's entry parked */
-	uint32_t taken;	       /* the parked stack the record being applied took */
+	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;		 /* the parked stack the record being applied took */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -49,8 +48,8 @@ struct prefetch {
 
 #define PREFETCH_MAX 1024
 
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o)
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o)
 {
 	struct books *b = calloc(1, sizeof(*b));
 
@@ -188,18 +187,18 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		return proc;
 	/* a new process with the PID of one whose exit record was lost */
 	for (uint32_t i = 0; (old = procs__at(b->procs, i)); i++) {
-		if (old != proc && old->pid == proc->pid && !old->exited) {
-			old->exited = true;
-			old->exit_ns = h->ts;
+		if (old != proc && old->t.pid == proc->t.pid && !old->t.exited) {
+			old->t.exited = true;
+			old->t.exit_ns = h->ts;
 			proc__retire(old);
 		}
 	}
-	proc->first_ns = h->ts;
+	proc->t.first_ns = h->ts;
 	proc->device_series = series__new(b->opts.series_width_ns);
 	if (b->opts.no_proc_files) {
 		/* whatever has this PID now is not the process of these records */
-		snprintf(proc->comm, sizeof(proc->comm), "?");
-		proc->ns_pid = 0;
+		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
+		proc->t.ns_pid = 0;
 	} else {
 		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
 
@@ -209,8 +208,6 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 			proc->am = early;
 		else
 			addr_map__free(early);
-		proc->am_refreshed_ns = h->ts;
-		proc->am_backoff_ns = 0; /* the first miss re-reads at once */
 	}
 	if (b->hooks.proc_new)
 		b->hooks.proc_new(b->hooks.ctx, proc);
@@ -219,7 +216,9 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 
 /*
  * Address -> frame. On a miss the process's maps are read again (a library
- * was loaded), backing off while misses persist (JIT code has no file).
+ * was loaded), backing off while misses persist (JIT code has no file). A
+ * process whose maps could not be read at its first record (gone already)
+ * stays without: its PID may name another process by now.
  */
 static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint64_t addr,
 			  struct frame *f)
@@ -227,18 +226,8 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 	uint64_t off;
 	uint32_t mod = addr_map__resolve(proc->am, addr, &off);
 
-	if (!mod && !b->opts.no_proc_files && now - proc->am_refreshed_ns >= proc->am_backoff_ns) {
-		proc->am_refreshed_ns = now;
-		if (!proc->am)
-			proc->am = addr_map__new(b->mods, proc->pid);
-		else
-			addr_map__refresh(proc->am);
+	if (!mod && addr_map__refresh_after_miss(proc->am, now))
 		mod = addr_map__resolve(proc->am, addr, &off);
-		if (mod)
-			proc->am_backoff_ns = MAP_REFRESH_MIN_NS;
-		else if (proc->am_backoff_ns < MAP_REFRESH_MAX_NS)
-			proc->am_backoff_ns = proc->am_backoff_ns * 2 ?: MAP_REFRESH_MIN_NS;
-	}
 	if (mod)
 		*f = (struct frame){ .addr = off, .mod = mod, .kind = FRAME_NATIVE };
 	else
@@ -247,11 +236,14 @@ static void resolve_frame(struct books *b, struct proc *proc, uint64_t now, uint
 
 static uint32_t intern_stack(struct books *b, struct proc *proc, const struct stack_view *v)
 {
+	struct stack_owner who = { .pid = proc->t.pid,
+				   .start_time = proc->t.start_time,
+				   .am = proc->am };
 	struct frame frames[GL_MAX_FP_FRAMES + GL_MAX_PY_FRAMES + 1];
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	int n_ips, n = 0;
 
-	n_ips = unwind__stack(b->unwinder, proc, v, ips, UNWIND_MAX_FRAMES);
+	n_ips = unwind__stack(b->unwinder, &who, v, ips, UNWIND_MAX_FRAMES);
 	if (n_ips <= 0) /* no native stack: the traced function itself still tells something */
 		frames[n++] = (struct frame){ .mod = v->rec->api, .kind = FRAME_API };
 	for (int i = 0; i < n_ips && n < (int)(sizeof(frames) / sizeof(frames[0])); i++) {
@@ -261,27 +253,26 @@ static uint32_t intern_stack(struct books *b, struct proc *proc, const struct st
 		resolve_frame(b, proc, v->rec->hdr.ts, addr, &frames[n++]);
 	}
 	if (b->python)
-		n = python__merge(b->python, proc, v, frames, n, sizeof(frames) / sizeof(frames[0]));
+		n = python__merge(b->python, &who, v, frames, n,
+				  sizeof(frames) / sizeof(frames[0]));
 	return stacks__intern(b->stacks, frames, n);
 }
 
-static void apply_stack(struct books *b, const void *data)
+static void apply_stack(struct books *b, const struct stack_view *v)
 {
-	struct stack_view v;
 	struct pending_key k;
 	struct pending *p;
 	struct proc *proc;
 
-	event__stack_view(data, &v);
-	proc = proc_of(b, &v.rec->hdr);
+	proc = proc_of(b, &v->rec->hdr);
 	if (!proc || !proc->pending)
 		return;
-	k = (struct pending_key){ v.rec->hdr.tid, v.rec->seq % GL_MAX_NEST };
+	k = (struct pending_key){ v->rec->hdr.tid, v->rec->seq % GL_MAX_NEST };
 	p = htab__upsert(proc->pending, &k, NULL);
 	if (!p)
 		return;
-	p->seq = v.rec->seq;
-	p->stack = intern_stack(b, proc, &v);
+	p->seq = v->rec->seq;
+	p->stack = intern_stack(b, proc, v);
 	b->taken = p->stack;
 }
 
@@ -329,16 +320,16 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 		return;
 	if (cls == GL_CLASS_DEVICE) {
 		if (dev >= 0 && dev < PROC_MAX_DEVICES)
-			proc->dev_bytes[dev] += bytes;
+			proc->t.dev_bytes[dev] += bytes;
 		else
-			proc->unknown_dev_bytes += bytes;
+			proc->t.unknown_dev_bytes += bytes;
 	}
-	proc->bytes[cls] += bytes;
-	proc->nallocs[cls] += n;
-	if (cls == GL_CLASS_DEVICE && proc->bytes[cls] > proc->peak_device)
-		proc->peak_device = proc->bytes[cls];
+	proc->t.bytes[cls] += bytes;
+	proc->t.nallocs[cls] += n;
+	if (cls == GL_CLASS_DEVICE && proc->t.bytes[cls] > proc->t.peak_device)
+		proc->t.peak_device = proc->t.bytes[cls];
 	if (cls == GL_CLASS_DEVICE)
-		series__add(proc->device_series, ts, proc->bytes[cls]);
+		series__add(proc->device_series, ts, proc->t.bytes[cls]);
 	if (!a)
 		return;
 	a->bytes += bytes;
@@ -358,7 +349,7 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 		a->free_bytes += v->size;
 	}
 	if (v->cls < GL_CLASS_SLOTS)
-		proc->free_bytes[v->cls] += v->size;
+		proc->t.free_bytes[v->cls] += v->size;
 	account(proc, a, v->cls, v->dev, -(int64_t)v->size, -1, ts);
 	htab__delete(proc->allocs, k);
 }
@@ -413,7 +404,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	struct agg *a;
 	int dev;
 
-	proc->alloc_calls++;
+	proc->t.alloc_calls++;
 	if (c->flags & GL_CALL_TABLE_FULL)
 		return; /* BPF does not hold it either: both books leave it out */
 	v = htab__lookup(proc->allocs, &k);
@@ -436,7 +427,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (dev < 0 && c->cls == GL_CLASS_DEVICE && c->kind == GL_KIND_DPTR)
 		proc__note_unknown_dev(proc, c->key, c->bytes);
 	if (c->cls < GL_CLASS_SLOTS)
-		proc->alloc_bytes[c->cls] += c->bytes;
+		proc->t.alloc_bytes[c->cls] += c->bytes;
 	a = agg_of(b, proc, stack, c->cls);
 	if (a) {
 		a->total_allocs++;
@@ -453,7 +444,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		/* made in flight while its context was torn down: dropped with it */
 		copy = *v;
 		if (copy.cls != GL_CLASS_ADDRESS && copy.cls != GL_CLASS_IMPORTED)
-			proc->dropped_bytes += copy.size;
+			proc->t.dropped_bytes += copy.size;
 		remove_alloc(b, proc, &k, &copy, c->hdr.ts);
 	}
 }
@@ -468,7 +459,7 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	struct alloc_key fk = { .key = c->id, .kind = ALLOC_KIND_FREEING };
 	struct alloc_val *v = htab__lookup(proc->allocs, &k), copy;
 
-	proc->free_calls++;
+	proc->t.free_calls++;
 	if (v && c->id && v->id && v->id != c->id) {
 		struct alloc_val *f = htab__lookup(proc->allocs, &fk);
 
@@ -482,10 +473,10 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	if (!v) {
 		if (c->cls != GL_CLASS_ADDRESS && c->cls != GL_CLASS_IMPORTED &&
-		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->dropped_bytes >= c->bytes) {
+		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->t.dropped_bytes >= c->bytes) {
 			/* freed in flight while its context was torn down: the teardown's
 			 * record came first and dropped what this call had freed */
-			proc->dropped_bytes -= c->bytes;
+			proc->t.dropped_bytes -= c->bytes;
 			return;
 		}
 		b->counters.user_unmatched++;
@@ -523,9 +514,9 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
 
-	proc->failures++;
+	proc->t.failures++;
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
-		proc->oom_failures++;
+		proc->t.oom_failures++;
 	*f = (struct failure){
 		.ts = c->hdr.ts,
 		.bytes = c->bytes,
@@ -533,7 +524,7 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 		.api = c->api,
 		.cls = c->cls,
 		.rc = c->rc,
-		.held_device = proc->bytes[GL_CLASS_DEVICE],
+		.held_device = proc->t.bytes[GL_CLASS_DEVICE],
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
@@ -560,7 +551,7 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 	drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 	if (!drop)
 		return;
-	proc->ctx_drops++;
+	proc->t.ctx_drops++;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k))) {
 		/* one being freed: BPF's teardown does not see it either (claim_key()) */
 		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
@@ -576,7 +567,7 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs, &drop[i]);
 
 		if (val.cls != GL_CLASS_ADDRESS && val.cls != GL_CLASS_IMPORTED)
-			proc->dropped_bytes += val.size;
+			proc->t.dropped_bytes += val.size;
 		remove_alloc(b, proc, &drop[i], &val, c->hdr.ts);
 	}
 	free(drop);
@@ -599,31 +590,24 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	uint16_t idx;
 
 	if (log_level >= LOG_TRACE)
-		log_msg(LOG_TRACE, "call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
-			"ctx=0x%llx dev=%d flags=0x%x", c->hdr.pid, c->hdr.tid, probe__name(c->api),
-			c->rc, c->op, c->kind, (unsigned long long)c->key,
-			(unsigned long long)c->bytes, c->cls, (unsigned long long)c->ctx, c->dev,
-			c->flags);
+		log_msg(LOG_TRACE,
+			"call %d/%d %s rc=%d op=%u kind=%u key=0x%llx bytes=%llu cls=%u "
+			"ctx=0x%llx dev=%d flags=0x%x",
+			c->hdr.pid, c->hdr.tid, probe__name(c->api), c->rc, c->op, c->kind,
+			(unsigned long long)c->key, (unsigned long long)c->bytes, c->cls,
+			(unsigned long long)c->ctx, c->dev, c->flags);
 	if (!proc || !proc->allocs)
 		return;
-	proc->last_ns = c->hdr.ts;
+	proc->t.last_ns = c->hdr.ts;
 	switch (c->op) {
-	case GL_OP_ALLOC:
-		apply_alloc(b, proc, c);
-		break;
-	case GL_OP_FREE:
-		apply_free(b, proc, c);
-		break;
+	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
+	case GL_OP_FREE: apply_free(b, proc, c); break;
 	case GL_OP_UNMATCHED_FREE:
-		proc->free_calls++;
-		proc->unmatched_frees++;
+		proc->t.free_calls++;
+		proc->t.unmatched_frees++;
 		break;
-	case GL_OP_FAIL:
-		apply_failure(b, proc, c);
-		break;
-	case GL_OP_CTX_DROP:
-		apply_ctx_drop(b, proc, c);
-		break;
+	case GL_OP_FAIL: apply_failure(b, proc, c); break;
+	case GL_OP_CTX_DROP: apply_ctx_drop(b, proc, c); break;
 	case GL_OP_CTX_NEW:
 		idx = proc__ctx_index(proc, c->key);
 		if (idx) {
@@ -633,10 +617,10 @@ static void apply_call(struct books *b, const struct gl_call *c)
 		break;
 	case GL_OP_NONE:
 		if (c->flags & GL_CALL_CTX_GONE)
-			proc->ctx_drops++; /* the teardown's own record drops it here */
+			proc->t.ctx_drops++; /* the teardown's own record drops it here */
 		if (c->rc && (probe__desc(c->api)->role == GL_ROLE_FREE ||
 			      probe__desc(c->api)->role == GL_ROLE_VMM_RELEASE))
-			proc->failed_frees++;
+			proc->t.failed_frees++;
 		break;
 	}
 }
@@ -654,24 +638,23 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	if (!proc)
 		return;
 	switch (r->event) {
-	case GL_PROC_FORK:
-		return;
+	case GL_PROC_FORK: return;
 	case GL_PROC_EXEC:
-		proc->final = r->stats;
-		proc->has_final = true;
+		proc->t.final = r->stats;
+		proc->t.has_final = true;
 		if (b->hooks.proc_end)
 			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
 		proc__clear_books(proc);
-		memcpy(proc->comm, r->comm, sizeof(proc->comm));
-		proc->comm[sizeof(proc->comm) - 1] = '\0';
-		proc->has_final = false;
+		memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+		proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
+		proc->t.has_final = false;
 		if (proc->am)
 			addr_map__refresh(proc->am);
 		return;
 	case GL_PROC_EXIT:
 		if (r->comm[0]) {
-			memcpy(proc->comm, r->comm, sizeof(proc->comm));
-			proc->comm[sizeof(proc->comm) - 1] = '\0';
+			memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
+			proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
 		}
 		books__exited(b, proc, &r->stats, r->hdr.ts);
 		return;
@@ -681,39 +664,50 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts)
 {
-	if (proc->exited)
+	if (proc->t.exited)
 		return;
-	proc->exited = true;
-	proc->exit_ns = ts;
-	proc->final = *final;
-	proc->has_final = true;
+	proc->t.exited = true;
+	proc->t.exit_ns = ts;
+	proc->t.final = *final;
+	proc->t.has_final = true;
 	proc__retire(proc);
 	if (b->hooks.proc_end)
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
 }
 
+void books__gone(struct books *b, struct proc *proc)
+{
+	if (proc->t.exited)
+		return;
+	proc->t.exited = true;
+	proc->t.exit_ns = b->now;
+	proc__retire(proc);
+}
+
+void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns)
+{
+	snprintf(proc->t.comm, sizeof(proc->t.comm), "%.*s", (int)sizeof(proc->t.comm) - 1, comm);
+	proc->t.ns_pid = ns_pid;
+	proc->t.first_ns = first_ns;
+}
+
 int books__apply(struct books *b, const void *data, size_t size)
 {
-	int type = event__validate(data, size);
+	struct event ev;
+	int type = event__decode(data, size, &ev);
 
 	if (type < 0) {
 		b->counters.malformed++;
 		return -EINVAL;
 	}
 	b->counters.records[type]++;
-	if (((const struct gl_hdr *)data)->ts > b->now)
-		b->now = ((const struct gl_hdr *)data)->ts;
+	if (ev.hdr->ts > b->now)
+		b->now = ev.hdr->ts;
 	b->taken = 0;
 	switch (type) {
-	case GL_REC_STACK:
-		apply_stack(b, data);
-		break;
-	case GL_REC_CALL:
-		apply_call(b, data);
-		break;
-	case GL_REC_PROC:
-		apply_proc(b, data);
-		break;
+	case GL_REC_STACK: apply_stack(b, &ev.stack); break;
+	case GL_REC_CALL: apply_call(b, ev.call); break;
+	case GL_REC_PROC: apply_proc(b, ev.proc); break;
 	}
 	if (b->hooks.applied)
 		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
@@ -797,7 +791,7 @@ int books__compact_stacks(struct books *b)
 		goto cleanup;
 	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
 		if (remap_stacks(proc, remap))
-			log_warn("out of memory renumbering the stacks of PID %d", proc->pid);
+			log_warn("out of memory renumbering the stacks of PID %d", proc->t.pid);
 	after = stacks__count(b->stacks);
 	err = (int)(count - 1 - after);
 cleanup:
@@ -833,7 +827,7 @@ int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *for
 		struct agg *a;
 		size_t it = 0, n = 0;
 
-		if (!proc || !proc->allocs || proc->exited)
+		if (!proc || !proc->allocs || proc->t.exited)
 			continue;
 		drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 		if (!drop)
@@ -842,8 +836,8 @@ int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *for
 			if (k->kind == kind)
 				drop[n++] = *k;
 		for (size_t j = 0; j < n; j++) {
-			struct alloc_val val = *(struct alloc_val *)htab__lookup(proc->allocs,
-										 &drop[j]);
+			struct alloc_val val =
+				*(struct alloc_val *)htab__lookup(proc->allocs, &drop[j]);
 
 			remove_alloc(b, proc, &drop[j], &val, ts);
 		}

@@ -48,8 +48,8 @@ struct books_hooks {
 };
 
 /* NULL with errno on failure. The books own none of m, s, u, py (py may be NULL). */
-struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u,
-			 struct python *py, const struct books_opts *o);
+struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
+			 const struct books_opts *o);
 void books__free(struct books *b);
 void books__set_hooks(struct books *b, const struct books_hooks *h);
 /* The hooks in force (to chain new ones in front of them). */
@@ -70,6 +70,16 @@ int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
  */
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts);
+
+/*
+ * The process is gone from /proc while neither an exit record nor BPF's books
+ * said so: it is marked exited now (books__now()), without final books, and
+ * what only a running process needs is freed. Idempotent; no hook is called.
+ */
+void books__gone(struct books *b, struct proc *proc);
+/* A recording says who the process was: comm (up to 15 characters, need not end in NUL),
+ * PID in its namespace, first record. */
+void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns);
 
 /*
  * Reads pid's address map now, while it lives: a short-lived process's records

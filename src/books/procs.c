@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
+#include "proc_int.h"
 #include "procs.h"
 #include "util/procfs.h"
 
@@ -81,8 +82,8 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 
 	if (!proc)
 		return NULL;
-	proc->pid = pid;
-	proc->start_time = start_time;
+	proc->t.pid = pid;
+	proc->t.start_time = start_time;
 	proc->allocs = htab__new(sizeof(struct alloc_key), sizeof(struct alloc_val));
 	proc->aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
 	proc->pending = htab__new(sizeof(struct pending_key), sizeof(struct pending));
@@ -90,9 +91,9 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 		proc_free(proc);
 		return NULL;
 	}
-	if (procfs__comm(pid, proc->comm, sizeof(proc->comm)))
-		snprintf(proc->comm, sizeof(proc->comm), "?");
-	proc->ns_pid = procfs__ns_pid(pid);
+	if (procfs__comm(pid, proc->t.comm, sizeof(proc->t.comm)))
+		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
+	proc->t.ns_pid = procfs__ns_pid(pid);
 	return proc;
 }
 
@@ -140,14 +141,14 @@ struct proc *procs__get(struct procs *p, int pid, uint64_t start_time, bool *cre
 struct proc *procs__find_pid(struct procs *p, int pid)
 {
 	for (uint32_t i = p->nr; i > 0; i--)
-		if (p->list[i - 1]->pid == pid)
+		if (p->list[i - 1]->t.pid == pid)
 			return p->list[i - 1];
 	return NULL;
 }
 
 void procs__remove(struct procs *p, struct proc *proc)
 {
-	struct proc_key k = { .start_time = proc->start_time, .pid = proc->pid };
+	struct proc_key k = { .start_time = proc->t.start_time, .pid = proc->t.pid };
 
 	htab__delete(p->index, &k);
 	for (uint32_t i = 0; i < p->nr; i++) {
@@ -177,9 +178,9 @@ uint32_t procs__forget_exited(struct procs *p, uint64_t exited_before,
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct proc *proc = p->list[i];
-		struct proc_key k = { .start_time = proc->start_time, .pid = proc->pid };
+		struct proc_key k = { .start_time = proc->t.start_time, .pid = proc->t.pid };
 
-		if (!proc->exited || proc->exit_ns > exited_before) {
+		if (!proc->t.exited || proc->t.exit_ns > exited_before) {
 			p->list[kept++] = proc;
 			continue;
 		}
@@ -210,17 +211,18 @@ void proc__clear_books(struct proc *proc)
 		htab__clear(proc->pending);
 	free_aggs(proc->aggs);
 	htab__clear(proc->aggs);
-	memset(proc->bytes, 0, sizeof(proc->bytes));
-	memset(proc->nallocs, 0, sizeof(proc->nallocs));
-	memset(proc->dev_bytes, 0, sizeof(proc->dev_bytes));
-	proc->unknown_dev_bytes = 0;
+	memset(proc->t.bytes, 0, sizeof(proc->t.bytes));
+	memset(proc->t.nallocs, 0, sizeof(proc->t.nallocs));
+	memset(proc->t.dev_bytes, 0, sizeof(proc->t.dev_bytes));
+	proc->t.unknown_dev_bytes = 0;
 	proc->nr_unknown = 0;
 	proc->unknown_skipped = 0;
 	/* BPF's close_books() zeroes its counters too: both books start over */
-	proc->peak_device = 0;
-	proc->alloc_calls = proc->free_calls = proc->failures = proc->oom_failures = 0;
-	proc->unmatched_frees = proc->failed_frees = proc->dropped_bytes = proc->no_stack = 0;
-	proc->ctx_drops = 0;
+	proc->t.peak_device = 0;
+	proc->t.alloc_calls = proc->t.free_calls = proc->t.failures = proc->t.oom_failures = 0;
+	proc->t.unmatched_frees = proc->t.failed_frees = proc->t.dropped_bytes = proc->t.no_stack =
+		0;
+	proc->t.ctx_drops = 0;
 	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
@@ -289,8 +291,8 @@ static struct alloc_val *unknown_alloc(struct proc *proc, const struct unknown_d
 static void set_device(struct proc *proc, struct alloc_val *v, int dev)
 {
 	v->dev = (int8_t)dev;
-	proc->unknown_dev_bytes -= v->size;
-	proc->dev_bytes[dev] += v->size;
+	proc->t.unknown_dev_bytes -= v->size;
+	proc->t.dev_bytes[dev] += v->size;
 }
 
 void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
@@ -300,7 +302,8 @@ void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
 	if (proc->nr_unknown == proc->cap_unknown) {
 		/* full at the cap of live allocations: look again only after as many
 		 * more, so that a call pays O(1) on average */
-		if (proc->cap_unknown == MAX_UNKNOWN_DEV && ++proc->unknown_skipped < MAX_UNKNOWN_DEV)
+		if (proc->cap_unknown == MAX_UNKNOWN_DEV &&
+		    ++proc->unknown_skipped < MAX_UNKNOWN_DEV)
 			return;
 		proc->unknown_skipped = 0;
 		/* drop what is gone first, then grow up to the cap */
@@ -350,4 +353,47 @@ void proc__learn_device(struct proc *proc, uint64_t block, int dev)
 			proc->unknown[n++] = proc->unknown[i];
 	}
 	proc->nr_unknown = n;
+}
+
+const struct proc_totals *proc__totals(const struct proc *proc)
+{
+	return &proc->t;
+}
+
+const struct agg *proc__next_agg(const struct proc *proc, size_t *it, const struct agg_key **key)
+{
+	return htab__next(proc->aggs, it, (const void **)key);
+}
+
+const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
+					 const struct alloc_key **key)
+{
+	return proc->allocs ? htab__next(proc->allocs, it, (const void **)key) : NULL;
+}
+
+bool proc__live(const struct proc *proc)
+{
+	return proc->allocs != NULL;
+}
+
+size_t proc__nr_aggs(const struct proc *proc)
+{
+	return htab__count(proc->aggs);
+}
+
+uint32_t proc__nr_failures(const struct proc *proc)
+{
+	return proc->nr_fails < PROC_MAX_FAILURES ? proc->nr_fails : PROC_MAX_FAILURES;
+}
+
+const struct failure *proc__failure(const struct proc *proc, uint32_t i)
+{
+	uint32_t first = proc->nr_fails - proc__nr_failures(proc);
+
+	return &proc->fails[(first + i) % PROC_MAX_FAILURES];
+}
+
+const struct series *proc__device_series(const struct proc *proc)
+{
+	return proc->device_series;
 }

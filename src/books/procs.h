@@ -4,7 +4,8 @@
  * (pid, start time) so that a reused PID starts with empty books.
  *
  * Each process owns its allocation table (what is outstanding, under which
- * stack), its per-stack aggregates and its address map.
+ * stack), its per-stack aggregates and its address map. struct proc is
+ * opaque outside books/: its figures are read through proc__totals().
  */
 #ifndef GL_PROCS_H
 #define GL_PROCS_H
@@ -12,140 +13,38 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include "figures.h"
 #include "gpuleak_abi.h"
 #include "stacks/modules.h"
 #include "util/htab.h"
 
-#define PROC_MAX_FAILURES 16
+/* A process of the table: opaque outside books/ (books/proc_int.h). */
+struct proc;
+struct series;
 
-struct alloc_key {
-	uint64_t key;
-	uint32_t kind; /* enum gl_kind, or ALLOC_KIND_FREEING */
-	uint32_t pad;
-};
-
+/* The process's figures. Valid while the process is in the table. */
+const struct proc_totals *proc__totals(const struct proc *proc);
 /*
- * An allocation whose free is in flight while the driver already handed its
- * address to a new one (gl_call.id): kept under its number until that free's
- * record comes, still outstanding, as in the kernel's books.
+ * Iteration over the process's per-(stack, class) aggregates, in no order: it
+ * from 0, *key set; NULL at the end.
  */
-#define ALLOC_KIND_FREEING 0x100
-
-struct alloc_val {
-	uint64_t size;
-	uint64_t id; /* gl_call.id, 0 = not known */
-	uint32_t stack;
-	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
-	uint8_t cls;
-	int8_t dev;
-};
-
+const struct agg *proc__next_agg(const struct proc *proc, size_t *it, const struct agg_key **key);
 /*
- * A stack captured at a call's entry, waiting for the call's return. Keyed by
- * thread and seq modulo GL_MAX_NEST: calls nest at most that deep, so a slot
- * is only reused once its call can no longer return.
+ * Iteration over the allocations outstanding, in no order: it from 0, *key
+ * set; NULL at the end, and at once for a retired process.
  */
-struct pending_key {
-	uint32_t tid;
-	uint32_t slot;
-};
-
-struct pending {
-	uint64_t seq;
-	uint32_t stack;
-	uint32_t pad;
-};
-
-struct agg_key {
-	uint32_t stack;
-	uint32_t cls;
-};
-
-/* What one (stack, class) holds and has done. */
-struct agg {
-	uint64_t bytes, allocs;		    /* outstanding */
-	uint64_t total_allocs, total_frees; /* calls */
-	uint64_t alloc_bytes, free_bytes;   /* cumulative */
-	uint64_t peak_bytes;
-	uint64_t first_ns, last_ns; /* first and last allocation */
-	struct series *series;	    /* outstanding bytes over time (analysis.h) */
-};
-
-struct proc_ctx {
-	uint64_t ctx;
-	uint64_t dead_ctx; /* torn down: the value it had (a destroyed one's ctx is then 0) */
-	uint64_t dead_ns;  /* and when (gl_call.bytes of the teardown's record) */
-	int16_t dev; /* -1: not known (created before attach, and nothing told it since) */
-	bool primary;
-};
-
-/* A device allocation whose device is not known (see proc__learn_device()). */
-struct unknown_dev {
-	uint64_t addr, size;
-};
-
-#define FAILURE_HOLDERS 5
-
-/* A stack holding memory when an allocation failed. */
-struct holder {
-	uint32_t stack;
-	uint8_t cls;
-	uint64_t bytes, allocs;
-};
-
-struct failure {
-	struct holder holders[FAILURE_HOLDERS]; /* largest first; out-of-memory failures only */
-	uint32_t nr_holders;
-	uint64_t ts;
-	uint64_t bytes;
-	uint32_t stack;
-	uint16_t api;
-	uint8_t cls;
-	int32_t rc;
-	uint64_t held_device; /* device bytes outstanding at that moment */
-};
-
-#define PROC_MAX_DEVICES 16
-
-struct proc {
-	int pid;
-	int ns_pid;
-	uint64_t start_time; /* boot-time ns */
-	char comm[16];
-	bool exited;
-	uint64_t first_ns, last_ns, exit_ns;
-
-	struct htab *allocs;  /* alloc_key -> alloc_val */
-	struct htab *aggs;    /* agg_key -> agg */
-	struct htab *pending; /* pending_key -> pending */
-	struct addr_map *am;
-	uint64_t am_refreshed_ns;
-	uint64_t am_backoff_ns; /* wait before re-reading the maps after a miss */
-
-	struct proc_ctx *ctxs;
-	uint16_t nr_ctxs, cap_ctxs;
-
-	uint64_t bytes[GL_CLASS_SLOTS];	 /* outstanding, per class */
-	uint64_t nallocs[GL_CLASS_SLOTS]; /* outstanding allocations, per class */
-	uint64_t alloc_bytes[GL_CLASS_SLOTS]; /* cumulative, per class */
-	uint64_t free_bytes[GL_CLASS_SLOTS];  /* cumulative (frees and teardown), per class */
-	uint64_t peak_device;
-	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* device class, per device ordinal */
-	uint64_t unknown_dev_bytes;	      /* device class, device not known */
-	struct unknown_dev *unknown;	      /* those allocations (some may be gone since) */
-	uint32_t nr_unknown, cap_unknown;
-	uint32_t unknown_skipped;	      /* candidates not kept since the list was full */
-	struct series *device_series; /* device bytes over time (analysis.h) */
-	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
-	uint64_t failed_frees, dropped_bytes, no_stack;
-	uint64_t ctx_drops; /* teardowns as the kernel counts them (gl_proc_stats.ctx_drops) */
-
-	struct gl_proc_stats final; /* BPF's books at exit */
-	bool has_final;
-
-	struct failure fails[PROC_MAX_FAILURES]; /* the most recent failures, a ring */
-	uint32_t nr_fails;
-};
+const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
+					 const struct alloc_key **key);
+/* Whether the process still has its running tables (proc__retire() not called). */
+bool proc__live(const struct proc *proc);
+/* How many aggregates the process has. */
+size_t proc__nr_aggs(const struct proc *proc);
+/* How many of the most recent failures are kept (at most PROC_MAX_FAILURES). */
+uint32_t proc__nr_failures(const struct proc *proc);
+/* The i-th of those, oldest first. */
+const struct failure *proc__failure(const struct proc *proc, uint32_t i);
+/* The process's device bytes over time (analysis.h). */
+const struct series *proc__device_series(const struct proc *proc);
 
 struct procs;
 

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent/http.h"
 #include "cli.h"
 #include "commands.h"
-#include "util/http.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -41,8 +41,8 @@ static int bad_value(int key, const char *arg, const char *expected)
 {
 	const struct cli_option *op = cli__option_of(key);
 
-	return usage_error("invalid --%s '%s': expected %s, e.g. --%s %s", op->name, arg,
-			   expected, op->name, op->example ? op->example : "");
+	return usage_error("invalid --%s '%s': expected %s, e.g. --%s %s", op->name, arg, expected,
+			   op->name, op->example ? op->example : "");
 }
 
 static int bad_duration(int key, const char *arg, const char *range)
@@ -112,33 +112,28 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	uint64_t v;
 
 	switch (c) {
-	case 'a':
-		o->all = true;
-		return 0;
+	case 'a': o->all = true; return 0;
 	case 'i':
 		return parse_duration_ms(arg, 0, 86400000ULL * 365, &o->interval_ms) ?
-			       bad_duration(c, arg, " (0: never)") : 0;
+			       bad_duration(c, arg, " (0: never)") :
+			       0;
 	case 'd':
 		return parse_duration_ms(arg, 1, 86400000ULL * 365, &o->duration_ms) ?
-			       bad_duration(c, arg, " above 0") : 0;
+			       bad_duration(c, arg, " above 0") :
+			       0;
 	case 'w':
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
-			       bad_duration(c, arg, " up to 24h") : 0;
+			       bad_duration(c, arg, " up to 24h") :
+			       0;
 	case OPT_JSON:
 		if (!*arg)
 			return usage_error(
 				"--json needs a file name, e.g. --json report.json ('-': stdout)");
 		o->json_path = arg;
 		return 0;
-	case OPT_FOLDED:
-		o->folded_path = arg;
-		return 0;
-	case OPT_SVG:
-		o->svg_path = arg;
-		return 0;
-	case OPT_PPROF:
-		o->pprof_path = arg;
-		return 0;
+	case OPT_FOLDED: o->folded_path = arg; return 0;
+	case OPT_SVG: o->svg_path = arg; return 0;
+	case OPT_PPROF: o->pprof_path = arg; return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
 			o->stack_mode = GL_STACK_FP;
@@ -156,10 +151,11 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_TOP:
 		return parse_u32(arg, 0, 1000000, &o->top) ?
-			       bad_value(c, arg, "0 (all) to 1000000") : 0;
+			       bad_value(c, arg, "0 (all) to 1000000") :
+			       0;
 	case OPT_FRAMES:
-		return parse_u32(arg, 0, 4096, &o->frames) ?
-			       bad_value(c, arg, "0 (all) to 4096") : 0;
+		return parse_u32(arg, 0, 4096, &o->frames) ? bad_value(c, arg, "0 (all) to 4096") :
+							     0;
 	case OPT_RINGBUF:
 		if (parse_size(arg, 4096, 1ULL << 31, &v) || (v & (v - 1)))
 			return bad_value(c, arg, "a power of two from 4k to 2G");
@@ -167,18 +163,15 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_MAX_ALLOCS:
 		return parse_u32(arg, 1, 1 << 26, &o->max_allocs) ?
-			       bad_value(c, arg, "1 to 67108864") : 0;
+			       bad_value(c, arg, "1 to 67108864") :
+			       0;
 	case OPT_LIBCUDA:
 		if (!*arg)
 			return bad_value(c, arg, "a path");
 		o->libcuda = arg;
 		return 0;
-	case OPT_NO_FOLLOW:
-		o->follow_forks = false;
-		return 0;
-	case OPT_NO_PYTHON:
-		o->no_python = true;
-		return 0;
+	case OPT_NO_FOLLOW: o->follow_forks = false; return 0;
+	case OPT_NO_PYTHON: o->no_python = true; return 0;
 	case OPT_TORCH:
 		o->torch = true;
 		o->no_torch = false;
@@ -209,13 +202,16 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_TENSOR_WINDOW:
 		return parse_duration_ms(arg, 100, 3600000, &o->tensor_window_ms) ?
-			       bad_duration(c, arg, " from 100ms to 1h") : 0;
+			       bad_duration(c, arg, " from 100ms to 1h") :
+			       0;
 	case OPT_TENSOR_SAMPLE:
 		return parse_size(arg, 0, 1ULL << 40, &o->tensor_sample_bytes) ?
-			       bad_value(c, arg, "a size from 0 (every block) to 1T") : 0;
+			       bad_value(c, arg, "a size from 0 (every block) to 1T") :
+			       0;
 	case OPT_TENSOR_DUTY:
 		return parse_u32(arg, 1, 100, &o->tensor_duty_pct) ?
-			       bad_value(c, arg, "a percentage from 1 to 100") : 0;
+			       bad_value(c, arg, "a percentage from 1 to 100") :
+			       0;
 	case OPT_LISTEN:
 		if (http__parse_addr(arg, NULL, NULL))
 			return bad_value(c, arg, "ADDR:PORT or [IPv6]:PORT");
@@ -268,16 +264,16 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_RESOLUTION:
 		return parse_duration_ms(arg, 1, 3600000, &o->resolution_ms) ?
-			       bad_duration(c, arg, " from 1ms to 1h") : 0;
+			       bad_duration(c, arg, " from 1ms to 1h") :
+			       0;
 	case OPT_BENCH_TORCH_LIB:
 		if (!*arg || strlen(arg) >= 64 || strchr(arg, '/'))
 			return usage_error("invalid --bench-torch-lib '%s': expected a file-name "
-					   "prefix under 64 bytes", arg);
+					   "prefix under 64 bytes",
+					   arg);
 		o->bench_torch_lib = arg;
 		return 0;
-	case OPT_BENCH_FLOOR:
-		o->bench_floor = true;
-		return 0;
+	case OPT_BENCH_FLOOR: o->bench_floor = true; return 0;
 	case 'o':
 		if (!*arg)
 			return usage_error("-o needs a file name, e.g. -o job.glr");
@@ -303,21 +299,14 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 			return bad_value(c, arg, "a directory");
 		o->debug_dirs[o->nr_debug_dirs++] = arg;
 		return 0;
-	case 'v':
-		o->verbosity++;
-		return 0;
-	case 'q':
-		o->verbosity = -1;
-		return 0;
-	case OPT_FORCE:
-		o->force = true;
-		return 0;
+	case 'v': o->verbosity++; return 0;
+	case 'q': o->verbosity = -1; return 0;
+	case OPT_FORCE: o->force = true; return 0;
 	case 'h':
 		o->help_topic = parsing->name;
 		o->cmd = CMD_HELP;
 		return 0;
-	default:
-		return EXIT_USAGE;
+	default: return EXIT_USAGE;
 	}
 }
 
@@ -330,7 +319,8 @@ static int check_outputs(const struct gl_opts *o)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		on_stdout += paths[i] && !strcmp(paths[i], "-");
 	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg and --pprof can "
-					   "be '-' (stdout)") : 0;
+					   "be '-' (stdout)") :
+			       0;
 }
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)
@@ -389,8 +379,9 @@ static void build_tables(const struct cli_command *c, struct getopt_tables *t)
 	for (const struct cli_option *op = cli_options; op->name; op++) {
 		if (!cli__takes(c, op->name) || nl == CLI_MAX_OPTIONS)
 			continue;
-		t->longs[nl++] = (struct option){ op->name, op->arg ? required_argument :
-								     no_argument, NULL, op->key };
+		t->longs[nl++] = (struct option){ op->name,
+						  op->arg ? required_argument : no_argument, NULL,
+						  op->key };
 		if (op->key < 256) {
 			t->shorts[ns++] = (char)op->key;
 			if (op->arg)
@@ -475,8 +466,9 @@ static int find_command(const char *sub, struct gl_opts *o)
 
 		names[0] = '\0';
 		for (const struct cli_command *c = cli_commands; c->name; c++) {
-			int w = c->hidden ? 0 : snprintf(names + n, sizeof(names) - n, "%s%s",
-							 n ? ", " : "", c->name);
+			int w = c->hidden ? 0 :
+					    snprintf(names + n, sizeof(names) - n, "%s%s",
+						     n ? ", " : "", c->name);
 
 			if (w < 0 || (size_t)w >= sizeof(names) - n)
 				break;

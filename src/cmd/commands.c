@@ -5,10 +5,10 @@
  * so that `gpuleak SUBCOMMAND --help` fits 80.
  */
 #include <string.h>
+#include "agent/serve.h"
+#include "attach.h"
 #include "commands.h"
 #include "offline.h"
-#include "serve.h"
-#include "session.h"
 #include "top.h"
 #include "util/parse.h"
 
@@ -21,95 +21,143 @@
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const struct cli_option cli_options[] = {
 	{ "all", 'a', NULL, "every process that maps libcuda, now and later" },
-	{ "pid", 'p', "PID", "a process to trace (repeatable; attach and record\n"
-			     "also take PIDs as operands)", "1234", COMPLETE_PID },
-	{ "interval", 'i', "T", "print a summary every T (10s; 0: never);\n"
-				"top: redraw every T (2s)", "10s" },
-	{ "duration", 'd', "T", "stop after T (default: when the targets exit,\n"
-				"or at Ctrl-C)", "30s" },
-	{ "wait", 'w', "T", "how long to wait for a target to load libcuda\n"
-			    "(30s)", "2m" },
+	{ "pid", 'p', "PID",
+	  "a process to trace (repeatable; attach and record\n"
+	  "also take PIDs as operands)",
+	  "1234", COMPLETE_PID },
+	{ "interval", 'i', "T",
+	  "print a summary every T (10s; 0: never);\n"
+	  "top: redraw every T (2s)",
+	  "10s" },
+	{ "duration", 'd', "T",
+	  "stop after T (default: when the targets exit,\n"
+	  "or at Ctrl-C)",
+	  "30s" },
+	{ "wait", 'w', "T",
+	  "how long to wait for a target to load libcuda\n"
+	  "(30s)",
+	  "2m" },
 	{ "json", OPT_JSON, "FILE", "write the final report as JSON ('-': stdout)", "report.json",
 	  F },
-	{ "folded", OPT_FOLDED, "FILE", "write folded stacks of outstanding bytes\n"
-					"(flamegraph.pl, speedscope, inferno)", "leaks.folded", F },
-	{ "svg", OPT_SVG, "FILE", "write an interactive flame graph of outstanding\n"
-				  "bytes", "leaks.svg", F },
-	{ "pprof", OPT_PPROF, "FILE", "write a gzipped pprof profile (inuse/alloc space\n"
-				      "and objects: go tool pprof, Parca, Pyroscope)",
+	{ "folded", OPT_FOLDED, "FILE",
+	  "write folded stacks of outstanding bytes\n"
+	  "(flamegraph.pl, speedscope, inferno)",
+	  "leaks.folded", F },
+	{ "svg", OPT_SVG, "FILE",
+	  "write an interactive flame graph of outstanding\n"
+	  "bytes",
+	  "leaks.svg", F },
+	{ "pprof", OPT_PPROF, "FILE",
+	  "write a gzipped pprof profile (inuse/alloc space\n"
+	  "and objects: go tool pprof, Parca, Pyroscope)",
 	  "heap.pb.gz", F },
 	{ "top", OPT_TOP, "N", "stacks shown per process (10; top: 20; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
-	{ "stacks", OPT_STACKS, "MODE", "dwarf (default on x86-64: CFI unwinding in user\n"
-					"space), fp (frame pointers, in the kernel) or none", "fp",
-	  W, "dwarf fp none" },
-	{ "stack-bytes", OPT_STACK_BYTES, "N", "user stack copied per call with dwarf (16k,\n"
-					       "256 to 32k)", "16k" },
-	{ "ringbuf-size", OPT_RINGBUF, "N", "ring buffer, a power of two from 4k to 2G\n"
-					    "(128M with dwarf stacks, else 32M)", "64M" },
-	{ "max-allocs", OPT_MAX_ALLOCS, "N", "allocations the kernel side can track\n"
-					     "(1048576)", "4194304" },
-	{ "libcuda", OPT_LIBCUDA, "PATH", "the CUDA driver library to probe (run and -a;\n"
-					  "default: as the dynamic loader finds libcuda.so.1)",
+	{ "stacks", OPT_STACKS, "MODE",
+	  "dwarf (default on x86-64: CFI unwinding in user\n"
+	  "space), fp (frame pointers, in the kernel) or none",
+	  "fp", W, "dwarf fp none" },
+	{ "stack-bytes", OPT_STACK_BYTES, "N",
+	  "user stack copied per call with dwarf (16k,\n"
+	  "256 to 32k)",
+	  "16k" },
+	{ "ringbuf-size", OPT_RINGBUF, "N",
+	  "ring buffer, a power of two from 4k to 2G\n"
+	  "(128M with dwarf stacks, else 32M)",
+	  "64M" },
+	{ "max-allocs", OPT_MAX_ALLOCS, "N",
+	  "allocations the kernel side can track\n"
+	  "(1048576)",
+	  "4194304" },
+	{ "libcuda", OPT_LIBCUDA, "PATH",
+	  "the CUDA driver library to probe (run and -a;\n"
+	  "default: as the dynamic loader finds libcuda.so.1)",
 	  "/usr/lib/x86_64-linux-gnu/libcuda.so.1", F },
 	{ "no-follow-forks", OPT_NO_FOLLOW, NULL, "do not trace children of the targets" },
 	{ "no-python", OPT_NO_PYTHON, NULL, "do not walk CPython frames" },
-	{ "torch", OPT_TORCH, NULL, "insist on PyTorch's allocator probes (on by\n"
-				    "default when the target maps libc10_cuda.so)" },
+	{ "torch", OPT_TORCH, NULL,
+	  "insist on PyTorch's allocator probes (on by\n"
+	  "default when the target maps libc10_cuda.so)" },
 	{ "no-torch", OPT_NO_TORCH, NULL, "driver calls only, no PyTorch tensor blocks" },
-	{ "torch-stacks", OPT_TORCH_STACKS, "S", "stacks of tensor blocks: full (as --stacks)\n"
-						 "or python (Python frames only: cheaper)",
-	  "python",
-	  W, "full python" },
-	{ "tensors", OPT_TENSORS, "MODE", "when tensor blocks are traced: windowed (default:\n"
-					  "in windows), sampled (always: every block booked,\n"
-					  "stacks for a byte-weighted sample), full (always:\n"
-					  "every block with its stack) or off", "sampled",
-	  W, "windowed sampled full off" },
-	{ "tensor-sample", OPT_TENSOR_SAMPLE, "N", "tensor-block stacks one per N bytes on\n"
-						   "average (Poisson; 0: every block; 1M with\n"
-						   "--tensors sampled)", "4M" },
-	{ "tensor-window", OPT_TENSOR_WINDOW, "T", "a tensor window's length (16 x --resolution:\n"
-						   "16s)", "30s" },
-	{ "tensor-duty", OPT_TENSOR_DUTY, "PCT", "automatic windows' share of the time (2);\n"
-						 "SIGUSR1 or serve's POST /tensors/arm opens\n"
-						 "one at once", "5" },
+	{ "torch-stacks", OPT_TORCH_STACKS, "S",
+	  "stacks of tensor blocks: full (as --stacks)\n"
+	  "or python (Python frames only: cheaper)",
+	  "python", W, "full python" },
+	{ "tensors", OPT_TENSORS, "MODE",
+	  "when tensor blocks are traced: windowed (default:\n"
+	  "in windows), sampled (always: every block booked,\n"
+	  "stacks for a byte-weighted sample), full (always:\n"
+	  "every block with its stack) or off",
+	  "sampled", W, "windowed sampled full off" },
+	{ "tensor-sample", OPT_TENSOR_SAMPLE, "N",
+	  "tensor-block stacks one per N bytes on\n"
+	  "average (Poisson; 0: every block; 1M with\n"
+	  "--tensors sampled)",
+	  "4M" },
+	{ "tensor-window", OPT_TENSOR_WINDOW, "T",
+	  "a tensor window's length (16 x --resolution:\n"
+	  "16s)",
+	  "30s" },
+	{ "tensor-duty", OPT_TENSOR_DUTY, "PCT",
+	  "automatic windows' share of the time (2);\n"
+	  "SIGUSR1 or serve's POST /tensors/arm opens\n"
+	  "one at once",
+	  "5" },
 	{ "resolution", OPT_RESOLUTION, "T", "time resolution of leak verdicts (1s)", "500ms" },
-	{ "sort", OPT_SORT, "KEY", "top: order of stacks and processes: growth\n"
-				   "(default), bytes or name", "bytes", W, "growth bytes name" },
-	{ "output", 'o', "FILE", "the recording to write (created 0600; symbolic\n"
-				 "links refused)", "job.glr", F },
+	{ "sort", OPT_SORT, "KEY",
+	  "top: order of stacks and processes: growth\n"
+	  "(default), bytes or name",
+	  "bytes", W, "growth bytes name" },
+	{ "output", 'o', "FILE",
+	  "the recording to write (created 0600; symbolic\n"
+	  "links refused)",
+	  "job.glr", F },
 	{ "force", OPT_FORCE, NULL, "replace an existing recording at -o FILE" },
-	{ "max-size", OPT_MAX_SIZE, "N", "stop recording when FILE reaches N (16k or\n"
-					 "more)", "1G" },
-	{ "keep-modules", OPT_KEEP_MODULES, "DIR", "copy the modules of recorded stacks into\n"
-						   "DIR by build-id, for report --debug-dir",
+	{ "max-size", OPT_MAX_SIZE, "N",
+	  "stop recording when FILE reaches N (16k or\n"
+	  "more)",
+	  "1G" },
+	{ "keep-modules", OPT_KEEP_MODULES, "DIR",
+	  "copy the modules of recorded stacks into\n"
+	  "DIR by build-id, for report --debug-dir",
 	  "/var/lib/gpuleak/modules", D },
 	{ "keep-modules-max", OPT_KEEP_MAX, "N", "most bytes DIR may hold (2G)", "4G" },
-	{ "debug-dir", OPT_DEBUG_DIR, "DIR", "where modules are found by build-id\n"
-					     "(DIR/xx/yyyy[.debug]), before\n"
-					     "/usr/lib/debug/.build-id; repeatable",
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR",
+	  "where modules are found by build-id\n"
+	  "(DIR/xx/yyyy[.debug]), before\n"
+	  "/usr/lib/debug/.build-id; repeatable",
 	  "/var/lib/gpuleak/modules", D },
-	{ "listen", OPT_LISTEN, "ADDR:PORT", "HTTP address of /metrics and\n"
-					     "/debug/pprof/gpu_heap (127.0.0.1:9464;\n"
-					     "[::1]:9464 for IPv6)", "127.0.0.1:9464" },
-	{ "state-dir", OPT_STATE_DIR, "DIR", "the only directory serve writes to (default:\n"
-					     "none; an absolute path)", "/var/lib/gpuleak", D },
+	{ "listen", OPT_LISTEN, "ADDR:PORT",
+	  "HTTP address of /metrics and\n"
+	  "/debug/pprof/gpu_heap (127.0.0.1:9464;\n"
+	  "[::1]:9464 for IPv6)",
+	  "127.0.0.1:9464" },
+	{ "state-dir", OPT_STATE_DIR, "DIR",
+	  "the only directory serve writes to (default:\n"
+	  "none; an absolute path)",
+	  "/var/lib/gpuleak", D },
 	{ "profile-dir", OPT_PROFILE_DIR, "DIR", "write heap profiles here (inside --state-dir)",
 	  "/var/lib/gpuleak/profiles", D },
-	{ "profile-every", OPT_PROFILE_EVERY, "T", "how often to write a profile (60s; 1s to\n"
-						   "24h)", "5m" },
-	{ "profile-keep", OPT_PROFILE_KEEP, "N", "profiles kept on disk, oldest removed first\n"
-						 "(10)", "24" },
+	{ "profile-every", OPT_PROFILE_EVERY, "T",
+	  "how often to write a profile (60s; 1s to\n"
+	  "24h)",
+	  "5m" },
+	{ "profile-keep", OPT_PROFILE_KEEP, "N",
+	  "profiles kept on disk, oldest removed first\n"
+	  "(10)",
+	  "24" },
 	{ "max-procs", OPT_MAX_PROCS, "N", "processes tracked at once (8192)", "16384" },
-	{ "max-stacks", OPT_MAX_STACKS, "N", "distinct call stacks kept, which bounds gpuleak's\n"
-					     "memory; past it, stacks count as one \"other\n"
-					     "stacks\" (16384)", "65536" },
+	{ "max-stacks", OPT_MAX_STACKS, "N",
+	  "distinct call stacks kept, which bounds gpuleak's\n"
+	  "memory; past it, stacks count as one \"other\n"
+	  "stacks\" (16384)",
+	  "65536" },
 	{ "bench-floor", OPT_BENCH_FLOOR, NULL, "do-nothing probes, for bench/", NULL,
 	  .hidden = true },
-	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME", "the file-name prefix of PyTorch's\n"
-							  "library, for bench/", "libc10_cuda",
-	  .hidden = true },
+	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME",
+	  "the file-name prefix of PyTorch's\n"
+	  "library, for bench/",
+	  "libc10_cuda", .hidden = true },
 	{ "verbose", 'v', NULL, "more messages on stderr (-vv, -vvv)" },
 	{ "quiet", 'q', NULL, "errors only on stderr" },
 	{ "help", 'h', NULL, "this subcommand's options and an example" },
@@ -121,9 +169,9 @@ const struct cli_option cli_options[] = {
 #undef D
 #undef W
 
-#define TRACE_OPTS                                                                         \
+#define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
-	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "       \
+	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
 	"tensor-duty resolution bench-floor bench-torch-lib "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
@@ -140,8 +188,8 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid libcuda interval " TRACE_OPTS "keep-modules keep-modules-max "
-			   REPORT_OPTS LOG_OPTS,
+		.options = "all pid libcuda interval " TRACE_OPTS
+			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
 			    "sudo gpuleak attach -a --json report.json\t"
@@ -161,8 +209,8 @@ const struct cli_command cli_commands[] = {
 			"started). Options end at CMD: what follows is CMD's own. Children "
 			"are traced too; the report shows the processes that used CUDA and "
 			"counts the others in one line.",
-		.options = "libcuda interval " TRACE_OPTS "keep-modules keep-modules-max "
-			   REPORT_OPTS LOG_OPTS,
+		.options = "libcuda interval " TRACE_OPTS
+			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak run -- python3 train.py --epochs 3\t"
 			    "trace a training job from its first call\n"
 			    "sudo gpuleak run --svg leaks.svg ./a.out\t"
@@ -310,20 +358,20 @@ const struct cli_doc cli_doc = {
 		"rising with no plateau (a staircase); steady when it rose and plateaued, "
 		"churns around a level or returns to an old low; unknown while the evidence is "
 		"short: a staircase needs 4 steps, or 8 x --resolution of history.",
-	.values = "A duration T is a number and a unit: " PARSE_DURATION_FORMS
-		  "; a bare number is seconds. A size N takes k, M, G, T (powers of 1024): "
-		  PARSE_SIZE_FORMS ".",
-	.overhead =
-		"gpuleak traces the allocating and freeing functions of libcuda (and "
-		"PyTorch's allocator probes), not kernels or copies: a program's cost grows "
-		"with its allocation calls only, and a CUDA program that allocates up front "
-		"pays nothing in its steady state. Each traced call pays a uprobe and a "
-		"uretprobe, about 10 us per allocate-and-free pair in a virtual machine where "
-		"one probe hit costs 2.3 us (bare metal is cheaper), plus copying "
-		"--stack-bytes of stack with --stacks dwarf. With the PyTorch probes every "
-		"tensor block is a call: --torch-stacks python makes them nearly free. "
-		"Symbolization and unwinding run in gpuleak's own process. Measure on your "
-		"machine with make bench (bench/RESULTS.md).",
+	.values =
+		"A duration T is a number and a unit: " PARSE_DURATION_FORMS
+		"; a bare number is seconds. A size N takes k, M, G, T (powers of 1024): " PARSE_SIZE_FORMS
+		".",
+	.overhead = "gpuleak traces the allocating and freeing functions of libcuda (and "
+		    "PyTorch's allocator probes), not kernels or copies: a program's cost grows "
+		    "with its allocation calls only, and a CUDA program that allocates up front "
+		    "pays nothing in its steady state. Each traced call pays a uprobe and a "
+		    "uretprobe, about 10 us per allocate-and-free pair in a virtual machine where "
+		    "one probe hit costs 2.3 us (bare metal is cheaper), plus copying "
+		    "--stack-bytes of stack with --stacks dwarf. With the PyTorch probes every "
+		    "tensor block is a call: --torch-stacks python makes them nearly free. "
+		    "Symbolization and unwinding run in gpuleak's own process. Measure on your "
+		    "machine with make bench (bench/RESULTS.md).",
 	.exit_status = "0\tsuccess (a partial report of a damaged recording included)\n"
 		       "1\tthe tracing could not be done: no such process, libcuda never "
 		       "loaded, an output file could not be written\n"

@@ -63,8 +63,8 @@ enum cli_complete {
 	COMPLETE_FILE,
 	COMPLETE_DIR,
 	COMPLETE_PID,
-	COMPLETE_WORDS,	  /* the words of .choices */
-	COMPLETE_COMMAND, /* run: a command, then its arguments */
+	COMPLETE_WORDS,		  /* the words of .choices */
+	COMPLETE_COMMAND,	  /* run: a command, then its arguments */
 	COMPLETE_PIDS_OR_COMMAND, /* record: PIDs, or a command after '--' */
 	COMPLETE_SUBCOMMAND,	  /* help: the names of the table's subcommands */
 };
@@ -82,9 +82,9 @@ struct cli_option {
 
 struct cli_command {
 	const char *name;
-	enum gl_cmd cmd; /* what cli.c checks it by; CMD_NONE for none of its checks */
-	const char *operands; /* after "[options]"; '\n' separates alternative forms */
-	const char *summary;  /* one line, in `gpuleak help` */
+	enum gl_cmd cmd;	 /* what cli.c checks it by; CMD_NONE for none of its checks */
+	const char *operands;	 /* after "[options]"; '\n' separates alternative forms */
+	const char *summary;	 /* one line, in `gpuleak help` */
 	const char *description; /* a paragraph for SUBCOMMAND --help and the man page */
 	const char *options;	 /* long names of the options it takes, space-separated */
 	const char *examples;	 /* "COMMAND LINE\tWHAT IT DOES\n" per example */
@@ -118,11 +118,11 @@ const struct cli_option *cli__option_of(int key);
 bool cli__takes(const struct cli_command *cmd, const char *long_name);
 
 /* The printers of doc.c. Each returns 0, or -EIO if writing f failed. */
-int doc__help(FILE *f);				       /* gpuleak help */
+int doc__help(FILE *f);					     /* gpuleak help */
 int doc__command_help(FILE *f, const struct cli_command *c); /* gpuleak CMD --help */
-int doc__man(FILE *f);				       /* the man page, scdoc source */
-int doc__bash(FILE *f);				       /* bash completion */
-int doc__zsh(FILE *f);				       /* zsh completion */
+int doc__man(FILE *f);					     /* the man page, scdoc source */
+int doc__bash(FILE *f);					     /* bash completion */
+int doc__zsh(FILE *f);					     /* zsh completion */
 
 /* Run functions of the subcommands that only print. */
 int doc__run_help(const struct gl_opts *o);

@@ -142,15 +142,18 @@ int doc__help(FILE *f)
 		if (!c->hidden)
 			fprintf(f, "  %-12s%s\n", c->name, c->summary);
 	fputc('\n', f);
-	wrap(f, "Options may come anywhere on the line; -- ends them (for run, they end at "
-		"CMD). 'gpuleak SUBCOMMAND --help' lists a subcommand's options with "
-		"examples; 'man gpuleak' has them all. -h, --help: this text. -V, --version: "
-		"the version.", 0);
+	wrap(f,
+	     "Options may come anywhere on the line; -- ends them (for run, they end at "
+	     "CMD). 'gpuleak SUBCOMMAND --help' lists a subcommand's options with "
+	     "examples; 'man gpuleak' has them all. -h, --help: this text. -V, --version: "
+	     "the version.",
+	     0);
 	fputc('\n', f);
 	wrap(f, cli_doc.values, 0);
 	fputs("\nexit status: 0 ok, 1 runtime error, 2 usage error, 3 not a readable recording,\n"
 	      "4 missing privileges; run: the command's own status (128 + signal, 127 when\n"
-	      "it cannot be started)\n", f);
+	      "it cannot be started)\n",
+	      f);
 	return done(f);
 }
 
@@ -361,17 +364,13 @@ static void option_words(FILE *f, const struct cli_command *c)
 static const char *bash_value(const struct cli_option *op, char *buf, size_t len)
 {
 	switch (op->complete) {
-	case COMPLETE_FILE:
-		return "compgen -f -- \"$cur\"";
-	case COMPLETE_DIR:
-		return "compgen -d -- \"$cur\"";
-	case COMPLETE_PID:
-		return "compgen -W \"$(ps -e -o pid= 2>/dev/null)\" -- \"$cur\"";
+	case COMPLETE_FILE: return "compgen -f -- \"$cur\"";
+	case COMPLETE_DIR: return "compgen -d -- \"$cur\"";
+	case COMPLETE_PID: return "compgen -W \"$(ps -e -o pid= 2>/dev/null)\" -- \"$cur\"";
 	case COMPLETE_WORDS:
 		snprintf(buf, len, "compgen -W '%s' -- \"$cur\"", op->choices);
 		return buf;
-	default:
-		return "true";
+	default: return "true";
 	}
 }
 
@@ -400,7 +399,8 @@ int doc__bash(FILE *f)
 	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
 	      "\tlocal sub=${COMP_WORDS[1]} opts= operand= i w dd= cmd=\n"
 	      "\tCOMPREPLY=()\n"
-	      "\tif ((COMP_CWORD == 1)); then\n", f);
+	      "\tif ((COMP_CWORD == 1)); then\n",
+	      f);
 	subcommand_words(f, "\t\tCOMPREPLY=($(compgen -W '",
 			 " -h --help -V --version' -- \"$cur\"))\n");
 	fputs("\t\treturn\n\tfi\n\tcase $prev in\n", f);
@@ -433,21 +433,23 @@ int doc__bash(FILE *f)
 	      "\t\tw=${COMP_WORDS[i]}\n"
 	      "\t\tif [[ -n $dd || ($operand == 5 && $w != -*) ]]; then\n"
 	      "\t\t\tcmd=$i\n\t\t\tbreak\n\t\tfi\n"
-	      "\t\t[[ $w == -- ]] && dd=1\n\tdone\n", f);
-	fprintf(f, "\tif [[ -n $cmd ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
-		   "\telif [[ $cur == -* && -z $dd ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
-		   "\telif [[ -n $dd && ($operand == %d || $operand == %d) ]] || "
-		   "[[ $operand == %d ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
-		   "\telif [[ $operand == %d || $operand == %d ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -W \"$(ps -e -o pid= 2>/dev/null)\" -- \"$cur\"))\n"
-		   "\telif [[ $operand == %d ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
-		   "\telif [[ $operand == %d ]]; then\n"
-		   "\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
-		   "\tfi\n}\ncomplete -F _gpuleak gpuleak\n",
+	      "\t\t[[ $w == -- ]] && dd=1\n\tdone\n",
+	      f);
+	fprintf(f,
+		"\tif [[ -n $cmd ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		"\telif [[ $cur == -* && -z $dd ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+		"\telif [[ -n $dd && ($operand == %d || $operand == %d) ]] || "
+		"[[ $operand == %d ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -c -- \"$cur\"))\n"
+		"\telif [[ $operand == %d || $operand == %d ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -W \"$(ps -e -o pid= 2>/dev/null)\" -- \"$cur\"))\n"
+		"\telif [[ $operand == %d ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+		"\telif [[ $operand == %d ]]; then\n"
+		"\t\tCOMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n"
+		"\tfi\n}\ncomplete -F _gpuleak gpuleak\n",
 		COMPLETE_COMMAND, COMPLETE_PIDS_OR_COMMAND, COMPLETE_COMMAND, COMPLETE_PID,
 		COMPLETE_PIDS_OR_COMMAND, COMPLETE_FILE, COMPLETE_WORDS);
 	return done(f);
@@ -469,21 +471,11 @@ static void zsh_value(FILE *f, const struct cli_option *op)
 		return;
 	fprintf(f, ":%s:", op->arg);
 	switch (op->complete) {
-	case COMPLETE_FILE:
-		fputs("_files", f);
-		break;
-	case COMPLETE_DIR:
-		fputs("_files -/", f);
-		break;
-	case COMPLETE_PID:
-		fputs("_pids", f);
-		break;
-	case COMPLETE_WORDS:
-		fprintf(f, "(%s)", op->choices);
-		break;
-	default:
-		fputs(" ", f);
-		break;
+	case COMPLETE_FILE: fputs("_files", f); break;
+	case COMPLETE_DIR: fputs("_files -/", f); break;
+	case COMPLETE_PID: fputs("_pids", f); break;
+	case COMPLETE_WORDS: fprintf(f, "(%s)", op->choices); break;
+	default: fputs(" ", f); break;
 	}
 }
 
@@ -493,7 +485,8 @@ int doc__zsh(FILE *f)
 	      "# zsh completion for gpuleak (gpuleak completion zsh; generated from its table\n"
 	      "# of subcommands, like gpuleak help and the man page)\n"
 	      "_gpuleak() {\n"
-	      "\tlocal -a subcommands\n\tsubcommands=(\n", f);
+	      "\tlocal -a subcommands\n\tsubcommands=(\n",
+	      f);
 	for (const struct cli_command *c = cli_commands; c->name; c++) {
 		if (c->hidden)
 			continue;
@@ -503,7 +496,8 @@ int doc__zsh(FILE *f)
 	}
 	fputs("\t)\n\tif (( CURRENT == 2 )); then\n"
 	      "\t\t_describe -t subcommands 'gpuleak subcommand' subcommands\n\t\treturn\n\tfi\n"
-	      "\tlocal sub=$words[2]\n\tshift words\n\t(( CURRENT-- ))\n\tcase $sub in\n", f);
+	      "\tlocal sub=$words[2]\n\tshift words\n\t(( CURRENT-- ))\n\tcase $sub in\n",
+	      f);
 	for (const struct cli_command *c = cli_commands; c->name; c++) {
 		if (c->hidden)
 			continue;
@@ -523,12 +517,8 @@ int doc__zsh(FILE *f)
 			fputc('\'', f);
 		}
 		switch (c->operand) {
-		case COMPLETE_PID:
-			fputs(" \\\n\t\t\t'*:PID:_pids'", f);
-			break;
-		case COMPLETE_FILE:
-			fputs(" \\\n\t\t\t'1:FILE:_files'", f);
-			break;
+		case COMPLETE_PID: fputs(" \\\n\t\t\t'*:PID:_pids'", f); break;
+		case COMPLETE_FILE: fputs(" \\\n\t\t\t'1:FILE:_files'", f); break;
 		case COMPLETE_WORDS:
 			fprintf(f, " \\\n\t\t\t'1:%s:(%s)'", c->name, c->choices);
 			break;
@@ -536,11 +526,8 @@ int doc__zsh(FILE *f)
 			subcommand_words(f, " \\\n\t\t\t'1:subcommand:(", ")'");
 			break;
 		case COMPLETE_COMMAND:
-		case COMPLETE_PIDS_OR_COMMAND:
-			fputs(" \\\n\t\t\t'*::command:_normal'", f);
-			break;
-		default:
-			break;
+		case COMPLETE_PIDS_OR_COMMAND: fputs(" \\\n\t\t\t'*::command:_normal'", f); break;
+		default: break;
 		}
 		fputs("\n\t\t;;\n", f);
 	}

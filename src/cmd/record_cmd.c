@@ -13,12 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
+#include "model/session.h"
+#include "model/snapshot.h"
 #include "offline.h"
-#include "report/snapshot.h"
-#include "session.h"
-#include "stacks/python.h"
+#include "recording/record.h"
+#include "stacks/python/python.h"
 #include "trace/loader.h"
-#include "trace/record.h"
+#include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
 
 #define STEP_MS 100
@@ -81,19 +83,12 @@ static void code_info(void *ctx, uint32_t id, const char **function, const char 
 	python__code_info(rc->python, id, function, file);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
 static void explain_create_error(const char *path, int err)
 {
 	if (err == ELOOP)
 		log_error("cannot record to %s: it is a symbolic link (not followed): name "
-			  "another -o FILE", path);
+			  "another -o FILE",
+			  path);
 	else if (err == EMLINK)
 		log_error("cannot record to %s: it has other hard links: name another -o FILE",
 			  path);
@@ -101,7 +96,8 @@ static void explain_create_error(const char *path, int err)
 		log_error("cannot record to %s: not a regular file: name a file with -o", path);
 	else if (err == EPERM)
 		log_error("cannot record to %s: it belongs to another user: name another -o "
-			  "FILE", path);
+			  "FILE",
+			  path);
 	else
 		log_error("cannot record to %s: %s: name a path in a writable directory", path,
 			  strerror(err));
@@ -111,7 +107,7 @@ static void explain_create_error(const char *path, int err)
 static int finish(struct session *s, struct rec_cmd *rc)
 {
 	struct books *b = session__books(s);
-	struct snapshot *snap = session__snapshot(s, 1);
+	struct snapshot *snap = session__snapshot(s, 1, true);
 	int err;
 
 	if (!snap)
@@ -132,8 +128,8 @@ static int finish(struct session *s, struct rec_cmd *rc)
 static void progress(const struct rec_cmd *rc, const struct gl_opts *o, uint64_t elapsed_ns,
 		     const uint64_t *stats)
 {
-	uint64_t lost = stats[GL_STAT_LOST_STACK] + stats[GL_STAT_LOST_CALL] +
-			stats[GL_STAT_LOST_PROC];
+	uint64_t lost =
+		stats[GL_STAT_LOST_STACK] + stats[GL_STAT_LOST_CALL] + stats[GL_STAT_LOST_PROC];
 	char b[32];
 
 	fprintf(stderr, "\rrecording %s: %.1f s, %llu events, %s, %llu lost\033[K", o->record_path,
@@ -145,7 +141,7 @@ static void progress(const struct rec_cmd *rc, const struct gl_opts *o, uint64_t
 static int record_loop(struct session *s, struct rec_cmd *rc, const struct gl_opts *o)
 {
 	bool tty = o->verbosity >= 0 && isatty(STDERR_FILENO);
-	uint64_t stats[GL_NR_STATS], start = mono_ns(), next = start;
+	uint64_t stats[GL_NR_STATS], start = now_ns(), next = start;
 	bool done = false, said = false;
 	int status = EXIT_OK;
 	char b[32];
@@ -156,7 +152,7 @@ static int record_loop(struct session *s, struct rec_cmd *rc, const struct gl_op
 		status = session__step(s, STEP_MS, &done);
 		if (tracer__stats(session__tracer(s), stats))
 			memset(stats, 0, sizeof(stats));
-		now = mono_ns();
+		now = now_ns();
 		if (recorder__tick(rc->rec, now, stats))
 			status = EXIT_RUNTIME;
 		if (tty && (now >= next || done)) {
@@ -201,7 +197,8 @@ int record_cmd__run(const struct gl_opts *o)
 		.applied = on_applied,
 		.ctx = &rc,
 	};
-	struct recorder_opts ro = { .max_size = o->max_size, .code_info = code_info,
+	struct recorder_opts ro = { .max_size = o->max_size,
+				    .code_info = code_info,
 				    .code_ctx = &rc };
 	struct session *s;
 	struct books *b;
@@ -235,7 +232,7 @@ int record_cmd__run(const struct gl_opts *o)
 		goto cleanup;
 	}
 	/* records reach the books from the first step on */
-	recorder__begin(rc.rec, books__modules(b), books__stacks(b), mono_ns(),
+	recorder__begin(rc.rec, books__modules(b), books__stacks(b), now_ns(),
 			books__opts(b)->series_width_ns);
 	status = record_loop(s, &rc, o);
 	if (!recorder__failed(rc.rec) && finish(s, &rc) && status == EXIT_OK)

@@ -12,11 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include "books/replay.h"
 #include "offline.h"
+#include "output.h"
+#include "recording/recread.h"
+#include "recording/replay.h"
 #include "report/report.h"
-#include "session.h"
-#include "trace/recread.h"
+#include "util/fmt.h"
 #include "util/log.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug/.build-id"
@@ -53,23 +54,29 @@ static void print_gaps(FILE *f, const struct snap_recording *r, const struct rr_
 	char b[32];
 
 	if (r->truncated)
-		gap(f, true, "the recording was truncated at --max-size (%s): later events are "
-		    "missing", fmt_bytes(r->max_size, b, sizeof(b)));
+		gap(f, true,
+		    "the recording was truncated at --max-size (%s): later events are "
+		    "missing",
+		    fmt_bytes(r->max_size, b, sizeof(b)));
 	else if (!r->ended)
-		gap(f, true, "the recording has no end record (gpuleak record was killed, or still "
+		gap(f, true,
+		    "the recording has no end record (gpuleak record was killed, or still "
 		    "runs): up to its last second is missing, and BPF's final counters with it");
 	if (r->skipped_bytes || r->bad_chunks || r->bad_records || c->header_damaged)
-		gap(f, true, "damaged recording: %llu bytes skipped (%llu damaged chunks%s), %llu "
-		    "malformed records skipped%s", (unsigned long long)r->skipped_bytes,
-		    (unsigned long long)r->bad_chunks, r->cut ? ", the end of the file cut" : "",
-		    (unsigned long long)r->bad_records,
+		gap(f, true,
+		    "damaged recording: %llu bytes skipped (%llu damaged chunks%s), %llu "
+		    "malformed records skipped%s",
+		    (unsigned long long)r->skipped_bytes, (unsigned long long)r->bad_chunks,
+		    r->cut ? ", the end of the file cut" : "", (unsigned long long)r->bad_records,
 		    c->header_damaged ? ", header damaged (read as version 1)" : "");
 	if (r->unknown_records)
 		gap(NULL, false, "%llu records of a later format version skipped",
 		    (unsigned long long)r->unknown_records);
 	if (r->modules_missing)
-		gap(f, false, "%u of %u modules not found by path or build-id: their frames are "
-		    "module+offset (see --debug-dir)", r->modules_missing, r->modules);
+		gap(f, false,
+		    "%u of %u modules not found by path or build-id: their frames are "
+		    "module+offset (see --debug-dir)",
+		    r->modules_missing, r->modules);
 }
 
 int report_cmd__run(const struct gl_opts *o)
@@ -77,7 +84,7 @@ int report_cmd__run(const struct gl_opts *o)
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
 	struct replay_opts ro = { .dirs = dirs };
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
-	bool text = !session__report_on_stdout(o);
+	bool text = !output__to_stdout(o);
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;
 	struct snapshot *snap = NULL;
@@ -116,7 +123,7 @@ int report_cmd__run(const struct gl_opts *o)
 			status = EXIT_RUNTIME;
 	}
 	print_gaps(text ? stdout : NULL, replay__info(rp), recread__counts(rr));
-	if (session__write_files(snap, o))
+	if (output__write_files(snap, o))
 		status = EXIT_RUNTIME;
 	if (text && fflush(stdout))
 		status = EXIT_RUNTIME;

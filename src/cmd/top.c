@@ -16,13 +16,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "gpu/sampler.h"
+#include "model/session.h"
+#include "model/snapshot.h"
 #include "report/report.h"
-#include "report/snapshot.h"
-#include "session.h"
-#include "trace/probes.h"
 #include "top.h"
+#include "trace/probes.h"
+#include "util/clock.h"
+#include "util/fmt.h"
 #include "util/log.h"
-#include "util/nvml.h"
 
 #define STEP_MS 100
 #define MAX_GPUS 16
@@ -103,8 +105,9 @@ static int by_stack(const void *a, const void *b)
 		c = cmp_u64(x->st->outstanding_bytes, y->st->outstanding_bytes);
 	else
 		c = cmp_double(x->st->growth_bytes_per_s, y->st->growth_bytes_per_s);
-	return c ?: cmp_u64(x->st->outstanding_bytes, y->st->outstanding_bytes) ?:
-		    (int)x->st->id - (int)y->st->id;
+	return c								   ?:
+		       cmp_u64(x->st->outstanding_bytes, y->st->outstanding_bytes) ?:
+		       (int)x->st->id - (int)y->st->id;
 }
 
 static bool matches(const struct view *v, const struct snap_proc *p, const char *site)
@@ -391,8 +394,9 @@ static void draw(struct view *v, const struct snapshot *s, const struct nvml_sam
 	if (v->editing)
 		line(LINES - 1, A_REVERSE, "filter: %s_", v->filter);
 	else
-		line(LINES - 1, A_REVERSE, "q quit  h help  Tab list  s sort  / filter  Enter one "
-					   "process");
+		line(LINES - 1, A_REVERSE,
+		     "q quit  h help  Tab list  s sort  / filter  Enter one "
+		     "process");
 	refresh();
 }
 
@@ -445,35 +449,18 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 	}
 	switch (c) {
 	case 'q':
-	case 'Q':
-		return true;
+	case 'Q': return true;
 	case 'h':
-	case '?':
-		v->help = true;
-		break;
+	case '?': v->help = true; break;
 	case KEY_UP:
-	case 'k':
-		move_sel(v, -1);
-		break;
+	case 'k': move_sel(v, -1); break;
 	case KEY_DOWN:
-	case 'j':
-		move_sel(v, 1);
-		break;
-	case KEY_PPAGE:
-		move_sel(v, -page);
-		break;
-	case KEY_NPAGE:
-		move_sel(v, page);
-		break;
-	case KEY_HOME:
-		move_sel(v, -1000000);
-		break;
-	case KEY_END:
-		move_sel(v, 1000000);
-		break;
-	case '\t':
-		v->pane = v->pane == PANE_PROCS ? PANE_STACKS : PANE_PROCS;
-		break;
+	case 'j': move_sel(v, 1); break;
+	case KEY_PPAGE: move_sel(v, -page); break;
+	case KEY_NPAGE: move_sel(v, page); break;
+	case KEY_HOME: move_sel(v, -1000000); break;
+	case KEY_END: move_sel(v, 1000000); break;
+	case '\t': v->pane = v->pane == PANE_PROCS ? PANE_STACKS : PANE_PROCS; break;
 	case 's':
 	case 'S':
 		v->sort = (v->sort + 1) % 3;
@@ -485,9 +472,7 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 		v->sort = c == 'g' ? GL_SORT_GROWTH : c == 'b' ? GL_SORT_BYTES : GL_SORT_NAME;
 		*rebuild = true;
 		break;
-	case '/':
-		v->editing = true;
-		break;
+	case '/': v->editing = true; break;
 	case '\r': /* Enter, with nonl() */
 	case '\n':
 	case KEY_ENTER:
@@ -499,18 +484,9 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 			*rebuild = true;
 		}
 		break;
-	default:
-		break;
+	default: break;
 	}
 	return false;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
 static struct top_opts plain_opts(const struct gl_opts *o)
@@ -530,8 +506,8 @@ static int run_plain(struct session *s, const struct gl_opts *o)
 
 	while (!status && !done) {
 		status = session__step(s, STEP_MS, &done);
-		if (!status && (mono_ns() >= next || done)) {
-			struct snapshot *snap = session__snapshot(s, 0);
+		if (!status && (now_ns() >= next || done)) {
+			struct snapshot *snap = session__snapshot(s, 0, true);
 
 			if (snap) {
 				fputs("---\n", stdout);
@@ -539,7 +515,7 @@ static int run_plain(struct session *s, const struct gl_opts *o)
 				fflush(stdout);
 				snapshot__free(snap);
 			}
-			next = mono_ns() + o->interval_ms * 1000000ULL;
+			next = now_ns() + o->interval_ms * 1000000ULL;
 		}
 	}
 	return status;
@@ -556,7 +532,8 @@ static int draw_loop(struct session *s, const struct gl_opts *o)
 
 	if (!scr) {
 		log_error("cannot drive the terminal (TERM=%s): set TERM to your terminal's type, "
-			  "or pipe top's output to see text", getenv("TERM") ? getenv("TERM") : "");
+			  "or pipe top's output to see text",
+			  getenv("TERM") ? getenv("TERM") : "");
 		return EXIT_RUNTIME;
 	}
 	cbreak();
@@ -579,10 +556,10 @@ static int draw_loop(struct session *s, const struct gl_opts *o)
 		timeout(STEP_MS);
 		if (status || quit)
 			break;
-		if (mono_ns() >= next || done) {
+		if (now_ns() >= next || done) {
 			snapshot__free(snap);
-			snap = session__snapshot(s, 0);
-			next = mono_ns() + o->interval_ms * 1000000ULL;
+			snap = session__snapshot(s, 0, true);
+			next = now_ns() + o->interval_ms * 1000000ULL;
 			rebuild = true;
 		}
 		if (snap && rebuild && build_rows(&v, snap)) {
@@ -590,7 +567,7 @@ static int draw_loop(struct session *s, const struct gl_opts *o)
 			break;
 		}
 		if (snap && (rebuild || redraw))
-			draw(&v, snap, session__nvml(s));
+			draw(&v, snap, gpu_sampler__get(session__gpus(s)));
 	}
 	endwin();
 	delscreen(scr);

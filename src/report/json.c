@@ -8,12 +8,6 @@
 #include "trace/probes.h"
 #include "util/jsonw.h"
 
-bool report__is_memory_class(uint8_t cls)
-{
-	return cls == GL_CLASS_DEVICE || cls == GL_CLASS_MANAGED || cls == GL_CLASS_HOST_PINNED ||
-	       cls == GL_CLASS_TORCH_BLOCK;
-}
-
 static void write_frame(struct jsonw *w, const struct snap_frame *f)
 {
 	jsonw__start_object(w);
@@ -92,9 +86,9 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__field_u64(w, "host_pinned_bytes", p->bpf.bytes[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "address_space_bytes", p->bpf.bytes[GL_CLASS_ADDRESS]);
 	jsonw__field_u64(w, "torch_allocated_bytes", p->bpf.bytes[GL_CLASS_TORCH_BLOCK]);
-	jsonw__field_u64(w, "outstanding_allocs", p->bpf.allocs[GL_CLASS_DEVICE] +
-						       p->bpf.allocs[GL_CLASS_MANAGED] +
-						       p->bpf.allocs[GL_CLASS_HOST_PINNED]);
+	jsonw__field_u64(w, "outstanding_allocs",
+			 p->bpf.allocs[GL_CLASS_DEVICE] + p->bpf.allocs[GL_CLASS_MANAGED] +
+				 p->bpf.allocs[GL_CLASS_HOST_PINNED]);
 	jsonw__field_u64(w, "alloc_calls", p->bpf.alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->bpf.free_calls);
 	jsonw__field_u64(w, "failures", p->bpf.failures);

@@ -202,7 +202,8 @@ static void info_family(struct ctx *c)
 {
 	const char *fam = "gpuleak_process_info";
 
-	family(c, fam, "gauge", "A traced process: its PID in its own namespace (ns_pid) and "
+	family(c, fam, "gauge",
+	       "A traced process: its PID in its own namespace (ns_pid) and "
 	       "container runtime, with the labels of the other process series. Always 1.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
@@ -223,9 +224,10 @@ static void process_families(struct ctx *c)
 	const char *fam;
 
 	info_family(c);
-	per_class(c, "gpuleak_process_memory_bytes", "gauge",
-		  "GPU-related memory a process holds now, by class (device, managed, host_pinned).",
-		  PC_BYTES);
+	per_class(
+		c, "gpuleak_process_memory_bytes", "gauge",
+		"GPU-related memory a process holds now, by class (device, managed, host_pinned).",
+		PC_BYTES);
 	per_class(c, "gpuleak_process_allocations", "gauge",
 		  "Allocations a process holds now, by memory class.", PC_ALLOCS);
 	per_class(c, "gpuleak_process_allocated_bytes_total", "counter",
@@ -233,7 +235,8 @@ static void process_families(struct ctx *c)
 		  PC_ALLOCATED);
 	per_class(c, "gpuleak_process_freed_bytes_total", "counter",
 		  "Bytes a process has given back since it was first seen (frees and context "
-		  "teardown), by memory class.", PC_FREED);
+		  "teardown), by memory class.",
+		  PC_FREED);
 	per_class(c, "gpuleak_process_leak_bytes", "gauge",
 		  "Bytes outstanding under call stacks judged to leak, by memory class.", PC_LEAK);
 
@@ -377,7 +380,8 @@ static void health_families(struct ctx *c)
 		 h->procs_refused + s->stats[GL_STAT_PROC_TABLE_FULL]);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "stacks", h->stacks_overflow);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "allocs", s->stats[GL_STAT_ALLOC_TABLE_FULL]);
-	family(c, "gpuleak_cap_limit", "gauge", "The size caps in force (--max-procs, "
+	family(c, "gpuleak_cap_limit", "gauge",
+	       "The size caps in force (--max-procs, "
 	       "--max-stacks, --max-allocs).");
 	labelled(c, "gpuleak_cap_limit", "cap", "procs", h->max_procs);
 	labelled(c, "gpuleak_cap_limit", "cap", "stacks", h->max_stacks);
@@ -400,9 +404,11 @@ static void health_families(struct ctx *c)
 		      "1 when nothing was lost and every process's books equal the kernel's.",
 		      s->complete);
 	if (s->tensors) {
-		agent_counter(c, "gpuleak_tensor_probes_armed", "gauge",
-			      "1 while PyTorch's allocator probes are attached (a tensor window, or "
-			      "--tensors full/sampled).", s->tensors->armed);
+		agent_counter(
+			c, "gpuleak_tensor_probes_armed", "gauge",
+			"1 while PyTorch's allocator probes are attached (a tensor window, or "
+			"--tensors full/sampled).",
+			s->tensors->armed);
 		agent_counter(c, "gpuleak_tensor_windows_total", "counter",
 			      "Tensor windows opened (--tensors windowed).",
 			      s->tensors->windows_total);

@@ -9,8 +9,17 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "snapshot.h"
-#include "util/cgroup.h"
+#include "model/snapshot.h"
+
+/* Who a process belongs to (filled by the agent from its cgroup, agent/cgroup.h). */
+struct proc_ident {
+	char container_id[65]; /* 64 hex digits, "" if not in a container we recognize */
+	char pod_uid[37];      /* 8-4-4-4-12 with dashes, "" if not in a Kubernetes pod */
+	const char *runtime;   /* "docker", "containerd", "cri-o", "podman", or NULL */
+	char namespace[64];    /* Kubernetes names: "" unless the runtime's state said */
+	char pod[254];
+	char container[254];
+};
 
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -19,17 +28,17 @@ struct agent_health {
 	const char *version;
 	uint64_t records[GL_NR_REC_TYPES]; /* applied, by record type */
 	uint64_t malformed, stack_missing;
-	uint64_t procs_forgotten;	   /* dropped after they exited */
+	uint64_t procs_forgotten;	    /* dropped after they exited */
 	uint64_t forgotten_unmatched_frees; /* unmatched frees of dropped processes */
-	uint64_t procs_refused;		   /* records of processes refused: table full */
-	uint64_t stacks, stacks_overflow;  /* interned; got the overflow id: table full */
-	uint64_t stacks_dropped;	   /* no longer referenced, removed by compaction */
+	uint64_t procs_refused;		    /* records of processes refused: table full */
+	uint64_t stacks, stacks_overflow;   /* interned; got the overflow id: table full */
+	uint64_t stacks_dropped;	    /* no longer referenced, removed by compaction */
 	uint32_t max_procs, max_stacks, max_allocs;
 	int probes, libs;
 	uint64_t http_requests, http_bad_requests, http_timeouts, http_refused;
 	uint64_t profiles_written, profile_errors;
-	double cpu_seconds;	    /* user + system */
-	double start_time_seconds;  /* since the epoch */
+	double cpu_seconds;	   /* user + system */
+	double start_time_seconds; /* since the epoch */
 	uint64_t resident_bytes;
 	uint64_t open_fds;
 };

@@ -16,6 +16,7 @@
 #include <zlib.h>
 #include "report.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 
 #ifndef GPULEAK_VERSION
@@ -29,9 +30,18 @@ enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
 /* profile.proto field numbers */
 enum {
-	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE, PROFILE_MAPPING, PROFILE_LOCATION,
-	PROFILE_FUNCTION, PROFILE_STRING_TABLE, PROFILE_TIME_NANOS = 9, PROFILE_DURATION,
-	PROFILE_PERIOD_TYPE, PROFILE_PERIOD, PROFILE_COMMENT, PROFILE_DEFAULT_SAMPLE_TYPE,
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE,
+	PROFILE_MAPPING,
+	PROFILE_LOCATION,
+	PROFILE_FUNCTION,
+	PROFILE_STRING_TABLE,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION,
+	PROFILE_PERIOD_TYPE,
+	PROFILE_PERIOD,
+	PROFILE_COMMENT,
+	PROFILE_DEFAULT_SAMPLE_TYPE,
 };
 
 struct pbuf {
@@ -214,8 +224,7 @@ static uint64_t intern_copy(struct pprof *pp, const char *s)
 	if (!id || pp->strtab[id] != s)
 		return id;
 	copy = strdup(s);
-	if (!copy || !reserve((void **)&pp->owned, pp->nowned, &pp->capowned,
-			      sizeof(*pp->owned))) {
+	if (!copy || !reserve((void **)&pp->owned, pp->nowned, &pp->capowned, sizeof(*pp->owned))) {
 		free(copy);
 		pp->strtab[id] = ""; /* never read through a dangling pointer */
 		pp->oom = true;

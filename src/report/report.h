@@ -9,12 +9,12 @@
 
 #include <stdbool.h>
 #include <stdio.h>
-#include "snapshot.h"
+#include "model/snapshot.h"
 
 struct text_opts {
-	uint32_t max_stacks;  /* per process; 0 = all in the snapshot */
-	uint32_t max_frames;  /* per stack; 0 = all */
-	bool summary;	      /* one line per process, no stacks */
+	uint32_t max_stacks; /* per process; 0 = all in the snapshot */
+	uint32_t max_frames; /* per stack; 0 = all */
+	bool summary;	     /* one line per process, no stacks */
 };
 
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o);

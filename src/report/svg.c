@@ -16,6 +16,7 @@
 #include "svg_assets.h"
 #include "xml.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 
 #define PAD 10
@@ -23,7 +24,7 @@
 #define TOP 70
 #define BOTTOM 44
 #define CHAR_W 6.7
-#define TEXT_RISE 6.5 /* an 11 px underscore lies 2-3 px under the baseline */
+#define TEXT_RISE 6.5	 /* an 11 px underscore lies 2-3 px under the baseline */
 #define MAX_FRAMES 30000 /* beyond this, narrow frames are left out */
 #define NAME_LEN 2048
 
@@ -163,9 +164,12 @@ static uint8_t frame_kind(const struct snap_frame *fr)
 
 static void charge(struct node *n, const struct snap_stack *st)
 {
-	int v = !strcmp(st->verdict, "leak") ? V_LEAK : !strcmp(st->verdict, "steady") ? V_STEADY
-											: V_UNKNOWN;
+	int v = V_UNKNOWN;
 
+	if (!strcmp(st->verdict, "leak"))
+		v = V_LEAK;
+	else if (!strcmp(st->verdict, "steady"))
+		v = V_STEADY;
 	n->bytes += st->outstanding_bytes;
 	n->allocs += st->outstanding_allocs;
 	n->by_verdict[v] += st->outstanding_bytes;
@@ -238,10 +242,8 @@ static void put_fill(FILE *f, const struct node *n)
 {
 	/* base colour and spread: grey, grey, Python blue, libcuda red, native orange */
 	static const int col[][6] = {
-		[N_ROOT] = { 185, 185, 190, 20, 20, 20 },
-		[N_PROC] = { 185, 185, 190, 20, 20, 20 },
-		[N_PYTHON] = { 70, 150, 225, 40, 50, 25 },
-		[N_CUDA] = { 215, 55, 50, 35, 40, 30 },
+		[N_ROOT] = { 185, 185, 190, 20, 20, 20 },  [N_PROC] = { 185, 185, 190, 20, 20, 20 },
+		[N_PYTHON] = { 70, 150, 225, 40, 50, 25 }, [N_CUDA] = { 215, 55, 50, 35, 40, 30 },
 		[N_NATIVE] = { 235, 140, 40, 20, 80, 40 },
 	};
 	const int *c = col[n->kind];
@@ -277,8 +279,7 @@ static void put_classes(FILE *f, const struct node *n)
 			fprintf(f, "%s%s", shown++ ? ", " : "", class__name(c));
 }
 
-static void put_node(FILE *f, const struct tree *t, const struct node *n, double scale,
-		     double full)
+static void put_node(FILE *f, const struct tree *t, const struct node *n, double scale, double full)
 {
 	double x = PAD + n->x * scale, w = n == t->n ? full : n->bytes * scale;
 	double y = TOP + (double)(t->maxdepth - n->depth) * ROW;
@@ -298,8 +299,10 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 	put_verdicts(f, n);
 	fputs("\"><title>", f);
 	xml__put(f, n->name, SIZE_MAX);
-	fprintf(f, " (%s, %.1f%% of all)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-		"height=\"%d\" fill=\"", fmt_bytes(n->bytes, b, sizeof(b)),
+	fprintf(f,
+		" (%s, %.1f%% of all)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+		"height=\"%d\" fill=\"",
+		fmt_bytes(n->bytes, b, sizeof(b)),
 		t->n[0].bytes ? 100.0 * (double)n->bytes / (double)t->n[0].bytes : 0.0, x, y, w,
 		ROW - 1);
 	put_fill(f, n);
@@ -367,8 +370,9 @@ static int put_frames(FILE *f, const struct tree *t, double scale, double full, 
 
 static void put_button(FILE *f, const char *id, int x, int y, int w, const char *label, bool shown)
 {
-	fprintf(f, "<g id=\"%s\" class=\"btn\"%s><rect x=\"%d\" y=\"%d\" width=\"%d\" "
-		   "height=\"20\" rx=\"3\"/><text x=\"%d\" y=\"%d\">%s</text></g>\n",
+	fprintf(f,
+		"<g id=\"%s\" class=\"btn\"%s><rect x=\"%d\" y=\"%d\" width=\"%d\" "
+		"height=\"20\" rx=\"3\"/><text x=\"%d\" y=\"%d\">%s</text></g>\n",
 		id, shown ? "" : " style=\"display:none\"", x, y, w, x + 6, y + 14, label);
 }
 
@@ -377,55 +381,61 @@ static void put_legend(FILE *f)
 	static const struct {
 		const char *fill, *label;
 	} items[] = {
-		{ "rgb(90,175,238)", "Python" },
-		{ "rgb(232,75,65)", "native, libcuda" },
-		{ "rgb(245,180,60)", "native" },
-		{ "rgb(195,195,200)", "process" },
+		{ "rgb(90,175,238)", "Python" },      { "rgb(232,75,65)", "native, libcuda" },
+		{ "rgb(245,180,60)", "native" },      { "rgb(195,195,200)", "process" },
 		{ "rgb(230,0,230)", "search match" },
 	};
 	int x = PAD;
 
 	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
-		fprintf(f, "<rect x=\"%d\" y=\"48\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-			   "<text x=\"%d\" y=\"58\">%s</text>\n",
+		fprintf(f,
+			"<rect x=\"%d\" y=\"48\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+			"<text x=\"%d\" y=\"58\">%s</text>\n",
 			x, items[i].fill, x + 16, items[i].label);
 		x += 16 + (int)(strlen(items[i].label) * CHAR_W) + 14;
 	}
-	fprintf(f, "<rect x=\"%d\" y=\"48\" width=\"12\" height=\"12\" fill=\"#fff\" "
-		   "stroke=\"#8b0000\" stroke-width=\"1.5\"/><text x=\"%d\" y=\"58\">"
-		   "every byte under it judged a leak</text>\n", x, x + 16);
+	fprintf(f,
+		"<rect x=\"%d\" y=\"48\" width=\"12\" height=\"12\" fill=\"#fff\" "
+		"stroke=\"#8b0000\" stroke-width=\"1.5\"/><text x=\"%d\" y=\"58\">"
+		"every byte under it judged a leak</text>\n",
+		x, x + 16);
 }
 
 static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts *o,
 		       const struct tree *t, uint32_t width, uint32_t height, uint32_t nstacks,
 		       uint32_t left_out)
 {
-	const char *title = o->title ?: o->leak_only ? "gpuleak: leaked CUDA memory by stack"
-						     : "gpuleak: outstanding CUDA memory by stack";
+	const char *title = o->title;
 	uint32_t nprocs = 0;
 	char b[32];
 
+	if (!title)
+		title = o->leak_only ? "gpuleak: leaked CUDA memory by stack" :
+				       "gpuleak: outstanding CUDA memory by stack";
 	for (uint32_t c = t->n[0].child; c; c = t->n[c].next)
 		nprocs++;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"gl\" "
-		   "width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" data-width=\"%u\" "
-		   "data-charw=\"%.1f\">\n<style><![CDATA[\n%s]]></style>\n"
-		   "<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6f4\"/>\n"
-		   "<text id=\"gl-title\" x=\"%u\" y=\"22\" text-anchor=\"middle\">",
+	fprintf(f,
+		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"gl\" "
+		"width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" data-width=\"%u\" "
+		"data-charw=\"%.1f\">\n<style><![CDATA[\n%s]]></style>\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6f4\"/>\n"
+		"<text id=\"gl-title\" x=\"%u\" y=\"22\" text-anchor=\"middle\">",
 		width, height, width, height, width, CHAR_W, svg__style, width / 2);
 	xml__put(f, title, SIZE_MAX);
-	fprintf(f, "</text>\n<text class=\"sub\" x=\"%u\" y=\"39\" text-anchor=\"middle\">"
-		   "%s%s in %u stack%s of %u process%s, %.1f s observed",
+	fprintf(f,
+		"</text>\n<text class=\"sub\" x=\"%u\" y=\"39\" text-anchor=\"middle\">"
+		"%s%s in %u stack%s of %u process%s, %.1f s observed",
 		width / 2, o->leak_only ? "leaked: " : "", fmt_bytes(t->n[0].bytes, b, sizeof(b)),
 		nstacks, nstacks == 1 ? "" : "s", nprocs, nprocs == 1 ? "" : "es", s->duration_s);
 	if (left_out)
 		fprintf(f, "; %u narrow frames left out", left_out);
 	fprintf(f, "%s</text>\n", s->complete ? "" : " - INCOMPLETE: events were lost");
 	put_button(f, "gl-reset", PAD, 8, 84, "Reset zoom", false);
-	fprintf(f, "<foreignObject x=\"%u\" y=\"8\" width=\"240\" height=\"24\">"
-		   "<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"gl-search\" type=\"text\" "
-		   "placeholder=\"search frames (regex)\"/></foreignObject>\n",
+	fprintf(f,
+		"<foreignObject x=\"%u\" y=\"8\" width=\"240\" height=\"24\">"
+		"<input xmlns=\"http://www.w3.org/1999/xhtml\" id=\"gl-search\" type=\"text\" "
+		"placeholder=\"search frames (regex)\"/></foreignObject>\n",
 		width - PAD - 240 - 120);
 	put_button(f, "gl-search-btn", width - PAD - 112, 8, 56, "Search", true);
 	put_button(f, "gl-clear", width - PAD - 50, 8, 50, "Clear", false);
@@ -471,13 +481,14 @@ int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 	err = put_frames(f, &t, scale, full, min_w);
 	if (err)
 		goto cleanup;
-	fprintf(f, "<text id=\"gl-details\" x=\"%d\" y=\"%u\">%s</text>\n"
-		   "<text id=\"gl-details2\" x=\"%d\" y=\"%u\"></text>\n"
-		   "<text id=\"gl-matched\" x=\"%u\" y=\"58\" text-anchor=\"end\"></text>\n"
-		   "<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n",
+	fprintf(f,
+		"<text id=\"gl-details\" x=\"%d\" y=\"%u\">%s</text>\n"
+		"<text id=\"gl-details2\" x=\"%d\" y=\"%u\"></text>\n"
+		"<text id=\"gl-matched\" x=\"%u\" y=\"58\" text-anchor=\"end\"></text>\n"
+		"<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n",
 		PAD, height - 24,
-		nstacks ? "Hover a frame for details, click to zoom, Ctrl-F to search."
-			: "No outstanding memory.",
+		nstacks ? "Hover a frame for details, click to zoom, Ctrl-F to search." :
+			  "No outstanding memory.",
 		PAD, height - 9, width - PAD, svg__script);
 	err = fflush(f) || ferror(f) ? -EIO : 0;
 cleanup:

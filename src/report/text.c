@@ -7,6 +7,7 @@
 #include <string.h>
 #include "report.h"
 #include "trace/probes.h"
+#include "util/fmt.h"
 
 static const char *basename_of(const char *path)
 {
@@ -81,8 +82,9 @@ static void print_proc_line(FILE *f, const struct snap_proc *p)
 		comm[i] = c && (c < 0x20 || c == 0x7f) ? '?' : c;
 	}
 	comm[sizeof(comm) - 1] = '\0';
-	fprintf(f, "PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
-		   "(peak device %s)\n",
+	fprintf(f,
+		"PID %d %s (%s): device %s, managed %s, host_pinned %s in %llu allocation%s "
+		"(peak device %s)\n",
 		p->pid, comm, p->exited ? "exited" : "running",
 		fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 		fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
@@ -102,14 +104,17 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 		if (t >= 0 && t < 120)
 			fprintf(f, "; at this rate its GPU memory is full in about %.0f s", t);
 		else if (t >= 0 && t < 7200)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f min", t / 60);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f min",
+				t / 60);
 		else if (t >= 0)
-			fprintf(f, "; at this rate its GPU memory is full in about %.0f h", t / 3600);
+			fprintf(f, "; at this rate its GPU memory is full in about %.0f h",
+				t / 3600);
 		fputc('\n', f);
 	}
 	if (p->pre_attach_valid && p->pre_attach_bytes)
-		fprintf(f, "  %s of device memory not in these figures (NVML: held before attach, "
-			   "or by the CUDA context)\n",
+		fprintf(f,
+			"  %s of device memory not in these figures (NVML: held before attach, "
+			"or by the CUDA context)\n",
 			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
 }
 
@@ -123,7 +128,8 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		char a[32], r[32], c[32];
 		uint64_t alloc = p->bytes[GL_CLASS_TORCH_BLOCK], res = p->torch_reserved_bytes;
 
-		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks", fmt_bytes(alloc, a, sizeof(a)),
+		fprintf(f, "  PyTorch: %s allocated in %llu tensor blocks",
+			fmt_bytes(alloc, a, sizeof(a)),
 			(unsigned long long)p->nallocs[GL_CLASS_TORCH_BLOCK]);
 		if (res)
 			fprintf(f, "; %s reserved in segments (%s cached, not in tensors)",
@@ -135,8 +141,9 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  address space reserved: %s (not memory)\n",
 			fmt_bytes(p->bytes[GL_CLASS_ADDRESS], b, sizeof(b)));
 	if (p->unmatched_frees)
-		fprintf(f, "  %llu free%s of memory allocated before gpuleak attached "
-			   "(not in these figures)\n",
+		fprintf(f,
+			"  %llu free%s of memory allocated before gpuleak attached "
+			"(not in these figures)\n",
 			(unsigned long long)p->unmatched_frees, p->unmatched_frees == 1 ? "" : "s");
 	if (p->failures)
 		fprintf(f, "  %llu failed allocation%s (%llu out of memory)\n",
@@ -146,19 +153,22 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  %s freed by context teardown\n",
 			fmt_bytes(p->dropped_bytes, b, sizeof(b)));
 	if (p->bpf_valid && p->bpf.untracked_allocs)
-		fprintf(f, "  WARNING: %llu allocation%s (%s) not in these figures: the kernel's "
-			   "allocation table was full (raise --max-allocs)\n",
+		fprintf(f,
+			"  WARNING: %llu allocation%s (%s) not in these figures: the kernel's "
+			"allocation table was full (raise --max-allocs)\n",
 			(unsigned long long)p->bpf.untracked_allocs,
 			p->bpf.untracked_allocs == 1 ? "" : "s",
 			fmt_bytes(p->bpf.untracked_bytes, b, sizeof(b)));
 	if (p->totals_from_kernel)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters: "
-			   "the totals above are the kernel's; the stacks below are incomplete "
-			   "(they add up to %s of device memory)\n",
+		fprintf(f,
+			"  WARNING: these books differ from the kernel's exact counters: "
+			"the totals above are the kernel's; the stacks below are incomplete "
+			"(they add up to %s of device memory)\n",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
-		fprintf(f, "  WARNING: these books differ from the kernel's exact counters "
-			   "(device %s there)\n",
+		fprintf(f,
+			"  WARNING: these books differ from the kernel's exact counters "
+			"(device %s there)\n",
 			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 }
 
@@ -179,22 +189,27 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 	if (s->complete)
 		return buf;
 	if (s->lost_events)
-		n = snprintf(buf, len, "%llu events were lost (ring buffer full); figures "
+		n = snprintf(buf, len,
+			     "%llu events were lost (ring buffer full); figures "
 			     "are incomplete: raise --ringbuf-size",
 			     (unsigned long long)s->lost_events);
 	else if (st[GL_STAT_ALLOC_TABLE_FULL] && s->cap_allocs)
-		n = snprintf(buf, len, "the kernel's allocation table (--max-allocs %u) was full: "
+		n = snprintf(buf, len,
+			     "the kernel's allocation table (--max-allocs %u) was full: "
 			     "%llu allocation%s (%s) are in no figure, and frees of them count as "
-			     "unmatched; raise --max-allocs", s->cap_allocs,
-			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
+			     "unmatched; raise --max-allocs",
+			     s->cap_allocs, (unsigned long long)s->untracked_allocs,
+			     plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
 	else if (st[GL_STAT_ALLOC_TABLE_FULL])
-		n = snprintf(buf, len, "the kernel's allocation table was full: %llu allocation%s "
+		n = snprintf(buf, len,
+			     "the kernel's allocation table was full: %llu allocation%s "
 			     "(%s) are in no figure; raise --max-allocs",
 			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
 	else if (st[GL_STAT_INFLIGHT_FULL] || st[GL_STAT_NESTED_OVERFLOW])
-		n = snprintf(buf, len, "%llu call%s could not be followed (%llu with no room for "
+		n = snprintf(buf, len,
+			     "%llu call%s could not be followed (%llu with no room for "
 			     "their thread's state, %llu nested deeper than %d); figures are "
 			     "incomplete",
 			     (unsigned long long)(st[GL_STAT_INFLIGHT_FULL] +
@@ -203,10 +218,13 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     (unsigned long long)st[GL_STAT_INFLIGHT_FULL],
 			     (unsigned long long)st[GL_STAT_NESTED_OVERFLOW], GL_MAX_NEST);
 	else if (s->malformed)
-		n = snprintf(buf, len, "%llu malformed record%s dropped; figures are "
-			     "incomplete", (unsigned long long)s->malformed, plural(s->malformed));
+		n = snprintf(buf, len,
+			     "%llu malformed record%s dropped; figures are "
+			     "incomplete",
+			     (unsigned long long)s->malformed, plural(s->malformed));
 	else
-		n = snprintf(buf, len, "the books disagree with the kernel's exact counters: the "
+		n = snprintf(buf, len,
+			     "the books disagree with the kernel's exact counters: the "
 			     "totals are the kernel's, the stacks are incomplete (see \"bpf\" in "
 			     "--json)");
 	if (n < 0 || (size_t)n >= len)
@@ -254,13 +272,15 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	} else if (!strcmp(t->coverage, "none")) {
 		fprintf(f, "  tensor blocks: not traced (--tensors off)\n");
 	} else if (w && t->armed) {
-		fprintf(f, "  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
-			   "opened on %s); their figures and verdicts cover this window only\n",
+		fprintf(f,
+			"  tensor blocks: windowed: traced now, in window %llu (from %.1f s, "
+			"opened on %s); their figures and verdicts cover this window only\n",
 			(unsigned long long)t->windows_total, w->start_s, w->why);
 	} else if (w) {
-		fprintf(f, "  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
-			   "opened on %s), not traced since; %.1f s traced in %llu window%s. "
-			   "Driver-level figures are exact and current\n",
+		fprintf(f,
+			"  tensor blocks: windowed: as of the end of window %llu (%.1f-%.1f s, "
+			"opened on %s), not traced since; %.1f s traced in %llu window%s. "
+			"Driver-level figures are exact and current\n",
 			(unsigned long long)t->windows_total, w->start_s, w->end_s, w->why,
 			t->armed_s, (unsigned long long)t->windows_total,
 			t->windows_total == 1 ? "" : "s");
@@ -268,8 +288,9 @@ static void print_tensors(FILE *f, const struct snap_proc *p, const struct snap_
 	if (t->sample_bytes) {
 		char b[32];
 
-		fprintf(f, "  tensor-block stacks: a byte-weighted sample, one per %s on average; "
-			   "per-stack figures of sampled stacks are estimates\n",
+		fprintf(f,
+			"  tensor-block stacks: a byte-weighted sample, one per %s on average; "
+			"per-stack figures of sampled stacks are estimates\n",
 			fmt_bytes(t->sample_bytes, b, sizeof(b)));
 	}
 }
@@ -312,8 +333,9 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		fprintf(f, "WARNING: %s.\n", report__incomplete_why(s, why, sizeof(why)));
 	}
 	if (s->stack_overflows)
-		fprintf(f, "NOTE: more distinct stacks than --max-stacks %u: %llu allocation%s "
-			   "counted under one \"other stacks\" entry (totals exact)\n",
+		fprintf(f,
+			"NOTE: more distinct stacks than --max-stacks %u: %llu allocation%s "
+			"counted under one \"other stacks\" entry (totals exact)\n",
 			s->cap_stacks, (unsigned long long)s->stack_overflows,
 			plural(s->stack_overflows));
 	if (fflush(f) || ferror(f))

@@ -9,78 +9,7 @@
 #include <string.h>
 #include "report.h"
 #include "trace/probes.h"
-
-static const char *basename_of(const char *path)
-{
-	const char *s = path ? strrchr(path, '/') : NULL;
-
-	return s ? s + 1 : path;
-}
-
-/* Frames of the CUDA stack itself (driver, runtime, PyTorch's allocator) say little. */
-static bool is_plumbing(const struct snap_frame *f)
-{
-	static const char *const libs[] = { "libcuda.so", "libcudart.so", "libc10_cuda.so",
-					    "libc10.so", "libtorch_cuda.so", "libtorch_cpu.so",
-					    "libcublas", "libcublasLt", "libnccl.so" };
-	const char *base = basename_of(f->module);
-
-	if (!base)
-		return true;
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		if (!strncmp(base, libs[i], strlen(libs[i])))
-			return true;
-	return false;
-}
-
-/* Python frames of installed packages and of the standard library are not the user's. */
-static bool is_library_python(const struct snap_frame *f)
-{
-	const char *file = f->file ? f->file : "";
-
-	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-	       strstr(file, "/lib/python3") || !strncmp(file, "<frozen ", 8);
-}
-
-const struct snap_frame *report__site_frame(const struct snap_stack *st)
-{
-	const struct snap_frame *native = NULL, *python = NULL;
-
-	for (uint32_t i = 0; i < st->nframes; i++) {
-		const struct snap_frame *f = &st->frames[i];
-
-		if (f->kind[0] == 'p') {
-			if (!is_library_python(f))
-				return f;
-			if (!python)
-				python = f;
-		} else if (!native && f->function && !is_plumbing(f)) {
-			native = f;
-		}
-	}
-	if (python)
-		return python;
-	if (native)
-		return native;
-	return st->nframes ? &st->frames[0] : NULL;
-}
-
-void report__site(const struct snap_stack *st, char *buf, size_t len)
-{
-	const struct snap_frame *f = report__site_frame(st);
-
-	if (!f)
-		snprintf(buf, len, "[no stack]");
-	else if (f->kind[0] == 'p')
-		snprintf(buf, len, "%s:%d %s", basename_of(f->file) ? basename_of(f->file) : "?",
-			 f->line, f->function ? f->function : "?");
-	else if (f->function)
-		snprintf(buf, len, "%s (%s)", f->function,
-			 basename_of(f->module) ? basename_of(f->module) : "?");
-	else
-		snprintf(buf, len, "%s+0x%llx", basename_of(f->module) ? basename_of(f->module) : "?",
-			 (unsigned long long)f->offset);
-}
+#include "util/fmt.h"
 
 static void fmt_rate(double v, char *buf, size_t len)
 {
@@ -105,8 +34,9 @@ static int by_growth(const void *a, const void *b)
 
 	if (x->st->growth_bytes_per_s != y->st->growth_bytes_per_s)
 		return x->st->growth_bytes_per_s > y->st->growth_bytes_per_s ? -1 : 1;
-	return x->st->outstanding_bytes > y->st->outstanding_bytes ? -1 :
-	       x->st->outstanding_bytes < y->st->outstanding_bytes;
+	return x->st->outstanding_bytes > y->st->outstanding_bytes ?
+		       -1 :
+		       x->st->outstanding_bytes < y->st->outstanding_bytes;
 }
 
 static int by_site(const void *a, const void *b)
@@ -173,8 +103,8 @@ static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts 
 		order[i] = &s->procs[i];
 	sorting = o;
 	qsort(order, s->nprocs, sizeof(*order), by_proc);
-	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE", "MANAGED",
-		"PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
+	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE",
+		"MANAGED", "PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = order[i];
 		char d[32], m[32], h[32], t[32], g[32];
@@ -197,10 +127,13 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 	struct ranked *r;
 	size_t n = 0, cap = 0;
 
-	fprintf(f, "gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
+	fprintf(f,
+		"gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
 		s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es", s->nr_probes,
 		(unsigned long long)s->lost_events, s->complete ? "" : " (figures incomplete)",
-		o->sort_name ? "name" : o->sort_bytes ? "bytes" : "growth");
+		o->sort_name  ? "name" :
+		o->sort_bytes ? "bytes" :
+				"growth");
 	if (print_procs(f, s, o))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprocs; i++)
@@ -221,7 +154,8 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 		report__site(r[i].st, site, sizeof(site));
 		fmt_rate(r[i].st->growth_bytes_per_s, g, sizeof(g));
 		fprintf(f, "%8d %-12s %11s %7llu %12s %-8s %s\n", r[i].p->pid,
-			class__name(r[i].st->cls), fmt_bytes(r[i].st->outstanding_bytes, b, sizeof(b)),
+			class__name(r[i].st->cls),
+			fmt_bytes(r[i].st->outstanding_bytes, b, sizeof(b)),
 			(unsigned long long)r[i].st->outstanding_allocs, g, r[i].st->verdict, site);
 	}
 	free(r);

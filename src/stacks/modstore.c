@@ -18,9 +18,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "modstore.h"
-#include "report/snapshot.h"
-#include "stacks/modules.h"
-#include "stacks/stacks.h"
+#include "modules.h"
+#include "stacks.h"
+#include "util/fmt.h"
 #include "util/htab.h"
 #include "util/log.h"
 
@@ -321,9 +321,9 @@ static void enqueue(struct modstore *k, const struct module_info *mi, uint64_t s
 	full = k->used + size > k->max;
 	if (full && !k->skipped_full++)
 		log_warn("the module store %s would pass --keep-modules-max (%s, %s used): %s "
-			 "and modules after it are not kept", k->dir,
-			 fmt_bytes(k->max, b1, sizeof(b1)), fmt_bytes(k->used, b2, sizeof(b2)),
-			 mi->path);
+			 "and modules after it are not kept",
+			 k->dir, fmt_bytes(k->max, b1, sizeof(b1)),
+			 fmt_bytes(k->used, b2, sizeof(b2)), mi->path);
 	if (full || (k->nr == k->cap && grow_queue(k)))
 		goto cleanup;
 	j.fd = fcntl(mi->fd, F_DUPFD_CLOEXEC, 0);

@@ -20,6 +20,9 @@
 #include "util/htab.h"
 #include "util/procfs.h"
 
+#define MAP_REFRESH_MIN_NS 10000000ULL
+#define MAP_REFRESH_MAX_NS 1000000000ULL
+
 struct module {
 	struct module_info info;
 	char *path;
@@ -48,6 +51,8 @@ struct addr_map {
 	struct mapping *maps;
 	size_t nr, cap;
 	uint64_t generation;
+	uint64_t missed_ns;  /* the last re-read after a miss */
+	uint64_t backoff_ns; /* before the next one */
 };
 
 struct modules *modules__new(void)
@@ -318,7 +323,8 @@ uint32_t addr_map__resolve(const struct addr_map *am, uint64_t addr, uint64_t *f
 }
 
 int addr_map__for_each(const struct addr_map *am,
-		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod, void *ctx),
+		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod,
+				 void *ctx),
 		       void *ctx)
 {
 	for (size_t i = 0; i < am->nr; i++) {
@@ -334,4 +340,21 @@ int addr_map__for_each(const struct addr_map *am,
 uint64_t addr_map__generation(const struct addr_map *am)
 {
 	return am->generation;
+}
+
+bool addr_map__refresh_after_miss(struct addr_map *am, uint64_t now)
+{
+	uint64_t gen;
+
+	if (!am || now - am->missed_ns < am->backoff_ns)
+		return false;
+	gen = am->generation;
+	am->missed_ns = now;
+	if (addr_map__refresh(am) == 0 && am->generation != gen) {
+		am->backoff_ns = MAP_REFRESH_MIN_NS;
+		return true;
+	}
+	if (am->backoff_ns < MAP_REFRESH_MAX_NS)
+		am->backoff_ns = am->backoff_ns * 2 ?: MAP_REFRESH_MIN_NS;
+	return false;
 }

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-struct modules;	  /* all modules seen, shared by every process */
-struct addr_map;  /* one process's executable mappings */
+struct modules;	 /* all modules seen, shared by every process */
+struct addr_map; /* one process's executable mappings */
 
 struct module_info {
 	const char *path;     /* as the process saw it */
@@ -49,9 +49,19 @@ int addr_map__refresh(struct addr_map *am);
 uint32_t addr_map__resolve(const struct addr_map *am, uint64_t addr, uint64_t *file_off);
 /* Calls cb for each file-backed executable mapping (for the unwinder). */
 int addr_map__for_each(const struct addr_map *am,
-		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod, void *ctx),
+		       int (*cb)(uint64_t start, uint64_t end, uint64_t off, uint32_t mod,
+				 void *ctx),
 		       void *ctx);
 /* Generation counter: increases at every refresh that changed the map. */
 uint64_t addr_map__generation(const struct addr_map *am);
+/*
+ * After an address was not found: re-reads the maps (a library was loaded)
+ * unless the last such re-read was less than the backoff ago. The backoff is
+ * 0 for a new map (the first miss re-reads at once), 10 ms after a re-read
+ * that changed the map, and doubles up to 1 s while re-reads change nothing
+ * (JIT code has no file). now is in ns on the caller's clock (record
+ * timestamps). Returns whether the map changed; NULL am is a no-op.
+ */
+bool addr_map__refresh_after_miss(struct addr_map *am, uint64_t now);
 
 #endif /* GL_MODULES_H */

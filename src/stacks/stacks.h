@@ -9,12 +9,14 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
 
 enum frame_kind {
-	FRAME_NATIVE = 0,  /* mod = module id, addr = file offset in the module */
-	FRAME_UNKNOWN = 1, /* addr = absolute address outside any file mapping */
-	FRAME_PYTHON = 2,  /* mod = Python code id (python.h), addr = line number */
-	FRAME_API = 3,	   /* the traced libcuda function itself: mod = API id */
+	FRAME_NATIVE = 0,   /* mod = module id, addr = file offset in the module */
+	FRAME_UNKNOWN = 1,  /* addr = absolute address outside any file mapping */
+	FRAME_PYTHON = 2,   /* mod = Python code id (python.h), addr = line number */
+	FRAME_API = 3,	    /* the traced libcuda function itself: mod = API id */
 	FRAME_OVERFLOW = 4, /* the stack table was full: stands for every stack past the cap */
 };
 
@@ -22,6 +24,27 @@ struct frame {
 	uint64_t addr;
 	uint32_t mod;
 	uint32_t kind;
+};
+
+/* A validated stack record from BPF and its variable parts (trace/event.h decodes it). */
+struct stack_view {
+	const struct gl_stack *rec;
+	const struct gl_py_frame *py; /* rec->nr_py entries */
+	const uint64_t *ips;  /* rec->nr_ips entries (unaligned-safe copy not needed: 8-aligned) */
+	const uint8_t *stack; /* rec->stack_bytes bytes, a copy of the user stack at rec->sp */
+};
+
+struct addr_map;
+
+/*
+ * Whose stack it is: the process (a PID and its start time, as a reused PID
+ * is another process) and its address map (modules.h), which the native
+ * unwinder may read again (may be NULL: no map).
+ */
+struct stack_owner {
+	int pid;
+	uint64_t start_time;
+	struct addr_map *am;
 };
 
 #define STACK_NONE 0 /* id of "no stack was captured" */

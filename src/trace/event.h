@@ -9,14 +9,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuleak_abi.h"
-
-/* A validated stack record and its variable parts. */
-struct stack_view {
-	const struct gl_stack *rec;
-	const struct gl_py_frame *py; /* rec->nr_py entries */
-	const uint64_t *ips;	      /* rec->nr_ips entries (unaligned-safe copy not needed: 8-aligned) */
-	const uint8_t *stack;	      /* rec->stack_bytes bytes, a copy of the user stack at rec->sp */
-};
+#include "stacks/stacks.h" /* struct stack_view */
 
 /*
  * Checks that data[0..size) is one well-formed record: known type, sizes
@@ -27,5 +20,22 @@ int event__validate(const void *data, size_t size);
 
 /* Splits a validated GL_REC_STACK record into its parts. */
 void event__stack_view(const void *data, struct stack_view *v);
+
+/* A record, validated and decoded: what the books apply. */
+struct event {
+	int type; /* enum gl_rec_type */
+	const struct gl_hdr *hdr;
+	union {
+		const struct gl_call *call; /* GL_REC_CALL */
+		const struct gl_proc *proc; /* GL_REC_PROC */
+		struct stack_view stack;    /* GL_REC_STACK */
+	};
+};
+
+/*
+ * Validates data[0..size) (event__validate()) and decodes it into *ev, which
+ * points into data. Returns the record type, or -EINVAL (*ev untouched).
+ */
+int event__decode(const void *data, size_t size, struct event *ev);
 
 #endif /* GL_EVENT_H */

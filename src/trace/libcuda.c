@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "libcuda.h"
 #include "probes.h"
+#include "util/elfsym.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
@@ -52,34 +53,25 @@ static int vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *off)
 	return -ENOENT;
 }
 
-static void scan_symbols(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct cuda_lib *lib)
+struct scan_ctx {
+	Elf *e;
+	struct cuda_lib *lib;
+};
+
+static void note_symbol(const GElf_Sym *sym, const char *name, void *ctx)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n;
+	struct scan_ctx *sc = ctx;
+	uint64_t off;
+	int api;
 
-	if (!data || !sh->sh_entsize)
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !sym->st_value || name[0] != 'c' ||
+	    name[1] != 'u')
 		return;
-	n = sh->sh_size / sh->sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
-		uint64_t off;
-		int api;
-
-		if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
-			continue;
-		name = elf_strptr(e, sh->sh_link, sym.st_name);
-		if (!name || name[0] != 'c' || name[1] != 'u')
-			continue;
-		api = probe__lookup(name);
-		if (api < 0 || lib->offsets[api])
-			continue;
-		if (vaddr_to_offset(e, sym.st_value, &off))
-			continue;
-		lib->offsets[api] = off;
-		lib->nr_found++;
-	}
+	api = probe__lookup(name);
+	if (api < 0 || sc->lib->offsets[api] || vaddr_to_offset(sc->e, sym->st_value, &off))
+		return;
+	sc->lib->offsets[api] = off;
+	sc->lib->nr_found++;
 }
 
 int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
@@ -112,8 +104,9 @@ int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
-		if (gelf_getshdr(scn, &sh) && (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
-			scan_symbols(e, scn, &sh, lib);
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+			elfsym__for_each(e, scn, &sh, note_symbol, &(struct scan_ctx){ e, lib });
 	}
 	if (!lib->nr_found)
 		err = -ENOENT;
@@ -228,40 +221,43 @@ int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dl
 	return find_file(pid, is_ldso_name, path, len, display, dlen, dev, ino);
 }
 
+struct find_ctx_sym {
+	Elf *e;
+	const char *name;
+	uint64_t *off;
+	int err; /* -ENOENT until found */
+};
+
+static void match_symbol(const GElf_Sym *sym, const char *name, void *ctx)
+{
+	struct find_ctx_sym *fs = ctx;
+
+	if (fs->err && GELF_ST_TYPE(sym->st_info) == STT_FUNC && sym->st_value &&
+	    !strcmp(name, fs->name))
+		fs->err = vaddr_to_offset(fs->e, sym->st_value, fs->off);
+}
+
 int libcuda__symbol_offset(const char *path, const char *name, uint64_t *off)
 {
+	struct find_ctx_sym fs = { .name = name, .off = off, .err = -ENOENT };
 	Elf_Scn *scn = NULL;
-	Elf *e = NULL;
-	int fd, err = -ENOENT;
+	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	while (e && err && (scn = elf_nextscn(e, scn))) {
+	fs.e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (fs.e && fs.err && (scn = elf_nextscn(fs.e, scn))) {
 		GElf_Shdr sh;
-		Elf_Data *data;
 
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB) ||
-		    !sh.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && err && i < sh.sh_size / sh.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *n;
-
-			if (!gelf_getsym(data, i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
-				continue;
-			n = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (n && !strcmp(n, name))
-				err = vaddr_to_offset(e, sym.st_value, off);
-		}
+		if (gelf_getshdr(scn, &sh) &&
+		    (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB))
+			elfsym__for_each(fs.e, scn, &sh, match_symbol, &fs);
 	}
-	elf_end(e);
+	elf_end(fs.e);
 	close(fd);
-	return err;
+	return fs.err;
 }
 
 /* The ld.so cache (glibc's "glibc-ld.so.cache1.1" format): a 64-bit libcuda.so.1. */
@@ -415,8 +411,12 @@ static int resolve_exe(const char *cmd, char *out, size_t len)
 int libcuda__search(const char *exe_cmd, const char *ld_library_path, char *path, size_t len)
 {
 	static const char *const dirs[] = {
-		"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib64",
-		"/usr/lib", "/usr/lib/wsl/lib",
+		"/usr/local/nvidia/lib64",
+		"/usr/lib/x86_64-linux-gnu",
+		"/usr/lib64",
+		"/lib64",
+		"/usr/lib",
+		"/usr/lib/wsl/lib",
 	};
 	char exe[PATH_MAX], real[PATH_MAX], rpath[PATH_MAX], runpath[PATH_MAX], *origin = NULL;
 
@@ -449,7 +449,8 @@ void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf,
 	for (int i = 0; i < GL_NR_APIS; i++) {
 		int n;
 
-		if (lib->offsets[i] || (required_only && !(probe__desc(i)->flags & GL_API_REQUIRED)))
+		if (lib->offsets[i] ||
+		    (required_only && !(probe__desc(i)->flags & GL_API_REQUIRED)))
 			continue;
 		n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", probe__name(i));
 		if (n < 0 || (size_t)n >= len - used)

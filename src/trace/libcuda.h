@@ -16,8 +16,8 @@
 struct cuda_lib {
 	dev_t dev; /* identity of the file, as the tracer sees it */
 	ino_t ino;
-	char path[PATH_MAX];	/* path the tracer attaches through */
-	char display[PATH_MAX]; /* path as the process sees it */
+	char path[PATH_MAX];	      /* path the tracer attaches through */
+	char display[PATH_MAX];	      /* path as the process sees it */
 	uint64_t offsets[GL_NR_APIS]; /* file offset of each function; 0 = not exported */
 	int nr_found;
 };

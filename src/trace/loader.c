@@ -174,7 +174,8 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 	err = configure(t, opts);
 	if (err) {
 		log_error("failed to configure the BPF object: %s (lower --max-allocs, "
-			  "--max-procs or --ringbuf-size)", strerror(-err));
+			  "--max-procs or --ringbuf-size)",
+			  strerror(-err));
 		return err;
 	}
 	return gpuleak__load(t->skel);
@@ -193,8 +194,9 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->torch_armed[0] = t->torch_armed[1] = true;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
-			  "built with CONFIG_DEBUG_INFO_BTF=y");
+		log_error(
+			"this kernel has no BTF (/sys/kernel/btf/vmlinux); gpuleak needs a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y");
 		err = -ENOTSUP;
 		goto cleanup;
 	}
@@ -293,8 +295,7 @@ static struct bpf_program *call_prog(struct tracer *t, bool ret)
 	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
 }
 
-static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api,
-				   bool ret)
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
 	struct bpf_program *prog = call_prog(t, ret);
@@ -489,8 +490,8 @@ static int torch_link(struct tracer *t, struct torch_lib *tl, int which, bool on
 	else
 		prog = which ? t->skel->progs.torch_free : t->skel->progs.torch_malloc;
 	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
-	tl->links[which] = bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which],
-						    NULL);
+	tl->links[which] =
+		bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which], NULL);
 	if (!tl->links[which]) {
 		int err = -errno;
 

@@ -19,14 +19,14 @@ struct tracer_opts {
 	bool all;	   /* every process, else only targets */
 	bool follow_forks; /* children of targets become targets */
 	enum gl_stack_mode stack_mode;
-	uint32_t stack_bytes;  /* DWARF mode */
-	bool python;	       /* walk CPython frames */
+	uint32_t stack_bytes;	/* DWARF mode */
+	bool python;		/* walk CPython frames */
 	bool torch_python_only; /* tensor blocks: Python frames, no native stack */
 	uint64_t ringbuf_bytes; /* power of two */
-	uint32_t max_allocs;   /* BPF allocation table size */
+	uint32_t max_allocs;	/* BPF allocation table size */
 	uint32_t max_procs;
-	bool bench_floor;       /* attach the do-nothing floor programs (benchmarks) */
-	uint64_t sample_bytes;  /* tensor blocks: stacks for a byte-weighted sample of mean
+	bool bench_floor;      /* attach the do-nothing floor programs (benchmarks) */
+	uint64_t sample_bytes; /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
 };
 

@@ -36,12 +36,9 @@ int probe__lookup(const char *name)
 const char *class__name(unsigned int cls)
 {
 	static const char *const names[GL_NR_CLASSES] = {
-		[GL_CLASS_DEVICE] = "device",
-		[GL_CLASS_MANAGED] = "managed",
-		[GL_CLASS_HOST_PINNED] = "host_pinned",
-		[GL_CLASS_TORCH_BLOCK] = "torch_block",
-		[GL_CLASS_ADDRESS] = "address_space",
-		[GL_CLASS_IMPORTED] = "imported",
+		[GL_CLASS_DEVICE] = "device",		[GL_CLASS_MANAGED] = "managed",
+		[GL_CLASS_HOST_PINNED] = "host_pinned", [GL_CLASS_TORCH_BLOCK] = "torch_block",
+		[GL_CLASS_ADDRESS] = "address_space",	[GL_CLASS_IMPORTED] = "imported",
 	};
 
 	return cls < GL_NR_CLASSES ? names[cls] : "unknown";
@@ -64,4 +61,9 @@ const char *cuda__error_name(int rc)
 	case 999: return "CUDA_ERROR_UNKNOWN";
 	default: return "CUDA_ERROR_OTHER";
 	}
+}
+
+const char *stack_mode__name(enum gl_stack_mode m)
+{
+	return m == GL_STACK_DWARF ? "dwarf" : m == GL_STACK_FP ? "fp" : "none";
 }

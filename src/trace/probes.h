@@ -16,6 +16,8 @@ const struct gl_api_desc *probe__desc(unsigned int api);
 int probe__lookup(const char *name);
 /* Name of a memory class as the JSON contract spells it. */
 const char *class__name(unsigned int cls);
+/* "dwarf", "fp" or "none". */
+const char *stack_mode__name(enum gl_stack_mode m);
 /* CUresult name for the error codes gpuleak reports ("CUDA_ERROR_OUT_OF_MEMORY"). */
 const char *cuda__error_name(int rc);
 

@@ -128,8 +128,10 @@ void json_escape(FILE *f, const char *s)
 			 * pass well-formed UTF-8 through, escape stray bytes; the second
 			 * byte's range rules out overlongs, surrogates and > U+10FFFF
 			 */
-			int n = c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2 :
-				c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+			int n = c >= 0xc2 && c <= 0xdf ? 1 :
+				c >= 0xe0 && c <= 0xef ? 2 :
+				c >= 0xf0 && c <= 0xf4 ? 3 :
+							 -1;
 			unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
 			unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
 			int i;

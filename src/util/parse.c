@@ -146,17 +146,10 @@ static size_t duration_unit(const char *s, uint64_t *ms)
 		return 2;
 	}
 	switch (*s) {
-	case 's':
-		*ms = 1000;
-		return 1;
-	case 'm':
-		*ms = 60 * 1000;
-		return 1;
-	case 'h':
-		*ms = 3600 * 1000;
-		return 1;
-	default:
-		return 0;
+	case 's': *ms = 1000; return 1;
+	case 'm': *ms = 60 * 1000; return 1;
+	case 'h': *ms = 3600 * 1000; return 1;
+	default: return 0;
 	}
 }
 

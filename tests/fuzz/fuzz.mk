@@ -38,7 +38,7 @@ FUZZ_LDFLAGS_python := -Wl,--wrap=pyproc__read
 $(FUZZ_OUT)/src/%.o: src/%.c $(SKEL)
 	$(call msg,CC-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link $(INCLUDES) -MMD -MP -c $< -o $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(SRC_CFLAGS) -fsanitize=fuzzer-no-link $(INCLUDES) -MMD -MP -c $< -o $@
 
 $(FUZZ_OUT)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_OBJS)
 	$(call msg,LINK,$@)

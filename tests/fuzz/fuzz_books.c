@@ -10,9 +10,9 @@
  */
 #include "fuzz.h"
 #include "books/books.h"
-#include "books/snapshot.h"
-#include "stacks/symbolize.h"
-#include "stacks/unwind.h"
+#include "model/snapshot.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
 #include "trace/event.h"
 #include "util/procfs.h"
 

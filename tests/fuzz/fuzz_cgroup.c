@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include "fuzz.h"
-#include "util/cgroup.h"
+#include "agent/cgroup.h"
 
 #define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

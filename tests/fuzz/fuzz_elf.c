@@ -11,7 +11,7 @@
 #include <limits.h>
 #include "fuzz.h"
 #include "stacks/modules.h"
-#include "stacks/symbolize.h"
+#include "stacks/native/symbolize.h"
 #include "trace/libcuda.h"
 
 static char elf_path[64];

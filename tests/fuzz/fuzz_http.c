@@ -5,7 +5,7 @@
  * (the first byte picks them), and the listen address parser on the same text.
  */
 #include "fuzz.h"
-#include "util/http.h"
+#include "agent/http.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

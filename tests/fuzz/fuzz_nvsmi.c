@@ -6,7 +6,7 @@
  * fmemopen, as from the command's pipe).
  */
 #include "fuzz.h"
-#include "util/nvsmi.h"
+#include "gpu/nvsmi.h"
 
 static struct nvml_sample sample;
 

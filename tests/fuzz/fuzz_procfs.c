@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include "fuzz.h"
 #include "stacks/modules.h"
-#include "stacks/pyproc.h"
+#include "stacks/python/pyproc.h"
 #include "trace/libcuda.h"
-#include "util/cgroup.h"
+#include "agent/cgroup.h"
 #include "util/procfs.h"
 
 static char proc_dir[64];

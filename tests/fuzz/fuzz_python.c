@@ -14,9 +14,9 @@
 #include <errno.h>
 #include <sys/types.h>
 #include "fuzz.h"
-#include "stacks/pycode.h"
-#include "stacks/pyline.h"
-#include "stacks/pyoffsets.h"
+#include "stacks/python/pycode.h"
+#include "stacks/python/pyline.h"
+#include "stacks/python/pyoffsets.h"
 
 #define MEM_BASE 0x10000ULL
 #define HDR 7

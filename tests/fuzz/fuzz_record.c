@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "books/replay.h"
+#include "recording/replay.h"
 #include "report/report.h"
-#include "trace/record.h"
-#include "trace/recread.h"
+#include "recording/record.h"
+#include "recording/recread.h"
 #include "util/log.h"
 #include "util/procfs.h"
 

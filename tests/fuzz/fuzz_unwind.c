@@ -14,13 +14,12 @@
  * stay as they are.
  */
 #include "fuzz.h"
-#include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/unwind.h"
+#include "stacks/native/unwind.h"
 
 static struct modules *mods;
 static struct unwinder *uw;
-static struct proc proc;
+static struct stack_owner proc;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

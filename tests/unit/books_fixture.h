@@ -10,7 +10,8 @@
 
 #include "unit.h"
 #include "books/books.h"
-#include "stacks/unwind.h"
+#include "books/proc_int.h" /* white-box: the books' own view of a process */
+#include "stacks/native/unwind.h"
 #include "trace/probes.h"
 #include "util/procfs.h"
 
@@ -43,7 +44,7 @@ static void fx_on_end(void *ctx, struct proc *proc, uint32_t event)
 
 	f->proc_end++;
 	f->last_event = event;
-	f->end_device_bytes = proc->bytes[GL_CLASS_DEVICE];
+	f->end_device_bytes = proc->t.bytes[GL_CLASS_DEVICE];
 }
 
 static void fx_on_failure(void *ctx, struct proc *proc, const struct failure *fl)

@@ -15,11 +15,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "books/procs.h"
+#include "books/proc_int.h" /* a process made up for the recorder */
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
 #include "trace/probes.h"
-#include "trace/record.h"
+#include "recording/record.h"
 
 #define RF_PID 4242
 #define RF_PID2 4343
@@ -73,7 +73,7 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 	struct modules *m = modules__new();
 	struct stacks *s = stacks__new();
 	struct recorder *r = NULL;
-	struct proc p = { .pid = RF_PID, .ns_pid = 7, .start_time = RF_START };
+	struct proc p = { .t = { .pid = RF_PID, .ns_pid = 7, .start_time = RF_START } };
 	struct gl_proc exit_rec = { .event = GL_PROC_EXIT };
 	struct gl_proc_stats bpf = { .start_time = RF_START };
 	uint64_t stats[GL_NR_STATS] = { [GL_STAT_STALE_ENTRY] = 1 };
@@ -106,8 +106,8 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 		goto cleanup;
 	}
 	recorder__begin(r, m, s, 1000000000ULL, 1000000000ULL);
-	p.first_ns = ts;
-	snprintf(p.comm, sizeof(p.comm), "train");
+	p.t.first_ns = ts;
+	snprintf(p.t.comm, sizeof(p.t.comm), "train");
 	recorder__proc_new(r, &p);
 	rf_call(r, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_cuDevicePrimaryCtxRetain,
 		.op = GL_OP_CTX_NEW, .key = RF_CTX, .flags = 1 }, 0);
@@ -130,8 +130,8 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 			.op = GL_OP_FREE, .key = 0x20000000, .bytes = RF_MIB }, 0);
 	}
 	/* a second process that allocates and exits: its books at exit come with the exit */
-	p = (struct proc){ .pid = RF_PID2, .start_time = RF_START2, .first_ns = ts };
-	snprintf(p.comm, sizeof(p.comm), "worker");
+	p = (struct proc){ .t = { .pid = RF_PID2, .start_time = RF_START2, .first_ns = ts } };
+	snprintf(p.t.comm, sizeof(p.t.comm), "worker");
 	recorder__proc_new(r, &p);
 	rf_call(r, RF_PID2, RF_START2, &ts, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
 		.op = GL_OP_ALLOC, .key = 0x30000000, .bytes = RF_MIB / 2, .seq = 1 }, s1);
@@ -139,11 +139,11 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 	exit_rec.hdr = (struct gl_hdr){ GL_REC_PROC, sizeof(exit_rec), RF_PID2, RF_PID2, RF_START2,
 					ts += 1000000 };
 	recorder__applied(r, &exit_rec, sizeof(exit_rec), 0);
-	p.exit_ns = ts;
-	p.final.start_time = RF_START2;
-	p.final.bytes[GL_CLASS_DEVICE] = RF_MIB / 2;
-	p.final.allocs[GL_CLASS_DEVICE] = 1;
-	p.final.alloc_calls = 1;
+	p.t.exit_ns = ts;
+	p.t.final.start_time = RF_START2;
+	p.t.final.bytes[GL_CLASS_DEVICE] = RF_MIB / 2;
+	p.t.final.allocs[GL_CLASS_DEVICE] = 1;
+	p.t.final.alloc_calls = 1;
 	recorder__proc_exit(r, &p);
 	err = recorder__tick(r, ts, stats);
 	if (o->no_end)

@@ -6,14 +6,14 @@
  * to calls, exec, exit, PID reuse and malformed records.
  */
 #include "books_fixture.h"
-#include "books/snapshot.h"
+#include "model/snapshot.h"
 
 static void expect_class(struct proc *p, uint8_t cls, uint64_t bytes, uint64_t n)
 {
-	if (p->bytes[cls] != bytes || p->nallocs[cls] != n)
+	if (p->t.bytes[cls] != bytes || p->t.nallocs[cls] != n)
 		fail_msg("class %s: %llu bytes in %llu allocations, expected %llu in %llu",
-			 class__name(cls), (unsigned long long)p->bytes[cls],
-			 (unsigned long long)p->nallocs[cls], (unsigned long long)bytes,
+			 class__name(cls), (unsigned long long)p->t.bytes[cls],
+			 (unsigned long long)p->t.nallocs[cls], (unsigned long long)bytes,
 			 (unsigned long long)n);
 }
 
@@ -47,16 +47,16 @@ static void test_alloc_free_each_kind(void **state)
 		fx_alloc(f, families[i].alloc, 0x7f0000200000, 3 << 20, 0);
 		p = fx_proc(f);
 		expect_class(p, cls, 4 << 20, 2);
-		assert_int_equal(p->alloc_calls, 2);
-		assert_int_equal(p->peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
+		assert_int_equal(p->t.alloc_calls, 2);
+		assert_int_equal(p->t.peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
 		fx_free_key(f, families[i].free, 0x7f0000001000, 1 << 20, cls);
 		expect_class(p, cls, 3 << 20, 1);
 		fx_free_key(f, families[i].free, 0x7f0000200000, 3 << 20, cls);
 		expect_class(p, cls, 0, 0);
-		assert_int_equal(p->free_calls, 2);
-		assert_int_equal(p->unmatched_frees, 0);
+		assert_int_equal(p->t.free_calls, 2);
+		assert_int_equal(p->t.unmatched_frees, 0);
 		assert_int_equal(books__counters(f->b)->user_unmatched, 0);
-		assert_int_equal(p->peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
+		assert_int_equal(p->t.peak_device, cls == GL_CLASS_DEVICE ? 4 << 20 : 0);
 		/* no other class moved */
 		for (uint8_t c = 0; c < GL_CLASS_SLOTS; c++)
 			expect_class(p, c, 0, 0);
@@ -99,15 +99,15 @@ static void test_unmatched_free(void **state)
 						       .kind = GL_KIND_DPTR, .key = 0x2000,
 						       .cls = GL_CLASS_DEVICE, .dev = -1 }), 0);
 	p = fx_proc(f);
-	assert_int_equal(p->unmatched_frees, 1);
-	assert_int_equal(p->free_calls, 1);
+	assert_int_equal(p->t.unmatched_frees, 1);
+	assert_int_equal(p->t.free_calls, 1);
 	expect_class(p, GL_CLASS_DEVICE, 100, 1);
 	/* an unmatched free of a key user space holds changes nothing either */
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
 						       .op = GL_OP_UNMATCHED_FREE,
 						       .kind = GL_KIND_DPTR, .key = 0x1000,
 						       .cls = GL_CLASS_DEVICE, .dev = -1 }), 0);
-	assert_int_equal(p->unmatched_frees, 2);
+	assert_int_equal(p->t.unmatched_frees, 2);
 	expect_class(p, GL_CLASS_DEVICE, 100, 1);
 	assert_int_equal(books__counters(f->b)->user_unmatched, 0);
 	fx_free(f);
@@ -123,8 +123,8 @@ static void test_free_of_unknown_key(void **state)
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x5000, 4096, GL_CLASS_DEVICE);
 	p = fx_proc(f);
 	assert_int_equal(books__counters(f->b)->user_unmatched, 1);
-	assert_int_equal(p->free_calls, 1);
-	assert_int_equal(p->unmatched_frees, 0);
+	assert_int_equal(p->t.free_calls, 1);
+	assert_int_equal(p->t.unmatched_frees, 0);
 	expect_class(p, GL_CLASS_DEVICE, 100, 1);
 	/* the right key in the wrong namespace is unknown too */
 	fx_free_key(f, GL_API_cuMemFreeHost, 0x1000, 100, GL_CLASS_HOST_PINNED);
@@ -151,8 +151,8 @@ static void test_replaced_key(void **state)
 	assert_int_equal(stacks__count(f->s), 2);
 	sa = 1, sb = 2;
 	expect_class(p, GL_CLASS_DEVICE, 300, 1);
-	assert_int_equal(p->alloc_calls, 2);
-	assert_int_equal(p->free_calls, 0);
+	assert_int_equal(p->t.alloc_calls, 2);
+	assert_int_equal(p->t.free_calls, 0);
 	a = fx_agg(p, sa, GL_CLASS_DEVICE);
 	b = fx_agg(p, sb, GL_CLASS_DEVICE);
 	assert_non_null(a);
@@ -192,7 +192,7 @@ static void test_table_full(void **state)
 						       .flags = GL_CALL_TABLE_FULL,
 						       .seq = ++f->seq }), 0);
 	p = fx_proc(f);
-	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(p->t.alloc_calls, 1);
 	expect_class(p, GL_CLASS_DEVICE, 0, 0);
 	assert_int_equal(htab__count(p->allocs), 0);
 	fx_free(f);
@@ -275,8 +275,8 @@ static void test_failures(void **state)
 						       .cls = GL_CLASS_DEVICE, .bytes = 1ULL << 40,
 						       .rc = 2, .dev = -1, .seq = ++f->seq }), 0);
 	p = fx_proc(f);
-	assert_int_equal(p->failures, 1);
-	assert_int_equal(p->oom_failures, 1);
+	assert_int_equal(p->t.failures, 1);
+	assert_int_equal(p->t.oom_failures, 1);
 	assert_int_equal(p->nr_fails, 1);
 	assert_int_equal(p->fails[0].bytes, 1ULL << 40);
 	assert_int_equal(p->fails[0].rc, 2);
@@ -296,15 +296,15 @@ static void test_failures(void **state)
 	assert_int_equal(f->last_failure.bytes, 1ULL << 40);
 	/* nothing changed in the books, and no aggregate was made for the failure */
 	expect_class(p, GL_CLASS_DEVICE, 5000, 1);
-	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(p->t.alloc_calls, 1);
 
 	/* a failure that is not out of memory; then more than the ring holds */
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemHostAlloc,
 						       .op = GL_OP_FAIL, .kind = GL_KIND_HOST,
 						       .cls = GL_CLASS_HOST_PINNED, .bytes = 7,
 						       .rc = 1, .dev = -1, .seq = ++f->seq }), 0);
-	assert_int_equal(p->failures, 2);
-	assert_int_equal(p->oom_failures, 1);
+	assert_int_equal(p->t.failures, 2);
+	assert_int_equal(p->t.oom_failures, 1);
 	for (int i = 0; i < PROC_MAX_FAILURES + 3; i++)
 		assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
 							       .op = GL_OP_FAIL,
@@ -312,7 +312,7 @@ static void test_failures(void **state)
 							       .cls = GL_CLASS_DEVICE,
 							       .bytes = 100 + i, .rc = 2, .dev = -1,
 							       .seq = ++f->seq }), 0);
-	assert_int_equal(p->failures, PROC_MAX_FAILURES + 5);
+	assert_int_equal(p->t.failures, PROC_MAX_FAILURES + 5);
 	assert_int_equal(p->nr_fails, PROC_MAX_FAILURES + 5);
 	assert_int_equal(p->fails[(p->nr_fails - 1) % PROC_MAX_FAILURES].bytes,
 			 100 + PROC_MAX_FAILURES + 2);
@@ -333,7 +333,7 @@ static void test_failed_free(void **state)
 						       .kind = GL_KIND_HANDLE, .key = 0x1,
 						       .rc = 400, .dev = -1 }), 0);
 	p = fx_proc(f);
-	assert_int_equal(p->failed_frees, 2);
+	assert_int_equal(p->t.failed_frees, 2);
 	/* a mapping, and a deferred release, succeed without changing the books */
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemMap, .op = GL_OP_NONE,
 						       .kind = GL_KIND_MAPPING, .key = 0x1,
@@ -341,9 +341,9 @@ static void test_failed_free(void **state)
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemRelease, .op = GL_OP_NONE,
 						       .kind = GL_KIND_HANDLE, .key = 0x1,
 						       .flags = GL_CALL_DEFERRED, .dev = -1 }), 0);
-	assert_int_equal(p->failed_frees, 2);
-	assert_int_equal(p->free_calls, 0);
-	assert_int_equal(p->failures, 0);
+	assert_int_equal(p->t.failed_frees, 2);
+	assert_int_equal(p->t.free_calls, 0);
+	assert_int_equal(p->t.failures, 0);
 	fx_free(f);
 }
 
@@ -376,9 +376,9 @@ static void test_exec_clears_books(void **state)
 	assert_int_equal(f->end_device_bytes, 100);
 	/* then they start over, as BPF's do (close_books zeroes every counter) */
 	assert_ptr_equal(fx_proc(f), p);
-	assert_false(p->exited);
-	assert_false(p->has_final);
-	assert_string_equal(p->comm, "newprog");
+	assert_false(p->t.exited);
+	assert_false(p->t.has_final);
+	assert_string_equal(p->t.comm, "newprog");
 	for (uint8_t c = 0; c < GL_CLASS_SLOTS; c++)
 		expect_class(p, c, 0, 0);
 	assert_int_equal(htab__count(p->allocs), 0);
@@ -386,18 +386,18 @@ static void test_exec_clears_books(void **state)
 	assert_int_equal(htab__count(p->pending), 0);
 	assert_int_equal(p->nr_ctxs, 0);
 	assert_int_equal(p->nr_fails, 0);
-	assert_int_equal(p->alloc_calls, 0);
-	assert_int_equal(p->free_calls, 0);
-	assert_int_equal(p->failures, 0);
-	assert_int_equal(p->oom_failures, 0);
-	assert_int_equal(p->unmatched_frees, 0);
-	assert_int_equal(p->peak_device, 0);
+	assert_int_equal(p->t.alloc_calls, 0);
+	assert_int_equal(p->t.free_calls, 0);
+	assert_int_equal(p->t.failures, 0);
+	assert_int_equal(p->t.oom_failures, 0);
+	assert_int_equal(p->t.unmatched_frees, 0);
+	assert_int_equal(p->t.peak_device, 0);
 	/* the old program's keys mean nothing now */
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
 	assert_int_equal(books__counters(f->b)->user_unmatched, 1);
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 64, 0);
 	expect_class(p, GL_CLASS_DEVICE, 64, 1);
-	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(p->t.alloc_calls, 1);
 	assert_int_equal(procs__count(books__procs(f->b)), 1);
 	fx_free(f);
 }
@@ -414,12 +414,12 @@ static void test_exit(void **state)
 	st.allocs[GL_CLASS_DEVICE] = 1;
 	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXIT, "worker", &st), 0);
 	p = fx_proc(f);
-	assert_true(p->exited);
-	assert_int_equal(p->exit_ns, f->clock_ns);
-	assert_true(p->has_final);
-	assert_int_equal(p->final.failures, 3);
-	assert_int_equal(p->final.bytes[GL_CLASS_DEVICE], 100);
-	assert_string_equal(p->comm, "worker");
+	assert_true(p->t.exited);
+	assert_int_equal(p->t.exit_ns, f->clock_ns);
+	assert_true(p->t.has_final);
+	assert_int_equal(p->t.final.failures, 3);
+	assert_int_equal(p->t.final.bytes[GL_CLASS_DEVICE], 100);
+	assert_string_equal(p->t.comm, "worker");
 	assert_int_equal(f->proc_end, 1);
 	assert_int_equal(f->last_event, GL_PROC_EXIT);
 	/* the figures at exit stay for the report; the tables a live process needs go */
@@ -432,7 +432,7 @@ static void test_exit(void **state)
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x1000, 100, GL_CLASS_DEVICE);
 	assert_int_equal(fx_stack(f, PID, 99, GL_API_cuMemAlloc_v2, ips, 1), 0);
 	expect_class(p, GL_CLASS_DEVICE, 100, 1);
-	assert_int_equal(p->alloc_calls, 1);
+	assert_int_equal(p->t.alloc_calls, 1);
 	assert_int_equal(procs__count(books__procs(f->b)), 1);
 	fx_free(f);
 }
@@ -444,7 +444,7 @@ static void test_exit_keeps_comm_when_record_has_none(void **state)
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
 	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXEC, "named", NULL), 0);
 	assert_int_equal(fx_proc_event(f, PID, START, GL_PROC_EXIT, "", NULL), 0);
-	assert_string_equal(fx_proc(f)->comm, "named");
+	assert_string_equal(fx_proc(f)->t.comm, "named");
 	fx_free(f);
 }
 
@@ -470,12 +470,12 @@ static void test_pid_reuse(void **state)
 	assert_ptr_not_equal(young, old);
 	assert_ptr_equal(procs__at(ps, 0), old);
 	assert_ptr_equal(procs__at(ps, 1), young);
-	assert_int_equal(young->start_time, START + 1);
+	assert_int_equal(young->t.start_time, START + 1);
 	expect_class(young, GL_CLASS_DEVICE, 7, 1);
-	assert_int_equal(young->alloc_calls, 1);
+	assert_int_equal(young->t.alloc_calls, 1);
 	/* the old one is taken as exited when the new one appeared, its figures kept */
-	assert_true(old->exited);
-	assert_int_equal(old->exit_ns, f->clock_ns);
+	assert_true(old->t.exited);
+	assert_int_equal(old->t.exit_ns, f->clock_ns);
 	expect_class(old, GL_CLASS_DEVICE, 100, 1);
 	assert_null(old->allocs);
 	/* a late record of the old process does not touch the new one */
@@ -486,10 +486,10 @@ static void test_pid_reuse(void **state)
 	assert_int_equal(fx_proc_event(f, PID, START + 1, GL_PROC_EXIT, "b", NULL), 0);
 	assert_int_equal(fx_proc_event(f, PID, START + 2, GL_PROC_FORK, "c", NULL), 0);
 	assert_int_equal(procs__count(ps), 3);
-	assert_int_equal(procs__find_pid(ps, PID)->start_time, START + 2);
-	assert_false(procs__find_pid(ps, PID)->exited);
+	assert_int_equal(procs__find_pid(ps, PID)->t.start_time, START + 2);
+	assert_false(procs__find_pid(ps, PID)->t.exited);
 	/* the second's exit time is its own exit record's, not the third's arrival */
-	assert_int_equal(young->exit_ns, f->clock_ns - 1000000);
+	assert_int_equal(young->t.exit_ns, f->clock_ns - 1000000);
 	fx_free(f);
 }
 
@@ -508,7 +508,7 @@ static void test_processes_separate(void **state)
 	assert_int_equal(procs__count(ps), 2);
 	expect_class(procs__find_pid(ps, PID), GL_CLASS_DEVICE, 100, 1);
 	expect_class(procs__find_pid(ps, PID + 1), GL_CLASS_DEVICE, 5, 1);
-	assert_false(procs__find_pid(ps, PID)->exited);
+	assert_false(procs__find_pid(ps, PID)->t.exited);
 	assert_null(procs__find_pid(ps, PID + 2));
 	fx_free(f);
 }
@@ -578,8 +578,8 @@ static void test_no_proc_files(void **state)
 	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
 	unit_write_file(path, "NSpid:\t4242\t17\n");
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
-	assert_string_equal(fx_proc(f)->comm, "?");
-	assert_int_equal(fx_proc(f)->ns_pid, 0);
+	assert_string_equal(fx_proc(f)->t.comm, "?");
+	assert_int_equal(fx_proc(f)->t.ns_pid, 0);
 	fx_free(f);
 
 	/* live books do */
@@ -591,8 +591,8 @@ static void test_no_proc_files(void **state)
 	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
 	unit_write_file(path, "NSpid:\t4242\t17\n");
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
-	assert_string_equal(fx_proc(f)->comm, "train (rank 0)");
-	assert_int_equal(fx_proc(f)->ns_pid, 17);
+	assert_string_equal(fx_proc(f)->t.comm, "train (rank 0)");
+	assert_int_equal(fx_proc(f)->t.ns_pid, 17);
 	expect_class(fx_proc(f), GL_CLASS_DEVICE, 1, 1);
 	fx_free(f);
 }
@@ -655,25 +655,25 @@ static void test_block_device_learned(void **state)
 	for (uint64_t i = 0; i < 3000; i++)
 		fx_free_key(f, GL_API_cuMemFree_v2, 0x40000000 + i * 4096, 4096, GL_CLASS_DEVICE);
 	p = fx_proc(f);
-	assert_int_equal(p->unknown_dev_bytes, 41 << 20);
+	assert_int_equal(p->t.unknown_dev_bytes, 41 << 20);
 	assert_true(p->nr_unknown <= 1024);
 
 	fx_block(f, 0x30000000 + (1 << 20), 4096, 3); /* just past the workspace: in nothing */
-	assert_int_equal(p->unknown_dev_bytes, 41 << 20);
+	assert_int_equal(p->t.unknown_dev_bytes, 41 << 20);
 	fx_block(f, 0x10000000 + 4096, 4096, 2);
-	assert_int_equal(p->dev_bytes[2], 20 << 20);
-	assert_int_equal(p->unknown_dev_bytes, 21 << 20);
+	assert_int_equal(p->t.dev_bytes[2], 20 << 20);
+	assert_int_equal(p->t.unknown_dev_bytes, 21 << 20);
 	fx_block(f, 0x20000000 + (20 << 20) - 4096, 4096, 1);
-	assert_int_equal(p->dev_bytes[1], 21 << 20);
-	assert_int_equal(p->unknown_dev_bytes, 0);
-	assert_int_equal(p->dev_bytes[3], 0);
+	assert_int_equal(p->t.dev_bytes[1], 21 << 20);
+	assert_int_equal(p->t.unknown_dev_bytes, 0);
+	assert_int_equal(p->t.dev_bytes[3], 0);
 	/* the context's device is known from now on; a free takes from its device */
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x50000000, 2 << 20, 0xc1);
-	assert_int_equal(p->dev_bytes[1], 23 << 20);
+	assert_int_equal(p->t.dev_bytes[1], 23 << 20);
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x20000000, 20 << 20, GL_CLASS_DEVICE);
-	assert_int_equal(p->dev_bytes[1], 3 << 20);
+	assert_int_equal(p->t.dev_bytes[1], 3 << 20);
 	fx_free_key(f, GL_API_cuMemFree_v2, 0x10000000, 20 << 20, GL_CLASS_DEVICE);
-	assert_int_equal(p->dev_bytes[2], 0);
+	assert_int_equal(p->t.dev_bytes[2], 0);
 	expect_class(p, GL_CLASS_DEVICE, 3 << 20, 2);
 	fx_free(f);
 }
@@ -714,7 +714,7 @@ static void test_live_books_agree_within_calls_in_flight(void **state)
 	for (uint64_t i = 0; i < 10; i++)
 		fx_alloc(f, GL_API_cuMemAlloc_v2, 0x7f0000000000 + (i << 24), 1 << 20, 0);
 	p = fx_proc(f);
-	live_stats = (struct gl_proc_stats){ .start_time = p->start_time, .alloc_calls = 10 };
+	live_stats = (struct gl_proc_stats){ .start_time = p->t.start_time, .alloc_calls = 10 };
 	live_stats.bytes[GL_CLASS_DEVICE] = 10 << 20;
 	live_stats.allocs[GL_CLASS_DEVICE] = 10;
 	assert_true(snap_consistent(f, stats));
@@ -824,7 +824,7 @@ static void test_ctx_teardown_with_calls_in_flight(void **state)
 						       .dev = -1 }), 0);
 	p = fx_proc(f);
 	expect_class(p, GL_CLASS_DEVICE, 0, 0);
-	assert_int_equal(p->dropped_bytes, 300);
+	assert_int_equal(p->t.dropped_bytes, 300);
 	/* an allocation that returned after the teardown's record: dropped with it */
 	f->clock_ns += 1000000;
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
@@ -834,8 +834,8 @@ static void test_ctx_teardown_with_calls_in_flight(void **state)
 						       .dur_ns = f->clock_ns - before,
 						       .hdr.ts = f->clock_ns }), 0);
 	expect_class(p, GL_CLASS_DEVICE, 0, 0);
-	assert_int_equal(p->alloc_calls, 3);
-	assert_int_equal(p->dropped_bytes, 350);
+	assert_int_equal(p->t.alloc_calls, 3);
+	assert_int_equal(p->t.dropped_bytes, 350);
 	/* a free that freed 0x1000 before the teardown, its record after it */
 	f->clock_ns += 1000000;
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuMemFree_v2,
@@ -844,9 +844,9 @@ static void test_ctx_teardown_with_calls_in_flight(void **state)
 						       .bytes = 100, .ctx = ctx, .dev = -1,
 						       .dur_ns = f->clock_ns - before,
 						       .hdr.ts = f->clock_ns }), 0);
-	assert_int_equal(p->dropped_bytes, 250);
+	assert_int_equal(p->t.dropped_bytes, 250);
 	assert_int_equal(books__counters(f->b)->user_unmatched, 0);
-	assert_int_equal(p->ctx_drops, 1);
+	assert_int_equal(p->t.ctx_drops, 1);
 	/* a new context at the same address: its allocations are its own */
 	assert_int_equal(fx_call(f, (struct gl_call){ .api = GL_API_cuCtxCreate_v2,
 						       .op = GL_OP_CTX_NEW, .key = ctx,
@@ -869,7 +869,7 @@ static void test_ctx_teardown_with_calls_in_flight(void **state)
 						       .dur_ns = f->clock_ns - before,
 						       .hdr.ts = f->clock_ns }), 0);
 	expect_class(p, GL_CLASS_DEVICE, 70, 1);
-	assert_int_equal(p->dropped_bytes, 280);
+	assert_int_equal(p->t.dropped_bytes, 280);
 	fx_free(f);
 }
 

@@ -64,16 +64,16 @@ static void test_destroy_and_reset(void **state)
 	fx_alloc(f, GL_API_cuMemAllocManaged, 0xa, 512, CTX_C);
 	fx_alloc(f, GL_API_cuMemCreate, 0xb, 1024, 0);
 	p = fx_proc(f);
-	assert_int_equal(p->bytes[GL_CLASS_DEVICE], 1 + 2 + 4 + 8 + 64 + 256 + 1024);
+	assert_int_equal(p->t.bytes[GL_CLASS_DEVICE], 1 + 2 + 4 + 8 + 64 + 256 + 1024);
 
 	/* B goes: its allocation and its array, and the one of unknown context */
 	ctx_destroy(f, CTX_B);
 	assert_false(held(f, GL_KIND_DPTR, 0x2));
 	assert_false(held(f, GL_KIND_ARRAY, 0x7));
 	assert_false(held(f, GL_KIND_DPTR, 0x3));
-	assert_int_equal(p->dropped_bytes, 2 + 64 + 4);
-	assert_int_equal(p->bytes[GL_CLASS_DEVICE], 1 + 8 + 256 + 1024);
-	assert_int_equal(p->nallocs[GL_CLASS_DEVICE], 4);
+	assert_int_equal(p->t.dropped_bytes, 2 + 64 + 4);
+	assert_int_equal(p->t.bytes[GL_CLASS_DEVICE], 1 + 8 + 256 + 1024);
+	assert_int_equal(p->t.nallocs[GL_CLASS_DEVICE], 4);
 	/* VMM handles (even of unknown context), reservations and the others stay */
 	assert_true(held(f, GL_KIND_DPTR, 0x1));
 	assert_true(held(f, GL_KIND_HANDLE, 0x4));
@@ -84,7 +84,7 @@ static void test_destroy_and_reset(void **state)
 	assert_true(held(f, GL_KIND_DPTR, 0xa));
 	assert_true(held(f, GL_KIND_HANDLE, 0xb));
 	/* a teardown is not a free call */
-	assert_int_equal(p->free_calls, 0);
+	assert_int_equal(p->t.free_calls, 0);
 
 	/* a new context at B's old address is a new context: its allocations are its own */
 	ctx_new(f, CTX_B, 0, true);
@@ -103,10 +103,10 @@ static void test_destroy_and_reset(void **state)
 	assert_true(held(f, GL_KIND_DPTR, 0x9));
 	assert_true(held(f, GL_KIND_DPTR, 0xa));
 	/* imported memory is not counted as dropped, pinned host memory is */
-	assert_int_equal(p->dropped_bytes, 2 + 64 + 4 + 1 + 32 + 2048 + 4096);
-	assert_int_equal(p->bytes[GL_CLASS_HOST_PINNED], 0);
-	assert_int_equal(p->bytes[GL_CLASS_IMPORTED], 0);
-	assert_int_equal(p->nallocs[GL_CLASS_IMPORTED], 0);
+	assert_int_equal(p->t.dropped_bytes, 2 + 64 + 4 + 1 + 32 + 2048 + 4096);
+	assert_int_equal(p->t.bytes[GL_CLASS_HOST_PINNED], 0);
+	assert_int_equal(p->t.bytes[GL_CLASS_IMPORTED], 0);
+	assert_int_equal(p->t.nallocs[GL_CLASS_IMPORTED], 0);
 
 	/* device 1 has a primary context too; a device with none drops only unknown ones */
 	primary_reset(f, 2);
@@ -114,13 +114,13 @@ static void test_destroy_and_reset(void **state)
 	assert_true(held(f, GL_KIND_DPTR, 0x9));
 	primary_reset(f, 1);
 	assert_false(held(f, GL_KIND_DPTR, 0xa));
-	assert_int_equal(p->bytes[GL_CLASS_MANAGED], 0);
+	assert_int_equal(p->t.bytes[GL_CLASS_MANAGED], 0);
 	/* D was never announced: no reset is its, destroying it is */
 	assert_true(held(f, GL_KIND_DPTR, 0x9));
 	ctx_destroy(f, CTX_D);
 	assert_false(held(f, GL_KIND_DPTR, 0x9));
-	assert_int_equal(p->bytes[GL_CLASS_DEVICE], 8 + 1024);
-	assert_int_equal(p->bytes[GL_CLASS_ADDRESS], 16);
+	assert_int_equal(p->t.bytes[GL_CLASS_DEVICE], 8 + 1024);
+	assert_int_equal(p->t.bytes[GL_CLASS_ADDRESS], 16);
 	/* the aggregates followed */
 	{
 		struct agg *a = fx_agg(p, fx_api_stack(f, GL_API_cuMemAlloc_v2), GL_CLASS_DEVICE);
@@ -225,14 +225,14 @@ static void check_against_model(struct fx *f, const struct model *m, int step)
 	struct proc *p = fx_proc(f);
 
 	for (int c = 0; c < GL_CLASS_SLOTS; c++)
-		if (p->bytes[c] != m->bytes[c] || p->nallocs[c] != m->n[c])
+		if (p->t.bytes[c] != m->bytes[c] || p->t.nallocs[c] != m->n[c])
 			fail_msg("step %d: class %s: books %llu bytes in %llu, BPF %llu in %llu",
-				 step, class__name(c), (unsigned long long)p->bytes[c],
-				 (unsigned long long)p->nallocs[c],
+				 step, class__name(c), (unsigned long long)p->t.bytes[c],
+				 (unsigned long long)p->t.nallocs[c],
 				 (unsigned long long)m->bytes[c], (unsigned long long)m->n[c]);
-	if (p->dropped_bytes != m->dropped)
+	if (p->t.dropped_bytes != m->dropped)
 		fail_msg("step %d: dropped %llu, BPF dropped %llu", step,
-			 (unsigned long long)p->dropped_bytes, (unsigned long long)m->dropped);
+			 (unsigned long long)p->t.dropped_bytes, (unsigned long long)m->dropped);
 	for (int i = 0; i < M_ALLOCS; i++)
 		if (m->a[i].live != held(f, m->a[i].kind, m->a[i].key))
 			fail_msg("step %d: allocation %d (kind %u) %s", step, i, m->a[i].kind,

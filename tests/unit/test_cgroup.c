@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "util/cgroup.h"
+#include "agent/cgroup.h"
 
 #define ID "3f5a8c2be1d94a7b6e0f1c2d3a4b5c6d7e8f90123456789abcdef0123456789a"
 #define UID "d6e2b4a1-5c3f-4e8a-9b7d-0f1e2d3c4b5a"

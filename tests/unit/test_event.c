@@ -244,6 +244,30 @@ static void test_stack_view(void **state)
 	assert_ptr_equal(v.stack, base + sizeof(*s) + 8);
 }
 
+/* event__decode: one call validates and points at each kind's parts; a bad record is left alone */
+static void test_decode(void **state)
+{
+	struct gl_stack *s = make_stack(1, 2, 8);
+	struct event ev = { .type = -1 };
+	struct gl_call *c;
+	struct gl_proc *p;
+
+	assert_int_equal(event__decode(s, s->hdr.size, &ev), GL_REC_STACK);
+	assert_int_equal(ev.type, GL_REC_STACK);
+	assert_ptr_equal(ev.hdr, &s->hdr);
+	assert_ptr_equal(ev.stack.rec, s);
+	assert_ptr_equal(ev.stack.ips, (const uint8_t *)buf + sizeof(*s) + sizeof(struct gl_py_frame));
+	c = make_call();
+	assert_int_equal(event__decode(c, sizeof(*c), &ev), GL_REC_CALL);
+	assert_ptr_equal(ev.call, c);
+	p = make_proc();
+	assert_int_equal(event__decode(p, sizeof(*p), &ev), GL_REC_PROC);
+	assert_ptr_equal(ev.proc, p);
+	ev.type = -1;
+	assert_int_equal(event__decode(p, sizeof(*p) - 8, &ev), -EINVAL);
+	assert_int_equal(ev.type, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_stack),
 		cmocka_unit_test(test_stack_rejects),
 		cmocka_unit_test(test_stack_view),
+		cmocka_unit_test(test_decode),
 	};
 
 	return cmocka_run_group_tests_name("event", tests, NULL, NULL);

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "util/http.h"
+#include "agent/http.h"
 
 static int parse(const char *req)
 {

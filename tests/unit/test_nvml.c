@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "util/nvml.h"
+#include "gpu/isolated.h"
+#include "gpu/nvml.h"
 
 #define GIB (1ULL << 30)
 #define MIB (1ULL << 20)

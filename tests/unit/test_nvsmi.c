@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "util/nvsmi.h"
+#include "gpu/nvsmi.h"
 
 static FILE *text(const char *s)
 {

@@ -16,10 +16,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
-#include "stacks/pyline.h"
-#include "stacks/pyoffsets.h"
-#include "stacks/pyproc.h"
-#include "stacks/python.h"
+#include "stacks/python/pyline.h"
+#include "stacks/python/pyoffsets.h"
+#include "stacks/python/pyproc.h"
+#include "stacks/python/python.h"
 
 static const uint8_t table_310[] = {
 	4, 1, 12, 1, 8, 1, 10, 1, 2, 2, 2, 1, 2, 1, 2, 255, 6, 255, 2, 3, 12, 1, 12, 1, 8, 1, 2,

@@ -17,9 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/python.h"
+#include "stacks/python/python.h"
 
 /* Non-ASCII names on purpose: a Latin-1 function name, a file name with a UCS-2 character. */
 static const char script[] =
@@ -93,7 +92,7 @@ static void test_names_and_lines_from_memory(void **state)
 	const char *function, *file;
 	struct modules *mods = modules__new();
 	struct python *py = python__new(mods);
-	struct proc proc = { .start_time = 1 };
+	struct stack_owner proc = { .start_time = 1 };
 	struct child c;
 
 	assert_non_null(py);
@@ -101,8 +100,8 @@ static void test_names_and_lines_from_memory(void **state)
 	assert_non_null(fgets(line_buf, sizeof(line_buf), c.out));
 	assert_int_equal(sscanf(line_buf, "%llu %u %d %63s", &code, &last, &line, name), 4);
 	proc.pid = c.pid;
-	assert_int_equal(python__attach(py, NULL, c.pid), 0);
-	assert_int_equal(python__attach(py, NULL, c.pid), 0); /* again: cheap, same answer */
+	assert_int_equal(python__attach(py, c.pid), 0);
+	assert_int_equal(python__attach(py, c.pid), 0); /* again: cheap, same answer */
 
 	/* innermost: the code object; then a pointer that is no code object */
 	rec->nr_py = 2;
@@ -122,7 +121,7 @@ static void test_names_and_lines_from_memory(void **state)
 	python__code_info(py, frames[2].mod, &function, &file);
 	assert_null(function);
 
-	python__detach(py, NULL, c.pid);
+	python__detach(py, c.pid);
 	reap(&c);
 	python__free(py);
 	modules__free(mods);
@@ -137,7 +136,7 @@ static void test_not_python(void **state)
 
 	assert_int_equal(spawn(&c, argv), 0);
 	usleep(100000);
-	assert_int_equal(python__attach(py, NULL, c.pid), -ENOENT);
+	assert_int_equal(python__attach(py, c.pid), -ENOENT);
 	reap(&c);
 	python__free(py);
 	modules__free(mods);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * test_record.c - the recording format: written by trace/record.c, read by
- * trace/recread.c, replayed into the books by books/replay.c. A recording of
+ * test_record.c - the recording format: written by recording/record.c, read by
+ * recording/recread.c, replayed into the books by recording/replay.c. A recording of
  * every record type rebuilds the books to the byte; cut at every length and
  * with any one byte damaged it still reads without a crash and says what it
  * lacks; files that are not recordings are told apart; --max-size holds; the
@@ -11,10 +11,10 @@
 #include "unit.h"
 #include "record_fixture.h"
 #include "books/books.h"
-#include "books/replay.h"
+#include "recording/replay.h"
 #include "cmd/cli.h"
 #include "report/report.h"
-#include "trace/recread.h"
+#include "recording/recread.h"
 #include "util/log.h"
 #include <zlib.h>
 
@@ -465,7 +465,7 @@ static void test_books_replay_call(void **state)
 	assert_int_equal(books__replay_call(b, &c, 0), 0);
 	assert_int_equal(seen.stack, 0);
 	assert_int_equal(books__counters(b)->stack_missing, 1);
-	assert_int_equal(p->bytes[GL_CLASS_DEVICE], 8192);
+	assert_int_equal(proc__totals(p)->bytes[GL_CLASS_DEVICE], 8192);
 	/* only call records replay */
 	c.hdr.type = GL_REC_STACK;
 	assert_int_equal(books__replay_call(b, &c, id), -EINVAL);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include "unit.h"
 #include "report/report.h"
+#include "util/fmt.h"
 
 static struct snap_frame frames_a[] = {
 	{ .kind = "native", .function = "cuMemAlloc_v2", .module = "libcuda",

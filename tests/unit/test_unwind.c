@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * test_unwind.c - stacks/unwind.c and stacks/dwarf.c on this very process:
+ * test_unwind.c - stacks/native/unwind.c and dwarf.c on this very process:
  * a chain of functions copies its own registers and stack the way the BPF
  * program does, and the copy is unwound through the process's address map.
  * Checks the frames by name, the cache (a repeated stack is a hit; a changed
@@ -19,10 +19,9 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include "books/procs.h"
 #include "stacks/modules.h"
-#include "stacks/symbolize.h"
-#include "stacks/unwind.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
 
 #ifdef __clang__
 #define FRAME __attribute__((noinline, used))
@@ -40,7 +39,7 @@ struct capture {
 struct fixture {
 	struct modules *mods;
 	struct symbolizer *sym;
-	struct proc proc;
+	struct stack_owner proc;
 	struct capture cap;
 	struct stack_view view;
 	uint64_t full[UNWIND_MAX_FRAMES];
@@ -350,7 +349,7 @@ static void test_frame_pointer_fallback(void **state)
 static void test_without_address_map(void **state)
 {
 	struct unwinder *u = dwarf_unwinder();
-	struct proc p = { .pid = getpid(), .start_time = 2 };
+	struct stack_owner p = { .pid = getpid(), .start_time = 2 };
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	struct unwind_stats st;
 	int n = unwind__stack(u, &p, &fx->view, ips, UNWIND_MAX_FRAMES);

@@ -1,0 +1,581 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * http.c - the agent's HTTP/1.1 server: one listening socket and a fixed
+ * table of clients, each reading one bounded request head, then writing one
+ * reply and closing. Everything is non-blocking; the caller's poll() drives
+ * it. A client that is slow, silent or sends garbage costs one slot until
+ * its deadline at most.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+#include "http.h"
+#include "util/parse.h"
+
+#define ACCEPT_BURST 16
+
+enum client_state { C_FREE = 0, C_READ, C_WRITE };
+
+struct client {
+	enum client_state state;
+	int fd;
+	uint64_t deadline_ms;
+	size_t len; /* bytes read */
+	char *in;   /* max_request + 1 bytes */
+	char *out;  /* head + body */
+	size_t out_len, out_off;
+};
+
+struct http_server {
+	int fd;
+	struct http_opts o;
+	http_handler_fn fn;
+	void *ctx;
+	struct client *clients;
+	struct http_stats stats;
+	char bound[80];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+const char *http__reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 202: return "Accepted";
+	case 400: return "Bad Request";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	case 505: return "HTTP Version Not Supported";
+	default: return "Error";
+	}
+}
+
+int http__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_storage tmp = {};
+	const char *colon, *host = s;
+	char addr[INET6_ADDRSTRLEN + 1];
+	size_t host_len;
+	uint32_t port;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || end[1] != ':')
+			return -EINVAL;
+		host = s + 1;
+		host_len = end - host;
+		colon = end + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', colon - s))
+			return -EINVAL; /* IPv6 needs brackets */
+		host_len = colon - s;
+	}
+	if (!host_len || host_len >= sizeof(addr) || parse_u32(colon + 1, 0, 65535, &port))
+		return -EINVAL;
+	memcpy(addr, host, host_len);
+	addr[host_len] = '\0';
+	if (s[0] == '[') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&tmp;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(port);
+		if (inet_pton(AF_INET6, addr, &a->sin6_addr) != 1)
+			return -EINVAL;
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&tmp;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons(port);
+		if (inet_pton(AF_INET, addr, &a->sin_addr) != 1)
+			return -EINVAL;
+	}
+	if (ss)
+		*ss = tmp;
+	if (len)
+		*len = s[0] == '[' ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	return 0;
+}
+
+static bool is_tchar(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* The request line: METHOD SP origin-form SP HTTP/1.x. Returns 0 or a negated status. */
+static int parse_request_line(const char *p, size_t n, struct http_request *req)
+{
+	const char *sp1 = memchr(p, ' ', n), *sp2, *target, *q, *ver;
+	size_t mlen, tlen, vlen, plen;
+
+	if (!sp1 || sp1 == p)
+		return -400;
+	mlen = sp1 - p;
+	for (size_t i = 0; i < mlen; i++)
+		if (!is_tchar(p[i]))
+			return -400;
+	target = sp1 + 1;
+	sp2 = memchr(target, ' ', n - (target - p));
+	if (!sp2 || sp2 == target)
+		return -400;
+	tlen = sp2 - target;
+	ver = sp2 + 1;
+	vlen = n - (ver - p);
+	if (vlen != 8 || memcmp(ver, "HTTP/", 5))
+		return -400;
+	if (ver[5] != '1' || ver[6] != '.' || (ver[7] != '0' && ver[7] != '1'))
+		return (ver[5] >= '0' && ver[5] <= '9') ? -505 : -400;
+	if (target[0] != '/')
+		return -400;
+	for (size_t i = 0; i < tlen; i++)
+		if ((unsigned char)target[i] <= 0x20 || target[i] == 0x7f)
+			return -400;
+	if (mlen == 3 && !memcmp(p, "GET", 3))
+		req->head = false;
+	else if (mlen == 4 && !memcmp(p, "HEAD", 4))
+		req->head = true;
+	else if (mlen == 4 && !memcmp(p, "POST", 4))
+		req->post = true;
+	else
+		return -405;
+	q = memchr(target, '?', tlen);
+	plen = q ? (size_t)(q - target) : tlen;
+	if (plen >= sizeof(req->path) || (q && tlen - plen - 1 >= sizeof(req->query)))
+		return -414;
+	memcpy(req->path, target, plen);
+	req->path[plen] = '\0';
+	req->query[0] = '\0';
+	if (q) {
+		memcpy(req->query, q + 1, tlen - plen - 1);
+		req->query[tlen - plen - 1] = '\0';
+	}
+	return 0;
+}
+
+/* One header line "name: value". Returns 0 or a negated status. */
+static int parse_header(const char *p, size_t n, struct http_request *req)
+{
+	const char *colon = memchr(p, ':', n), *v;
+	size_t nlen, vlen;
+
+	if (!colon || colon == p)
+		return -400; /* also obs-fold: a line starting with whitespace has no name */
+	nlen = colon - p;
+	for (size_t i = 0; i < nlen; i++)
+		if (!is_tchar(p[i]))
+			return -400;
+	v = colon + 1;
+	vlen = n - (v - p);
+	for (size_t i = 0; i < vlen; i++)
+		if (((unsigned char)v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
+			return -400;
+	while (vlen && (*v == ' ' || *v == '\t'))
+		v++, vlen--;
+	while (vlen && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+		vlen--;
+	if (nlen == 4 && !strncasecmp(p, "host", 4)) {
+		if (req->has_host)
+			return -400;
+		req->has_host = true;
+	} else if (nlen == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
+		return -400; /* no bodies here */
+	} else if (nlen == 14 && !strncasecmp(p, "content-length", 14)) {
+		if (vlen != 1 || v[0] != '0')
+			return -400;
+	}
+	return 0;
+}
+
+int http__parse_request(const char *buf, size_t len, const struct http_opts *o,
+			struct http_request *req)
+{
+	size_t max = o && o->max_request ? o->max_request : HTTP_MAX_REQUEST;
+	int max_headers = o && o->max_headers ? o->max_headers : HTTP_MAX_HEADERS;
+	const char *end = NULL, *line, *eol;
+	bool http11;
+	int err;
+
+	for (size_t i = 0; i + 3 < len && i + 3 < max; i++) {
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+		    buf[i + 3] == '\n') {
+			end = buf + i;
+			break;
+		}
+	}
+	if (memchr(buf, '\0', len < max ? len : max))
+		return -400;
+	if (!end) {
+		if (len < max)
+			return 0;
+		return memchr(buf, '\n', max) ? -431 : -414;
+	}
+	memset(req, 0, sizeof(*req));
+	eol = memchr(buf, '\r', end - buf + 1);
+	if (eol[1] != '\n')
+		return -400;
+	err = parse_request_line(buf, eol - buf, req);
+	if (err)
+		return err;
+	http11 = buf[eol - buf - 1] == '1';
+	for (line = eol + 2; line < end + 2; line = eol + 2) {
+		eol = memchr(line, '\r', end + 2 - line);
+		if (!eol || eol[1] != '\n')
+			return -400;
+		if (eol == line)
+			break;
+		if (memchr(line, '\n', eol - line))
+			return -400; /* a bare LF */
+		if (++req->nr_headers > max_headers)
+			return -431;
+		err = parse_header(line, eol - line, req);
+		if (err)
+			return err;
+	}
+	if (http11 && !req->has_host)
+		return -400;
+	return (int)(end - buf) + 4;
+}
+
+static void client_close(struct client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+	c->state = C_FREE;
+	c->len = c->out_len = c->out_off = 0;
+}
+
+/* Builds the reply (head, then body unless HEAD) into c->out. Returns 0 or -ENOMEM. */
+static int set_reply(struct client *c, const struct http_reply *rep, bool head)
+{
+	const char *type = rep->content_type ? rep->content_type : "text/plain; charset=utf-8";
+	char hdr[512];
+	int n;
+
+	n = snprintf(hdr, sizeof(hdr),
+		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+		     "Connection: close\r\nCache-Control: no-store\r\n%s\r\n",
+		     rep->status, http__reason(rep->status), type, rep->len,
+		     rep->status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(hdr))
+		return -EINVAL;
+	c->out_len = n + (head ? 0 : rep->len);
+	c->out = malloc(c->out_len);
+	if (!c->out)
+		return -ENOMEM;
+	memcpy(c->out, hdr, n);
+	if (!head && rep->len)
+		memcpy(c->out + n, rep->body, rep->len);
+	c->out_off = 0;
+	c->state = C_WRITE;
+	return 0;
+}
+
+static void reply_error(struct client *c, int status, bool head)
+{
+	char body[64];
+	struct http_reply rep = { .status = status, .body = body };
+	int n = snprintf(body, sizeof(body), "%d %s\n", status, http__reason(status));
+
+	rep.len = n > 0 && (size_t)n < sizeof(body) ? (size_t)n : 0;
+	if (set_reply(c, &rep, head))
+		client_close(c);
+}
+
+static void client_write(struct client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+		c->out_off += n;
+	}
+	shutdown(c->fd, SHUT_WR);
+	client_close(c);
+}
+
+static void client_answer(struct http_server *h, struct client *c, const struct http_request *req)
+{
+	struct http_reply rep = { .status = 500 };
+
+	h->fn(h->ctx, req, &rep);
+	h->stats.requests++;
+	if (set_reply(c, &rep, req->head))
+		client_close(c);
+	free(rep.body);
+}
+
+static void client_read(struct http_server *h, struct client *c)
+{
+	size_t max = h->o.max_request;
+	struct http_request req;
+	ssize_t n;
+	int r;
+
+	n = recv(c->fd, c->in + c->len, max - c->len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		client_close(c); /* closed (or failed) before a whole request */
+		return;
+	}
+	c->len += n;
+	c->in[c->len] = '\0';
+	r = http__parse_request(c->in, c->len, &h->o, &req);
+	if (r == 0)
+		return;
+	if (r < 0) {
+		h->stats.bad_requests++;
+		reply_error(c, -r, false);
+	} else {
+		client_answer(h, c, &req);
+	}
+	if (c->state == C_WRITE)
+		client_write(c);
+}
+
+/*
+ * A free slot; with none, the slot of the reader with the oldest deadline
+ * (a silent or slow client), whose connection is closed: a flood of idle
+ * connections cannot lock the scraper out.
+ */
+static struct client *take_slot(struct http_server *h)
+{
+	struct client *oldest = NULL;
+
+	for (int j = 0; j < h->o.max_clients; j++) {
+		struct client *c = &h->clients[j];
+
+		if (c->state == C_FREE)
+			return c;
+		if (c->state == C_READ && (!oldest || c->deadline_ms < oldest->deadline_ms))
+			oldest = c;
+	}
+	if (oldest) {
+		h->stats.refused++;
+		client_close(oldest);
+	}
+	return oldest;
+}
+
+static void accept_clients(struct http_server *h)
+{
+	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+				   "Connection: close\r\n\r\n";
+
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct client *c;
+
+		if (fd < 0)
+			return;
+		c = take_slot(h);
+		if (!c) {
+			/* every slot is writing a reply */
+			h->stats.refused++;
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				(void)0;
+			close(fd);
+			continue;
+		}
+		c->state = C_READ;
+		c->fd = fd;
+		c->deadline_ms = now_ms() + h->o.timeout_ms;
+		c->len = 0;
+	}
+}
+
+struct http_server *http__new(const char *addr, const struct http_opts *o, http_handler_fn fn,
+			      void *ctx)
+{
+	struct http_server *h = calloc(1, sizeof(*h));
+	struct sockaddr_storage ss, got;
+	socklen_t len, glen = sizeof(got);
+	char host[INET6_ADDRSTRLEN];
+	int one = 1, err = 0, port;
+
+	if (!h)
+		return NULL;
+	h->fd = -1;
+	h->fn = fn;
+	h->ctx = ctx;
+	h->o = o ? *o : (struct http_opts){};
+	h->o.max_request = h->o.max_request ?: HTTP_MAX_REQUEST;
+	h->o.max_headers = h->o.max_headers ?: HTTP_MAX_HEADERS;
+	h->o.max_clients = h->o.max_clients ?: HTTP_MAX_CLIENTS;
+	h->o.timeout_ms = h->o.timeout_ms ?: HTTP_TIMEOUT_MS;
+	h->clients = calloc(h->o.max_clients, sizeof(*h->clients));
+	if (!h->clients) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	for (int i = 0; i < h->o.max_clients; i++) {
+		h->clients[i].fd = -1;
+		h->clients[i].in = malloc(h->o.max_request + 1);
+		if (!h->clients[i].in) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+	}
+	if (http__parse_addr(addr, &ss, &len)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	h->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (h->fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(h->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(h->fd, (struct sockaddr *)&ss, len) || listen(h->fd, 64) ||
+	    getsockname(h->fd, (struct sockaddr *)&got, &glen)) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (got.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&got)->sin6_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in6 *)&got)->sin6_port);
+		snprintf(h->bound, sizeof(h->bound), "[%s]:%d", host, port);
+	} else {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&got)->sin_addr, host, sizeof(host));
+		port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+		snprintf(h->bound, sizeof(h->bound), "%s:%d", host, port);
+	}
+	return h;
+cleanup:
+	http__free(h);
+	errno = -err;
+	return NULL;
+}
+
+void http__free(struct http_server *h)
+{
+	if (!h)
+		return;
+	for (int i = 0; h->clients && i < h->o.max_clients; i++) {
+		client_close(&h->clients[i]);
+		free(h->clients[i].in);
+	}
+	free(h->clients);
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h);
+}
+
+int http__max_pollfds(const struct http_server *h)
+{
+	return 1 + h->o.max_clients;
+}
+
+int http__pollfds(struct http_server *h, struct pollfd *fds, int max)
+{
+	int n = 0;
+
+	if (max < 1)
+		return 0;
+	fds[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+	for (int i = 0; i < h->o.max_clients && n < max; i++) {
+		struct client *c = &h->clients[i];
+
+		if (c->state == C_FREE)
+			continue;
+		fds[n++] = (struct pollfd){ .fd = c->fd,
+					    .events = c->state == C_READ ? POLLIN : POLLOUT };
+	}
+	return n;
+}
+
+int http__timeout_ms(const struct http_server *h)
+{
+	uint64_t now = now_ms(), first = UINT64_MAX;
+
+	for (int i = 0; i < h->o.max_clients; i++)
+		if (h->clients[i].state != C_FREE && h->clients[i].deadline_ms < first)
+			first = h->clients[i].deadline_ms;
+	if (first == UINT64_MAX)
+		return -1;
+	return first <= now ? 0 : (int)(first - now);
+}
+
+static struct client *client_of(struct http_server *h, int fd)
+{
+	for (int i = 0; i < h->o.max_clients; i++)
+		if (h->clients[i].state != C_FREE && h->clients[i].fd == fd)
+			return &h->clients[i];
+	return NULL;
+}
+
+void http__process(struct http_server *h, const struct pollfd *fds, int n)
+{
+	uint64_t now;
+
+	for (int i = 0; i < n; i++) {
+		struct client *c;
+
+		if (!fds[i].revents)
+			continue;
+		if (fds[i].fd == h->fd) {
+			accept_clients(h);
+			continue;
+		}
+		c = client_of(h, fds[i].fd);
+		if (!c)
+			continue;
+		if (c->state == C_READ)
+			client_read(h, c);
+		else if (c->state == C_WRITE)
+			client_write(c);
+	}
+	now = now_ms();
+	for (int i = 0; i < h->o.max_clients; i++) {
+		struct client *c = &h->clients[i];
+
+		if (c->state != C_FREE && now >= c->deadline_ms) {
+			h->stats.timeouts++;
+			client_close(c);
+		}
+	}
+}
+
+const struct http_stats *http__stats(const struct http_server *h)
+{
+	return &h->stats;
+}
+
+const char *http__bound(const struct http_server *h)
+{
+	return h->bound;
+}

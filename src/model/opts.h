@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * opts.h - what a run of gpuleak is asked to do: the options the command line
+ * (cmd/cli.c) fills and every stage below reads, and the exit statuses.
+ */
+#ifndef GL_OPTS_H
+#define GL_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+
+/* Exit statuses (documented in the README and in --help). */
+enum {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1,  /* the tracing could not be done: no such process, no libcuda, ... */
+	EXIT_USAGE = 2,	   /* bad command line */
+	EXIT_BADFILE = 3,  /* report: the file cannot be read as a gpuleak recording */
+	EXIT_PRIV = 4,	   /* missing privileges (capabilities) */
+	EXIT_NOEXEC = 127, /* run: the command could not be started */
+	EXIT_SIGNAL = 128, /* run: 128 + the signal that killed the command */
+};
+
+enum gl_cmd {
+	CMD_NONE = 0,
+	CMD_ATTACH,
+	CMD_RUN,
+	CMD_SERVE,
+	CMD_TOP,
+	CMD_HELP,
+	CMD_VERSION,
+	CMD_RECORD,
+	CMD_REPORT,
+	CMD_COMPLETION,
+	CMD_MAN,
+};
+
+/* top: the order of its lists. */
+enum gl_sort {
+	GL_SORT_GROWTH = 0,
+	GL_SORT_BYTES,
+	GL_SORT_NAME,
+};
+
+#define GL_MAX_DEBUG_DIRS 8
+
+#define GL_MAX_PIDS 256
+
+struct cli_command;
+
+struct gl_opts {
+	enum gl_cmd cmd;
+	const struct cli_command *command; /* its row of the table (cmd/commands.h) */
+	int pids[GL_MAX_PIDS];
+	int nr_pids;
+	bool all;
+	char **argv;		/* run: the command */
+	uint64_t interval_ms;	/* 0: no interim summaries */
+	uint64_t duration_ms;	/* 0: until the targets exit or a signal */
+	uint64_t wait_ms;	/* for libcuda to be loaded */
+	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
+	const char *json_path;
+	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
+	const char *libcuda;
+	enum gl_stack_mode stack_mode;
+	uint32_t stack_bytes;
+	bool no_python;		   /* do not walk CPython frames */
+	bool no_torch;		   /* do not attach to PyTorch's allocator probes */
+	bool torch;		   /* --torch: say so loudly when the probes are missing */
+	bool torch_python_only;	   /* --torch-stacks python */
+	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
+	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
+	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
+	bool tensors_sampled;	   /* --tensors sampled: always attached, stacks sampled */
+	uint64_t tensor_sample_bytes; /* --tensor-sample: mean bytes between stacks; 0: all */
+	uint32_t top;
+	uint32_t frames;
+	uint64_t ringbuf_bytes;
+	uint32_t max_allocs;
+	bool follow_forks;
+	int verbosity;
+	enum gl_sort sort;	/* top */
+	const char *help_topic; /* help: the subcommand asked about, NULL: all */
+	const char *shell;	/* completion: bash or zsh */
+	bool force;		/* record: replace an existing recording */
+	/* serve */
+	const char *listen;	   /* ADDR:PORT or [ADDR]:PORT */
+	const char *state_dir;	   /* the only place serve writes; NULL: writes nothing */
+	const char *profile_dir;   /* inside state_dir */
+	uint64_t profile_every_ms; /* 0: no profiles on disk */
+	uint32_t profile_keep;	   /* profiles kept on disk */
+	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
+	uint32_t max_stacks;	   /* distinct stacks interned */
+	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
+	const char *record_path;     /* record: -o FILE; report: FILE */
+	uint64_t max_size;	     /* record: 0 = no limit */
+	const char *keep_dir;	     /* --keep-modules: build-id store */
+	uint64_t keep_max;
+	const char *debug_dirs[GL_MAX_DEBUG_DIRS]; /* report: --debug-dir */
+	int nr_debug_dirs;
+};
+
+#endif /* GL_OPTS_H */

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * session.c - one tracing session.
+ *
+ * It owns the tracer (BPF side), the books and the tables behind them, the
+ * list of targets and their state (waiting for libcuda, attached, exited),
+ * one step of the main loop, and the snapshot every command reports from.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "books/books.h"
+#include "gpu/sampler.h"
+#include "session.h"
+#include "session_int.h"
+#include "snapshot.h"
+#include "stacks/modstore.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/native/unwind.h"
+#include "stacks/python/python.h"
+#include "tiers.h"
+#include "trace/libcuda.h"
+#include "trace/loader.h"
+#include "trace/probes.h"
+#include "trace/pyprocs.h"
+#include "trace/targets.h"
+#include "util/clock.h"
+#include "util/fmt.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+#define SNAPSHOT_ATTEMPTS 3
+#define SNAPSHOT_RETRY_US 20000
+#define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
+
+static volatile sig_atomic_t stop_signal;
+
+static volatile sig_atomic_t tensor_request;
+
+static void on_tensor_request(int sig)
+{
+	(void)sig;
+	tensor_request = 1;
+}
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	struct session *s = ctx;
+
+	books__apply(s->books, data, size);
+	return 0;
+}
+
+static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	struct session *s = ctx;
+	char b[32];
+
+	if (event == GL_PROC_EXIT)
+		tracer__forget_proc(s->tracer, t->pid, t->start_time);
+	if (!s->o->no_python) {
+		/* a new image has its own interpreter, or none */
+		python__detach(s->python, t->pid);
+		if (event == GL_PROC_EXEC)
+			python__attach(s->python, t->pid);
+	}
+	if (event == GL_PROC_EXEC) {
+		if (t->bytes[GL_CLASS_DEVICE])
+			log_info("PID %d exec'd holding %s of device memory; its books start over",
+				 t->pid, fmt_bytes(t->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+		return;
+	}
+	targets__exited(s->targets, t->pid, t->comm);
+}
+
+static void on_libs_changed(void *ctx, int pid)
+{
+	struct session *s = ctx;
+
+	targets__libs_changed(s->targets, pid);
+}
+
+static void prefetch_maps(void *ctx, int pid)
+{
+	books__prefetch_maps(ctx, pid);
+}
+
+/* An exit status from a targets__* result. */
+static int exit_status(int err)
+{
+	return err == -EPERM ? EXIT_PRIV : err ? EXIT_RUNTIME : EXIT_OK;
+}
+
+static void on_proc_new(void *ctx, struct proc *proc)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	struct session *s = ctx;
+
+	if (!s->o->no_python)
+		python__attach(s->python, t->pid);
+}
+
+/* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
+static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
+{
+	uint32_t n;
+	const struct frame *fr = stacks__get(s->stacks, id, &n);
+	struct sym_result r;
+
+	snprintf(buf, len, "an unknown site");
+	for (uint32_t i = 0; i < n; i++) {
+		const struct module_info *mi;
+
+		if (fr[i].kind == FRAME_PYTHON) {
+			const char *fn, *file;
+
+			python__code_info(s->python, fr[i].mod, &fn, &file);
+			snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
+				 (unsigned long long)fr[i].addr);
+			return;
+		}
+		if (fr[i].kind != FRAME_NATIVE)
+			continue;
+		mi = modules__info(s->mods, fr[i].mod);
+		if (mi && libcuda__is_driver_name(mi->path))
+			continue;
+		if (symbolizer__lookup(s->sym, fr[i].mod, fr[i].addr, &r) == 0 && r.function) {
+			snprintf(buf, len, "%s", r.function);
+			return;
+		}
+	}
+}
+
+static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	struct session *s = ctx;
+	char b1[32], b2[32], b3[32], site[256], holder[256];
+
+	describe_stack(s, f->stack, site, sizeof(site));
+	if (!f->nr_holders) {
+		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
+			 "held",
+			 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)),
+			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
+		return;
+	}
+	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
+	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
+		 "most (%s) by %s",
+		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,
+		 cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)),
+		 fmt_bytes(f->holders[0].bytes, b3, sizeof(b3)), holder);
+}
+
+/* NVML's view of the devices; NULL when there is none, or nothing is traced yet. */
+static const struct nvml_sample *sample_nvml(struct session *s)
+{
+	/* a machine with nothing traced needs no child process for NVML */
+	if (!procs__count(books__procs(s->books)))
+		return NULL;
+	return gpu_sampler__get(s->gpus);
+}
+
+/*
+ * Processes whose exit record was lost (ring buffer full): BPF keeps their
+ * final books marked exited; take them now.
+ */
+static void reconcile_exits(struct session *s)
+{
+	struct procs *procs = books__procs(s->books);
+	struct gl_proc_stats st;
+	struct proc *proc;
+
+	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
+		const struct proc_totals *t = proc__totals(proc);
+
+		if (t->exited || tracer__proc_stats(s->tracer, t->pid, &st) ||
+		    st.start_time != t->start_time || !st.exit_time)
+			continue;
+		books__exited(s->books, proc, &st, st.exit_time);
+	}
+}
+
+int session__step(struct session *s, int timeout_ms, bool *done)
+{
+	int err = 0, n;
+	uint64_t now;
+
+	*done = false;
+	if (targets__scanning(s->targets) && timeout_ms > 20)
+		timeout_ms = 20;
+	n = tracer__poll(s->tracer, timeout_ms);
+	if (n < 0) {
+		log_error("reading the ring buffer failed: %s (run again with -vv and report it)",
+			  strerror(-n));
+		*done = true;
+		return EXIT_RUNTIME;
+	}
+	now = now_ns();
+	if (stop_signal) {
+		if (stop_signal == SIGTERM)
+			targets__signal_child(s->targets, SIGTERM);
+		log_info("stopping (signal %d)", (int)stop_signal);
+		*done = true;
+		return EXIT_OK;
+	}
+	if (tensor_request) {
+		tensor_request = 0;
+		log_info("signal %d: a tensor window is asked for", SIGUSR1);
+		tiers__request(s->tiers);
+	}
+	if (s->tiers && tiers__step(s->tiers, now) == -ENOMEM) {
+		log_error("out of memory");
+		*done = true;
+		return EXIT_RUNTIME;
+	}
+	if (now >= s->next_reconcile_ns) {
+		reconcile_exits(s);
+		s->next_reconcile_ns = now + 1000000000ULL;
+	}
+	modstore__sync(s->keep, s->stacks, s->mods);
+	if (targets__step(s->targets, now, &err)) {
+		*done = true;
+		return exit_status(err);
+	}
+	if (s->deadline_ns && now >= s->deadline_ns) {
+		*done = true;
+		return EXIT_OK;
+	}
+	return EXIT_OK;
+}
+
+int session__exit_status(struct session *s, int status)
+{
+	int st = 0, err;
+
+	if (status != EXIT_OK)
+		return status;
+	err = targets__wait_child(s->targets, &st);
+	if (err == -ENOENT)
+		return status;
+	if (err)
+		return EXIT_RUNTIME;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return EXIT_SIGNAL + WTERMSIG(st);
+	return EXIT_RUNTIME;
+}
+
+void session__free(struct session *s)
+{
+	if (!s)
+		return;
+	modstore__sync(s->keep, s->stacks, s->mods);
+	modstore__free(s->keep);
+	tiers__free(s->tiers);
+	books__free(s->books);
+	gpu_sampler__free(s->gpus);
+	tracer__free(s->tracer);
+	symbolizer__free(s->sym);
+	python__free(s->python);
+	unwinder__free(s->unwinder);
+	stacks__free(s->stacks);
+	modules__free(s->mods);
+	targets__free(s->targets);
+	free(s);
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int setup(struct session *s)
+{
+	const struct gl_opts *o = s->o;
+	struct tracer_opts to = {
+		.all = o->all,
+		.follow_forks = o->follow_forks,
+		.stack_mode = o->stack_mode,
+		.stack_bytes = o->stack_bytes,
+		.python = !o->no_python,
+		.torch_python_only = o->torch_python_only,
+		.ringbuf_bytes = o->ringbuf_bytes,
+		.max_allocs = o->max_allocs,
+		.max_procs = o->max_procs,
+		.bench_floor = o->bench_floor,
+		.sample_bytes = o->tensor_sample_bytes,
+	};
+	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
+				 .sample_bytes = o->tensor_sample_bytes };
+	struct books_hooks hooks = {
+		.proc_new = on_proc_new,
+		.proc_end = on_proc_end,
+		.libs_changed = on_libs_changed,
+		.failure = on_failure,
+		.ctx = s,
+	};
+	struct targets_opts tgo = {
+		.pids = o->pids,
+		.nr_pids = o->nr_pids,
+		.all = o->all,
+		.argv = o->cmd == CMD_RUN ? o->argv : NULL,
+		.libcuda = o->libcuda,
+		.wait_ms = o->wait_ms,
+		.no_python = o->no_python,
+		.no_torch = o->no_torch,
+		.torch = o->torch,
+		.keep_going = o->cmd == CMD_SERVE,
+	};
+	struct py_publisher pub;
+
+	raise_fd_limit();
+	if (o->bench_torch_lib)
+		libcuda__set_torch_name(o->bench_torch_lib);
+	s->mods = modules__new();
+	s->stacks = stacks__new();
+	if (s->stacks)
+		stacks__set_max(s->stacks, o->max_stacks); /* bounds the books' memory */
+	s->unwinder = s->mods ? unwinder__new(s->mods, o->stack_mode) : NULL;
+	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
+	s->python = s->mods ? python__new(s->mods) : NULL;
+	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
+	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
+		log_error("out of memory (free memory and run again)");
+		return EXIT_RUNTIME;
+	}
+	books__set_hooks(s->books, &hooks);
+	if (o->keep_dir && !(s->keep = modstore__new(o->keep_dir, o->keep_max))) {
+		log_error("cannot keep modules in %s: %s: name a writable directory with "
+			  "--keep-modules",
+			  o->keep_dir, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	/* the agent answers scrapes: NVML's figures may be that old; a report samples anew */
+	s->gpus = gpu_sampler__new(o->cmd == CMD_SERVE ? GPU_SAMPLE_AGE_SERVE_NS : 0);
+	if (!s->gpus) {
+		log_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	s->tracer = tracer__new(&to, on_record, s);
+	if (!s->tracer)
+		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	pub = pyprocs__publisher(s->tracer);
+	python__set_publisher(s->python, &pub);
+	s->targets = targets__new(&tgo, s->tracer, s->python, prefetch_maps, s->books);
+	if (!s->targets) {
+		log_error("out of memory");
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+struct session *session__new(const struct gl_opts *o, int *status)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	if (!s) {
+		*status = EXIT_RUNTIME;
+		return NULL;
+	}
+	s->o = o;
+	s->start_ns = now_ns();
+	*status = setup(s);
+	if (*status) {
+		session__free(s);
+		return NULL;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_tensor_request;
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return s;
+}
+
+int session__start(struct session *s)
+{
+	const struct gl_opts *o = s->o;
+	int status = exit_status(targets__start(s->targets));
+
+	s->start_ns = now_ns();
+	s->deadline_ns = o->duration_ms ? s->start_ns + o->duration_ms * 1000000ULL : 0;
+	if (!status && !(s->tiers = tiers__new(s))) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+	}
+	return status;
+}
+
+static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
+{
+	return tracer__proc_stats(ctx, pid, out);
+}
+
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
+{
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
+	struct snapshot_opts so = {
+		.start_ns = s->start_ns,
+		.max_stacks = max_stacks,
+		.stats = stats,
+		.api_calls = calls,
+		.bpf_stats = bpf_stats_cb,
+		.bpf_ctx = s->tracer,
+		.python = symbols ? s->python : NULL,
+		.stack_mode = stack_mode__name(s->o->stack_mode),
+		.nr_probes = tracer__nr_probes(s->tracer),
+		.nvml = sample_nvml(s),
+		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
+		.cap_allocs = s->o->max_allocs,
+		.cap_stacks = s->o->max_stacks,
+	};
+	struct snapshot *snap = NULL;
+
+	/* a call between its kernel-side update and its record can make the two
+	 * books differ for an instant: drain and look again before saying so */
+	for (int attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+		if (attempt)
+			usleep(SNAPSHOT_RETRY_US);
+		tracer__drain(s->tracer);
+		reconcile_exits(s);
+		tracer__stats(s->tracer, stats);
+		tracer__api_calls(s->tracer, calls);
+		so.now_ns = now_ns();
+		snapshot__free(snap);
+		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
+		if (!snap || snap->complete || snap->lost_events)
+			break;
+	}
+	/* run: the launchers and shells in front of the job are no part of its report */
+	if (snap && s->o->cmd == CMD_RUN)
+		snapshot__hide_idle(snap);
+	return snap;
+}
+
+struct gpu_sampler *session__gpus(struct session *s)
+{
+	return s->gpus;
+}
+
+struct tracer *session__tracer(struct session *s)
+{
+	return s->tracer;
+}
+
+struct python *session__python(struct session *s)
+{
+	return s->python;
+}
+
+void session__request_tensors(struct session *s)
+{
+	if (s->tiers)
+		tiers__request(s->tiers);
+}
+
+bool session__scanning(const struct session *s)
+{
+	return targets__scanning(s->targets);
+}
+
+struct books *session__books(struct session *s)
+{
+	return s->books;
+}

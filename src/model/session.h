@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * session.h - one live tracing session: attach to targets (or start one),
+ * collect until they exit, the duration ends or a signal comes, and take
+ * snapshots to report from. attach/run (cmd/attach.c), top, record and the
+ * agent (agent/serve.c) drive the same session step by step.
+ */
+#ifndef GL_SESSION_H
+#define GL_SESSION_H
+
+#include <stdbool.h>
+#include "model/opts.h"
+
+struct session;
+struct snapshot;
+struct tracer;
+struct books;
+struct gpu_sampler;
+struct python;
+
+/* Loads the BPF side. NULL with *status set (EXIT_PRIV, EXIT_RUNTIME) on failure. */
+struct session *session__new(const struct gl_opts *o, int *status);
+void session__free(struct session *s);
+/* Attaches to what o names. Returns an exit status (EXIT_OK to go on). */
+int session__start(struct session *s);
+/*
+ * Waits up to timeout_ms for records, applies them, does the periodic work.
+ * Sets *done when the session should end (targets gone, duration, signal);
+ * returns an exit status.
+ */
+int session__step(struct session *s, int timeout_ms, bool *done);
+/*
+ * A snapshot of the books: the ring buffer drained, lost exit records taken
+ * from BPF's books, compared with BPF's exact counters and built again (a few
+ * times, a moment apart) while they disagree for calls in flight. max_stacks
+ * as snapshot_opts; symbols false leaves frames unsymbolized (cheaper). NULL
+ * on ENOMEM.
+ */
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols);
+/* NVML's view of the devices, cached for the session. */
+struct gpu_sampler *session__gpus(struct session *s);
+struct tracer *session__tracer(struct session *s);
+struct python *session__python(struct session *s);
+/* Asks for a tensor window now (tiers.h). Async-signal-safe. */
+void session__request_tensors(struct session *s);
+/* Whether library scans are pending: the caller then polls more often (5 ms). */
+bool session__scanning(const struct session *s);
+struct books *session__books(struct session *s);
+/*
+ * run, and record -- CMD: waits for CMD to end and returns its exit status as a
+ * shell gives it (128 + N for signal N; 127 when it could not be started).
+ * Returns status unchanged when gpuleak itself failed (status != EXIT_OK) or
+ * there is no CMD.
+ */
+int session__exit_status(struct session *s, int status);
+
+#endif /* GL_SESSION_H */

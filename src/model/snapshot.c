@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * snapshot.c - copies the books into a snapshot: per process totals,
+ * the comparison with BPF's exact counters, stacks ranked most suspicious
+ * first with their verdicts, and symbolized frames.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "books/analysis.h"
+#include "books/books.h"
+#include "gpu/nvml.h"
+#include "snapshot.h"
+#include "stacks/native/symbolize.h"
+#include "stacks/python/python.h"
+#include "trace/probes.h"
+
+static const uint8_t checked_classes[] = {
+	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
+	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
+};
+
+/* Whether a module is PyTorch's CUDA caching allocator (libc10_cuda.so). */
+static bool is_torch_allocator(const char *path)
+{
+	const char *base = path ? strrchr(path, '/') : NULL;
+
+	base = base ? base + 1 : path;
+	return base && !strncmp(base, "libc10_cuda.so", 14);
+}
+
+/* Whether a device stack passes through the caching allocator: one of its segments. */
+static bool torch_segment(struct books *b, uint32_t id)
+{
+	uint32_t n;
+	const struct frame *frames = stacks__get(books__stacks(b), id, &n);
+
+	for (uint32_t i = 0; frames && i < n; i++) {
+		const struct module_info *mi;
+
+		if (frames[i].kind != FRAME_NATIVE)
+			continue;
+		mi = modules__info(books__modules(b), frames[i].mod);
+		if (mi && is_torch_allocator(mi->path))
+			return true;
+	}
+	return false;
+}
+
+void snapshot__free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->nprocs + s->nprocs_idle; i++) {
+		struct snap_proc *p = &s->procs[i];
+
+		for (uint32_t j = 0; j < p->nstacks; j++) {
+			free(p->stacks[j].frames);
+			free((char *)p->stacks[j].why);
+		}
+		free(p->stacks);
+		for (uint32_t j = 0; j < p->nfailures; j++) {
+			struct snap_failure *f = &p->failures_list[j];
+
+			if (f->stack)
+				free(f->stack->frames);
+			free(f->stack);
+			for (uint32_t h = 0; h < f->nholders; h++)
+				free(f->holders[h].frames);
+			free(f->holders);
+		}
+		free(p->failures_list);
+	}
+	free(s->procs);
+	free(s);
+}
+
+static void fill_frame(struct books *b, struct symbolizer *sym, struct python *py,
+		       const struct frame *f, struct snap_frame *out)
+{
+	const struct module_info *mi;
+	struct sym_result r;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = "native";
+	switch (f->kind) {
+	case FRAME_NATIVE:
+		mi = modules__info(books__modules(b), f->mod);
+		out->offset = f->addr;
+		if (mi) {
+			out->module = mi->path;
+			out->build_id = mi->build_id[0] ? mi->build_id : NULL;
+		}
+		if (sym && symbolizer__lookup(sym, f->mod, f->addr, &r) == 0) {
+			out->function = r.function;
+			out->sym_off = r.sym_off;
+			out->file = r.file;
+			out->line = r.line;
+		}
+		break;
+	case FRAME_API:
+		out->function = probe__name(f->mod);
+		out->module = "libcuda";
+		break;
+	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
+	case FRAME_PYTHON:
+		out->kind = "python";
+		out->line = (int)f->addr;
+		if (py)
+			python__code_info(py, f->mod, &out->function, &out->file);
+		break;
+	default: out->address = f->addr; break;
+	}
+}
+
+static int fill_frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
+		       struct snap_stack *st)
+{
+	const struct frame *frames = stacks__get(books__stacks(b), id, &st->nframes);
+
+	st->id = id;
+	st->frames = calloc(st->nframes ? st->nframes : 1, sizeof(*st->frames));
+	if (!st->frames)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < st->nframes; i++)
+		fill_frame(b, sym, py, &frames[i], &st->frames[i]);
+	return 0;
+}
+
+static int verdict_rank(const char *v)
+{
+	return !strcmp(v, "leak") ? 0 : !strcmp(v, "unknown") ? 1 : 2;
+}
+
+/*
+ * Most suspicious first: leaks, then unknown, then steady; within a verdict,
+ * by growth, then bytes. Where PyTorch's blocks are traced, the caching
+ * allocator's segments come after the other stacks of their verdict: they hold
+ * the same memory as the blocks, and the blocks' stacks name the code.
+ */
+static int cmp_stack(const void *a, const void *b, void *demote_segments)
+{
+	const struct snap_stack *x = a, *y = b;
+	int rx = verdict_rank(x->verdict), ry = verdict_rank(y->verdict);
+
+	if (rx != ry)
+		return rx - ry;
+	if (*(bool *)demote_segments && x->torch_segment != y->torch_segment)
+		return x->torch_segment ? 1 : -1;
+	if (x->growth_bytes_per_s != y->growth_bytes_per_s)
+		return x->growth_bytes_per_s > y->growth_bytes_per_s ? -1 : 1;
+	if (x->outstanding_bytes != y->outstanding_bytes)
+		return x->outstanding_bytes > y->outstanding_bytes ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+struct est_slot {
+	uint32_t stack, idx;
+};
+
+static int cmp_est(const void *x, const void *y)
+{
+	const struct est_slot *a = x, *b = y;
+
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/*
+ * Sampled tensor-block stacks: each outstanding block of size s that drew a
+ * stack stands for 1 / (1 - exp(-s / R)) blocks of its size (Horvitz-Thompson:
+ * an unbiased estimate of the stack's blocks, sampled or not). The blocks that
+ * drew none keep their exact figures under the probe's own one-frame stack.
+ */
+static int estimate_sampled(struct books *b, struct proc *proc, uint64_t sample_bytes,
+			    struct snap_proc *sp, size_t n)
+{
+	struct frame api = { .mod = GL_API_pytorch_malloc, .kind = FRAME_API };
+	uint32_t unsampled = stacks__intern(books__stacks(b), &api, 1);
+	struct est_slot *slots = calloc(n ? n : 1, sizeof(*slots)), key, *hit;
+	const struct alloc_key *k;
+	const struct alloc_val *v;
+	size_t it = 0, m = 0;
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+
+		if (st->cls != GL_CLASS_TORCH_BLOCK)
+			continue;
+		st->unsampled = st->id == unsampled;
+		st->estimated = !st->unsampled;
+		slots[m++] = (struct est_slot){ st->id, (uint32_t)i };
+	}
+	qsort(slots, m, sizeof(*slots), cmp_est);
+	while ((v = proc__next_alloc(proc, &it, &k))) {
+		double p;
+
+		if (k->kind != GL_KIND_TORCH || v->stack == unsampled)
+			continue;
+		key.stack = v->stack;
+		hit = bsearch(&key, slots, m, sizeof(*slots), cmp_est);
+		if (!hit)
+			continue;
+		p = -expm1(-(double)v->size / (double)sample_bytes);
+		if (p <= 0)
+			continue;
+		sp->stacks[hit->idx].estimated_bytes += v->size / p;
+		sp->stacks[hit->idx].estimated_allocs += 1 / p;
+	}
+	free(slots);
+	return 0;
+}
+
+static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
+		       const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	const struct agg_key *k;
+	const struct agg *a;
+	size_t it = 0, n = 0, cap = proc__nr_aggs(proc);
+	uint64_t now = t->exited ? t->exit_ns : o->now_ns, tensor_now = now;
+	struct verdict_info vi;
+	bool blocks = false;
+
+	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
+	if (!sp->stacks)
+		return -ENOMEM;
+	while ((a = proc__next_agg(proc, &it, &k))) {
+		struct snap_stack *st = &sp->stacks[n];
+
+		if (!o->all_stacks && a->allocs == 0)
+			continue;
+		/* blocks are seen in windows only: judge them as of the last one's end */
+		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
+			tensor_now = o->tensors->until_ns;
+		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
+		*st = (struct snap_stack){
+			.id = k->stack,
+			.cls = k->cls,
+			.outstanding_bytes = a->bytes,
+			.outstanding_allocs = a->allocs,
+			.allocs = a->total_allocs,
+			.frees = a->total_frees,
+			.alloc_bytes = a->alloc_bytes,
+			.peak_bytes = a->peak_bytes,
+			.first_ns = a->first_ns,
+			.last_ns = a->last_ns,
+			.verdict = verdict__name(vi.verdict),
+			.growth_bytes_per_s = vi.growth_bytes_per_s,
+			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
+		};
+		st->why = strdup(vi.why);
+		if (st->torch_segment) /* of every stack, shown or not */
+			sp->torch_reserved_bytes += a->bytes;
+		if (k->cls == GL_CLASS_TORCH_BLOCK)
+			blocks = true;
+		n++;
+	}
+	if (blocks && proc__live(proc) && o->tensors && o->tensors->sample_bytes &&
+	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
+		return -ENOMEM;
+	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
+	if (o->max_stacks && n > o->max_stacks) {
+		for (size_t i = o->max_stacks; i < n; i++)
+			free((char *)sp->stacks[i].why);
+		n = o->max_stacks;
+	}
+	sp->nstacks = n;
+	for (size_t i = 0; i < n; i++)
+		if (fill_frames(b, sym, o->python, sp->stacks[i].id, &sp->stacks[i]))
+			return -ENOMEM;
+	return 0;
+}
+
+static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *proc,
+			 const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	uint32_t n = proc__nr_failures(proc);
+
+	sp->failures_list = calloc(n ? n : 1, sizeof(*sp->failures_list));
+	if (!sp->failures_list)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct failure *f = proc__failure(proc, i);
+		struct snap_failure *sf = &sp->failures_list[i];
+
+		sf->ts = f->ts;
+		sf->bytes = f->bytes;
+		sf->held_device = f->held_device;
+		sf->api = probe__name(f->api);
+		sf->error = cuda__error_name(f->rc);
+		sf->rc = f->rc;
+		sf->cls = f->cls;
+		sf->stack = calloc(1, sizeof(*sf->stack));
+		if (!sf->stack || fill_frames(b, sym, o->python, f->stack, sf->stack))
+			return -ENOMEM;
+		sp->nfailures++;
+		if (!f->nr_holders)
+			continue;
+		sf->holders = calloc(f->nr_holders, sizeof(*sf->holders));
+		if (!sf->holders)
+			return -ENOMEM;
+		for (uint32_t h = 0; h < f->nr_holders; h++) {
+			struct snap_stack *hs = &sf->holders[h];
+
+			hs->cls = f->holders[h].cls;
+			hs->outstanding_bytes = f->holders[h].bytes;
+			hs->outstanding_allocs = f->holders[h].allocs;
+			sf->nholders++;
+			if (fill_frames(b, sym, o->python, f->holders[h].stack, hs))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Growth of the process's device memory; with NVML, what it held unseen and when it fills up. */
+static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
+			struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	uint64_t device = t->bytes[GL_CLASS_DEVICE], used = NVML_UNKNOWN;
+	uint64_t headroom = NVML_UNKNOWN;
+	struct verdict_info vi;
+
+	series__classify(proc__device_series(proc), end, &vi);
+	sp->device_growth_bytes_per_s = vi.growth_bytes_per_s;
+	sp->projected_oom_s = -1;
+	if (!o->nvml || t->exited)
+		return;
+	nvml_sample__proc(o->nvml, t->pid, &used, &headroom);
+	if (used == NVML_UNKNOWN && t->ns_pid > 0 && t->ns_pid != t->pid)
+		nvml_sample__proc(o->nvml, t->ns_pid, &used, &headroom);
+	if (used != NVML_UNKNOWN) {
+		sp->pre_attach_valid = true;
+		sp->pre_attach_bytes = used > device ? used - device : 0;
+	}
+	if (vi.verdict == VERDICT_LEAK && vi.growth_bytes_per_s > 0 && headroom != NVML_UNKNOWN)
+		sp->projected_oom_s = headroom / vi.growth_bytes_per_s;
+}
+
+static uint64_t absdiff(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/* Changes to a process's books: every one is counted before it is made (books.bpf.h). */
+static uint64_t kernel_changes(const struct gl_proc_stats *s)
+{
+	return s->alloc_calls + s->free_calls + s->failures + s->ctx_drops;
+}
+
+static uint64_t user_changes(const struct snap_proc *sp)
+{
+	return sp->alloc_calls + sp->free_calls + sp->failures + sp->ctx_drops;
+}
+
+/*
+ * Whether the two books agree. BPF's counters of a process that is still
+ * running are read while it calls: the changes the kernel counted whose
+ * records user space has not applied yet (in the programs, in the ring
+ * buffer, or made while the snapshot was built) are exactly the difference
+ * of the two change counts, each change moving one allocation. For such a
+ * live reading, the books agree within that many changes, and with none in
+ * flight they must be equal to the byte. A process's final books (taken at
+ * its exit) must agree exactly.
+ */
+static bool books_agree(const struct snap_proc *sp, bool live)
+{
+	const struct gl_proc_stats *s = &sp->bpf;
+	uint64_t slack = 0;
+
+	if (live) {
+		if (kernel_changes(s) < user_changes(sp))
+			return false; /* user space applied a change the kernel never made */
+		slack = kernel_changes(s) - user_changes(sp);
+	}
+	for (size_t i = 0; i < sizeof(checked_classes); i++) {
+		uint8_t c = checked_classes[i];
+		uint64_t d = absdiff(s->allocs[c], sp->nallocs[c]);
+
+		if (d > slack || (slack == 0 && s->bytes[c] != sp->bytes[c]))
+			return false;
+	}
+	return absdiff(s->unmatched_frees, sp->unmatched_frees) <= slack &&
+	       absdiff(s->failures, sp->failures) <= slack;
+}
+
+/*
+ * Records were lost, so the user-space books (the per-stack attribution) are
+ * incomplete; BPF's counters are exact. The process totals come from BPF, and
+ * what the stacks add up to is kept beside them.
+ */
+static void use_kernel_totals(struct snap_proc *sp)
+{
+	memcpy(sp->attributed_bytes, sp->bytes, sizeof(sp->attributed_bytes));
+	sp->attributed_allocs = sp->outstanding_allocs;
+	memcpy(sp->bytes, sp->bpf.bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, sp->bpf.allocs, sizeof(sp->nallocs));
+	sp->outstanding_allocs = sp->bpf.allocs[GL_CLASS_DEVICE] +
+				 sp->bpf.allocs[GL_CLASS_MANAGED] +
+				 sp->bpf.allocs[GL_CLASS_HOST_PINNED];
+	sp->alloc_calls = sp->bpf.alloc_calls;
+	sp->free_calls = sp->bpf.free_calls;
+	sp->failures = sp->bpf.failures;
+	sp->unmatched_frees = sp->bpf.unmatched_frees;
+	sp->totals_from_kernel = true;
+}
+
+static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
+		     const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	uint64_t begin, end;
+	bool live = false;
+
+	sp->pid = t->pid;
+	sp->ns_pid = t->ns_pid;
+	memcpy(sp->comm, t->comm, sizeof(sp->comm));
+	sp->exited = t->exited;
+	sp->start_time = t->start_time;
+	begin = o->start_ns ? o->start_ns : t->first_ns;
+	end = t->exited ? t->exit_ns : o->now_ns;
+	sp->duration_ns = end > begin ? end - begin : 0;
+	memcpy(sp->bytes, t->bytes, sizeof(sp->bytes));
+	memcpy(sp->nallocs, t->nallocs, sizeof(sp->nallocs));
+	memcpy(sp->alloc_bytes, t->alloc_bytes, sizeof(sp->alloc_bytes));
+	memcpy(sp->free_bytes, t->free_bytes, sizeof(sp->free_bytes));
+	sp->outstanding_allocs = t->nallocs[GL_CLASS_DEVICE] + t->nallocs[GL_CLASS_MANAGED] +
+				 t->nallocs[GL_CLASS_HOST_PINNED];
+	sp->peak_device = t->peak_device;
+	memcpy(sp->dev_bytes, t->dev_bytes, sizeof(sp->dev_bytes));
+	sp->unknown_dev_bytes = t->unknown_dev_bytes;
+	sp->alloc_calls = t->alloc_calls;
+	sp->free_calls = t->free_calls;
+	sp->failures = t->failures;
+	sp->oom_failures = t->oom_failures;
+	sp->unmatched_frees = t->unmatched_frees;
+	sp->dropped_bytes = t->dropped_bytes;
+	sp->failed_frees = t->failed_frees;
+	sp->ctx_drops = t->ctx_drops;
+	if (t->has_final) {
+		sp->bpf = t->final;
+		sp->bpf_valid = true;
+	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, t->pid, &sp->bpf) == 0 &&
+		   sp->bpf.start_time == t->start_time) {
+		sp->bpf_valid = true;
+		/* lost call records make a real difference, which no slack may hide */
+		live = !sp->bpf.exit_time &&
+		       !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
+	} else if (t->alloc_calls == 0 && t->free_calls == 0 && t->failures == 0) {
+		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
+		memset(&sp->bpf, 0, sizeof(sp->bpf));
+	}
+	sp->consistent = sp->bpf_valid && books_agree(sp, live);
+	if (sp->bpf_valid && !sp->consistent)
+		use_kernel_totals(sp);
+	fill_growth(proc, o, end, sp);
+	if (fill_stacks(b, sym, proc, o, sp))
+		return -ENOMEM;
+	return fill_failures(b, sym, proc, o, sp);
+}
+
+struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
+				 const struct snapshot_opts *o)
+{
+	struct procs *procs = books__procs(b);
+	const struct books_counters *bc = books__counters(b);
+	struct snapshot *s = calloc(1, sizeof(*s));
+	uint32_t n = procs__count(procs);
+	struct proc *proc;
+
+	if (!s)
+		return NULL;
+	s->now_ns = o->now_ns;
+	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 :
+								 0;
+	if (o->stats)
+		memcpy(s->stats, o->stats, sizeof(s->stats));
+	if (o->api_calls)
+		memcpy(s->api_calls, o->api_calls, sizeof(s->api_calls));
+	s->lost_events = s->stats[GL_STAT_LOST_STACK] + s->stats[GL_STAT_LOST_CALL] +
+			 s->stats[GL_STAT_LOST_PROC];
+	s->malformed = bc->malformed;
+	s->stack_missing = bc->stack_missing;
+	s->stack_mode = o->stack_mode;
+	s->nr_probes = o->nr_probes;
+	s->cap_allocs = o->cap_allocs;
+	s->cap_stacks = o->cap_stacks;
+	s->stack_overflows = stacks__overflows(books__stacks(b));
+	if (o->tensors) {
+		s->tensors_buf = *o->tensors;
+		s->tensors = &s->tensors_buf;
+	}
+	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
+	if (!s->procs)
+		goto fail;
+	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
+		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
+		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0;
+	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
+		struct snap_proc *sp = &s->procs[s->nprocs++];
+
+		if (fill_proc(b, sym, proc, o, sp))
+			goto fail;
+		s->unmatched_frees += sp->unmatched_frees;
+		if (sp->bpf_valid) {
+			s->untracked_allocs += sp->bpf.untracked_allocs;
+			s->untracked_bytes += sp->bpf.untracked_bytes;
+		}
+		if (!sp->consistent)
+			s->complete = false;
+	}
+	return s;
+fail:
+	snapshot__free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static bool proc_used_cuda(const struct snap_proc *p)
+{
+	return p->alloc_calls || p->free_calls || p->failures || p->nstacks || p->peak_device ||
+	       p->torch_reserved_bytes;
+}
+
+void snapshot__hide_idle(struct snapshot *s)
+{
+	uint32_t kept = 0, n = s->nprocs;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!proc_used_cuda(&s->procs[i]))
+			continue;
+		if (i != kept) {
+			struct snap_proc tmp = s->procs[kept];
+
+			s->procs[kept] = s->procs[i];
+			s->procs[i] = tmp;
+		}
+		kept++;
+	}
+	s->nprocs = kept;
+	s->nprocs_idle += n - kept;
+}

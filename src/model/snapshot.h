@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * snapshot.h - what reporters read: a self-contained, symbolized copy of the
+ * books at one moment. Reporters are pure functions of a snapshot.
+ */
+#ifndef GL_SNAPSHOT_H
+#define GL_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "gpuleak_abi.h"
+
+struct snap_frame {
+	const char *kind;     /* "native" or "python" */
+	const char *function; /* NULL if unknown */
+	const char *module;   /* path, NULL if unknown */
+	const char *build_id; /* hex, NULL if unknown */
+	const char *file;     /* source file, NULL if unknown */
+	uint64_t offset;      /* native: file offset in module; python: 0 */
+	uint64_t sym_off;     /* offset inside function */
+	uint64_t address;     /* absolute address when no module is known */
+	int line;
+};
+
+struct snap_stack {
+	uint32_t id;
+	uint8_t cls; /* enum gl_class */
+	uint64_t outstanding_bytes, outstanding_allocs;
+	uint64_t allocs, frees; /* calls */
+	uint64_t alloc_bytes, peak_bytes;
+	uint64_t first_ns, last_ns;
+	const char *verdict; /* "leak", "steady", "unknown" */
+	double growth_bytes_per_s;
+	const char *why;    /* one line explaining the verdict */
+	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
+	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
+	bool estimated; /* the estimates below are set: a sampled stack */
+	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */
+	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
+	uint32_t nframes;
+	struct snap_frame *frames;
+};
+
+struct snap_failure {
+	uint64_t ts;
+	uint64_t bytes;
+	uint64_t held_device;
+	const char *api;
+	const char *error;
+	int rc;
+	uint8_t cls;
+	struct snap_stack *stack;   /* frames only */
+	uint32_t nholders;	    /* out of memory: the largest holders at that moment */
+	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
+};
+
+struct snap_proc {
+	int pid, ns_pid;
+	char comm[16];
+	bool exited;
+	uint64_t start_time;
+	uint64_t duration_ns; /* observed */
+	uint64_t bytes[GL_CLASS_SLOTS];
+	uint64_t nallocs[GL_CLASS_SLOTS];
+	uint64_t alloc_bytes[GL_CLASS_SLOTS], free_bytes[GL_CLASS_SLOTS]; /* cumulative */
+	uint64_t outstanding_allocs; /* device + managed + host_pinned */
+	uint64_t peak_device;
+	uint64_t dev_bytes[16];	    /* device class per device ordinal */
+	uint64_t unknown_dev_bytes; /* device class, device not known */
+	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
+	uint64_t failed_frees;
+	uint64_t ctx_drops;	       /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
+	bool bpf_valid;		       /* bpf below holds BPF's own books */
+	struct gl_proc_stats bpf;
+	bool consistent;	 /* user-space books equal BPF's */
+	bool totals_from_kernel; /* not consistent: the totals above are BPF's exact ones */
+	uint64_t attributed_bytes[GL_CLASS_SLOTS]; /* then: what the stacks add up to */
+	uint64_t attributed_allocs;
+	uint32_t nstacks;
+	struct snap_stack *stacks; /* most suspicious first */
+	uint32_t nfailures;
+	struct snap_failure *failures_list;
+	/* growth of the process's device memory (analysis.h), and NVML's figures */
+	double device_growth_bytes_per_s;
+	double projected_oom_s;	   /* until its devices are full at that rate; < 0: unknown */
+	bool pre_attach_valid;	   /* NVML listed the process */
+	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
+};
+
+/* Where a snapshot rebuilt from a recording (gpuleak report) came from, and what it lacks. */
+struct snap_recording {
+	const char *file;
+	const char *host;	/* where it was recorded, "" if unknown */
+	uint64_t wall_start_ns; /* when (CLOCK_REALTIME), 0 if unknown */
+	uint32_t version;	/* of the format */
+	bool complete;		/* ended, nothing truncated, cut, damaged or skipped */
+	bool ended;		/* the recorder finished it (its end record is there) */
+	bool truncated;		/* --max-size stopped the recording of events */
+	bool cut;		/* the file ends inside a chunk */
+	uint64_t max_size;
+	uint64_t bytes, skipped_bytes, bad_chunks, bad_records, unknown_records;
+	uint64_t calls;			   /* call records replayed */
+	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
+};
+
+/* A window in which PyTorch's allocator probes were attached (tiers.h). */
+struct snap_window {
+	double start_s, end_s; /* since tracing started; end_s < 0: still open */
+	const char *why;       /* "start", "duty", "growth", "capacity", "request" */
+};
+
+#define SNAP_MAX_WINDOWS 16
+
+/* What the tensor-level figures (class torch_block) cover. */
+struct snap_tensors {
+	const char *mode;      /* --tensors: "windowed", "sampled", "full" or "off" */
+	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
+	const char *coverage;  /* "complete" (every block since tracing started), "windowed" */
+	bool armed;	       /* the probes are attached now */
+	uint64_t until_ns;     /* windowed and disarmed: the figures are as of this; else 0 */
+	double armed_s;	       /* time attached, all windows */
+	uint64_t windows_total;
+	uint32_t nwindows; /* the latest windows, oldest first */
+	struct snap_window windows[SNAP_MAX_WINDOWS];
+};
+
+struct snapshot {
+	uint64_t now_ns;
+	double duration_s;
+	uint64_t lost_events;	  /* ring-buffer records dropped */
+	uint64_t unmatched_frees; /* all processes */
+	uint64_t stats[GL_NR_STATS];
+	uint64_t api_calls[GL_NR_APIS]; /* traced calls per API (all processes) */
+	uint64_t malformed, stack_missing;
+	bool complete; /* nothing lost, books agree, no cap reached */
+	/* the caps on what gpuleak keeps, and what reaching them cost (all processes) */
+	uint32_t cap_allocs;	   /* the kernel's allocation table (--max-allocs), 0: unknown */
+	uint64_t untracked_allocs; /* allocations it could not hold: in no figure */
+	uint64_t untracked_bytes;  /* their bytes */
+	uint32_t cap_stacks;	   /* distinct stacks kept (--max-stacks), 0: no cap */
+	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
+	uint32_t nprocs;
+	struct snap_proc *procs;
+	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
+	const char *stack_mode;
+	uint32_t nr_probes;
+	const struct snap_recording *recording; /* NULL: a live session */
+	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
+	struct snap_tensors tensors_buf;
+};
+
+struct books;
+struct symbolizer;
+struct python;
+struct nvml_sample;
+
+struct snapshot_opts {
+	uint64_t now_ns;	   /* bpf_ktime_get_ns clock */
+	uint64_t start_ns;	   /* when tracing started, same clock */
+	uint32_t max_stacks;	   /* per process, 0 = every stack with outstanding memory */
+	bool all_stacks;	   /* include stacks with nothing outstanding */
+	const uint64_t *stats;	   /* GL_NR_STATS BPF counters, or NULL */
+	const uint64_t *api_calls; /* GL_NR_APIS call counts, or NULL */
+	/* BPF's books of a running process; returns 0 or -ENOENT. NULL: none. */
+	int (*bpf_stats)(void *ctx, int pid, struct gl_proc_stats *out);
+	void *bpf_ctx;
+	struct python *python; /* resolves Python frames; may be NULL */
+	const char *stack_mode;
+	uint32_t nr_probes;
+	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
+	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
+	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
+	uint32_t cap_stacks;
+};
+
+/*
+ * A snapshot of every process in the books. Strings are borrowed from the
+ * symbolizer and the module table, which must outlive it. NULL on ENOMEM.
+ */
+struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
+				 const struct snapshot_opts *o);
+
+/* NULL is a no-op. */
+void snapshot__free(struct snapshot *s);
+/*
+ * Moves the processes that made no CUDA allocation, free or failed call (a
+ * shell or launcher in front of the job) behind procs[nprocs], counted in
+ * nprocs_idle, where no report looks.
+ */
+void snapshot__hide_idle(struct snapshot *s);
+
+#endif /* GL_SNAPSHOT_H */

@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * targets.c - what a session traces: the processes named on the command
+ * line (waiting for them to load libcuda), the child of `run`, or every
+ * process with -a; finding their libcuda, PyTorch and Python and attaching
+ * to them, including libraries mapped later; liveness of the targets.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "loader.h"
+#include "probes.h"
+#include "stacks/python/python.h"
+#include "targets.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+#define LIVENESS_NS 250000000ULL
+#define RESCAN_ALL_NS 5000000000ULL
+#define EXIT_GRACE_NS 1000000000ULL
+/* A library change is scanned at once and once more this much later. */
+#define PENDING_FOLLOW_UP_NS 100000000ULL
+
+enum target_state { T_WAITING, T_ATTACHED, T_EXITED };
+
+struct pending_scan {
+	int pid;
+	bool scanned; /* the first scan is done; the follow-up is due at due_ns */
+	uint64_t due_ns;
+};
+
+struct lib_id {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct target {
+	int pid;
+	uint64_t start_ticks;
+	enum target_state state;
+	uint64_t gone_ns; /* when /proc said it was gone */
+	bool torch_done;  /* its libc10_cuda.so was found (attached or not) */
+};
+
+struct targets {
+	struct targets_opts o;
+	struct tracer *tracer;
+	struct python *python;
+	void (*seen)(void *ctx, int pid);
+	void *seen_ctx;
+	struct target targets[TARGETS_MAX];
+	int nr_targets;
+	pid_t child;
+	int child_status;
+	bool child_done;
+	uint64_t wait_deadline_ns, next_liveness_ns, next_rescan_ns;
+	struct pending_scan pending[64];
+	int nr_pending;
+	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
+	int nr_torch_denied;
+};
+
+static int attach_ldso(struct targets *s, int pid);
+
+static struct target *find_target(struct targets *s, int pid)
+{
+	for (int i = 0; i < s->nr_targets; i++)
+		if (s->targets[i].pid == pid)
+			return &s->targets[i];
+	return NULL;
+}
+
+static void report_attached(struct targets *s, const struct cuda_lib *lib, int n, int pid)
+{
+	char missing[2048];
+	char comm[32] = "";
+
+	if (pid > 0 && procfs__comm(pid, comm, sizeof(comm)))
+		comm[0] = '\0';
+	libcuda__missing(lib, true, missing, sizeof(missing));
+	if (missing[0])
+		log_warn("%s lacks %s: those calls are not traced", lib->display, missing);
+	libcuda__missing(lib, false, missing, sizeof(missing));
+	if (missing[0])
+		log_debug("%s does not export: %s", lib->display, missing);
+	if (pid > 0)
+		log_info("attached to PID %d (%s): %d functions in %s (%d probes)", pid, comm, n,
+			 lib->display, tracer__nr_probes(s->tracer));
+	else
+		log_info("attached: %d functions in %s (%d probes)", n, lib->display,
+			 tracer__nr_probes(s->tracer));
+}
+
+/* Attaches to the library if it is new. Returns 0, or -errno (-EPERM: privileges). */
+static int attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
+{
+	int n;
+
+	if (tracer__has_lib(s->tracer, lib->dev, lib->ino)) {
+		if (pid > 0)
+			log_info("attached to PID %d through %s", pid, lib->display);
+		return 0;
+	}
+	n = tracer__attach_lib(s->tracer, lib);
+	if (n < 0)
+		return n; /* explained by the tracer */
+	report_attached(s, lib, n, pid);
+	return 0;
+}
+
+/*
+ * Attaches to PyTorch's allocator probes if pid maps libc10_cuda.so. Returns
+ * 1 when the library was found (attached or without probes), 0 when pid maps
+ * none (yet), -EPERM on privileges.
+ */
+static int attach_torch(struct targets *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (s->o.no_torch)
+		return 1;
+	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
+		return 0;
+	if (tracer__has_torch(s->tracer, dev, ino))
+		return 1;
+	for (int i = 0; i < s->nr_torch_denied; i++)
+		if (s->torch_denied[i].dev == dev && s->torch_denied[i].ino == ino)
+			return 1;
+	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM && s->o.keep_going) {
+		/* the agent goes on: tensor blocks are then not traced in this library */
+		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
+			 "accounting only",
+			 display);
+		if (s->nr_torch_denied <
+		    (int)(sizeof(s->torch_denied) / sizeof(s->torch_denied[0])))
+			s->torch_denied[s->nr_torch_denied++] = (struct lib_id){ dev, ino };
+		return 1;
+	}
+	if (err == -EPERM) {
+		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
+		return -EPERM;
+	}
+	if (err == -ENOENT || err == -ESRCH)
+		log_msg(s->o.torch ? LOG_WARN : LOG_INFO,
+			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
+			"driver-level accounting only",
+			display);
+	else if (err)
+		log_warn("failed to attach PyTorch's allocator probes in %s: %s", display,
+			 strerror(-err));
+	else
+		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
+			 display);
+	return 1;
+}
+
+/* Looks for the target's libcuda; attaches when found. Returns 0, 1 (not yet) or -errno. */
+static int try_attach_target(struct targets *s, struct target *t)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	int err;
+
+	if (!lib)
+		return -ENOMEM;
+	err = libcuda__find_in_process(t->pid, lib);
+	if (err == -ENOENT) {
+		err = 1;
+	} else if (err == 0) {
+		/* Python frames and PyTorch's probes first: what is allocated once
+		 * "attached to PID" is said must be seen with them */
+		if (!s->o.no_python)
+			python__attach(s->python, t->pid);
+		if (!t->torch_done) {
+			err = attach_torch(s, t->pid);
+			t->torch_done = err == 1;
+		}
+		if (err >= 0)
+			err = attach_lib(s, lib, t->pid);
+		if (!err)
+			t->state = T_ATTACHED;
+	} else if (err == -EACCES || err == -EPERM) {
+		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
+			  "to run as the target's user)",
+			  t->pid);
+		err = -EPERM;
+	} else if (err != -ESRCH) {
+		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
+	}
+	free(lib);
+	return err;
+}
+
+static bool target_alive(const struct target *t)
+{
+	uint64_t ticks;
+
+	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
+}
+
+static int add_targets(struct targets *s)
+{
+	const struct targets_opts *o = &s->o;
+
+	for (int i = 0; i < o->nr_pids; i++) {
+		struct target *t = &s->targets[s->nr_targets];
+		int err;
+
+		if (find_target(s, o->pids[i]))
+			continue;
+		t->pid = o->pids[i];
+		if (procfs__start_ticks(t->pid, &t->start_ticks)) {
+			log_error("no such process: %d", t->pid);
+			return -EIO;
+		}
+		err = tracer__add_target(s->tracer, t->pid);
+		if (err) {
+			log_error("failed to add PID %d to the targets: %s", t->pid,
+				  strerror(-err));
+			return -EIO;
+		}
+		s->nr_targets++;
+		if (attach_ldso(s, t->pid) == -EPERM)
+			return -EPERM;
+		err = try_attach_target(s, t);
+		if (err == -EPERM)
+			return -EPERM;
+		if (err < 0 && !target_alive(t)) {
+			log_error("process %d exited before gpuleak could attach", t->pid);
+			return -EIO;
+		}
+		if (err < 0)
+			return -EIO;
+		if (err == 1)
+			log_info("PID %d has not loaded libcuda yet; waiting up to %.0f s", t->pid,
+				 o->wait_ms / 1e3);
+	}
+	return 0;
+}
+
+/*
+ * Watches pid's dynamic loader (once per ld.so file): libraries it loads
+ * later are found at once. Returns 0, or -EPERM on privileges.
+ */
+static int attach_ldso(struct targets *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (libcuda__find_ldso(pid, path, sizeof(path), display, sizeof(display), &dev, &ino) ||
+	    tracer__has_ldso(s->tracer, dev, ino))
+		return 0;
+	err = tracer__attach_ldso(s->tracer, path, dev, ino);
+	if (err == -EPERM)
+		return -EPERM;
+	if (err)
+		log_debug("cannot watch the dynamic loader %s: %s", display, strerror(-err));
+	else
+		log_debug("watching the dynamic loader %s", display);
+	return 0;
+}
+
+/* The system's dynamic loader, which new programs (run, -a) will use. */
+static int attach_system_ldso(struct targets *s)
+{
+	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
+					     "/lib/ld-linux-aarch64.so.1" };
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int err;
+
+		if (stat(paths[i], &st) || tracer__has_ldso(s->tracer, st.st_dev, st.st_ino))
+			continue;
+		err = tracer__attach_ldso(s->tracer, paths[i], st.st_dev, st.st_ino);
+		if (err == -EPERM)
+			return -EPERM;
+		if (err)
+			log_debug("cannot watch the dynamic loader %s: %s", paths[i],
+				  strerror(-err));
+	}
+	return 0;
+}
+
+/*
+ * Attaches to whatever pid maps that is not attached yet: its libcuda,
+ * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
+ * -EPERM on privileges.
+ */
+static int scan_pid(struct targets *s, int pid)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	struct target *t = find_target(s, pid);
+	int ret = 0, err = 0;
+
+	if (!lib)
+		return 0;
+	if (!s->o.no_python)
+		python__attach(s->python, pid);
+	if (libcuda__find_in_process(pid, lib) == 0) {
+		ret = 1;
+		if (s->seen)
+			s->seen(s->seen_ctx, pid);
+		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
+			err = attach_lib(s, lib, t ? pid : -1);
+		if (!err && t && t->state == T_WAITING)
+			t->state = T_ATTACHED;
+	}
+	free(lib);
+	if (!err && attach_ldso(s, pid) < 0)
+		err = -EPERM;
+	if (!err && attach_torch(s, pid) < 0)
+		err = -EPERM;
+	return err == -EPERM ? -EPERM : ret;
+}
+
+static int scan_one(int pid, void *data)
+{
+	struct targets *s = data;
+
+	if (pid == getpid())
+		return 0;
+	return scan_pid(s, pid) == -EPERM ? -EPERM : 0;
+}
+
+/* -a: attach to every libcuda any process maps. */
+static int scan_all(struct targets *s)
+{
+	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
+}
+
+/*
+ * -a: the libcuda new processes would load (--libcuda, else the dynamic
+ * loader's choice) is attached before any process maps it, so that they are
+ * traced from their first call.
+ */
+static int attach_system_lib(struct targets *s)
+{
+	struct cuda_lib *lib;
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (s->o.libcuda)
+		snprintf(path, sizeof(path), "%s", s->o.libcuda);
+	else if (libcuda__search(NULL, getenv("LD_LIBRARY_PATH"), path, sizeof(path)))
+		return 0;
+	lib = malloc(sizeof(*lib));
+	if (!lib)
+		return -EIO;
+	err = libcuda__open(path, path, lib);
+	if (err)
+		log_msg(s->o.libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
+			strerror(-err));
+	else
+		err = attach_lib(s, lib, -1);
+	free(lib);
+	if (err == -EPERM)
+		return -EPERM;
+	return err && s->o.libcuda ? -EIO : 0;
+}
+
+/*
+ * The dynamic loader of pid changed its libraries: scan it at the next step
+ * and once more a little later, so that a burst of loads (an import) costs
+ * two scans and a library mapped during the first is not missed.
+ */
+void targets__libs_changed(struct targets *s, int pid)
+{
+	for (int i = 0; i < s->nr_pending; i++) {
+		if (s->pending[i].pid == pid) {
+			if (s->pending[i].scanned)
+				s->pending[i].due_ns = now_ns() + PENDING_FOLLOW_UP_NS;
+			return;
+		}
+	}
+	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
+		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
+}
+
+/* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
+static int run_pending_scans(struct targets *s, uint64_t now)
+{
+	int kept = 0;
+
+	for (int i = 0; i < s->nr_pending; i++) {
+		struct pending_scan ps = s->pending[i];
+
+		if (ps.scanned && now < ps.due_ns) {
+			s->pending[kept++] = ps;
+			continue;
+		}
+		if (scan_pid(s, ps.pid) == -EPERM)
+			return -EPERM;
+		if (!ps.scanned) {
+			ps.scanned = true;
+			ps.due_ns = now + PENDING_FOLLOW_UP_NS;
+			s->pending[kept++] = ps;
+		}
+	}
+	s->nr_pending = kept;
+	return 0;
+}
+
+static int start_child(struct targets *s)
+{
+	char path[4096];
+	struct cuda_lib *lib;
+	int pipefd[2], err = 0;
+	char go = 1;
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		log_error("pipe: %s", strerror(errno));
+		return -EIO;
+	}
+	s->child = fork();
+	if (s->child < 0) {
+		log_error("fork: %s", strerror(errno));
+		return -EIO;
+	}
+	if (s->child == 0) {
+		/* wait until the probes are attached; EOF means the tracer died */
+		close(pipefd[1]);
+		if (read(pipefd[0], &go, 1) != 1)
+			_exit(127);
+		execvp(s->o.argv[0], s->o.argv);
+		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o.argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[0]);
+	s->targets[0] = (struct target){ .pid = s->child, .state = T_WAITING };
+	s->nr_targets = 1;
+	procfs__start_ticks(s->child, &s->targets[0].start_ticks);
+	err = tracer__add_target(s->tracer, s->child);
+	lib = malloc(sizeof(*lib));
+	if (!err && lib) {
+		if (s->o.libcuda)
+			snprintf(path, sizeof(path), "%s", s->o.libcuda);
+		if (!s->o.libcuda &&
+		    libcuda__search(s->o.argv[0], getenv("LD_LIBRARY_PATH"), path, sizeof(path))) {
+			log_warn(
+				"libcuda.so.1 is not on the library path; gpuleak will attach when "
+				"%s loads one (calls before that are not seen)",
+				s->o.argv[0]);
+		} else if ((err = libcuda__open(path, path, lib))) {
+			log_error("cannot read %s: %s", path, strerror(-err));
+		} else {
+			err = attach_lib(s, lib, -1);
+			if (!err)
+				s->targets[0].state = T_ATTACHED;
+		}
+	}
+	free(lib);
+	if (err) {
+		close(pipefd[1]);
+		kill(s->child, SIGKILL);
+		waitpid(s->child, NULL, 0);
+		return err == -EPERM ? -EPERM : -EIO;
+	}
+	if (write(pipefd[1], &go, 1) != 1)
+		log_warn("could not release %s: %s", s->o.argv[0], strerror(errno));
+	close(pipefd[1]);
+	return 0;
+}
+
+void targets__reap_child(struct targets *s)
+{
+	int status;
+
+	if (s->child <= 0 || s->child_done)
+		return;
+	if (waitpid(s->child, &status, WNOHANG) != s->child)
+		return;
+	s->child_done = true;
+	s->child_status = status;
+	if (WIFEXITED(status))
+		log_info("%s exited with status %d", s->o.argv[0], WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		log_info("%s was killed by signal %d", s->o.argv[0], WTERMSIG(status));
+}
+
+int targets__wait_child(struct targets *s, int *wstatus)
+{
+	pid_t r;
+	int st = 0;
+
+	if (s->child <= 0)
+		return -ENOENT;
+	if (!s->child_done) {
+		while ((r = waitpid(s->child, &st, 0)) < 0 && errno == EINTR)
+			;
+		if (r != s->child)
+			return r < 0 ? -errno : -ECHILD;
+		s->child_status = st;
+		s->child_done = true;
+	}
+	*wstatus = s->child_status;
+	return 0;
+}
+
+/* Liveness and libcuda checks; returns true when every target is done. */
+static bool check_targets(struct targets *s, uint64_t now, int *err)
+{
+	bool all_done = s->nr_targets > 0;
+
+	for (int i = 0; i < s->nr_targets; i++) {
+		struct target *t = &s->targets[i];
+
+		if (t->state == T_EXITED)
+			continue;
+		if (!target_alive(t) && !(s->child == t->pid && !s->child_done)) {
+			/* wait a moment for its exit record, then take /proc's word */
+			if (!t->gone_ns)
+				t->gone_ns = now;
+			else if (now - t->gone_ns > EXIT_GRACE_NS)
+				t->state = T_EXITED;
+			all_done &= t->state == T_EXITED;
+			continue;
+		}
+		all_done = false;
+		if (t->state == T_ATTACHED && !t->torch_done) {
+			int r = attach_torch(s, t->pid);
+
+			if (r == -EPERM) {
+				*err = -EPERM;
+				return true;
+			}
+			t->torch_done = r == 1;
+			if (t->torch_done && !s->o.no_python)
+				python__attach(s->python, t->pid);
+		}
+		if (t->state != T_WAITING)
+			continue;
+		if (try_attach_target(s, t) == -EPERM) {
+			*err = -EPERM;
+			return true;
+		}
+		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
+		    s->child != t->pid) {
+			log_error("process %d did not load libcuda within %.0f s", t->pid,
+				  s->o.wait_ms / 1e3);
+			*err = -EIO;
+			return true;
+		}
+	}
+	return all_done;
+}
+
+static int start(struct targets *s)
+{
+	const struct targets_opts *o = &s->o;
+	int err;
+
+	if ((o->argv || o->all) && attach_system_ldso(s) == -EPERM)
+		return -EPERM;
+	if (o->argv)
+		return start_child(s);
+	if (!o->all)
+		return add_targets(s);
+	err = attach_system_lib(s);
+	if (!err)
+		err = scan_all(s);
+	if (!err)
+		log_info("tracing every process that uses CUDA (%d libcuda attached)",
+			 tracer__nr_libs(s->tracer));
+	return err;
+}
+
+int targets__start(struct targets *s)
+{
+	int err = start(s);
+	uint64_t now = now_ns();
+
+	s->wait_deadline_ns = now + s->o.wait_ms * 1000000ULL;
+	s->next_rescan_ns = now + RESCAN_ALL_NS;
+	return err;
+}
+
+bool targets__step(struct targets *s, uint64_t now, int *err)
+{
+	targets__reap_child(s);
+	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
+		*err = -EPERM;
+		return true;
+	}
+	if (s->o.all) {
+		if (now >= s->next_rescan_ns) {
+			s->next_rescan_ns = now + RESCAN_ALL_NS;
+			if (scan_all(s) == -EPERM) {
+				*err = -EPERM;
+				return true;
+			}
+		}
+		return false;
+	}
+	if (now < s->next_liveness_ns)
+		return false;
+	s->next_liveness_ns = now + LIVENESS_NS;
+	return check_targets(s, now, err);
+}
+
+void targets__signal_child(struct targets *s, int sig)
+{
+	if (s->child > 0 && !s->child_done)
+		kill(s->child, sig);
+}
+
+struct targets *targets__new(const struct targets_opts *o, struct tracer *t, struct python *py,
+			     void (*seen)(void *ctx, int pid), void *ctx)
+{
+	struct targets *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->o = *o;
+	s->tracer = t;
+	s->python = py;
+	s->seen = seen;
+	s->seen_ctx = ctx;
+	return s;
+}
+
+void targets__free(struct targets *s)
+{
+	if (!s)
+		return;
+	if (s->child > 0 && !s->child_done)
+		waitpid(s->child, NULL, 0);
+	free(s);
+}
+
+void targets__exited(struct targets *s, int pid, const char *comm)
+{
+	struct target *t = find_target(s, pid);
+
+	if (t && t->state != T_EXITED) {
+		t->state = T_EXITED;
+		log_info("PID %d (%s) exited", pid, comm);
+	}
+}
+
+bool targets__scanning(const struct targets *s)
+{
+	return s->nr_pending > 0;
+}

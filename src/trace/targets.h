@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * targets.h - what is traced and attaching to it: the processes named on the
+ * command line (waiting for them to load libcuda), the child of `run`, or
+ * every process with -a; their libcuda, PyTorch's allocator probes and their
+ * Python, including libraries they map later; the targets' liveness.
+ *
+ * Functions returning int return 0, -EPERM when privileges are missing
+ * (explained), or -EIO for another failure (said on stderr).
+ */
+#ifndef GL_TARGETS_H
+#define GL_TARGETS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TARGETS_MAX 256
+
+struct targets;
+struct tracer;
+struct python;
+
+struct targets_opts {
+	const int *pids; /* attach: these processes */
+	int nr_pids;
+	bool all;	     /* every process that maps a libcuda, now and later */
+	char **argv;	     /* run: start this command (NULL otherwise) */
+	const char *libcuda; /* the library to attach instead of the one found */
+	uint64_t wait_ms;    /* for a named process to load libcuda */
+	bool no_python;	     /* do not walk CPython frames */
+	bool no_torch;	     /* do not attach to PyTorch's allocator probes */
+	bool torch;	     /* say so loudly when the probes are missing */
+	bool keep_going;     /* the agent: go on without PyTorch's probes where privileges lack */
+};
+
+/*
+ * NULL with errno on failure. o is copied; t and py (not owned) attach and
+ * tell BPF about Python. seen (may be NULL) is called with ctx for each
+ * process found to map a libcuda, while it lives (the books read its maps).
+ */
+struct targets *targets__new(const struct targets_opts *o, struct tracer *t, struct python *py,
+			     void (*seen)(void *ctx, int pid), void *ctx);
+/* Waits for the run-mode child if it is still running. NULL is a no-op. */
+void targets__free(struct targets *tg);
+/* Attaches to what the options name (PIDs, -a, or a new child). */
+int targets__start(struct targets *tg);
+/*
+ * Periodic work: pending scans, -a rescans, liveness. Returns true when every
+ * target is done, or on a failure (then *err is set).
+ */
+bool targets__step(struct targets *tg, uint64_t now, int *err);
+/* The dynamic loader changed a traced process's libraries: scan it again soon. */
+void targets__libs_changed(struct targets *tg, int pid);
+/* pid exited: a named target is done. */
+void targets__exited(struct targets *tg, int pid, const char *comm);
+/* Whether scans are pending (the caller then polls more often). */
+bool targets__scanning(const struct targets *tg);
+/* The run-mode child: forward a signal; collect its status if it exited. */
+void targets__signal_child(struct targets *tg, int sig);
+void targets__reap_child(struct targets *tg);
+/*
+ * Waits for the run-mode child to end and sets *wstatus to its wait status.
+ * -ENOENT when there is no child, -errno when it cannot be waited for.
+ */
+int targets__wait_child(struct targets *tg, int *wstatus);
+
+#endif /* GL_TARGETS_H */
