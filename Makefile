@@ -7,6 +7,7 @@
 #                   tests with the default build, then again with this one)
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
+#   make image      the agent's OCI image from the static binary (.output/image/)
 #   make bench      run the CPU benchmarks
 #   make install    install gpuleak, its man page and bash/zsh completions under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
@@ -71,7 +72,7 @@ SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
 .PHONY: all deps demo test unit integration integration-san check-static bench clean format \
-	check-format fakecuda gpuleak docs install uninstall
+	check-format fakecuda gpuleak docs install uninstall image
 .DEFAULT_GOAL := all
 
 all: gpuleak docs
@@ -176,7 +177,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
-integration: deps gpuleak docs fakecuda $(PARTIAL_LIB)
+integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py
 
@@ -184,7 +185,7 @@ integration: deps gpuleak docs fakecuda $(PARTIAL_LIB)
 # flavour, built beside the default one); any sanitizer report fails it. The fuzz tests
 # do not run gpuleak (their targets are built with the sanitizers): they run once, in
 # 'integration'.
-integration-san: deps gpuleak fakecuda $(PARTIAL_LIB)
+integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
 	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py -x test_fuzz.
@@ -198,6 +199,12 @@ ifneq ($(SAN),1)
 	$(Q)$(MAKE) --no-print-directory SAN=1 unit
 	$(Q)$(MAKE) --no-print-directory integration-san
 endif
+
+# The agent's image: the static binary alone, built offline with buildah into an OCI
+# layout and an oci-archive under $(OUTPUT)/image (tests/integration/test_fleet.py checks it).
+image: deps
+	$(Q)$(MAKE) --no-print-directory STATIC=1 $(OUTPUT)/static/gpuleak
+	$(Q)scripts/build-image $(OUTPUT)/static/gpuleak $(OUTPUT)/image $(VERSION)
 
 check-static: gpuleak
 	$(Q)scripts/check-static gpuleak

@@ -8,7 +8,8 @@
  * allocating calls, writes the caller's stack to the ring buffer. The return
  * checks the result, updates the exact per-process books (allocs, procs) and
  * writes a call record saying what changed. Scheduler tracepoints close the
- * books of processes that exit or exec and follow forks of targets.
+ * books of processes that exit or exec and follow forks of targets; a hook on
+ * file mappings finds the libraries to attach and holds a target until they are.
  *
  * Every program of the object is in this file (PyTorch's allocator probes and
  * the benchmarks' do-nothing programs too); the *.bpf.h files are helpers,
@@ -299,28 +300,122 @@ int BPF_PROG(proc_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/*
- * uprobe on the dynamic loader's _dl_debug_state(), which it calls whenever a
- * process's set of libraries changes (dlopen, dlclose: the debuggers'
- * rendezvous breakpoint). For a traced process, tell user space at once, so
- * that a libcuda or libc10_cuda loaded late is attached before it is used.
- */
-SEC("uprobe")
-int dl_debug_state(struct pt_regs *ctx)
+/* Whether the NUL-terminated n starts with the len bytes of p. */
+static __always_inline bool has_prefix(const char *n, const char *p, int len)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	struct gl_proc *r;
+	for (int i = 0; i < len; i++)
+		if (n[i] != p[i])
+			return false;
+	return true;
+}
 
-	if (!is_target(pid_tgid >> 32))
+/* Which library a file's base name names (enum gl_lib_kind), or 0. */
+static __always_inline __u32 lib_kind(const char *n)
+{
+	if (has_prefix(n, "libcuda.so", 10) && (n[10] == '\0' || n[10] == '.'))
+		return GL_LIB_CUDA;
+	if (has_prefix(n, "libc10_cuda.so", 14))
+		return GL_LIB_TORCH;
+	return has_prefix(n, "libpython", 9) ? GL_LIB_PYTHON : 0;
+}
+
+/* The file of the mmap(2) current is in, and that call's prot; NULL if it is in none. */
+static __always_inline struct file *mmap_call_file(struct task_struct *task, __u64 *prot)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct file **fds, *file = NULL;
+	unsigned int max;
+	long nr, fd;
+
+#if defined(__TARGET_ARCH_arm64)
+	nr = BPF_CORE_READ(regs, syscallno);
+	fd = BPF_CORE_READ(regs, regs[4]);
+	*prot = BPF_CORE_READ(regs, regs[2]);
+	if (nr != 222 /* __NR_mmap */)
+		return NULL;
+#else
+	nr = BPF_CORE_READ(regs, orig_ax);
+	fd = BPF_CORE_READ(regs, r8);
+	*prot = BPF_CORE_READ(regs, dx);
+	if (nr != 9 /* __NR_mmap */)
+		return NULL;
+#endif
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if (fd < 0 || fd >= max)
+		return NULL;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]))
+		return NULL;
+	return file;
+}
+
+/*
+ * tp_btf on mmap_lock_acquire_returned, which an mmap(2) reaches once its
+ * file has passed the security checks, just before the mapping is made (the
+ * dynamic loader mapping a library at start-up or at dlopen): a target that
+ * maps a libcuda or libc10_cuda that user space has not handled yet is
+ * stopped with SIGSTOP, taken as the mmap returns, before any code of the
+ * library can run; user space attaches the probes, then sends SIGCONT. No
+ * probe is placed in any process; other write locks of the address space
+ * (munmap, mprotect, brk) pay this check and nothing else. (fentry and LSM
+ * hooks on the mmap path would be simpler, but are refused on some kernels.)
+ */
+SEC("tp_btf/mmap_lock_acquire_returned")
+int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), now, prot = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = pid_tgid >> 32, zero = 0;
+	struct gl_file_key key;
+	char name[sizeof(((struct gl_libmap *)0)->name)] = {};
+	struct file *file;
+	struct gl_proc *r;
+	__u32 kind;
+	bool known;
+
+	if (!write || !success || tgid == targ_self || !is_target(tgid))
 		return 0;
+	file = mmap_call_file(task, &prot);
+	if (!file)
+		return 0;
+	if (bpf_probe_read_kernel_str(name, sizeof(name),
+				      BPF_CORE_READ(file, f_path.dentry, d_name.name)) < 0)
+		return 0;
+	kind = lib_kind(name);
+	if (!kind)
+		return 0;
+	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	known = bpf_map_lookup_elem(&known_libs, &key);
+	if (known && !(prot & 4 /* PROT_EXEC */))
+		return 0; /* one record per mapping of the code is enough */
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		stat_inc(GL_STAT_LOST_PROC);
 		return 0;
 	}
 	__builtin_memset(r, 0, sizeof(*r));
-	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), bpf_get_current_task_btf(), pid_tgid);
+	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), task, pid_tgid);
 	r->event = GL_PROC_LIBLOAD;
+	BPF_CORE_READ_STR_INTO(&r->comm, task, group_leader, comm);
+	r->lib.dev = key.dev;
+	r->lib.ino = key.ino;
+	r->lib.kind = kind;
+	__builtin_memcpy(r->lib.name, name, sizeof(name));
+	now = bpf_ktime_get_ns();
+	/* key 0 in held: the tracer is going away, hold nothing more */
+	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero)) {
+		/* SIGSTOP to the whole process, taken on the way back to user space; an entry
+		 * there already: held at an earlier mapping */
+		long err = bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST);
+
+		if (err == 0 && bpf_send_signal(19 /* SIGSTOP */) == 0)
+			r->lib.held = 1;
+		else if (err == 0)
+			bpf_map_delete_elem(&held, &tgid);
+		if (err != -17 /* EEXIST */ && !r->lib.held)
+			r->lib.held = 2;
+	}
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

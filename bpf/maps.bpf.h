@@ -20,6 +20,8 @@ const volatile __u32 targ_stack_bytes = 16384; /* DWARF mode: user stack copied 
 const volatile bool targ_python = false;
 const volatile bool targ_torch_python_only = false; /* tensor blocks: no native stack */
 const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for every record */
+const volatile bool targ_hold = true; /* stop a target at the mapping of a library not attached */
+const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -28,6 +30,30 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } targets SEC(".maps");
+
+struct gl_file_key {
+	__u64 dev;
+	__u64 ino;
+};
+
+/* Library files user space has handled (attached, or found unusable): key = the kernel's
+ * (s_dev, i_ino) of the file, as in gl_libmap. Mapping one of them holds no process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct gl_file_key);
+	__type(value, __u8);
+} known_libs SEC(".maps");
+
+/* Processes BPF stopped at a library's mapping: tgid -> bpf_ktime_get_ns() of the stop.
+ * User space deletes the entry and sends SIGCONT once the probes are in. Key 0: the
+ * tracer is going away, nothing more is held. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-2-Clause
-"""Checks deploy/: the Kubernetes manifests parse and agree with each other (kinds,
+"""Checks deploy/: the Kubernetes manifests (the plain ones and the Prometheus Operator's
+component) parse and agree with each other (kinds,
 selectors match labels, ports agree, security context, GPU nodes only, host PID
 namespace), the systemd unit is hardened and writes only to its state directory, and the
 Containerfile ships the static binary alone. Needs PyYAML (Debian: python3-yaml).
@@ -12,7 +13,7 @@ import sys
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-NEEDED_CAPS = {"BPF", "PERFMON", "SYS_PTRACE"}
+NEEDED_CAPS = {"BPF", "PERFMON", "SYS_PTRACE", "KILL"}
 ALLOWED_CAPS = NEEDED_CAPS | {"SYS_ADMIN", "DAC_READ_SEARCH"}
 problems = []
 
@@ -29,14 +30,16 @@ def subset(sel, labels):
 def load_k8s():
     docs = []
     kdir = os.path.join(HERE, "kubernetes")
-    for name in sorted(os.listdir(kdir)):
-        if name.endswith(".yaml") and name != "kustomization.yaml":
-            with open(os.path.join(kdir, name)) as f:
-                docs += [(name, d) for d in yaml.safe_load_all(f) if d]
-    with open(os.path.join(kdir, "kustomization.yaml")) as f:
-        kust = yaml.safe_load(f)
-    for r in kust["resources"]:
-        need(os.path.exists(os.path.join(kdir, r)), f"kustomization: {r} does not exist")
+    for sub in ("", os.path.join("components", "prometheus-operator")):
+        d = os.path.join(kdir, sub)
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".yaml") and name != "kustomization.yaml":
+                with open(os.path.join(d, name)) as f:
+                    docs += [(name, doc) for doc in yaml.safe_load_all(f) if doc]
+        with open(os.path.join(d, "kustomization.yaml")) as f:
+            kust = yaml.safe_load(f)
+        for r in kust["resources"]:
+            need(os.path.exists(os.path.join(d, r)), f"kustomization: {r} does not exist")
     return docs
 
 
@@ -47,7 +50,7 @@ def check_k8s():
         need("apiVersion" in d and "kind" in d, f"{name}: a document without apiVersion/kind")
         by_kind.setdefault(d["kind"], []).append(d)
     for kind in ("Namespace", "ServiceAccount", "DaemonSet", "Service", "ServiceMonitor",
-                 "PodMonitor"):
+                 "PodMonitor", "PrometheusRule"):
         need(len(by_kind.get(kind, [])) == 1, f"expected one {kind}")
     ds, svc = by_kind["DaemonSet"][0], by_kind["Service"][0]
     sm, pm = by_kind["ServiceMonitor"][0], by_kind["PodMonitor"][0]
@@ -157,7 +160,10 @@ def check_systemd():
 def check_containerfile():
     with open(os.path.join(HERE, "Containerfile")) as f:
         lines = [l.strip() for l in f if l.strip() and not l.startswith("#")]
-    need(lines[0] == "FROM scratch", "the image is the static binary alone (FROM scratch)")
+    froms = [l for l in lines if l.startswith("FROM ")]
+    need(froms == ["FROM scratch"], "the image is the static binary alone (FROM scratch)")
+    need(any(l.startswith("USER ") and not l.startswith(("USER 0", "USER root")) for l in lines),
+         "the image's default user is not root")
     need(any(l.startswith("COPY gpuleak ") for l in lines), "COPY the binary")
     need(any(l.startswith("ENTRYPOINT") and "/gpuleak" in l for l in lines), "ENTRYPOINT")
 

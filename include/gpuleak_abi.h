@@ -256,7 +256,24 @@ enum gl_proc_event {
 	GL_PROC_EXIT = 1,
 	GL_PROC_EXEC = 2,
 	GL_PROC_FORK = 3,
-	GL_PROC_LIBLOAD = 4, /* the dynamic loader changed the process's libraries */
+	GL_PROC_LIBLOAD = 4, /* a target mapped a library gpuleak attaches to (lib below) */
+};
+
+/* What a GL_PROC_LIBLOAD record's file is, by its name. */
+enum gl_lib_kind {
+	GL_LIB_CUDA = 1,   /* libcuda.so* */
+	GL_LIB_TORCH = 2,  /* libc10_cuda.so* (PyTorch's allocator probes) */
+	GL_LIB_PYTHON = 3, /* libpython* */
+};
+
+/* GL_PROC_LIBLOAD: the file a target maps (security_mmap_file), as the kernel names it. */
+struct gl_libmap {
+	__u64 dev; /* the kernel's identity of the file: super block s_dev, inode number */
+	__u64 ino;
+	__u32 kind;    /* enum gl_lib_kind */
+	__u32 held;    /* 1: BPF stopped the process (SIGSTOP) until user space releases it;
+		     * 2: a file not handled yet, but the process could not be stopped */
+	char name[48]; /* the file's base name */
 };
 
 /* Exact per-process counters kept by BPF (map procs, key = tgid). */
@@ -281,7 +298,10 @@ struct gl_proc {
 	__u32 event; /* enum gl_proc_event */
 	__u32 ppid;  /* FORK: the parent */
 	char comm[16];
-	struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */
+	union {
+		struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */
+		struct gl_libmap lib;	    /* LIBLOAD */
+	};
 };
 
 /* Global counters (per-CPU array stats, summed by user space). */

@@ -4,7 +4,8 @@
  * table of clients, each reading one bounded request head, then writing one
  * reply and closing. Everything is non-blocking; the caller's poll() drives
  * it. A client that is slow, silent or sends garbage costs one slot until
- * its deadline at most.
+ * its deadline at most. Compressible replies are gzipped (zlib) when the
+ * client's Accept-Encoding allows it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #include "http.h"
 #include "util/parse.h"
 
@@ -123,6 +125,98 @@ static bool is_tchar(char c)
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
+/* Whether the coding's weight e[0..n) (after ';', "q=0.5") is above zero. */
+static bool weight_above_zero(const char *e, size_t n)
+{
+	while (n && (*e == ' ' || *e == '\t'))
+		e++, n--;
+	if (n < 3 || (e[0] != 'q' && e[0] != 'Q') || e[1] != '=')
+		return false;
+	e += 2;
+	n -= 2;
+	if (e[0] == '1')
+		return true;
+	if (e[0] != '0')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (e[i] >= '1' && e[i] <= '9')
+			return true;
+	return false;
+}
+
+bool http__accepts_gzip(const char *v, size_t n)
+{
+	int gzip = -1, any = -1; /* -1: not named; 0: refused; 1: allowed */
+	size_t i = 0;
+
+	while (i < n) {
+		size_t start, end, tlen, next;
+		const char *semi, *tok;
+		int allowed;
+
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		start = i;
+		while (i < n && v[i] != ',')
+			i++;
+		next = i;
+		end = i;
+		while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+			end--;
+		if (end == start)
+			continue;
+		tok = v + start;
+		semi = memchr(tok, ';', end - start);
+		tlen = semi ? (size_t)(semi - tok) : end - start;
+		while (tlen && (tok[tlen - 1] == ' ' || tok[tlen - 1] == '\t'))
+			tlen--;
+		allowed = semi ? weight_above_zero(semi + 1, v + end - semi - 1) : 1;
+		if ((tlen == 4 && !strncasecmp(tok, "gzip", 4)) ||
+		    (tlen == 6 && !strncasecmp(tok, "x-gzip", 6)))
+			gzip = allowed;
+		else if (tlen == 1 && tok[0] == '*')
+			any = allowed;
+		i = next;
+	}
+	return gzip >= 0 ? gzip == 1 : any == 1;
+}
+
+int http__gzip(const void *in, size_t len, char **out, size_t *out_len)
+{
+	z_stream z = {};
+	size_t cap;
+	char *buf;
+	int err = 0;
+
+	*out = NULL;
+	*out_len = 0;
+	/* gzip: windowBits 15 + 16 */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
+		return -ENOMEM;
+	cap = deflateBound(&z, len);
+	buf = malloc(cap);
+	if (!buf) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
+	z.next_in = (Bytef *)in;
+	z.avail_in = len;
+	z.next_out = (Bytef *)buf;
+	z.avail_out = cap;
+	/* deflateBound leaves room for the whole stream: one call finishes it */
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		err = -EIO;
+		goto cleanup;
+	}
+	*out = buf;
+	*out_len = z.total_out;
+	buf = NULL;
+cleanup:
+	free(buf);
+	deflateEnd(&z);
+	return err;
+}
+
 /* The request line: METHOD SP origin-form SP HTTP/1.x. Returns 0 or a negated status. */
 static int parse_request_line(const char *p, size_t n, struct http_request *req)
 {
@@ -203,6 +297,9 @@ static int parse_header(const char *p, size_t n, struct http_request *req)
 	} else if (nlen == 14 && !strncasecmp(p, "content-length", 14)) {
 		if (vlen != 1 || v[0] != '0')
 			return -400;
+	} else if (nlen == 15 && !strncasecmp(p, "accept-encoding", 15)) {
+		/* repeated fields combine as one list (RFC 9110, 5.3) */
+		req->accept_gzip |= http__accepts_gzip(v, vlen);
 	}
 	return 0;
 }
@@ -268,30 +365,48 @@ static void client_close(struct client *c)
 	c->len = c->out_len = c->out_off = 0;
 }
 
-/* Builds the reply (head, then body unless HEAD) into c->out. Returns 0 or -ENOMEM. */
-static int set_reply(struct client *c, const struct http_reply *rep, bool head)
+/*
+ * Builds the reply (head, then body unless HEAD) into c->out, gzipped when
+ * the reply may be and the client allows it. Returns 0 or -ENOMEM.
+ */
+static int set_reply(struct client *c, const struct http_reply *rep, bool head, bool gzip)
 {
 	const char *type = rep->content_type ? rep->content_type : "text/plain; charset=utf-8";
-	char hdr[512];
-	int n;
+	const char *body = rep->body;
+	size_t len = rep->len;
+	char hdr[512], *zbody = NULL;
+	int n, err = 0;
 
+	/* without memory to compress, the plain body is as good an answer */
+	if (gzip && rep->compressible && len && http__gzip(body, len, &zbody, &len) == 0)
+		body = zbody;
+	else
+		len = rep->len;
 	n = snprintf(hdr, sizeof(hdr),
 		     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-		     "Connection: close\r\nCache-Control: no-store\r\n%s\r\n",
-		     rep->status, http__reason(rep->status), type, rep->len,
-		     rep->status == 405 ? "Allow: GET, HEAD, POST\r\n" : "");
-	if (n < 0 || (size_t)n >= sizeof(hdr))
-		return -EINVAL;
-	c->out_len = n + (head ? 0 : rep->len);
+		     "Connection: close\r\nCache-Control: no-store\r\n%s%s%s\r\n",
+		     rep->status, http__reason(rep->status), type, len,
+		     rep->status == 405 ? "Allow: GET, HEAD, POST\r\n" : "",
+		     rep->compressible ? "Vary: Accept-Encoding\r\n" : "",
+		     zbody ? "Content-Encoding: gzip\r\n" : "");
+	if (n < 0 || (size_t)n >= sizeof(hdr)) {
+		err = -EINVAL;
+		goto cleanup;
+	}
+	c->out_len = n + (head ? 0 : len);
 	c->out = malloc(c->out_len);
-	if (!c->out)
-		return -ENOMEM;
+	if (!c->out) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	memcpy(c->out, hdr, n);
-	if (!head && rep->len)
-		memcpy(c->out + n, rep->body, rep->len);
+	if (!head && len)
+		memcpy(c->out + n, body, len);
 	c->out_off = 0;
 	c->state = C_WRITE;
-	return 0;
+cleanup:
+	free(zbody);
+	return err;
 }
 
 static void reply_error(struct client *c, int status, bool head)
@@ -301,7 +416,7 @@ static void reply_error(struct client *c, int status, bool head)
 	int n = snprintf(body, sizeof(body), "%d %s\n", status, http__reason(status));
 
 	rep.len = n > 0 && (size_t)n < sizeof(body) ? (size_t)n : 0;
-	if (set_reply(c, &rep, head))
+	if (set_reply(c, &rep, head, false))
 		client_close(c);
 }
 
@@ -331,7 +446,7 @@ static void client_answer(struct http_server *h, struct client *c, const struct 
 
 	h->fn(h->ctx, req, &rep);
 	h->stats.requests++;
-	if (set_reply(c, &rep, req->head))
+	if (set_reply(c, &rep, req->head, req->accept_gzip))
 		client_close(c);
 	free(rep.body);
 }

@@ -5,7 +5,9 @@
  * GET and HEAD only, one request per connection (Connection: close), request
  * size and header count bounded, a bounded number of clients, a deadline per
  * client, non-blocking sockets driven by the caller's poll(). It never reads
- * a request body: a request announcing one is refused.
+ * a request body: a request announcing one is refused. A reply the handler
+ * marks compressible is sent gzipped when the request's Accept-Encoding
+ * allows it (RFC 9110, 12.5.3).
  */
 #ifndef GL_HTTP_H
 #define GL_HTTP_H
@@ -28,6 +30,7 @@ struct http_request {
 	char query[1024]; /* after '?', "" if none */
 	int nr_headers;
 	bool has_host;
+	bool accept_gzip; /* Accept-Encoding allows gzip (q > 0) */
 };
 
 /* What a handler answers. body is malloc'd and freed by the server. */
@@ -36,6 +39,7 @@ struct http_reply {
 	const char *content_type; /* static string */
 	char *body;
 	size_t len;
+	bool compressible; /* gzip it when the request allows (not for gzipped bodies) */
 };
 
 /*
@@ -75,6 +79,19 @@ int http__parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
  */
 int http__parse_request(const char *buf, size_t len, const struct http_opts *o,
 			struct http_request *req);
+
+/*
+ * Whether an Accept-Encoding value v[0..n) allows gzip: "gzip" or "x-gzip"
+ * with q > 0, or else "*" with q > 0. Case-insensitive; malformed elements
+ * allow nothing.
+ */
+bool http__accepts_gzip(const char *v, size_t n);
+
+/*
+ * Compresses in[0..len) into a gzip member (RFC 1952). *out is malloc'd,
+ * freed by the caller. Returns 0, -ENOMEM or -EIO (zlib failed).
+ */
+int http__gzip(const void *in, size_t len, char **out, size_t *out_len);
 
 /* Reason phrase of a status code ("OK", "Not Found"; "Error" if unknown). */
 const char *http__reason(int status);

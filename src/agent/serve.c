@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * serve.c - the host-wide agent: one tracing session over every process
- * that uses CUDA (-a), an HTTP server for /metrics (Prometheus) and
- * /debug/pprof/gpu_heap, heap profiles on disk with rotation.
+ * that uses CUDA (-a), an HTTP server for /metrics (Prometheus, gzip on
+ * request), /debug/pprof/gpu_heap and its index, heap profiles on disk with
+ * rotation.
  *
  * One thread, one poll() over the ring buffer's epoll descriptor, the
  * listening socket and the clients. Processes that exit are dropped from
@@ -194,15 +195,16 @@ static int reply_metrics(struct agent *a, struct http_reply *rep)
 				ident_of(a, &snap->procs[i], &idents[i]);
 		fill_health(a);
 		mo.idents = idents;
-		mo.gpu_uuids = agent__gpu_uuids(a, snap);
+		mo.gpus = agent__gpus(a, snap);
 		if (report__metrics(f, snap, &mo) == 0) {
 			rep->status = 200;
 			rep->content_type = METRICS_CONTENT_TYPE;
+			rep->compressible = true;
 		}
 		if (fclose(f))
 			rep->status = 500;
 	}
-	free((void *)mo.gpu_uuids);
+	free((void *)mo.gpus);
 	free(idents);
 	snapshot__free(snap);
 	return 0;
@@ -213,10 +215,46 @@ static int reply_text(struct http_reply *rep, int status, const char *text)
 	rep->status = status;
 	rep->body = strdup(text);
 	rep->len = rep->body ? strlen(text) : 0;
+	rep->compressible = true;
 	if (!rep->body)
 		rep->status = 500;
 	return 0;
 }
+
+static int reply_html(struct http_reply *rep, const char *html)
+{
+	reply_text(rep, 200, html);
+	if (rep->status == 200)
+		rep->content_type = "text/html; charset=utf-8";
+	return 0;
+}
+
+/* clang-format off */
+#define HTML_HEAD(title) \
+	"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" title "</title></head>\n" \
+	"<body>\n<h1>" title "</h1>\n"
+
+/* The agent's front page: every endpoint, linked. */
+static const char index_html[] =
+	HTML_HEAD("gpuleak " GPULEAK_VERSION)
+	"<ul>\n"
+	"<li><a href=\"metrics\">/metrics</a>: Prometheus metrics (gzip on request)</li>\n"
+	"<li><a href=\"debug/pprof/\">/debug/pprof/</a>: profiles</li>\n"
+	"<li><a href=\"debug/pprof/gpu_heap\">/debug/pprof/gpu_heap</a>: outstanding GPU "
+	"memory by call stack (pprof, gzipped)</li>\n"
+	"<li><a href=\"healthz\">/healthz</a>: liveness</li>\n"
+	"<li>POST /tensors/arm: trace tensor blocks for a window now</li>\n"
+	"</ul>\n</body></html>\n";
+
+/* The profile index, as Go's net/http/pprof lays it out: one row per profile. */
+static const char pprof_html[] =
+	HTML_HEAD("/debug/pprof/")
+	"<table>\n<thead><tr><th>Profile</th><th>Description</th></tr></thead>\n"
+	"<tr><td><a href=\"gpu_heap\">gpu_heap</a></td><td>GPU memory outstanding now by call "
+	"stack: inuse_space (first), inuse_objects, alloc_space, alloc_objects; a cumulative "
+	"profile, not a delta: scrape it with delta off</td></tr>\n"
+	"</table>\n</body></html>\n";
+/* clang-format on */
 
 static int on_http(void *ctx, const struct http_request *req, struct http_reply *rep)
 {
@@ -237,16 +275,13 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 		agent__housekeeping(a, now_ns()); /* an exited process is gone from this profile */
 		return agent__reply_profile(a, rep);
 	}
+	/* with its slash only: the index's links are relative, as Go's */
+	if (!strcmp(req->path, "/debug/pprof/"))
+		return reply_html(rep, pprof_html);
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
 	if (!strcmp(req->path, "/"))
-		return reply_text(
-			rep, 200,
-			"gpuleak " GPULEAK_VERSION "\n"
-			"/metrics                Prometheus metrics\n"
-			"/debug/pprof/gpu_heap   outstanding GPU memory by call stack (pprof)\n"
-			"/healthz                liveness\n"
-			"POST /tensors/arm       trace tensor blocks for a window now\n");
+		return reply_html(rep, index_html);
 	return reply_text(rep, 404, "404 Not Found\n");
 }
 
@@ -283,7 +318,9 @@ static bool kernel_at_least(int major, int minor)
 
 static void drop_capabilities(struct agent *a)
 {
-	uint64_t keep = 1ULL << 39 | 1ULL << 38 | 1ULL << 19 | 1ULL << 2;
+	/* CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, and CAP_KILL: the
+	 * SIGCONT that releases a process of another user held at a library's mapping */
+	uint64_t keep = 1ULL << 39 | 1ULL << 38 | 1ULL << 19 | 1ULL << 2 | 1ULL << 5;
 	uint64_t before = caps__effective(), after;
 	struct tracer *t = session__tracer(a->s);
 	bool multi = tracer__nr_libs(t) ? tracer__uses_multi_links(t) : kernel_at_least(6, 6);

@@ -256,41 +256,44 @@ void agent__gpus_init(struct agent *a)
 }
 
 /*
- * The UUID of the GPU a process uses, when that is certain: the process holds
- * device memory on one CUDA ordinal and NVML lists it on exactly one device.
- * CUDA ordinals are not NVML indices (CUDA_VISIBLE_DEVICES, device order), so
- * the ordinal alone never names a GPU.
+ * The GPU a process uses, when that is certain: the process holds device
+ * memory on one CUDA ordinal and NVML lists it on exactly one device, whose
+ * position in the sample is its NVML index. CUDA ordinals are not NVML indices
+ * (CUDA_VISIBLE_DEVICES, device order), so the ordinal alone never names a GPU.
  */
-static const char *uuid_of(const struct nvml_sample *ns, const struct snap_proc *sp)
+static struct metrics_gpu gpu_of(const struct nvml_sample *ns, const struct snap_proc *sp)
 {
-	const char *uuid = NULL;
+	struct metrics_gpu g = { .index = -1 };
 	int ordinals = 0;
 
 	for (int d = 0; d < 16; d++)
 		ordinals += sp->dev_bytes[d] != 0;
 	if (ordinals != 1)
-		return NULL;
+		return g;
 	for (uint32_t i = 0; i < ns->ndevices; i++) {
 		for (uint32_t j = 0; j < ns->devs[i].nprocs; j++) {
 			if (ns->devs[i].procs[j].pid != (uint32_t)sp->pid)
 				continue;
-			if (uuid)
-				return NULL;
-			uuid = ns->devs[i].uuid;
+			if (g.index >= 0)
+				return (struct metrics_gpu){ .index = -1 };
+			g.index = i;
+			g.uuid = ns->devs[i].uuid;
 		}
 	}
-	return uuid && uuid[0] ? uuid : NULL;
+	if (!g.uuid || !g.uuid[0])
+		return (struct metrics_gpu){ .index = -1 };
+	return g;
 }
 
-const char **agent__gpu_uuids(struct agent *a, const struct snapshot *snap)
+struct metrics_gpu *agent__gpus(struct agent *a, const struct snapshot *snap)
 {
 	const struct nvml_sample *ns = gpu_sampler__get(session__gpus(a->s));
-	const char **uuids;
+	struct metrics_gpu *gpus;
 
 	if (!ns)
 		return NULL;
-	uuids = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*uuids));
-	for (uint32_t i = 0; uuids && i < snap->nprocs; i++)
-		uuids[i] = uuid_of(ns, &snap->procs[i]);
-	return uuids;
+	gpus = calloc(snap->nprocs ? snap->nprocs : 1, sizeof(*gpus));
+	for (uint32_t i = 0; gpus && i < snap->nprocs; i++)
+		gpus[i] = gpu_of(ns, &snap->procs[i]);
+	return gpus;
 }

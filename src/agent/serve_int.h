@@ -44,7 +44,10 @@ void agent__write_profile(struct agent *a);
 int agent__reply_profile(struct agent *a, struct http_reply *rep);
 /* Samples NVML once at start (where present). */
 void agent__gpus_init(struct agent *a);
-/* Per process of snap, the UUID of its GPU when certain (else NULL); NULL without NVML. */
-const char **agent__gpu_uuids(struct agent *a, const struct snapshot *snap);
+/*
+ * Per process of snap, its GPU (NVML index and UUID) when certain, else index -1;
+ * malloc'd, freed by the caller. NULL without NVML (or on ENOMEM).
+ */
+struct metrics_gpu *agent__gpus(struct agent *a, const struct snapshot *snap);
 
 #endif /* GL_SERVE_INT_H */

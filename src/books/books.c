@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "analysis.h"
 #include "books.h"
+#include "explain.h"
 #include "proc_int.h"
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
@@ -38,6 +39,7 @@ struct books {
 	struct htab *prefetched; /* pid -> struct prefetch */
 	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
 	uint32_t taken;		 /* the parked stack the record being applied took */
+	bool torch_map_partial;	 /* PyTorch's blocks stopped being traced once (tensor windows) */
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -170,6 +172,16 @@ const struct books_opts *books__opts(const struct books *b)
 const struct books_counters *books__counters(const struct books *b)
 {
 	return &b->counters;
+}
+
+void books__torch_map_partial(struct books *b)
+{
+	b->torch_map_partial = true;
+}
+
+bool books__torch_map_complete(const struct books *b)
+{
+	return !b->torch_map_partial;
 }
 
 uint64_t books__now(const struct books *b)
@@ -339,6 +351,9 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 	series__add(a->series, ts, a->bytes);
 }
 
+static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
+		       uint64_t bytes, bool alloc);
+
 static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_key *k,
 			 const struct alloc_val *v, uint64_t ts)
 {
@@ -439,6 +454,8 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
+	if (proc->retry_open)
+		retry_note(b, proc, stack, c->cls, c->bytes, true);
 	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
 	    ctx_gone(proc, c->ctx, entry_ns(c))) {
 		/* made in flight while its context was torn down: dropped with it */
@@ -484,6 +501,8 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	copy = *v;
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
+	if (proc->retry_open)
+		retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
 }
 
 /* The stacks holding the most memory of the failing call's class, largest first. */
@@ -510,6 +529,86 @@ static void top_holders(struct proc *proc, struct failure *f)
 	}
 }
 
+/* The failure awaiting PyTorch's retry, or NULL (none, or overwritten in the ring since). */
+static struct failure *retry_awaited(struct proc *proc)
+{
+	if (!proc->retry_open || proc->nr_fails - proc->retry_open >= PROC_MAX_FAILURES)
+		return NULL;
+	return &proc->fails[(proc->retry_open - 1) % PROC_MAX_FAILURES];
+}
+
+/* After a failure of PyTorch's allocator: a segment freed (its cache) or allocated (the retry). */
+static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
+		       uint64_t bytes, bool alloc)
+{
+	struct failure *f = retry_awaited(proc);
+	bool torch;
+
+	if (!f || cls != GL_CLASS_DEVICE)
+		return;
+	explain__library(b, stack, &torch);
+	if (!torch)
+		return;
+	if (!alloc) {
+		f->retry_freed += bytes;
+		return;
+	}
+	f->retry = RETRY_SUCCEEDED;
+	proc->retry_open = 0;
+}
+
+/* Where the device's memory was when an allocation ran out of it; PyTorch's retry. */
+static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *c,
+		      struct failure *f)
+{
+	struct oom_facts *o = &f->facts;
+	struct explain *e = malloc(sizeof(*e));
+	struct failure *prev = retry_awaited(proc);
+
+	*o = (struct oom_facts){ .request = c->bytes, .dev = c->dev };
+	explain__library(b, f->stack, &o->torch_request);
+	if (o->torch_request) {
+		if (prev && prev != f) {
+			prev->retry = RETRY_FAILED;
+			f->is_retry = true;
+			proc->retry_open = 0;
+		} else {
+			f->retry = RETRY_PENDING;
+			proc->retry_open = proc->nr_fails;
+		}
+	}
+	if (!e || explain__proc(b, proc, c->hdr.ts, e)) {
+		free(e);
+		return; /* no memory: the failure keeps its holders, without an explanation */
+	}
+	o->blocks_seen = e->blocks_seen;
+	for (uint32_t i = 0; i < e->ndevs; i++) {
+		const struct explain_dev *d = &e->devs[i];
+
+		/* the failing device, or every device when it is not known */
+		if (o->dev >= 0 && d->dev != o->dev && d->dev >= 0)
+			continue;
+		o->held += d->device_bytes;
+		o->torch_reserved += d->torch_reserved;
+		o->torch_allocated += d->torch_allocated;
+		o->free_extents += d->ext.free_bytes;
+		o->nr_free += d->ext.nr_free;
+		if (d->ext.largest_free > o->largest_free)
+			o->largest_free = d->ext.largest_free;
+		o->blocks_outside += d->ext.outside_bytes;
+		o->leak_bytes += d->leak_bytes;
+		o->outside_torch += d->outside_torch;
+		if (d->nlibs && d->libs[0].bytes > o->top_lib_bytes) {
+			o->top_lib = d->libs[0].name;
+			o->top_lib_bytes = d->libs[0].bytes;
+		}
+	}
+	free(e);
+	if (b->hooks.oom_nvml)
+		b->hooks.oom_nvml(b->hooks.ctx, proc->t.pid, o->dev, o);
+	f->has_facts = true;
+}
+
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
@@ -528,6 +627,8 @@ static void apply_failure(struct books *b, struct proc *proc, const struct gl_ca
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
+	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY && c->cls == GL_CLASS_DEVICE)
+		oom_facts(b, proc, c, f);
 	if (b->hooks.failure)
 		b->hooks.failure(b->hooks.ctx, proc, f);
 }

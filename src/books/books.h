@@ -33,9 +33,15 @@ struct books_hooks {
 	void (*proc_new)(void *ctx, struct proc *proc);
 	/* a process exited or exec'd (final books in proc) */
 	void (*proc_end)(void *ctx, struct proc *proc, uint32_t event);
-	/* the dynamic loader changed a traced process's libraries (dlopen, dlclose);
-	 * the process is not added to the books for that */
+	/* a traced process mapped a CUDA, PyTorch or Python library (GL_PROC_LIBLOAD:
+	 * at start-up or dlopen); the process is not added to the books for that */
 	void (*libs_changed)(void *ctx, int pid);
+	/*
+	 * a device allocation of pid on dev (-1: not known) ran out of memory: fills
+	 * the NVML part of facts (nvml, proc_listed, dev_total, dev_free, proc_used,
+	 * others_used) if it can; called before failure. NULL: no NVML.
+	 */
+	void (*oom_nvml)(void *ctx, int pid, int dev, struct oom_facts *facts);
 	/* an allocation failed */
 	void (*failure)(void *ctx, struct proc *proc, const struct failure *f);
 	/*
@@ -106,6 +112,13 @@ int books__compact_stacks(struct books *b);
  * -ENOMEM.
  */
 int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten);
+/*
+ * PyTorch's blocks stop being traced (a tensor window closes): from now on the
+ * books' blocks are not the allocator's whole map, and the reserve's free extents
+ * cannot be told from them. books__torch_map_complete() says whether that happened.
+ */
+void books__torch_map_partial(struct books *b);
+bool books__torch_map_complete(const struct books *b);
 /* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
 uint64_t books__now(const struct books *b);
 

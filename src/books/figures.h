@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "gpuleak_abi.h"
+#include "oom.h"
 
 struct series;
 
@@ -73,6 +74,20 @@ struct failure {
 	uint8_t cls;
 	int32_t rc;
 	uint64_t held_device; /* device bytes outstanding at that moment */
+	/* out of memory on a device: what the books (and NVML, through the books' hook) knew */
+	bool has_facts;
+	struct oom_facts facts;
+	/* PyTorch's allocator frees its cache and asks again after a failure: */
+	uint8_t retry;	      /* enum failure_retry */
+	bool is_retry;	      /* this failure is that second request */
+	uint64_t retry_freed; /* cached segments freed between the two requests */
+};
+
+enum failure_retry {
+	RETRY_NONE = 0,	 /* not PyTorch's request */
+	RETRY_PENDING,	 /* PyTorch's request; its retry not seen yet */
+	RETRY_SUCCEEDED, /* the next request of PyTorch's allocator succeeded */
+	RETRY_FAILED,	 /* it failed too: PyTorch raised its out-of-memory error */
 };
 
 #define PROC_MAX_DEVICES 16

@@ -226,6 +226,7 @@ void proc__clear_books(struct proc *proc)
 	series__reset(proc->device_series);
 	proc->nr_ctxs = 0;
 	proc->nr_fails = 0;
+	proc->retry_open = 0;
 }
 
 void proc__retire(struct proc *proc)

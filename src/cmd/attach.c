@@ -5,9 +5,11 @@
  * final report on stdout and in the files the command line names.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "attach.h"
+#include "census_cmd.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "output.h"
@@ -32,7 +34,7 @@ static void print_summary(struct session *s, const struct gl_opts *o, uint64_t s
 	snapshot__free(snap);
 }
 
-static int final_report(struct session *s, const struct gl_opts *o)
+static int final_report(struct session *s, const struct gl_opts *o, struct output_files *files)
 {
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = session__snapshot(s, 0, true);
@@ -45,8 +47,9 @@ static int final_report(struct session *s, const struct gl_opts *o)
 		return EXIT_RUNTIME;
 	}
 	if (!output__to_stdout(o))
-		err = report__text(stdout, snap, &to);
-	err = output__write_files(snap, o) ?: err;
+		err = o->cmd == CMD_EXPLAIN ? report__explain(stdout, snap) :
+					      report__text(stdout, snap, &to);
+	err = output__write_files(snap, files) ?: err;
 	if (snap->lost_events)
 		log_warn("%llu events were lost: figures are incomplete (raise --ringbuf-size)",
 			 (unsigned long long)snap->lost_events);
@@ -56,16 +59,41 @@ static int final_report(struct session *s, const struct gl_opts *o)
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }
 
+/* --census: what holds the tensors of each target still alive, after the report. */
+static void census_targets(const struct gl_opts *o)
+{
+	struct census_caps caps;
+
+	census_cmd__default_caps(&caps);
+	for (int i = 0; i < o->nr_pids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH)
+			continue;
+		putchar('\n');
+		census_cmd__one(o->pids[i], false, true, &caps);
+	}
+}
+
 int session__run(const struct gl_opts *o)
 {
 	uint64_t start_ns, next_summary_ns, now;
+	struct output_files files;
 	struct session *s;
 	bool done = false;
 	int status;
 
+	if (o->census && output__to_stdout(o)) {
+		log_error("--census prints its text on stdout after the report: write the "
+			  "reports to files, not to '-'");
+		return EXIT_USAGE;
+	}
+	/* every report is opened and checked before anything is traced */
+	if (output__open_files(o, &files))
+		return EXIT_RUNTIME;
 	s = session__new(o, &status);
-	if (!s)
+	if (!s) {
+		output__close_files(&files);
 		return status;
+	}
 	status = session__start(s);
 	start_ns = now_ns();
 	next_summary_ns = start_ns + o->interval_ms * 1000000ULL;
@@ -78,8 +106,11 @@ int session__run(const struct gl_opts *o)
 		}
 	}
 	if (status == EXIT_OK)
-		status = final_report(s, o);
+		status = final_report(s, o, &files);
 	status = session__exit_status(s, status);
 	session__free(s);
+	output__close_files(&files);
+	if (o->census)
+		census_targets(o);
 	return status;
 }

@@ -302,6 +302,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case 'v': o->verbosity++; return 0;
 	case 'q': o->verbosity = -1; return 0;
 	case OPT_FORCE: o->force = true; return 0;
+	case OPT_CENSUS: o->census = true; return 0;
 	case 'h':
 		o->help_topic = parsing->name;
 		o->cmd = CMD_HELP;
@@ -340,8 +341,12 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 		return usage_error("record needs PIDs, -a or -- CMD: e.g. gpuleak record -o "
 				   "job.glr 1234");
 	if (!o->nr_pids && !o->all)
-		return usage_error("attach needs PIDs or -a: e.g. gpuleak attach 1234 (pgrep NAME "
-				   "finds a PID)");
+		return usage_error(
+			o->cmd == CMD_EXPLAIN ?
+				"explain needs PIDs: e.g. gpuleak explain 1234 (pgrep NAME "
+				"finds a PID)" :
+				"attach needs PIDs or -a: e.g. gpuleak attach 1234 (pgrep "
+				"NAME finds a PID)");
 	if (o->nr_pids && o->all)
 		return usage_error("give PIDs or -a, not both");
 	return EXIT_OK;
@@ -377,7 +382,7 @@ static void build_tables(const struct cli_command *c, struct getopt_tables *t)
 		t->shorts[ns++] = '+';
 	t->shorts[ns++] = ':';
 	for (const struct cli_option *op = cli_options; op->name; op++) {
-		if (!cli__takes(c, op->name) || nl == CLI_MAX_OPTIONS)
+		if (!cli__offers(c, op) || nl == CLI_MAX_OPTIONS)
 			continue;
 		t->longs[nl++] = (struct option){ op->name,
 						  op->arg ? required_argument : no_argument, NULL,
@@ -543,6 +548,8 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		return err;
 	if (o->cmd == CMD_TOP)
 		o->interval_ms = 2000;
+	if (o->cmd == CMD_EXPLAIN)
+		o->interval_ms = 0; /* one answer */
 	err = parse_options(o, argc, argv);
 	if (err || (o->cmd == CMD_HELP && parsing->cmd != CMD_HELP)) /* SUBCOMMAND --help */
 		return err;
@@ -577,6 +584,9 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	}
 	if (o->cmd == CMD_SERVE)
 		return check_serve(o, argc, argv);
+	/* explain answers once (its row takes no -a and no -i): a moment, by default */
+	if (o->cmd == CMD_EXPLAIN && !o->duration_ms)
+		o->duration_ms = 1000;
 	return parse_pids(o, argc, argv);
 }
 
@@ -585,5 +595,5 @@ int cli__run(const struct gl_opts *o)
 	/* SUBCOMMAND --help runs help's row */
 	const struct cli_command *c = o->cmd == CMD_HELP ? cli__command_of(CMD_HELP) : o->command;
 
-	return c ? c->run(o) : EXIT_USAGE;
+	return c && c->run ? c->run(o) : EXIT_USAGE;
 }

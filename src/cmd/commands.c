@@ -7,6 +7,7 @@
 #include <string.h>
 #include "agent/serve.h"
 #include "attach.h"
+#include "census_cmd.h"
 #include "commands.h"
 #include "offline.h"
 #include "top.h"
@@ -147,6 +148,23 @@ const struct cli_option cli_options[] = {
 	  "(10)",
 	  "24" },
 	{ "max-procs", OPT_MAX_PROCS, "N", "processes tracked at once (8192)", "16384" },
+	{ "census", OPT_CENSUS, NULL,
+	  "after the final report, the census of every PID\n"
+	  "still alive (as gpuleak census: tensors and\n"
+	  "what holds them)" },
+	{ "json", OPT_CENSUS_JSON, NULL,
+	  "the census as JSON on stdout (the README has\n"
+	  "the contract)",
+	  .id = "census-json" },
+	{ "no-pause", OPT_NO_PAUSE, NULL,
+	  "read while the process runs (figures may be\n"
+	  "torn; the census says so)" },
+	{ "max-objects", OPT_MAX_OBJECTS, "N", "objects visited at most (4000000)", "1000000" },
+	{ "max-read", OPT_MAX_READ, "SIZE", "bytes read from the process at most (1G)", "4G" },
+	{ "max-time", OPT_MAX_TIME, "MS",
+	  "milliseconds of reading at most, the pause\n"
+	  "included (10000)",
+	  "30000" },
 	{ "max-stacks", OPT_MAX_STACKS, "N",
 	  "distinct call stacks kept, which bounds gpuleak's\n"
 	  "memory; past it, stacks count as one \"other\n"
@@ -188,7 +206,7 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid libcuda interval " TRACE_OPTS
+		.options = "all pid libcuda interval census " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
@@ -205,8 +223,8 @@ const struct cli_command cli_commands[] = {
 		.description =
 			"Starts CMD held until the probes are attached, so that its first CUDA "
 			"call is seen, and reports when it exits. gpuleak exits with CMD's "
-			"status (128 + N when a signal N killed it; 127 when it cannot be "
-			"started). Options end at CMD: what follows is CMD's own. Children "
+			"status (128 + N when a signal N killed it; 127 when there is no such "
+			"command, 126 when it cannot be run). Options end at CMD: what follows is CMD's own. Children "
 			"are traced too; the report shows the processes that used CUDA and "
 			"counts the others in one line.",
 		.options = "libcuda interval " TRACE_OPTS
@@ -275,6 +293,43 @@ const struct cli_command cli_commands[] = {
 			    "to leaks.svg\n",
 		.operand = COMPLETE_FILE,
 		.run = report_cmd__run,
+	},
+	{
+		.name = "explain",
+		.cmd = CMD_EXPLAIN,
+		.operands = "PID [PID...]",
+		.summary = "attach for a moment: where the GPU memory is, why it ran out",
+		.description =
+			"Attaches for --duration (1s), then prints only where each process's "
+			"GPU memory is (PyTorch's blocks and cache, other libraries, the "
+			"context, memory from before attach) and, for each out-of-memory "
+			"failure seen, its cause: a leak, fragmentation, a library outside "
+			"PyTorch, a peak, or memory from before attach. It answers once: it "
+			"takes PIDs, not -a, and no --interval.",
+		.options = "pid libcuda " TRACE_OPTS REPORT_OPTS LOG_OPTS,
+		.examples = "sudo gpuleak explain 1234\twhere PID 1234's GPU memory is, now\n"
+			    "sudo gpuleak explain 1234 --duration 10s --json -\t"
+			    "watch 10 seconds; the answer as JSON\n",
+		.operand = COMPLETE_PID,
+		.run = session__run,
+	},
+	{
+		.name = "census",
+		.cmd = CMD_CENSUS,
+		.operands = "PID",
+		.summary = "every live tensor of a PyTorch process and what holds it",
+		.description =
+			"Finds the process's CPython (3.11 to 3.13), holds its threads still "
+			"with ptrace (unless --no-pause), reads its heap with process_vm_readv "
+			"and prints every live torch.Tensor, its storage and the objects that "
+			"hold it, then lets the process go. With --json (a flag here: JSON on "
+			"stdout), the census as JSON; the README has the contract.",
+		.options = "census-json no-pause max-objects max-read max-time help",
+		.examples = "sudo gpuleak census 1234\tPID 1234's tensors and their holders\n"
+			    "sudo gpuleak census --json --no-pause 1234\t"
+			    "as JSON, without stopping the process\n",
+		.operand = COMPLETE_PID,
+		.main = census_cmd__main,
 	},
 	{
 		.name = "serve",
@@ -372,14 +427,16 @@ const struct cli_doc cli_doc = {
 		    "tensor block is a call: --torch-stacks python makes them nearly free. "
 		    "Symbolization and unwinding run in gpuleak's own process. Measure on your "
 		    "machine with make bench (bench/RESULTS.md).",
-	.exit_status = "0\tsuccess (a partial report of a damaged recording included)\n"
-		       "1\tthe tracing could not be done: no such process, libcuda never "
-		       "loaded, an output file could not be written\n"
-		       "2\tthe command line is wrong (the message says what to type)\n"
-		       "3\treport: the file is not a readable gpuleak recording\n"
-		       "4\tmissing privileges (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE or root)\n"
-		       "N\trun, and record -- CMD: the command's own exit status; 128 + S when "
-		       "signal S killed it; 127 when it could not be started\n",
+	.exit_status =
+		"0\tsuccess (a partial report of a damaged recording included)\n"
+		"1\tthe tracing could not be done: no such process, libcuda never "
+		"loaded, an output file could not be written\n"
+		"2\tthe command line is wrong (the message says what to type)\n"
+		"3\treport: the file is not a readable gpuleak recording\n"
+		"4\tmissing privileges (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE or root)\n"
+		"N\trun, and record -- CMD: the command's own exit status; 128 + S when "
+		"signal S killed it; 127 when there is no such command, 126 when it cannot be "
+		"run\n",
 	.see_also = "*perf*(1), *bpftool*(8), *nvidia-smi*(1)",
 };
 
@@ -413,6 +470,11 @@ const struct cli_option *cli__option_of(int key)
 		if (op->key == key)
 			return op;
 	return NULL;
+}
+
+bool cli__offers(const struct cli_command *cmd, const struct cli_option *op)
+{
+	return cli__takes(cmd, op->id ? op->id : op->name);
 }
 
 bool cli__takes(const struct cli_command *cmd, const char *long_name)

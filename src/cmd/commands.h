@@ -55,6 +55,12 @@ enum {
 	OPT_KEEP_MAX,
 	OPT_DEBUG_DIR,
 	OPT_FORCE,
+	OPT_CENSUS,
+	OPT_CENSUS_JSON,
+	OPT_NO_PAUSE,
+	OPT_MAX_OBJECTS,
+	OPT_MAX_READ,
+	OPT_MAX_TIME,
 };
 
 /* What a shell offers for an option's value or a subcommand's operands. */
@@ -78,6 +84,8 @@ struct cli_option {
 	enum cli_complete complete;
 	const char *choices; /* COMPLETE_WORDS: the values, space-separated */
 	bool hidden;	     /* in no help and no completion (bench/ only) */
+	const char *id;	     /* the word commands' .options name it by, if not .name
+				(census's --json, a flag, beside everyone's --json FILE) */
 };
 
 struct cli_command {
@@ -93,6 +101,9 @@ struct cli_command {
 	bool stop_at_operand; /* options end at the first operand (run: CMD's own options) */
 	bool hidden;	      /* in no help and no completion */
 	int (*run)(const struct gl_opts *o);
+	/* instead of run: parses its own argv (argv[0] is the subcommand), before
+	   cli__parse (census: its --json is a flag, not FILE) */
+	int (*main)(int argc, char **argv);
 };
 
 /* The man page's sections other than the per-command ones. */
@@ -116,6 +127,8 @@ const struct cli_option *cli__option(const char *long_name);
 const struct cli_option *cli__option_of(int key);
 /* Whether cmd takes the option named long_name. */
 bool cli__takes(const struct cli_command *cmd, const char *long_name);
+/* Whether cmd takes the option row op (by its .id, else its .name). */
+bool cli__offers(const struct cli_command *cmd, const struct cli_option *op);
 
 /* The printers of doc.c. Each returns 0, or -EIO if writing f failed. */
 int doc__help(FILE *f);					     /* gpuleak help */

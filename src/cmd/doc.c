@@ -106,7 +106,7 @@ static void synopsis(FILE *f, const struct cli_command *c, const char *first, co
 static bool takes_values(const struct cli_command *c, const char *arg)
 {
 	for (const struct cli_option *op = cli_options; op->name; op++)
-		if (!op->hidden && op->arg && !strcmp(op->arg, arg) && cli__takes(c, op->name))
+		if (!op->hidden && op->arg && !strcmp(op->arg, arg) && cli__offers(c, op))
 			return true;
 	return false;
 }
@@ -151,8 +151,8 @@ int doc__help(FILE *f)
 	fputc('\n', f);
 	wrap(f, cli_doc.values, 0);
 	fputs("\nexit status: 0 ok, 1 runtime error, 2 usage error, 3 not a readable recording,\n"
-	      "4 missing privileges; run: the command's own status (128 + signal, 127 when\n"
-	      "it cannot be started)\n",
+	      "4 missing privileges; run: the command's own status (128 + signal; 127: no\n"
+	      "such command, 126: it cannot be run)\n",
 	      f);
 	return done(f);
 }
@@ -168,7 +168,7 @@ int doc__command_help(FILE *f, const struct cli_command *c)
 		fputc('\n', f);
 	}
 	for (const struct cli_option *op = cli_options; op->name; op++) {
-		if (op->hidden || !cli__takes(c, op->name))
+		if (op->hidden || !cli__offers(c, op))
 			continue;
 		if (!any)
 			fputs("options:\n", f);
@@ -277,7 +277,7 @@ static void man_option(FILE *f, const struct cli_option *op)
 	for (const struct cli_command *c = cli_commands; c->name; c++) {
 		int w;
 
-		if (c->hidden || !cli__takes(c, op->name))
+		if (c->hidden || !cli__offers(c, op))
 			continue;
 		w = snprintf(who + n, sizeof(who) - n, "%s%s", n ? ", " : "", c->name);
 		if (w < 0 || (size_t)w >= sizeof(who) - n)
@@ -310,7 +310,7 @@ int doc__man(FILE *f)
 		scd_all(f, c->description ? c->description : c->summary);
 		fputs("\n\n", f);
 		for (const struct cli_option *op = cli_options; op->name; op++) {
-			if (op->hidden || !cli__takes(c, op->name))
+			if (op->hidden || !cli__offers(c, op))
 				continue;
 			fprintf(f, "%s*--%s*", any ? ", " : "Options: ", op->name);
 			any = true;
@@ -352,7 +352,7 @@ static void option_words(FILE *f, const struct cli_command *c)
 	bool first = true;
 
 	for (const struct cli_option *op = cli_options; op->name; op++) {
-		if (op->hidden || !cli__takes(c, op->name))
+		if (op->hidden || !cli__offers(c, op))
 			continue;
 		if (op->key < 256)
 			fprintf(f, "%s-%c", first ? "" : " ", op->key);
@@ -503,7 +503,7 @@ int doc__zsh(FILE *f)
 			continue;
 		fprintf(f, "\t%s)\n\t\t_arguments -s -S", c->name);
 		for (const struct cli_option *op = cli_options; op->name; op++) {
-			if (op->hidden || !cli__takes(c, op->name))
+			if (op->hidden || !cli__offers(c, op))
 				continue;
 			fputs(" \\\n\t\t\t", f);
 			if (op->key < 256)

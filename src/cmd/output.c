@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * output.c - the report files a command line names (--json, --folded, --svg,
- * --pprof), written from one snapshot by attach, run and report.
+ * --pprof): opened and checked before tracing, written from one snapshot by
+ * attach, run and report.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "output.h"
 #include "report/report.h"
 #include "util/log.h"
@@ -21,30 +24,72 @@ bool output__to_stdout(const struct gl_opts *o)
 
 enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
 
-/* Writes one report file (none if path is NULL). Returns 0 or -errno, said on stderr. */
-static int write_output(const struct snapshot *snap, enum output kind, const char *path)
+int output__open_files(const struct gl_opts *o, struct output_files *rf)
+{
+	static const char *const opts[] = { "--json", "--folded", "--svg", "--pprof" };
+	struct stat st;
+	int err = 0;
+
+	memset(rf, 0, sizeof(*rf));
+	rf->path[OUT_JSON] = o->json_path;
+	rf->path[OUT_FOLDED] = o->folded_path;
+	rf->path[OUT_SVG] = o->svg_path;
+	rf->path[OUT_PPROF] = o->pprof_path;
+	for (int i = 0; i < OUTPUT_NR_FILES && !err; i++) {
+		const char *path = rf->path[i];
+
+		if (!path)
+			continue;
+		rf->created[i] = !outfile__is_stdout(path) && lstat(path, &st) && errno == ENOENT;
+		rf->f[i] = outfile__reserve(path);
+		if (!rf->f[i]) {
+			err = -errno;
+			rf->created[i] = false;
+			log_error("cannot write %s: %s: name another path", path,
+				  outfile__strerror(-err));
+			break;
+		}
+		for (int j = 0; j < i && !err; j++) {
+			if (!outfile__same(rf->f[i], rf->f[j]))
+				continue;
+			log_error("%s %s and %s %s are the same file: each report needs its own",
+				  opts[j], rf->path[j], opts[i], path);
+			rf->created[i] = false; /* the one created first goes */
+			err = -EINVAL;
+		}
+	}
+	if (err)
+		output__close_files(rf);
+	return err;
+}
+
+void output__close_files(struct output_files *rf)
+{
+	for (int i = 0; i < OUTPUT_NR_FILES; i++) {
+		if (!rf->f[i])
+			continue;
+		outfile__close(rf->f[i]);
+		/* a report never written leaves no empty file behind */
+		if (rf->created[i])
+			unlink(rf->path[i]);
+		rf->f[i] = NULL;
+	}
+}
+
+/* Writes one report into f (from output__open_files; none if NULL) and closes it.
+ * Returns 0 or -errno, said on stderr. */
+static int write_output(const struct snapshot *snap, enum output kind, const char *path, FILE *f)
 {
 	struct timespec wall;
 	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
-	FILE *f;
 	int err;
 
-	if (!path)
+	if (!f)
 		return 0;
-	f = outfile__open(path);
-	if (!f) {
-		err = -errno;
-		if (err == -ELOOP)
-			log_error("cannot write %s: it is a symbolic link (not followed): name the "
-				  "file it points to, or another path",
-				  path);
-		else if (err == -EMLINK)
-			log_error("cannot write %s: it has other hard links: remove them, or name "
-				  "another path",
-				  path);
-		else
-			log_error("cannot write %s: %s: name a path in a writable directory", path,
-				  strerror(-err));
+	err = outfile__begin(f);
+	if (err) {
+		log_error("cannot write %s: %s", path, strerror(-err));
+		outfile__close(f);
 		return err;
 	}
 	if (kind == OUT_JSON) {
@@ -65,15 +110,13 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	return err;
 }
 
-int output__write_files(const struct snapshot *snap, const struct gl_opts *o)
+int output__write_files(const struct snapshot *snap, struct output_files *rf)
 {
-	const char *paths[] = { [OUT_JSON] = o->json_path,
-				[OUT_FOLDED] = o->folded_path,
-				[OUT_SVG] = o->svg_path,
-				[OUT_PPROF] = o->pprof_path };
 	int err = 0;
 
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++)
-		err = write_output(snap, i, paths[i]) ?: err;
+	for (int i = OUT_JSON; i <= OUT_PPROF; i++) {
+		err = write_output(snap, i, rf->path[i], rf->f[i]) ?: err;
+		rf->f[i] = NULL;
+	}
 	return err;
 }

@@ -1,20 +1,38 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * output.h - writing the report files a command line names.
+ * output.h - the report files a command line names, opened before tracing and
+ * written from the final snapshot.
  */
 #ifndef GL_OUTPUT_H
 #define GL_OUTPUT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "model/opts.h"
 
 struct snapshot;
 
+#define OUTPUT_NR_FILES 4
+/* The report files o names (--json, --folded, --svg, --pprof), open from the start. */
+struct output_files {
+	FILE *f[OUTPUT_NR_FILES]; /* NULL where none is named */
+	const char *path[OUTPUT_NR_FILES];
+	bool created[OUTPUT_NR_FILES]; /* made now: removed if closed without a report */
+};
+
 /*
- * Writes the report files o names (--json, --folded, --svg, --pprof) from
- * snap. Returns 0, or the last -errno (each failure said on stderr).
+ * Opens and checks the report files o names without emptying them; the same
+ * file named twice is refused. Returns 0, or -errno with every failure said
+ * on stderr and nothing left open (nor created).
  */
-int output__write_files(const struct snapshot *snap, const struct gl_opts *o);
+int output__open_files(const struct gl_opts *o, struct output_files *rf);
+/* Closes what was not written; files created by output__open_files() go. */
+void output__close_files(struct output_files *rf);
+/*
+ * Writes snap into the open files and closes them. Returns 0, or the last
+ * -errno (each failure said on stderr).
+ */
+int output__write_files(const struct snapshot *snap, struct output_files *rf);
 /* Whether one of those files is stdout (the text report is then left out). */
 bool output__to_stdout(const struct gl_opts *o);
 

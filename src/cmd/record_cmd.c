@@ -59,6 +59,14 @@ static void on_libs_changed(void *ctx, int pid)
 		rc->next.libs_changed(rc->next.ctx, pid);
 }
 
+static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
+{
+	struct rec_cmd *rc = ctx;
+
+	if (rc->next.oom_nvml)
+		rc->next.oom_nvml(rc->next.ctx, pid, dev, facts);
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	struct rec_cmd *rc = ctx;
@@ -194,6 +202,7 @@ int record_cmd__run(const struct gl_opts *o)
 		.proc_end = on_proc_end,
 		.libs_changed = on_libs_changed,
 		.failure = on_failure,
+		.oom_nvml = on_oom_nvml,
 		.applied = on_applied,
 		.ctx = &rc,
 	};

@@ -88,16 +88,20 @@ int report_cmd__run(const struct gl_opts *o)
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;
 	struct snapshot *snap = NULL;
+	struct output_files files;
 	int status = EXIT_OK, err;
 	char why[256];
 
 	for (int i = 0; i < o->nr_debug_dirs; i++)
 		dirs[ro.ndirs++] = o->debug_dirs[i];
 	dirs[ro.ndirs++] = SYSTEM_DEBUG_DIR;
+	if (output__open_files(o, &files))
+		return EXIT_RUNTIME;
 	err = recread__open(o->record_path, &rr, why, sizeof(why));
 	if (err) {
 		log_error("%s: %s (gpuleak report reads what gpuleak record -o wrote)",
 			  o->record_path, why);
+		output__close_files(&files);
 		return err == -ENOMEM ? EXIT_RUNTIME : EXIT_BADFILE;
 	}
 	rp = replay__new(&ro);
@@ -123,11 +127,12 @@ int report_cmd__run(const struct gl_opts *o)
 			status = EXIT_RUNTIME;
 	}
 	print_gaps(text ? stdout : NULL, replay__info(rp), recread__counts(rr));
-	if (output__write_files(snap, o))
+	if (output__write_files(snap, &files))
 		status = EXIT_RUNTIME;
 	if (text && fflush(stdout))
 		status = EXIT_RUNTIME;
 cleanup:
+	output__close_files(&files);
 	snapshot__free(snap);
 	replay__free(rp);
 	recread__free(rr);

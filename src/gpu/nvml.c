@@ -331,3 +331,22 @@ void nvml_sample__proc(const struct nvml_sample *s, int pid, uint64_t *used, uin
 	*used = listed && used_known ? sum : NVML_UNKNOWN;
 	*headroom = room_known ? room : NVML_UNKNOWN;
 }
+
+bool nvml_sample__proc_on(const struct nvml_sample *s, int pid, uint32_t dev, uint64_t *used,
+			  uint64_t *others)
+{
+	const struct nvml_device *d;
+
+	*used = NVML_UNKNOWN;
+	*others = 0;
+	if (dev >= s->ndevices || dev >= NVML_MAX_DEVICES)
+		return false;
+	d = &s->devs[dev];
+	for (uint32_t j = 0; j < d->nprocs && j < NVML_MAX_PROCS; j++) {
+		if (d->procs[j].pid == (uint32_t)pid)
+			*used = d->procs[j].used;
+		else if (d->procs[j].used != NVML_UNKNOWN)
+			*others += d->procs[j].used;
+	}
+	return true;
+}

@@ -112,5 +112,12 @@ int nvml__sample(struct nvml *n, struct nvml_sample *out);
  * device if it is not listed; NVML_UNKNOWN if that does not say).
  */
 void nvml_sample__proc(const struct nvml_sample *s, int pid, uint64_t *used, uint64_t *headroom);
+/*
+ * One device (NVML's index) of a sample: what pid uses on it (NVML_UNKNOWN when
+ * not listed or not told), and what the other processes listed on it use
+ * (those NVML could not tell left out). Returns false if there is no such device.
+ */
+bool nvml_sample__proc_on(const struct nvml_sample *s, int pid, uint32_t dev, uint64_t *used,
+			  uint64_t *others);
 
 #endif /* GL_NVML_H */

@@ -14,12 +14,13 @@
 /* Exit statuses (documented in the README and in --help). */
 enum {
 	EXIT_OK = 0,
-	EXIT_RUNTIME = 1,  /* the tracing could not be done: no such process, no libcuda, ... */
-	EXIT_USAGE = 2,	   /* bad command line */
-	EXIT_BADFILE = 3,  /* report: the file cannot be read as a gpuleak recording */
-	EXIT_PRIV = 4,	   /* missing privileges (capabilities) */
-	EXIT_NOEXEC = 127, /* run: the command could not be started */
-	EXIT_SIGNAL = 128, /* run: 128 + the signal that killed the command */
+	EXIT_RUNTIME = 1,      /* the tracing could not be done: no such process, no libcuda, ... */
+	EXIT_USAGE = 2,	       /* bad command line */
+	EXIT_BADFILE = 3,      /* report: the file cannot be read as a gpuleak recording */
+	EXIT_PRIV = 4,	       /* missing privileges (capabilities) */
+	EXIT_CANNOT_RUN = 126, /* run: the command was found but cannot be run */
+	EXIT_NOT_FOUND = 127,  /* run: there is no such command */
+	EXIT_SIGNAL = 128,     /* run: 128 + the signal that killed the command */
 };
 
 enum gl_cmd {
@@ -34,6 +35,8 @@ enum gl_cmd {
 	CMD_REPORT,
 	CMD_COMPLETION,
 	CMD_MAN,
+	CMD_EXPLAIN, /* attach for a moment (--duration, 1 s), then where the memory is */
+	CMD_CENSUS,  /* read the process's memory: what every live allocation holds */
 };
 
 /* top: the order of its lists. */
@@ -65,10 +68,11 @@ struct gl_opts {
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;
-	bool no_python;		   /* do not walk CPython frames */
-	bool no_torch;		   /* do not attach to PyTorch's allocator probes */
-	bool torch;		   /* --torch: say so loudly when the probes are missing */
-	bool torch_python_only;	   /* --torch-stacks python */
+	bool no_python;		/* do not walk CPython frames */
+	bool no_torch;		/* do not attach to PyTorch's allocator probes */
+	bool torch;		/* --torch: say so loudly when the probes are missing */
+	bool torch_python_only; /* --torch-stacks python */
+	bool census; /* --census (attach): the census of each live PID after the final report */
 	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
 	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
 	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */

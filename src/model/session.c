@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
+#include "books/explain.h"
 #include "gpu/sampler.h"
 #include "session.h"
 #include "session_int.h"
@@ -61,7 +63,11 @@ static void on_signal(int sig)
 static int on_record(void *ctx, const void *data, size_t size)
 {
 	struct session *s = ctx;
+	const struct gl_proc *r = data;
 
+	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
+	    r->event == GL_PROC_LIBLOAD)
+		targets__lib_mapped(s->targets, r);
 	books__apply(s->books, data, size);
 	return 0;
 }
@@ -104,6 +110,9 @@ static void prefetch_maps(void *ctx, int pid)
 /* An exit status from a targets__* result. */
 static int exit_status(int err)
 {
+	/* run's command not found (127) or found and not runnable (126), as a shell says */
+	if (err == -ENOENT || err == -ENOEXEC)
+		return err == -ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 	return err == -EPERM ? EXIT_PRIV : err ? EXIT_RUNTIME : EXIT_OK;
 }
 
@@ -147,11 +156,51 @@ static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len
 	}
 }
 
+/* NVML's figures at an out-of-memory failure: the device (or the only one), the process,
+ * the other processes. */
+static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
+{
+	struct session *s = ctx;
+	const struct nvml_sample *n = gpu_sampler__get(s->gpus);
+	uint64_t used, others;
+
+	if (!n || !n->ndevices)
+		return;
+	if (dev < 0 && n->ndevices != 1)
+		return; /* which device is not known: NVML cannot tell more than the books */
+	if (dev < 0)
+		dev = 0;
+	if (!nvml_sample__proc_on(n, pid, (uint32_t)dev, &used, &others))
+		return;
+	facts->nvml = true;
+	facts->dev_total = n->devs[dev].total;
+	facts->dev_free = n->devs[dev].free;
+	facts->others_used = others;
+	facts->proc_listed = used != NVML_UNKNOWN;
+	facts->proc_used = facts->proc_listed ? used : 0;
+}
+
+/* The cause of an out-of-memory failure, as the report will give it. */
+static void say_cause(const struct proc *proc, const struct failure *f)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	struct oom_explain ex;
+
+	if (!f->has_facts)
+		return;
+	oom__classify(&f->facts, &ex);
+	log_warn("PID %d (%s): %sout of memory: %s: %s; try: %s", t->pid, t->comm,
+		 f->is_retry ? "PyTorch's retry after freeing its cache ran " : "",
+		 oom__cause_name(ex.cause), ex.why, ex.action);
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 	char b1[32], b2[32], b3[32], site[256], holder[256];
+
+	say_cause(proc, f);
 
 	describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
@@ -317,6 +366,7 @@ static int setup(struct session *s)
 		.proc_end = on_proc_end,
 		.libs_changed = on_libs_changed,
 		.failure = on_failure,
+		.oom_nvml = on_oom_nvml,
 		.ctx = s,
 	};
 	struct targets_opts tgo = {

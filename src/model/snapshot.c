@@ -12,7 +12,9 @@
 #include <unistd.h>
 #include "books/analysis.h"
 #include "books/books.h"
+#include "books/explain.h"
 #include "gpu/nvml.h"
+#include "pattern.h"
 #include "snapshot.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
@@ -22,15 +24,6 @@ static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
 	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
 };
-
-/* Whether a module is PyTorch's CUDA caching allocator (libc10_cuda.so). */
-static bool is_torch_allocator(const char *path)
-{
-	const char *base = path ? strrchr(path, '/') : NULL;
-
-	base = base ? base + 1 : path;
-	return base && !strncmp(base, "libc10_cuda.so", 14);
-}
 
 /* Whether a device stack passes through the caching allocator: one of its segments. */
 static bool torch_segment(struct books *b, uint32_t id)
@@ -44,7 +37,7 @@ static bool torch_segment(struct books *b, uint32_t id)
 		if (frames[i].kind != FRAME_NATIVE)
 			continue;
 		mi = modules__info(books__modules(b), frames[i].mod);
-		if (mi && is_torch_allocator(mi->path))
+		if (mi && explain__is_torch_allocator(mi->path))
 			return true;
 	}
 	return false;
@@ -60,6 +53,7 @@ void snapshot__free(struct snapshot *s)
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			free(p->stacks[j].frames);
 			free((char *)p->stacks[j].why);
+			free((char *)p->stacks[j].evidence);
 		}
 		free(p->stacks);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
@@ -71,6 +65,9 @@ void snapshot__free(struct snapshot *s)
 			for (uint32_t h = 0; h < f->nholders; h++)
 				free(f->holders[h].frames);
 			free(f->holders);
+			if (f->oom)
+				free((char *)f->oom->why);
+			free(f->oom);
 		}
 		free(p->failures_list);
 	}
@@ -270,9 +267,165 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 		n = o->max_stacks;
 	}
 	sp->nstacks = n;
-	for (size_t i = 0; i < n; i++)
-		if (fill_frames(b, sym, o->python, sp->stacks[i].id, &sp->stacks[i]))
+	for (size_t i = 0; i < n; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+		char ev[256];
+
+		if (fill_frames(b, sym, o->python, st->id, st))
 			return -ENOMEM;
+		st->pattern = pattern__of(st, ev, sizeof(ev));
+		if (st->pattern && !(st->evidence = strdup(ev)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static const char *retry_name(uint8_t r)
+{
+	switch (r) {
+	case RETRY_PENDING: return "pending";
+	case RETRY_SUCCEEDED: return "succeeded";
+	case RETRY_FAILED: return "failed";
+	default: return NULL;
+	}
+}
+
+static int fill_oom(const struct failure *f, struct snap_failure *sf)
+{
+	const struct oom_facts *o = &f->facts;
+	struct oom_explain ex;
+	struct snap_oom *so = calloc(1, sizeof(*so));
+
+	if (!so)
+		return -ENOMEM;
+	oom__classify(o, &ex);
+	*so = (struct snap_oom){
+		.cause = oom__cause_name(ex.cause),
+		.why = strdup(ex.why),
+		.action = ex.action,
+		.dev = o->dev,
+		.torch_request = o->torch_request,
+		.blocks_seen = o->blocks_seen,
+		.held = o->held,
+		.torch_reserved = o->torch_reserved,
+		.torch_allocated = o->torch_allocated,
+		.free_extents = o->free_extents,
+		.largest_free = o->largest_free,
+		.nr_free = o->nr_free,
+		.leak_bytes = o->leak_bytes,
+		.outside_torch = o->outside_torch,
+		.top_lib = o->top_lib,
+		.top_lib_bytes = o->top_lib_bytes,
+		.nvml = o->nvml,
+		.dev_total = o->dev_total,
+		.dev_free = o->dev_free,
+		.others_used = o->others_used,
+		.retry = retry_name(f->retry),
+		.is_retry = f->is_retry,
+		.retry_freed = f->retry_freed,
+	};
+	sf->oom = so;
+	return so->why ? 0 : -ENOMEM;
+}
+
+static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
+{
+	/* expandable segments' blocks lie in no known segment: their free part is what the
+	 * handles hold beyond them, counted as one extent (their mappings can grow) */
+	uint64_t vmm_free =
+		d->torch_vmm > d->ext.outside_bytes ? d->torch_vmm - d->ext.outside_bytes : 0;
+	uint64_t cached = d->ext.free_bytes + vmm_free;
+	uint64_t largest = d->ext.largest_free > vmm_free ? d->ext.largest_free : vmm_free;
+
+	*m = (struct snap_mem_dev){
+		.dev = d->dev,
+		.device_bytes = d->device_bytes,
+		.torch_reserved = d->torch_reserved,
+		.torch_allocated = d->torch_allocated,
+		.torch_cached = cached,
+		.torch_blocks = d->torch_blocks,
+		.largest_free = largest,
+		.nr_free = d->ext.nr_free + (vmm_free > 0),
+		.blocks_outside = d->torch_vmm ? 0 : d->ext.outside_bytes,
+		.fragmentation = cached ? 1.0 - (double)largest / (double)cached : 0,
+		.outside_torch = d->outside_torch,
+		.leak_bytes = d->leak_bytes,
+	};
+	for (uint32_t i = 0; i < d->nlibs && i < SNAP_MAX_LIBS; i++)
+		m->libs[m->nlibs++] = (struct snap_lib){ d->libs[i].name, d->libs[i].bytes };
+}
+
+/* The devices NVML lists the process on and gpuleak saw nothing of: rows of their own. */
+static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_memory *m)
+{
+	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++) {
+		uint64_t used, others;
+		struct snap_mem_dev *row = NULL;
+
+		if (!nvml_sample__proc_on(n, pid, i, &used, &others) || used == NVML_UNKNOWN)
+			continue;
+		for (uint32_t j = 0; j < m->ndevs; j++)
+			if (m->devs[j].dev == (int)i)
+				row = &m->devs[j];
+		if (!row && m->ndevs < sizeof(m->devs) / sizeof(m->devs[0])) {
+			row = &m->devs[m->ndevs++];
+			*row = (struct snap_mem_dev){ .dev = (int)i };
+		}
+		if (!row)
+			continue;
+		row->nvml_valid = true;
+		row->nvml_bytes = used;
+		m->nvml_valid = true;
+		m->nvml_bytes += used;
+	}
+}
+
+/* Where the process's device memory is: the books' breakdown beside NVML's figure. */
+static int fill_memory(struct books *b, struct proc *proc, const struct snapshot_opts *o,
+		       struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	struct snap_memory *m = &sp->memory;
+	struct explain *e;
+	uint64_t free_sum = 0;
+
+	if (!proc__live(proc))
+		return 0; /* retired: the allocation table is gone */
+	e = malloc(sizeof(*e));
+	if (!e || explain__proc(b, proc, t->exited ? t->exit_ns : o->now_ns, e)) {
+		free(e);
+		return -ENOMEM;
+	}
+	m->valid = true;
+	m->blocks_seen = e->blocks_seen;
+	m->pinned_host = e->pinned_host;
+	m->managed = e->managed;
+	for (uint32_t i = 0; i < e->ndevs && m->ndevs < sizeof(m->devs) / sizeof(m->devs[0]); i++) {
+		struct snap_mem_dev *d = &m->devs[m->ndevs++];
+
+		mem_dev_of(&e->devs[i], d);
+		m->device_bytes += d->device_bytes;
+		m->torch_reserved += d->torch_reserved;
+		m->torch_allocated += d->torch_allocated;
+		m->torch_cached += d->torch_cached;
+		m->outside_torch += d->outside_torch;
+		free_sum += d->torch_cached;
+		if (d->largest_free > m->largest_free)
+			m->largest_free = d->largest_free;
+	}
+	free(e);
+	m->fragmentation = free_sum ? 1.0 - (double)m->largest_free / (double)free_sum : 0;
+	if (o->nvml && !t->exited) {
+		add_nvml_devs(o->nvml, t->pid, m);
+		if (!m->nvml_valid && t->ns_pid > 0 && t->ns_pid != t->pid)
+			add_nvml_devs(o->nvml, t->ns_pid, m);
+	}
+	if (m->nvml_valid) {
+		if (m->nvml_bytes >= m->device_bytes)
+			m->unseen = m->nvml_bytes - m->device_bytes;
+		else
+			m->unexplained = m->device_bytes - m->nvml_bytes;
+	}
 	return 0;
 }
 
@@ -299,6 +452,8 @@ static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *p
 		if (!sf->stack || fill_frames(b, sym, o->python, f->stack, sf->stack))
 			return -ENOMEM;
 		sp->nfailures++;
+		if (f->has_facts && fill_oom(f, sf))
+			return -ENOMEM;
 		if (!f->nr_holders)
 			continue;
 		sf->holders = calloc(f->nr_holders, sizeof(*sf->holders));
@@ -460,7 +615,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	if (sp->bpf_valid && !sp->consistent)
 		use_kernel_totals(sp);
 	fill_growth(proc, o, end, sp);
-	if (fill_stacks(b, sym, proc, o, sp))
+	if (fill_memory(b, proc, o, sp) || fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
 	return fill_failures(b, sym, proc, o, sp);
 }

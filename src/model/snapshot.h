@@ -32,14 +32,36 @@ struct snap_stack {
 	uint64_t first_ns, last_ns;
 	const char *verdict; /* "leak", "steady", "unknown" */
 	double growth_bytes_per_s;
-	const char *why;    /* one line explaining the verdict */
-	bool torch_segment; /* device memory PyTorch's caching allocator asked for */
+	const char *why;      /* one line explaining the verdict */
+	bool torch_segment;   /* device memory PyTorch's caching allocator asked for */
+	const char *pattern;  /* leaks: the pattern its evidence points to (pattern.h), or NULL */
+	const char *evidence; /* what the pattern rests on (owned); NULL with it */
 	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
 	bool estimated; /* the estimates below are set: a sampled stack */
 	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */
 	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
 	uint32_t nframes;
 	struct snap_frame *frames;
+};
+
+/* Why a device allocation ran out of memory (books/explain.h's classification). */
+struct snap_oom {
+	const char *cause;  /* "leak", "fragmentation", "torch_cache", "outside_torch",
+			       "other_processes", "peak", "unknown" */
+	const char *why;    /* the evidence (owned) */
+	const char *action; /* what usually helps (static) */
+	int dev;	    /* -1: not known (every device together) */
+	bool torch_request; /* PyTorch's caching allocator asked */
+	bool blocks_seen;   /* PyTorch's blocks were known: the reserve could be split */
+	uint64_t held, torch_reserved, torch_allocated, free_extents, largest_free, nr_free;
+	uint64_t leak_bytes, outside_torch, top_lib_bytes;
+	const char *top_lib; /* NULL: none */
+	bool nvml;	     /* NVML answered at the failure */
+	uint64_t dev_total, dev_free, others_used;
+	const char *retry;    /* PyTorch's retry after freeing its cache: "pending", "succeeded",
+				"failed", or NULL (not PyTorch's request, or this is the retry) */
+	bool is_retry;	      /* this failure is PyTorch's retry of the one before */
+	uint64_t retry_freed; /* cached segments PyTorch freed before retrying */
 };
 
 struct snap_failure {
@@ -53,6 +75,51 @@ struct snap_failure {
 	struct snap_stack *stack;   /* frames only */
 	uint32_t nholders;	    /* out of memory: the largest holders at that moment */
 	struct snap_stack *holders; /* outstanding_bytes/allocs and frames */
+	struct snap_oom *oom;	    /* out of memory on a device: its explanation; else NULL */
+};
+
+#define SNAP_MAX_LIBS 7
+
+struct snap_lib {
+	const char *name; /* "nccl", "cublas", "cudnn", "cupy", "xla", "program", a file name,
+			     "other" */
+	uint64_t bytes;
+};
+
+/* One device of a process's breakdown (dev -1: allocations whose device is not known). */
+struct snap_mem_dev {
+	int dev;
+	bool nvml_valid;       /* NVML listed the process on this device */
+	uint64_t nvml_bytes;   /* what NVML says the process uses on it */
+	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
+	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
+	uint64_t largest_free, nr_free; /* free extents of the reserve */
+	uint64_t blocks_outside;	/* block bytes in segments gpuleak did not see */
+	double fragmentation;		/* 1 - largest_free / cached free extents */
+	uint64_t outside_torch;
+	uint32_t nlibs;
+	struct snap_lib libs[SNAP_MAX_LIBS]; /* of outside_torch, largest first */
+	uint64_t leak_bytes;
+};
+
+/*
+ * Where a process's device memory is. NVML's figure = torch_reserved +
+ * outside_torch + unseen - unexplained (process totals).
+ */
+struct snap_memory {
+	bool valid;	  /* built from the live books (not for a retired process) */
+	bool blocks_seen; /* PyTorch's blocks were seen: else the reserve is not split
+			     (driver level only: the tensor probes were not armed) */
+	uint32_t ndevs;
+	struct snap_mem_dev devs[17];
+	bool nvml_valid;
+	uint64_t nvml_bytes; /* NVML, every device */
+	uint64_t device_bytes, torch_reserved, torch_allocated, torch_cached, outside_torch;
+	uint64_t largest_free;
+	double fragmentation;
+	uint64_t unseen;      /* NVML's figure minus what gpuleak saw: context, before attach */
+	uint64_t unexplained; /* gpuleak saw more than NVML's figure (NVML sampled apart) */
+	uint64_t pinned_host, managed;
 };
 
 struct snap_proc {
@@ -87,6 +154,7 @@ struct snap_proc {
 	double projected_oom_s;	   /* until its devices are full at that rate; < 0: unknown */
 	bool pre_attach_valid;	   /* NVML listed the process */
 	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
+	struct snap_memory memory;
 };
 
 /* Where a snapshot rebuilt from a recording (gpuleak report) came from, and what it lacks. */

@@ -258,6 +258,7 @@ int tiers__step(struct tiers *t, uint64_t now)
 			return 0;
 		t->phase = PH_TAIL;
 		t->phase_end = now + t->tail_ns;
+		books__torch_map_partial(t->s->books); /* no free extents from a window's blocks */
 		return arm(t, false, true);
 	case PH_TAIL:
 		if (now < t->phase_end)

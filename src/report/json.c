@@ -54,6 +54,14 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	if (st->why)
 		jsonw__field_string(w, "why", st->why);
+	if (st->pattern) {
+		/* a hint with what it rests on, not a finding */
+		jsonw__name(w, "pattern");
+		jsonw__start_object(w);
+		jsonw__field_string(w, "name", st->pattern);
+		jsonw__field_string(w, "evidence", st->evidence);
+		jsonw__end_object(w);
+	}
 	if (st->estimated) {
 		/* sampled stacks: the figures above count the sampled blocks only */
 		jsonw__field_bool(w, "sampled", true);
@@ -99,6 +107,130 @@ static void write_bpf(struct jsonw *w, const struct snap_proc *p)
 	jsonw__end_object(w);
 }
 
+static void field_u64_or_null(struct jsonw *w, const char *name, bool valid, uint64_t v)
+{
+	jsonw__name(w, name);
+	if (valid)
+		jsonw__u64(w, v);
+	else
+		jsonw__null(w);
+}
+
+static void write_libs(struct jsonw *w, const struct snap_lib *libs, uint32_t n)
+{
+	jsonw__name(w, "outside_torch_libraries");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < n; i++) {
+		jsonw__start_object(w);
+		jsonw__field_string(w, "library", libs[i].name);
+		jsonw__field_u64(w, "bytes", libs[i].bytes);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+}
+
+/* PyTorch's part: allocated and cached are null when its blocks were not seen. */
+static void write_torch_part(struct jsonw *w, bool blocks, uint64_t reserved, uint64_t alloc,
+			     uint64_t cached, uint64_t largest, double frag)
+{
+	jsonw__field_u64(w, "torch_reserved_bytes", reserved);
+	field_u64_or_null(w, "torch_allocated_bytes", blocks, alloc);
+	field_u64_or_null(w, "torch_cached_bytes", blocks, cached);
+	field_u64_or_null(w, "largest_free_extent_bytes", blocks, largest);
+	jsonw__name(w, "fragmentation");
+	if (blocks)
+		jsonw__double(w, frag);
+	else
+		jsonw__null(w);
+}
+
+static void write_memory(struct jsonw *w, const struct snap_memory *m)
+{
+	jsonw__name(w, "memory");
+	if (!m->valid) {
+		jsonw__null(w);
+		return;
+	}
+	jsonw__start_object(w);
+	field_u64_or_null(w, "nvml_bytes", m->nvml_valid, m->nvml_bytes);
+	jsonw__field_u64(w, "seen_bytes", m->device_bytes);
+	jsonw__field_bool(w, "driver_level_only", !m->blocks_seen);
+	write_torch_part(w, m->blocks_seen, m->torch_reserved, m->torch_allocated, m->torch_cached,
+			 m->largest_free, m->fragmentation);
+	jsonw__field_u64(w, "outside_torch_bytes", m->outside_torch);
+	field_u64_or_null(w, "context_and_pre_attach_bytes", m->nvml_valid, m->unseen);
+	field_u64_or_null(w, "unexplained_bytes", m->nvml_valid, m->unexplained);
+	jsonw__field_u64(w, "pinned_host_bytes", m->pinned_host);
+	jsonw__field_u64(w, "managed_bytes", m->managed);
+	jsonw__name(w, "devices");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < m->ndevs; i++) {
+		const struct snap_mem_dev *d = &m->devs[i];
+
+		jsonw__start_object(w);
+		jsonw__field_s64(w, "device", d->dev);
+		field_u64_or_null(w, "nvml_bytes", d->nvml_valid, d->nvml_bytes);
+		jsonw__field_u64(w, "seen_bytes", d->device_bytes);
+		write_torch_part(w, m->blocks_seen, d->torch_reserved, d->torch_allocated,
+				 d->torch_cached, d->largest_free, d->fragmentation);
+		jsonw__field_u64(w, "torch_blocks", d->torch_blocks);
+		jsonw__field_u64(w, "free_extents", d->nr_free);
+		jsonw__field_u64(w, "blocks_outside_segments_bytes", d->blocks_outside);
+		jsonw__field_u64(w, "outside_torch_bytes", d->outside_torch);
+		write_libs(w, d->libs, d->nlibs);
+		jsonw__field_u64(w, "leak_bytes", d->leak_bytes);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+}
+
+static void write_oom(struct jsonw *w, const struct snap_failure *f)
+{
+	const struct snap_oom *o = f->oom;
+
+	jsonw__name(w, "oom");
+	if (!o) {
+		jsonw__null(w);
+		return;
+	}
+	jsonw__start_object(w);
+	jsonw__field_string(w, "cause", o->cause);
+	jsonw__field_string(w, "why", o->why);
+	jsonw__field_string(w, "action", o->action);
+	jsonw__field_u64(w, "request_bytes", f->bytes);
+	jsonw__field_s64(w, "device", o->dev);
+	field_u64_or_null(w, "device_free_bytes", o->nvml, o->dev_free);
+	field_u64_or_null(w, "device_total_bytes", o->nvml, o->dev_total);
+	field_u64_or_null(w, "other_processes_bytes", o->nvml, o->others_used);
+	jsonw__field_bool(w, "torch_request", o->torch_request);
+	jsonw__field_u64(w, "held_bytes", o->held);
+	write_torch_part(w, o->blocks_seen, o->torch_reserved, o->torch_allocated, o->free_extents,
+			 o->largest_free,
+			 o->free_extents ? 1.0 - (double)o->largest_free / (double)o->free_extents :
+					   0);
+	jsonw__field_u64(w, "free_extents", o->nr_free);
+	jsonw__field_u64(w, "leak_bytes", o->leak_bytes);
+	jsonw__field_u64(w, "outside_torch_bytes", o->outside_torch);
+	jsonw__name(w, "top_library");
+	if (o->top_lib) {
+		jsonw__start_object(w);
+		jsonw__field_string(w, "library", o->top_lib);
+		jsonw__field_u64(w, "bytes", o->top_lib_bytes);
+		jsonw__end_object(w);
+	} else {
+		jsonw__null(w);
+	}
+	jsonw__name(w, "torch_retry");
+	if (o->retry)
+		jsonw__string(w, o->retry);
+	else
+		jsonw__null(w);
+	jsonw__field_bool(w, "is_torch_retry", o->is_retry);
+	jsonw__field_u64(w, "retry_freed_bytes", o->retry_freed);
+	jsonw__end_object(w);
+}
+
 /* The caps on what gpuleak keeps, and what reaching them cost. */
 static void write_caps(struct jsonw *w, const struct snapshot *s)
 {
@@ -140,6 +272,7 @@ static void write_failures(struct jsonw *w, const struct snap_proc *p)
 		jsonw__field_u64(w, "ts_ns", f->ts);
 		if (f->stack)
 			write_frames(w, f->stack);
+		write_oom(w, f);
 		jsonw__name(w, "top_holders");
 		jsonw__start_array(w);
 		for (uint32_t h = 0; h < f->nholders; h++) {
@@ -236,6 +369,7 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct 
 		jsonw__null(w);
 	if (p->pre_attach_valid)
 		jsonw__field_u64(w, "pre_attach_bytes", p->pre_attach_bytes);
+	write_memory(w, &p->memory);
 	jsonw__field_bool(w, "consistent", p->consistent);
 	if (p->totals_from_kernel) {
 		/* records were lost: the totals above are the kernel's exact counters;

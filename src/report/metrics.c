@@ -5,7 +5,9 @@
  * Per running process (labels pid, comm and, where known, container_id,
  * pod_uid, namespace, pod, container): memory and allocations outstanding
  * per class, cumulative bytes allocated and freed, calls, failures, bytes
- * under stacks judged leaks, device bytes per GPU. Then the agent's health.
+ * under stacks judged leaks, device bytes per GPU (with dcgm-exporter's gpu and
+ * UUID labels where NVML names the GPU), growth and projected time to a full
+ * GPU. Then the agent's health.
  * Each family is written whole (HELP, TYPE, every sample) before the next.
  * No stacks, command lines or environment ever become labels.
  */
@@ -91,9 +93,8 @@ static void label(FILE *f, bool *first, const char *name, const char *v)
 	*first = false;
 }
 
-/* name{pid="..",comm="..",...identity[,x1="v1"][,x2="v2"]} ; empty values are left out */
-static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
-			 const char *v1, const char *x2, const char *v2)
+/* name{pid="..",comm="..",...identity,x[0]="x[1]",...} for nx pairs in x; empty values left out */
+static void proc_sample_n(struct ctx *c, const char *name, uint32_t i, const char *const *x, int nx)
 {
 	const struct snap_proc *p = &c->s->procs[i];
 	const struct proc_ident *id = c->o->idents ? &c->o->idents[i] : NULL;
@@ -111,17 +112,40 @@ static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char
 		label(c->f, &first, "pod", id->pod);
 		label(c->f, &first, "container", id->container);
 	}
-	if (x1)
-		label(c->f, &first, x1, v1);
-	if (x2)
-		label(c->f, &first, x2, v2);
+	for (int k = 0; k < nx; k++)
+		label(c->f, &first, x[2 * k], x[2 * k + 1]);
 	fputs("} ", c->f);
+}
+
+static void proc_sample2(struct ctx *c, const char *name, uint32_t i, const char *x1,
+			 const char *v1, const char *x2, const char *v2)
+{
+	const char *x[] = { x1, v1, x2, v2 };
+
+	proc_sample_n(c, name, i, x, x2 ? 2 : x1 ? 1 : 0);
 }
 
 static void proc_sample(struct ctx *c, const char *name, uint32_t i, const char *extra,
 			const char *extra_value)
 {
 	proc_sample2(c, name, i, extra, extra_value, NULL, NULL);
+}
+
+/*
+ * A device series: cuda_device (the process's CUDA ordinal) always; gpu (NVML
+ * index) and UUID where NVML names the one GPU the process uses, spelled as
+ * dcgm-exporter spells them so that `* on(UUID)` joins need no label_replace.
+ */
+static void device_sample(struct ctx *c, const char *name, uint32_t i, int ordinal)
+{
+	const struct metrics_gpu *g = c->o->gpus ? &c->o->gpus[i] : NULL;
+	bool named = g && g->index >= 0 && g->uuid && g->uuid[0];
+	char cuda[16], index[16];
+	const char *x[] = { "cuda_device", cuda, "gpu", index, "UUID", named ? g->uuid : NULL };
+
+	snprintf(cuda, sizeof(cuda), "%d", ordinal);
+	snprintf(index, sizeof(index), "%d", named ? g->index : -1);
+	proc_sample_n(c, name, i, x, named ? 3 : 1);
 }
 
 static void u64(FILE *f, uint64_t v)
@@ -254,26 +278,46 @@ static void process_families(struct ctx *c)
 	}
 
 	fam = "gpuleak_process_device_memory_bytes";
-	family(c, fam, "gauge", "Device memory a process holds now, by GPU ordinal.");
+	family(c, fam, "gauge",
+	       "Device memory a process holds now, by CUDA device ordinal "
+	       "(cuda_device); with NVML, the GPU's NVML index (gpu) and UUID as dcgm-exporter "
+	       "labels them.");
 	for (uint32_t i = 0; i < c->s->nprocs; i++) {
 		const struct snap_proc *p = &c->s->procs[i];
-		char gpu[16];
 
 		if (p->exited)
 			continue;
 		for (int d = 0; d < 16; d++) {
-			const char *uuid = c->o->gpu_uuids ? c->o->gpu_uuids[i] : NULL;
-
 			if (!p->dev_bytes[d])
 				continue;
-			snprintf(gpu, sizeof(gpu), "%d", d);
-			proc_sample2(c, fam, i, "gpu", gpu, "gpu_uuid", uuid);
+			device_sample(c, fam, i, d);
 			u64(c->f, p->dev_bytes[d]);
 		}
 		if (p->unknown_dev_bytes) {
-			proc_sample(c, fam, i, "gpu", "unknown");
+			proc_sample(c, fam, i, "cuda_device", "unknown");
 			u64(c->f, p->unknown_dev_bytes);
 		}
+	}
+
+	fam = "gpuleak_process_device_growth_bytes_per_second";
+	family(c, fam, "gauge",
+	       "Growth rate of a process's device memory over its recent history.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].device_growth_bytes_per_s);
+	}
+
+	fam = "gpuleak_process_projected_oom_seconds";
+	family(c, fam, "gauge",
+	       "Seconds until a leaking process fills its GPU at its growth rate "
+	       "(NVML's free memory); only processes judged to leak, with NVML.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		if (c->s->procs[i].exited || c->s->procs[i].projected_oom_s < 0)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		fprintf(c->f, "%.10g\n", c->s->procs[i].projected_oom_s);
 	}
 
 	per_proc(c, "gpuleak_process_peak_device_memory_bytes", "gauge",
@@ -302,6 +346,114 @@ static void process_families(struct ctx *c)
 		u64(c->f, p->oom_failures);
 		proc_sample(c, fam, i, "error", "other");
 		u64(c->f, p->failures - p->oom_failures);
+	}
+}
+
+/* A figure of PyTorch's reserve per process whose blocks were seen: the largest free
+ * extent, or (ratio) the fragmentation. */
+static void torch_reserve_family(struct ctx *c, const char *fam, const char *help, bool ratio)
+{
+	family(c, fam, "gauge", help);
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || !m->blocks_seen || c->s->procs[i].exited)
+			continue;
+		proc_sample(c, fam, i, NULL, NULL);
+		if (ratio)
+			fprintf(c->f, "%.6g\n", m->fragmentation);
+		else
+			u64(c->f, m->largest_free);
+	}
+}
+
+/* Where each process's device memory is (the breakdown of the JSON report's "memory"). */
+static void memory_families(struct ctx *c)
+{
+	const char *fam = "gpuleak_process_memory_breakdown_bytes";
+	const char *lfam = "gpuleak_process_outside_torch_bytes";
+
+	family(c, fam, "gauge",
+	       "A process's device memory by part: nvml (NVML's figure), "
+	       "torch_reserved, torch_allocated, torch_cached, outside_torch, "
+	       "context_and_pre_attach, unexplained, pinned_host (host memory, "
+	       "apart).");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+		const struct {
+			const char *part;
+			bool valid;
+			uint64_t v;
+		} parts[] = {
+			{ "nvml", m->nvml_valid, m->nvml_bytes },
+			{ "torch_reserved", true, m->torch_reserved },
+			{ "torch_allocated", m->blocks_seen, m->torch_allocated },
+			{ "torch_cached", m->blocks_seen, m->torch_cached },
+			{ "outside_torch", true, m->outside_torch },
+			{ "context_and_pre_attach", m->nvml_valid, m->unseen },
+			{ "unexplained", m->nvml_valid, m->unexplained },
+			{ "pinned_host", true, m->pinned_host },
+		};
+
+		if (!m->valid || c->s->procs[i].exited)
+			continue;
+		for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) {
+			if (!parts[j].valid)
+				continue;
+			proc_sample(c, fam, i, "part", parts[j].part);
+			u64(c->f, parts[j].v);
+		}
+	}
+	family(c, lfam, "gauge",
+	       "Device memory outside PyTorch's allocator, by the library whose "
+	       "code asked for it (every device).");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || c->s->procs[i].exited)
+			continue;
+		for (uint32_t d = 0; d < m->ndevs; d++) {
+			for (uint32_t l = 0; l < m->devs[d].nlibs; l++) {
+				char gpu[16];
+
+				snprintf(gpu, sizeof(gpu), "%d", m->devs[d].dev);
+				proc_sample2(c, lfam, i, "library", m->devs[d].libs[l].name,
+					     "cuda_device", m->devs[d].dev < 0 ? "unknown" : gpu);
+				u64(c->f, m->devs[d].libs[l].bytes);
+			}
+		}
+	}
+	torch_reserve_family(c, "gpuleak_process_torch_largest_free_extent_bytes",
+			     "The largest free extent of PyTorch's reserve (segments minus "
+			     "blocks): the largest request it can serve without a new segment.",
+			     false);
+	torch_reserve_family(
+		c, "gpuleak_process_torch_fragmentation_ratio",
+		"1 - largest free extent / free bytes of PyTorch's reserve: 0 when its "
+		"free space is one extent, near 1 when it is split.",
+		true);
+	fam = "gpuleak_process_oom_explained";
+	family(c, fam, "gauge",
+	       "The most recent out-of-memory failures a process had (up to 16), "
+	       "by cause.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_proc *p = &c->s->procs[i];
+		static const char *const causes[] = {
+			"leak", "fragmentation", "torch_cache", "outside_torch", "other_processes",
+			"peak", "unknown"
+		};
+
+		if (p->exited || !p->oom_failures)
+			continue;
+		for (size_t k = 0; k < sizeof(causes) / sizeof(causes[0]); k++) {
+			uint64_t n = 0;
+
+			for (uint32_t j = 0; j < p->nfailures; j++)
+				n += p->failures_list[j].oom &&
+				     !strcmp(p->failures_list[j].oom->cause, causes[k]);
+			proc_sample(c, fam, i, "cause", causes[k]);
+			u64(c->f, n);
+		}
 	}
 }
 
@@ -450,6 +602,7 @@ int report__metrics(FILE *f, const struct snapshot *s, const struct metrics_opts
 		c.o = &def;
 	}
 	process_families(&c);
+	memory_families(&c);
 	health_families(&c);
 	return ferror(f) ? -EIO : 0;
 }

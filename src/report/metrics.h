@@ -43,12 +43,21 @@ struct agent_health {
 	uint64_t open_fds;
 };
 
+/*
+ * The GPU a process uses, in dcgm-exporter's terms: its labels `gpu` (the NVML
+ * device index) and `UUID`, so that per-GPU series join on either.
+ */
+struct metrics_gpu {
+	const char *uuid; /* NULL: not known for certain */
+	int index;	  /* NVML device index; < 0: unknown */
+};
+
 struct metrics_opts {
 	const struct agent_health *health;
 	/* identity of s->procs[i] (container, pod); NULL: none known */
 	const struct proc_ident *idents;
-	/* parallel to s->procs: the UUID of the one GPU a process uses (NVML); NULL: unknown */
-	const char *const *gpu_uuids;
+	/* parallel to s->procs: the one GPU a process uses, as NVML names it; NULL: none known */
+	const struct metrics_gpu *gpus;
 };
 
 /* Writes the exposition of s and o->health to f. Returns 0, or -EIO. */

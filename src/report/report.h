@@ -19,6 +19,17 @@ struct text_opts {
 
 int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o);
 
+/*
+ * A few lines saying where a process's device memory is (NVML's figure and its
+ * parts), indented by indent; nothing if the snapshot has no breakdown of it.
+ */
+void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent);
+/* The cause of an out-of-memory failure and what helps, and PyTorch's retry; nothing if
+ * the failure has no explanation. */
+void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent);
+/* gpuleak explain: each process's breakdown and its out-of-memory failures explained. */
+int report__explain(FILE *f, const struct snapshot *s);
+
 struct top_opts {
 	bool sort_bytes;     /* processes and stacks by outstanding bytes, else by growth */
 	bool sort_name;	     /* by name (processes) and site (stacks), before sort_bytes */

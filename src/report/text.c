@@ -51,6 +51,8 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	if (st->why)
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
+	if (st->pattern)
+		fprintf(f, "      hint: %s? %s\n", st->pattern, st->evidence);
 	if (st->estimated)
 		fprintf(f, "      sampled stack: about %s in %.0f blocks outstanding (estimated)\n",
 			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)),
@@ -123,6 +125,7 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 	char b[32];
 
 	print_growth(f, p);
+	report__memory_text(f, p, "  ");
 
 	if (p->nallocs[GL_CLASS_TORCH_BLOCK] || p->torch_reserved_bytes) {
 		char a[32], r[32], c[32];
@@ -242,6 +245,7 @@ static void print_failures(FILE *f, const struct snap_proc *p)
 		fprintf(f, "  failed: %s(%s) -> %s with %s of device memory held\n", fl->api,
 			fmt_bytes(fl->bytes, b1, sizeof(b1)), fl->error,
 			fmt_bytes(fl->held_device, b2, sizeof(b2)));
+		report__oom_text(f, fl, "    ");
 		for (uint32_t j = 0; fl->stack && j < fl->stack->nframes && j < 8; j++)
 			print_frame(f, j, &fl->stack->frames[j]);
 		for (uint32_t h = 0; h < fl->nholders; h++) {

@@ -6,7 +6,8 @@
  * /proc/PID/root so that containers with their own copy work; the file's
  * (dev, inode) as the tracer sees it identifies it. Symbol offsets come from
  * .dynsym (and .symtab where present), converted to file offsets through the
- * PT_LOAD segments, as uprobes want them.
+ * PT_LOAD segments, as uprobes want them; from the dynamic segment when the
+ * section headers are missing or damaged (elfdyn.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "elfdyn.h"
 #include "libcuda.h"
 #include "probes.h"
 #include "util/elfsym.h"
@@ -74,6 +76,43 @@ static void note_symbol(const GElf_Sym *sym, const char *name, void *ctx)
 	sc->lib->nr_found++;
 }
 
+static int add_dynamic(const char *name, uint64_t off, void *ctx)
+{
+	struct cuda_lib *lib = ctx;
+	int api;
+
+	if (name[0] != 'c' || name[1] != 'u')
+		return 0;
+	api = probe__lookup(name);
+	if (api < 0 || lib->offsets[api])
+		return 0;
+	lib->offsets[api] = off;
+	lib->nr_found++;
+	return 0;
+}
+
+/*
+ * The section headers gave nothing (missing, damaged, cut off): the symbols
+ * the dynamic loader itself uses, from the program headers. Returns 0 or -errno.
+ */
+static int open_dynamic(int fd, size_t size, struct cuda_lib *lib)
+{
+	void *base = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	int n;
+
+	if (base == MAP_FAILED) {
+		lib->why = "it is empty or cannot be mapped";
+		return -ENOEXEC;
+	}
+	n = elfdyn__for_each_func(base, size, add_dynamic, lib, &lib->why);
+	munmap(base, size);
+	if (n < 0)
+		return n;
+	log_debug("%s: no usable section headers; %d functions read from its dynamic segment",
+		  lib->display, n);
+	return 0;
+}
+
 int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
 {
 	struct stat st;
@@ -95,13 +134,14 @@ int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
 	}
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF) {
+	if (!S_ISREG(st.st_mode)) {
+		lib->why = "not a regular file";
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	while ((scn = elf_nextscn(e, scn))) {
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	while (e && elf_kind(e) == ELF_K_ELF && (scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
 		if (gelf_getshdr(scn, &sh) &&
@@ -109,7 +149,11 @@ int libcuda__open(const char *path, const char *display, struct cuda_lib *lib)
 			elfsym__for_each(e, scn, &sh, note_symbol, &(struct scan_ctx){ e, lib });
 	}
 	if (!lib->nr_found)
-		err = -ENOENT;
+		err = open_dynamic(fd, st.st_size, lib);
+	if (!err && !lib->nr_found) {
+		lib->why = "it exports none of the CUDA driver functions gpuleak traces";
+		err = -ENOEXEC;
+	}
 cleanup:
 	elf_end(e);
 	close(fd);
@@ -154,12 +198,12 @@ static int find_map(const struct map_entry *m, void *data)
 
 	if (!m->inode || !fc->match(m->path))
 		return 0;
-	if (m->deleted)
+	n = snprintf(fc->path, sizeof(fc->path), "%s/%d/root%s", procfs_root, fc->pid, m->path);
+	/* deleted, or a name the kernel escaped in maps (a newline is "\012"): the mapping's
+	 * own link reaches the file whatever its name */
+	if (m->deleted || n >= (int)sizeof(fc->path) || access(fc->path, F_OK))
 		n = snprintf(fc->path, sizeof(fc->path), "%s/%d/map_files/%llx-%llx", procfs_root,
 			     fc->pid, (unsigned long long)m->start, (unsigned long long)m->end);
-	else
-		n = snprintf(fc->path, sizeof(fc->path), "%s/%d/root%s", procfs_root, fc->pid,
-			     m->path);
 	if (n >= (int)sizeof(fc->path))
 		return 0;
 	snprintf(fc->display, sizeof(fc->display), "%s", m->path);
@@ -457,4 +501,9 @@ void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf,
 			break;
 		used += n;
 	}
+}
+
+const char *libcuda__strerror(const struct cuda_lib *lib, int err)
+{
+	return err == -ENOEXEC && lib->why ? lib->why : strerror(-err);
 }

@@ -20,6 +20,7 @@ struct cuda_lib {
 	char display[PATH_MAX];	      /* path as the process sees it */
 	uint64_t offsets[GL_NR_APIS]; /* file offset of each function; 0 = not exported */
 	int nr_found;
+	const char *why; /* libcuda__open failed with -ENOEXEC: what is wrong with the file */
 };
 
 /* Whether a mapped file's name is the CUDA driver (libcuda.so, libcuda.so.1, libcuda.so.580.x). */
@@ -27,11 +28,15 @@ bool libcuda__is_driver_name(const char *path);
 
 /*
  * Finds the libcuda mapped by pid. Returns 0 and fills lib (symbols resolved),
- * -ENOENT if pid maps none (yet), -ESRCH if pid is gone, or another -errno.
+ * -ENOENT if pid maps none (yet), -ESRCH if pid is gone, -ENOEXEC with
+ * lib->why if it maps one that cannot be read, or another -errno.
  */
 int libcuda__find_in_process(int pid, struct cuda_lib *lib);
 
-/* Opens path and resolves the probe table's symbols. Returns 0 or -errno. */
+/*
+ * Opens path and resolves the probe table's symbols. Returns 0, -ENOEXEC with
+ * lib->why saying what is wrong with the file, or another -errno.
+ */
 int libcuda__open(const char *path, const char *display, struct cuda_lib *lib);
 
 /*
@@ -62,6 +67,9 @@ int libcuda__find_ldso(int pid, char *path, size_t len, char *display, size_t dl
 
 /* File offset of the function called name in the ELF file path. Returns 0 or -errno. */
 int libcuda__symbol_offset(const char *path, const char *name, uint64_t *off);
+
+/* Why libcuda__open() or libcuda__find_in_process() failed with err, in words. */
+const char *libcuda__strerror(const struct cuda_lib *lib, int err);
 
 /* Comma-separated names of the REQUIRED functions lib lacks (empty if none). */
 void libcuda__missing(const struct cuda_lib *lib, bool required_only, char *buf, size_t len);

@@ -8,12 +8,17 @@
  * file descriptors, so a crashed tracer leaves no probes behind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -46,16 +51,10 @@ struct torch_lib {
 	char path[PATH_MAX];
 };
 
-struct ldso {
-	dev_t dev;
-	ino_t ino;
-	int fd; /* uprobe_multi link on _dl_debug_state; -1 if it could not be attached */
-};
-
 struct tracer {
 	struct gpuleak *skel;
-	struct ldso ldso[MAX_LIBS];
-	int nr_ldso;
+	pid_t guard;  /* releases held processes if the tracer dies; 0 if none */
+	int guard_fd; /* the guard sees EOF on its end of this pipe when we are gone */
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
 	struct ring_buffer *rb;
@@ -134,6 +133,8 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_stack_bytes = o->stack_bytes;
 	s->rodata->targ_python = o->python;
 	s->rodata->targ_torch_python_only = o->torch_python_only;
+	s->rodata->targ_hold = !o->no_hold;
+	s->rodata->targ_self = getpid();
 	s->rodata->targ_sample_bytes = o->sample_bytes;
 	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
 		s->rodata->targ_sample_exp[i] =
@@ -145,7 +146,6 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	 * older kernels ignore the type and take the per-probe perf events instead */
 	bpf_program__set_expected_attach_type(s->progs.call_enter, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.call_exit, GL_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(s->progs.dl_debug_state, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.floor_enter, GL_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(s->progs.floor_exit, GL_BPF_TRACE_UPROBE_MULTI);
 	t->ncpus = libbpf_num_possible_cpus();
@@ -181,6 +181,67 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 	return gpuleak__load(t->skel);
 }
 
+/*
+ * Ends holding: key 0 in the held map tells BPF to hold no more processes
+ * (its programs may run a little after the tracer is gone), then SIGCONT to
+ * every process held, each once (its entry is taken first).
+ */
+static void release_all(int held_fd)
+{
+	__u32 key = 0, next;
+	__u64 zero = 0;
+	bool first = true;
+
+	bpf_map_update_elem(held_fd, &key, &zero, BPF_ANY);
+	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (key && !bpf_map_delete_elem(held_fd, &key))
+			kill(key, SIGCONT);
+	}
+}
+
+/*
+ * A small child that outlives a tracer killed with SIGKILL or crashed: when
+ * the pipe's last writer (this process) is gone, it releases every process
+ * still held, so that none stays stopped. Returns 0 or -errno.
+ */
+static int start_guard(struct tracer *t)
+{
+	int pfd[2], held_fd = bpf_map__fd(t->skel->maps.held);
+	char c;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	t->guard = fork();
+	if (t->guard < 0) {
+		t->guard = 0;
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (t->guard == 0) {
+		/* keep only the pipe and the map: the links must close with the tracer
+		 * (both moved above 4 first, so that neither dup2 closes the other) */
+		int rd = fcntl(pfd[0], F_DUPFD, 10), map = fcntl(held_fd, F_DUPFD, 10);
+
+		if (rd < 0 || map < 0 || dup2(rd, 3) < 0 || dup2(map, 4) < 0)
+			_exit(1);
+		syscall(SYS_close_range, 5, ~0U, 0);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		prctl(PR_SET_NAME, "gpuleak-guard");
+		while (read(3, &c, 1) < 0 && errno == EINTR)
+			;
+		release_all(4);
+		_exit(0);
+	}
+	close(pfd[0]);
+	t->guard_fd = pfd[1];
+	return 0;
+}
+
 struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
@@ -190,6 +251,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		return NULL;
 	t->fn = fn;
 	t->fn_ctx = ctx;
+	t->guard_fd = -1;
 	t->bench_floor = opts->bench_floor;
 	t->torch_armed[0] = t->torch_armed[1] = true;
 	libbpf_set_print(libbpf_log);
@@ -222,6 +284,11 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 				  strerror(-err));
 		goto cleanup;
 	}
+	if (!opts->no_hold && (err = start_guard(t))) {
+		log_error("failed to start the process that releases held processes: %s",
+			  strerror(-err));
+		goto cleanup;
+	}
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
 	if (!t->rb) {
 		err = -errno;
@@ -241,9 +308,12 @@ void tracer__free(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	for (int i = 0; i < t->nr_ldso; i++)
-		if (t->ldso[i].fd >= 0)
-			close(t->ldso[i].fd);
+	if (t->skel)
+		release_all(bpf_map__fd(t->skel->maps.held));
+	if (t->guard_fd >= 0)
+		close(t->guard_fd);
+	if (t->guard > 0)
+		waitpid(t->guard, NULL, 0);
 	for (int i = 0; i < t->nr_libs; i++) {
 		for (int j = 0; j < t->libs[i].nr_links; j++)
 			bpf_link__destroy(t->libs[i].links[j]);
@@ -430,36 +500,52 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 	}
 	t->nr_libs++;
 	t->nr_probes += 2 * n;
+	tracer__file_handled(t, lib->dev, lib->ino);
 	return n;
 }
 
-bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino)
+/* The kernel's dev_t (s_dev) of a dev_t as stat() gives it. */
+static __u64 kernel_dev(dev_t dev)
 {
-	for (int i = 0; i < t->nr_ldso; i++)
-		if (t->ldso[i].dev == dev && t->ldso[i].ino == ino)
-			return true;
-	return false;
+	return ((__u64)major(dev) << 20) | minor(dev);
 }
 
-int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino)
+int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino)
 {
-	uint64_t off, cookie = 0;
-	int fd, err;
+	struct {
+		__u64 dev, ino;
+	} key = { kdev, kino };
+	__u8 one = 1;
 
-	if (t->nr_ldso >= MAX_LIBS)
-		return -ENOSPC;
-	/* remembered even when it fails, so that it is tried once per file */
-	t->ldso[t->nr_ldso++] = (struct ldso){ dev, ino, -1 };
-	err = libcuda__symbol_offset(path, "_dl_debug_state", &off);
-	if (err)
-		return err;
-	if (t->no_multi)
-		return -EOPNOTSUPP; /* polling /proc is enough there */
-	fd = link_uprobe_multi(bpf_program__fd(t->skel->progs.dl_debug_state), path, &off, &cookie,
-			       1, false);
-	if (fd < 0)
-		return fd == -EACCES ? -EPERM : fd;
-	t->ldso[t->nr_ldso - 1].fd = fd;
+	if (bpf_map__update_elem(t->skel->maps.known_libs, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino)
+{
+	return tracer__lib_handled(t, kernel_dev(dev), ino);
+}
+
+bool tracer__release(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+
+	if (bpf_map__delete_elem(t->skel->maps.held, &key, sizeof(key), 0))
+		return false;
+	kill(pid, SIGCONT);
+	return true;
+}
+
+int tracer__held_since(struct tracer *t, int pid, uint64_t *ns)
+{
+	__u32 key = pid;
+	__u64 v;
+
+	if (bpf_map__lookup_elem(t->skel->maps.held, &key, sizeof(key), &v, sizeof(v), 0))
+		return -errno;
+	*ns = v;
 	return 0;
 }
 
@@ -527,6 +613,7 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 		return err;
 	t->nr_torch++;
 	t->nr_probes += 2;
+	tracer__file_handled(t, dev, ino);
 	return 0;
 }
 

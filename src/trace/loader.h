@@ -26,6 +26,7 @@ struct tracer_opts {
 	uint32_t max_allocs;	/* BPF allocation table size */
 	uint32_t max_procs;
 	bool bench_floor;      /* attach the do-nothing floor programs (benchmarks) */
+	bool no_hold;	       /* never stop a target at a library's mapping */
 	uint64_t sample_bytes; /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
 };
@@ -80,14 +81,22 @@ int tracer__nr_probes(const struct tracer *t);
 int tracer__nr_libs(const struct tracer *t);
 /* Whether libraries are attached with uprobe_multi links (else one perf event per probe). */
 bool tracer__uses_multi_links(const struct tracer *t);
-/* Whether the dynamic loader file (dev, ino) is watched already. */
-bool tracer__has_ldso(const struct tracer *t, dev_t dev, ino_t ino);
 /*
- * Watches the dynamic loader at path: each time it changes a traced process's
- * libraries (its _dl_debug_state() rendezvous), a GL_PROC_LIBLOAD record
- * follows. Returns 0 or -errno (-EOPNOTSUPP without uprobe_multi links).
+ * Holds: BPF stops (SIGSTOP) a target that maps a libcuda or libc10_cuda file
+ * not handled yet and sends a GL_PROC_LIBLOAD record with lib.held set. Once
+ * the probes are in, user space marks the file handled, so that no process
+ * mapping it is held again, and releases the process.
+ *
+ * tracer__lib_handled takes the kernel's identity from the record;
+ * tracer__file_handled a stat() identity (the libraries attached by path do
+ * this themselves). Both return 0 or -errno.
  */
-int tracer__attach_ldso(struct tracer *t, const char *path, dev_t dev, ino_t ino);
+int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino);
+int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino);
+/* Releases pid (SIGCONT) if BPF holds it. Returns whether it was held. */
+bool tracer__release(struct tracer *t, int pid);
+/* When BPF stopped pid (bpf_ktime_get_ns). Returns 0, or -ENOENT if it is not held. */
+int tracer__held_since(struct tracer *t, int pid, uint64_t *ns);
 
 /*
  * Waits up to timeout_ms for records and hands every waiting record to the

@@ -5,7 +5,9 @@
  * process with -a; finding their libcuda, PyTorch and Python and attaching
  * to them, including libraries mapped later; liveness of the targets.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "loader.h"
@@ -26,6 +29,11 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+/* A held process is stopped as its mmap returns: waited for at most this long. */
+#define HOLD_STOP_NS 200000000ULL
+
+static void unreadable_lib(struct targets *s, int pid, const struct cuda_lib *lib);
 /* A library change is scanned at once and once more this much later. */
 #define PENDING_FOLLOW_UP_NS 100000000ULL
 
@@ -66,9 +74,21 @@ struct targets {
 	int nr_pending;
 	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
 	int nr_torch_denied;
+	struct lib_id bad_libs[16]; /* libcuda files that cannot be read: said once */
+	int nr_bad_libs;
+	bool hold_eperm; /* attaching for a held process was refused: stop */
 };
 
-static int attach_ldso(struct targets *s, int pid);
+/* Whether gpuleak's effective capabilities hold CAP_SYS_PTRACE. */
+static bool has_cap_sys_ptrace(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {};
+
+	if (syscall(SYS_capget, &hdr, data))
+		return false;
+	return data[CAP_SYS_PTRACE / 32].effective & (1U << (CAP_SYS_PTRACE % 32));
+}
 
 static struct target *find_target(struct targets *s, int pid)
 {
@@ -190,11 +210,20 @@ static int try_attach_target(struct targets *s, struct target *t)
 			err = attach_lib(s, lib, t->pid);
 		if (!err)
 			t->state = T_ATTACHED;
+	} else if ((err == -EACCES || err == -EPERM) && has_cap_sys_ptrace()) {
+		log_error("cannot read /proc/%d/maps: Permission denied although gpuleak holds "
+			  "CAP_SYS_PTRACE: the machine hides this process (a security module such "
+			  "as Yama's ptrace_scope 3, /proc mounted with hidepid=, or another user "
+			  "namespace)",
+			  t->pid);
+		err = -EACCES;
 	} else if (err == -EACCES || err == -EPERM) {
 		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
 			  "to run as the target's user)",
 			  t->pid);
 		err = -EPERM;
+	} else if (err == -ENOEXEC) {
+		unreadable_lib(s, t->pid, lib);
 	} else if (err != -ESRCH) {
 		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
 	}
@@ -207,6 +236,55 @@ static bool target_alive(const struct target *t)
 	uint64_t ticks;
 
 	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
+}
+
+/* Entries of /proc/PID/task: the threads not yet reaped. */
+static int nr_threads(int pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/%d/task", procfs_root, pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * What cannot be traced whatever it loads: gpuleak itself, a kernel thread, a
+ * zombie. Says why and returns false for those.
+ */
+static bool traceable(int pid)
+{
+	uint64_t flags = 0;
+	char state = '?';
+	int ppid = 0;
+
+	if (pid == getpid()) {
+		log_error("PID %d is gpuleak itself: name the process that uses CUDA", pid);
+		return false;
+	}
+	/* a leader that called pthread_exit() is a zombie too, while its threads run */
+	if (procfs__stat(pid, &ppid, &state) == 0 && (state == 'Z' || state == 'X') &&
+	    nr_threads(pid) <= 1) {
+		log_error("PID %d has exited: a zombie waiting for its parent (PID %d) to reap it, "
+			  "with nothing left to trace",
+			  pid, ppid);
+		return false;
+	}
+	if (procfs__flags(pid, &flags) == 0 && (flags & PF_KTHREAD)) {
+		log_error("PID %d is a kernel thread: it has no user space, and never loads "
+			  "libcuda",
+			  pid);
+		return false;
+	}
+	return true;
 }
 
 static int add_targets(struct targets *s)
@@ -224,6 +302,8 @@ static int add_targets(struct targets *s)
 			log_error("no such process: %d", t->pid);
 			return -EIO;
 		}
+		if (!traceable(t->pid))
+			return -EIO;
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
 			log_error("failed to add PID %d to the targets: %s", t->pid,
@@ -231,8 +311,6 @@ static int add_targets(struct targets *s)
 			return -EIO;
 		}
 		s->nr_targets++;
-		if (attach_ldso(s, t->pid) == -EPERM)
-			return -EPERM;
 		err = try_attach_target(s, t);
 		if (err == -EPERM)
 			return -EPERM;
@@ -249,68 +327,45 @@ static int add_targets(struct targets *s)
 	return 0;
 }
 
-/*
- * Watches pid's dynamic loader (once per ld.so file): libraries it loads
- * later are found at once. Returns 0, or -EPERM on privileges.
- */
-static int attach_ldso(struct targets *s, int pid)
+/* A libcuda pid maps but gpuleak cannot read: said once per file. */
+static void unreadable_lib(struct targets *s, int pid, const struct cuda_lib *lib)
 {
-	char path[PATH_MAX], display[PATH_MAX];
-	dev_t dev;
-	ino_t ino;
-	int err;
-
-	if (libcuda__find_ldso(pid, path, sizeof(path), display, sizeof(display), &dev, &ino) ||
-	    tracer__has_ldso(s->tracer, dev, ino))
-		return 0;
-	err = tracer__attach_ldso(s->tracer, path, dev, ino);
-	if (err == -EPERM)
-		return -EPERM;
-	if (err)
-		log_debug("cannot watch the dynamic loader %s: %s", display, strerror(-err));
-	else
-		log_debug("watching the dynamic loader %s", display);
-	return 0;
-}
-
-/* The system's dynamic loader, which new programs (run, -a) will use. */
-static int attach_system_ldso(struct targets *s)
-{
-	static const char *const paths[] = { "/lib64/ld-linux-x86-64.so.2",
-					     "/lib/ld-linux-aarch64.so.1" };
 	struct stat st;
+	int n = (int)(sizeof(s->bad_libs) / sizeof(s->bad_libs[0]));
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		int err;
-
-		if (stat(paths[i], &st) || tracer__has_ldso(s->tracer, st.st_dev, st.st_ino))
-			continue;
-		err = tracer__attach_ldso(s->tracer, paths[i], st.st_dev, st.st_ino);
-		if (err == -EPERM)
-			return -EPERM;
-		if (err)
-			log_debug("cannot watch the dynamic loader %s: %s", paths[i],
-				  strerror(-err));
-	}
-	return 0;
+	if (stat(lib->path, &st))
+		return;
+	for (int i = 0; i < s->nr_bad_libs; i++)
+		if (s->bad_libs[i].dev == st.st_dev && s->bad_libs[i].ino == st.st_ino)
+			return;
+	if (s->nr_bad_libs < n)
+		s->bad_libs[s->nr_bad_libs++] = (struct lib_id){ st.st_dev, st.st_ino };
+	log_error("PID %d maps %s, which gpuleak cannot read: %s; its calls are not traced", pid,
+		  lib->display, lib->why ? lib->why : "unknown");
 }
 
 /*
  * Attaches to whatever pid maps that is not attached yet: its libcuda,
  * PyTorch's probes, its Python. Returns 1 if it maps a libcuda, 0 if not,
- * -EPERM on privileges.
+ * -ENOEXEC if it maps one gpuleak cannot read (said), -EPERM on privileges.
  */
 static int scan_pid(struct targets *s, int pid)
 {
 	struct cuda_lib *lib = malloc(sizeof(*lib));
 	struct target *t = find_target(s, pid);
-	int ret = 0, err = 0;
+	int ret = 0, err;
 
 	if (!lib)
 		return 0;
 	if (!s->o.no_python)
 		python__attach(s->python, pid);
-	if (libcuda__find_in_process(pid, lib) == 0) {
+	err = libcuda__find_in_process(pid, lib);
+	if (err == -ENOEXEC) {
+		unreadable_lib(s, pid, lib);
+		free(lib);
+		return -ENOEXEC;
+	}
+	if (err == 0) {
 		ret = 1;
 		if (s->seen)
 			s->seen(s->seen_ctx, pid);
@@ -318,10 +373,10 @@ static int scan_pid(struct targets *s, int pid)
 			err = attach_lib(s, lib, t ? pid : -1);
 		if (!err && t && t->state == T_WAITING)
 			t->state = T_ATTACHED;
+	} else {
+		err = 0; /* none mapped (yet), or the process is gone */
 	}
 	free(lib);
-	if (!err && attach_ldso(s, pid) < 0)
-		err = -EPERM;
 	if (!err && attach_torch(s, pid) < 0)
 		err = -EPERM;
 	return err == -EPERM ? -EPERM : ret;
@@ -363,7 +418,7 @@ static int attach_system_lib(struct targets *s)
 	err = libcuda__open(path, path, lib);
 	if (err)
 		log_msg(s->o.libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
-			strerror(-err));
+			libcuda__strerror(lib, err));
 	else
 		err = attach_lib(s, lib, -1);
 	free(lib);
@@ -390,6 +445,69 @@ void targets__libs_changed(struct targets *s, int pid)
 		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
 }
 
+static bool maps_torch(int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+
+	return !libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino);
+}
+
+/* Waits until pid is stopped (or gone), at most HOLD_STOP_NS: its mapping is then complete. */
+static void wait_stopped(int pid)
+{
+	uint64_t until = now_ns() + HOLD_STOP_NS;
+	char state = '?';
+	int ppid;
+
+	while (!procfs__stat(pid, &ppid, &state) && state != 'T' && state != 't' && state != 'Z' &&
+	       now_ns() < until)
+		usleep(200);
+}
+
+/*
+ * A target mapped a libcuda, libc10_cuda or libpython (a GL_PROC_LIBLOAD
+ * record). When BPF holds it (stopped at that mapping), it is attached here
+ * and released at once; otherwise it is scanned at the next step.
+ */
+void targets__lib_mapped(struct targets *s, const struct gl_proc *r)
+{
+	int pid = r->hdr.pid, err;
+	uint64_t t0 = now_ns(), since;
+	char name[sizeof(r->lib.name) + 1];
+	bool found;
+
+	if (r->lib.held == 2)
+		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
+			 "than 4096 held at once, or the signal was refused): its first calls may "
+			 "be missed",
+			 pid, r->comm, (int)sizeof(r->lib.name), r->lib.name);
+	if (r->lib.held != 1)
+		return; /* the books' hook schedules a scan */
+	memcpy(name, r->lib.name, sizeof(r->lib.name));
+	name[sizeof(r->lib.name)] = '\0';
+	wait_stopped(pid);
+	err = scan_pid(s, pid);
+	if (err == -EPERM)
+		s->hold_eperm = true;
+	/* an unreadable library was said already */
+	found = r->lib.kind == GL_LIB_CUDA ? err == 1 || err == -ENOEXEC : maps_torch(pid);
+	/* attached or not, this file holds no process again */
+	tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
+	if (tracer__held_since(s->tracer, pid, &since))
+		since = t0;
+	if (!tracer__release(s->tracer, pid))
+		return;
+	if (found)
+		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
+			  pid, (now_ns() - since) / 1e6, name);
+	else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0)
+		log_warn("PID %d (%s) maps %s, but gpuleak could not find it in /proc/%d/maps: "
+			 "released without its probes; its calls are not traced",
+			 pid, r->comm, name, pid);
+}
+
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
 static int run_pending_scans(struct targets *s, uint64_t now)
 {
@@ -414,15 +532,44 @@ static int run_pending_scans(struct targets *s, uint64_t now)
 	return 0;
 }
 
+/*
+ * Waits for the child's exec: EOF on fd means it succeeded. A command that
+ * cannot be run is said in one line and ends the session with the shell's
+ * status for it: -ENOENT (127: not found) or -ENOEXEC (126: found, cannot be run).
+ */
+static int child_exec_status(struct targets *s, int fd)
+{
+	int exec_errno = 0;
+	ssize_t n;
+
+	do
+		n = read(fd, &exec_errno, sizeof(exec_errno));
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n != sizeof(exec_errno))
+		return 0;
+	log_error("cannot run %s: %s", s->o.argv[0], strerror(exec_errno));
+	waitpid(s->child, NULL, 0);
+	s->child_done = true;
+	return exec_errno == ENOENT ? -ENOENT : -ENOEXEC;
+}
+
 static int start_child(struct targets *s)
 {
 	char path[4096];
 	struct cuda_lib *lib;
-	int pipefd[2], err = 0;
+	int pipefd[2], errfd[2], err = 0, exec_errno;
 	char go = 1;
 
 	if (pipe2(pipefd, O_CLOEXEC)) {
 		log_error("pipe: %s", strerror(errno));
+		return -EIO;
+	}
+	/* the child's exec error comes back here; a successful exec closes it */
+	if (pipe2(errfd, O_CLOEXEC)) {
+		log_error("pipe: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
 		return -EIO;
 	}
 	s->child = fork();
@@ -433,29 +580,35 @@ static int start_child(struct targets *s)
 	if (s->child == 0) {
 		/* wait until the probes are attached; EOF means the tracer died */
 		close(pipefd[1]);
+		close(errfd[0]);
 		if (read(pipefd[0], &go, 1) != 1)
 			_exit(127);
 		execvp(s->o.argv[0], s->o.argv);
-		fprintf(stderr, "gpuleak: cannot run %s: %s\n", s->o.argv[0], strerror(errno));
-		_exit(127);
+		exec_errno = errno;
+		if (write(errfd[1], &exec_errno, sizeof(exec_errno)) != sizeof(exec_errno))
+			_exit(127);
+		_exit(exec_errno == ENOENT ? 127 : 126);
 	}
 	close(pipefd[0]);
+	close(errfd[1]);
 	s->targets[0] = (struct target){ .pid = s->child, .state = T_WAITING };
 	s->nr_targets = 1;
 	procfs__start_ticks(s->child, &s->targets[0].start_ticks);
 	err = tracer__add_target(s->tracer, s->child);
 	lib = malloc(sizeof(*lib));
 	if (!err && lib) {
+		/* a libcuda found by the search below is attached before the child runs; any
+		 * other (a wrapper's exec, dlopen) holds the child at its mapping */
 		if (s->o.libcuda)
 			snprintf(path, sizeof(path), "%s", s->o.libcuda);
 		if (!s->o.libcuda &&
 		    libcuda__search(s->o.argv[0], getenv("LD_LIBRARY_PATH"), path, sizeof(path))) {
-			log_warn(
+			log_debug(
 				"libcuda.so.1 is not on the library path; gpuleak will attach when "
-				"%s loads one (calls before that are not seen)",
+				"%s maps one (held at that mapping until the probes are in)",
 				s->o.argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
-			log_error("cannot read %s: %s", path, strerror(-err));
+			log_error("cannot read %s: %s", path, libcuda__strerror(lib, err));
 		} else {
 			err = attach_lib(s, lib, -1);
 			if (!err)
@@ -465,14 +618,16 @@ static int start_child(struct targets *s)
 	free(lib);
 	if (err) {
 		close(pipefd[1]);
+		close(errfd[0]);
 		kill(s->child, SIGKILL);
 		waitpid(s->child, NULL, 0);
+		s->child_done = true;
 		return err == -EPERM ? -EPERM : -EIO;
 	}
 	if (write(pipefd[1], &go, 1) != 1)
 		log_warn("could not release %s: %s", s->o.argv[0], strerror(errno));
 	close(pipefd[1]);
-	return 0;
+	return child_exec_status(s, errfd[0]);
 }
 
 void targets__reap_child(struct targets *s)
@@ -517,6 +672,7 @@ static bool check_targets(struct targets *s, uint64_t now, int *err)
 
 	for (int i = 0; i < s->nr_targets; i++) {
 		struct target *t = &s->targets[i];
+		int r;
 
 		if (t->state == T_EXITED)
 			continue;
@@ -531,8 +687,7 @@ static bool check_targets(struct targets *s, uint64_t now, int *err)
 		}
 		all_done = false;
 		if (t->state == T_ATTACHED && !t->torch_done) {
-			int r = attach_torch(s, t->pid);
-
+			r = attach_torch(s, t->pid);
 			if (r == -EPERM) {
 				*err = -EPERM;
 				return true;
@@ -543,8 +698,9 @@ static bool check_targets(struct targets *s, uint64_t now, int *err)
 		}
 		if (t->state != T_WAITING)
 			continue;
-		if (try_attach_target(s, t) == -EPERM) {
-			*err = -EPERM;
+		r = try_attach_target(s, t);
+		if (r == -EPERM || r == -ENOEXEC) {
+			*err = r == -EPERM ? -EPERM : -EIO;
 			return true;
 		}
 		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
@@ -563,8 +719,6 @@ static int start(struct targets *s)
 	const struct targets_opts *o = &s->o;
 	int err;
 
-	if ((o->argv || o->all) && attach_system_ldso(s) == -EPERM)
-		return -EPERM;
 	if (o->argv)
 		return start_child(s);
 	if (!o->all)
@@ -591,6 +745,10 @@ int targets__start(struct targets *s)
 bool targets__step(struct targets *s, uint64_t now, int *err)
 {
 	targets__reap_child(s);
+	if (s->hold_eperm) {
+		*err = -EPERM;
+		return true;
+	}
 	if (s->nr_pending && run_pending_scans(s, now) == -EPERM) {
 		*err = -EPERM;
 		return true;

@@ -19,6 +19,7 @@
 struct targets;
 struct tracer;
 struct python;
+struct gl_proc;
 
 struct targets_opts {
 	const int *pids; /* attach: these processes */
@@ -42,15 +43,23 @@ struct targets *targets__new(const struct targets_opts *o, struct tracer *t, str
 			     void (*seen)(void *ctx, int pid), void *ctx);
 /* Waits for the run-mode child if it is still running. NULL is a no-op. */
 void targets__free(struct targets *tg);
-/* Attaches to what the options name (PIDs, -a, or a new child). */
+/*
+ * Attaches to what the options name (PIDs, -a, or a new child). For run, also
+ * -ENOENT when the command is not found, -ENOEXEC when it cannot be run (said).
+ */
 int targets__start(struct targets *tg);
 /*
  * Periodic work: pending scans, -a rescans, liveness. Returns true when every
  * target is done, or on a failure (then *err is set).
  */
 bool targets__step(struct targets *tg, uint64_t now, int *err);
-/* The dynamic loader changed a traced process's libraries: scan it again soon. */
+/* A traced process mapped a library: scan it at the next step. */
 void targets__libs_changed(struct targets *tg, int pid);
+/*
+ * A GL_PROC_LIBLOAD record, before the books see it: a process BPF holds at
+ * that mapping is attached and released.
+ */
+void targets__lib_mapped(struct targets *tg, const struct gl_proc *r);
 /* pid exited: a named target is done. */
 void targets__exited(struct targets *tg, int pid, const char *comm);
 /* Whether scans are pending (the caller then polls more often). */

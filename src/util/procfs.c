@@ -189,6 +189,21 @@ int procfs__start_ticks(int pid, uint64_t *ticks)
 	return -EINVAL;
 }
 
+int procfs__flags(int pid, uint64_t *flags)
+{
+	char buf[1024], *p, *tok, *save = NULL;
+	int err = stat_fields(pid, buf, sizeof(buf), &p), field = 3;
+
+	if (err)
+		return err;
+	/* p starts at field 3 (state); the task's flags (PF_*) are field 9 */
+	for (tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save), field++) {
+		if (field == 9)
+			return parse_u64(tok, 0, UINT64_MAX, flags) ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
 bool procfs__same_process(int pid, uint64_t start_ns)
 {
 	long hz = sysconf(_SC_CLK_TCK);

@@ -33,6 +33,8 @@ int procfs__for_each_map(int pid, int (*cb)(const struct map_entry *e, void *ctx
 int procfs__comm(int pid, char *buf, size_t len);
 /* Process start time in clock ticks since boot (/proc/PID/stat field 22). */
 int procfs__start_ticks(int pid, uint64_t *ticks);
+/* The task flags of pid (PF_*, field 9 of /proc/PID/stat). Returns 0 or -errno. */
+int procfs__flags(int pid, uint64_t *flags);
 /* Parent pid and state letter from /proc/PID/stat. */
 int procfs__stat(int pid, int *ppid, char *state);
 /* Whether pid is the process that started at start_ns (boot-time nanoseconds). */

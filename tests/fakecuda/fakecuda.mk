@@ -87,6 +87,19 @@ $(FAKECUDA_WL_OUT)/wl_torch: FAKECUDA_WL_LIBS += -L$(OUTPUT)/faketorch -lc10_cud
 	-Wl,-rpath,'$$ORIGIN/../faketorch'
 fakecuda: $(FAKECUDA_TORCH_LIB)
 
+# A library outside PyTorch's allocator that allocates device memory itself, named as NCCL is.
+FAKECUDA_NCCL_LIB := $(FAKECUDA_WL_OUT)/libnccl.so.2
+$(FAKECUDA_NCCL_LIB): $(FAKECUDA_WL_SRC)/libnccl_standin.c $(FAKECUDA_OUT)/libcuda.so
+	$(call fakecuda_msg,LD,$@)
+	$(FAKECUDA_Q)mkdir -p $(@D)
+	$(FAKECUDA_Q)$(CC) $(CFLAGS) $(FAKECUDA_WARN) -I$(FAKECUDA_SRC) -fPIC -shared \
+		-fvisibility=hidden -fno-omit-frame-pointer -Wl,-soname,libnccl.so.2 -o $@ $< \
+		-L$(FAKECUDA_OUT) -lcuda -Wl,-rpath,'$$ORIGIN/../fakecuda'
+$(FAKECUDA_WL_OUT)/wl_explain: $(FAKECUDA_TORCH_LIB) $(FAKECUDA_NCCL_LIB)
+$(FAKECUDA_WL_OUT)/wl_explain: FAKECUDA_WL_LIBS += -L$(OUTPUT)/faketorch -lc10_cuda \
+	-Wl,-rpath,'$$ORIGIN/../faketorch' $(FAKECUDA_NCCL_LIB) -Wl,-rpath,'$$ORIGIN'
+fakecuda: $(FAKECUDA_NCCL_LIB)
+
 $(FAKECUDA_WL_OUT)/%: $(FAKECUDA_WL_SRC)/%.c $(FAKECUDA_WL_OUT)/wl.o $(FAKECUDA_OUT)/libcuda.so
 	$(call fakecuda_msg,CC,$@)
 	$(FAKECUDA_Q)$(CC) $(FAKECUDA_WL_CFLAGS) -o $@ $< $(FAKECUDA_WL_OUT)/wl.o \

@@ -22,7 +22,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-om
 FUZZ_CFLAGS := -g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter \
 	       -DGPULEAK_VERSION=\"$(VERSION)\" $(FUZZ_SAN)
 FUZZ_OBJS := $(patsubst src/%.c,$(FUZZ_OUT)/src/%.o,$(filter-out src/cmd/main.c,$(SRCS)))
-FUZZ_TARGETS := record procfs cgroup elf python http nvsmi books unwind
+FUZZ_TARGETS := record procfs cgroup elf python http nvsmi books unwind census
 FUZZ_BINS := $(patsubst %,$(FUZZ_OUT)/fuzz_%,$(FUZZ_TARGETS))
 FUZZ_BIN := $(FUZZ_OUT)/fuzz_record
 FUZZ_TIME ?= 600

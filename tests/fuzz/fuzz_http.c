@@ -2,7 +2,8 @@
 /*
  * fuzz_http.c - libFuzzer target: the agent's HTTP request parser on any
  * bytes a client may send, under the default limits and under small ones
- * (the first byte picks them), and the listen address parser on the same text.
+ * (the first byte picks them), the Accept-Encoding parser and the listen
+ * address parser on the same bytes.
  */
 #include "fuzz.h"
 #include "agent/http.h"
@@ -36,6 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t n = 0; n < size - 1; n += n < 64 ? 1 : 64)
 		http__parse_request(copy, n, &o, &req);
 	http__parse_request(copy, size - 1, &o, &req);
+	/* the same bytes as an Accept-Encoding value */
+	http__accepts_gzip(copy, size - 1);
 	free(copy);
 	text = fuzz_strdup(data + 1, size - 1);
 	if (text)

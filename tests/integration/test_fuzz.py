@@ -3,7 +3,8 @@
 seed corpus kept in the repository (tests/fuzz/corpus/<target>/, crash reproducers
 included): the /proc parsers, cgroup paths and OCI config files, ELF readers, CPython
 memory, the agent's HTTP requests, nvidia-smi's CSV, ring-buffer records, recordings
-(read, replayed and reported), and stack copies unwound with the modules' CFI."""
+(read, replayed and reported), stack copies unwound with the modules' CFI, and CPython
+heaps walked by the census."""
 import os
 import subprocess
 
@@ -12,7 +13,7 @@ from harness import OUTPUT, ROOT, check, check_eq
 SECONDS = 5
 # the fewest runs each target makes in SECONDS on a slow machine (ELF files are big)
 MIN_RUNS = {"record": 1000, "procfs": 500, "cgroup": 2000, "elf": 300, "python": 2000, "http": 2000,
-            "nvsmi": 2000, "books": 2000, "unwind": 300}
+            "nvsmi": 2000, "books": 2000, "unwind": 300, "census": 300}
 
 
 def fuzz(tmp, target, max_len=16384):
@@ -77,3 +78,9 @@ def test_fuzz_books(tmp):
 def test_fuzz_unwind(tmp):
     """A traced process's stack, every byte of it its own, unwound with real CFI."""
     fuzz(tmp, "unwind", max_len=32768)
+
+
+def test_fuzz_census(tmp):
+    """A synthetic CPython heap with tensors, patched at random: the census's walk stays
+    within its caps, and reads the unpatched heap exactly."""
+    fuzz(tmp, "census")

@@ -248,7 +248,9 @@ def test_outputs_do_not_follow_symlinks(tmp):
     check("symbolic link" in err and link in err, f"the error names the link: {err!r}")
     with open(victim) as f:
         check_eq(f.read(), "precious", "the symlink's target")
-    check(os.path.getsize(folded) > 0, "the other outputs are still written")
+    # refused before anything is traced: the workload never ran, no other output is left
+    check("ready" not in err and "attached" not in err, f"nothing was traced: {err!r}")
+    check(not os.path.exists(folded), "no empty file is left for the other output")
 
 
 def test_folded_on_stdout(tmp):

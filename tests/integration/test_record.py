@@ -279,3 +279,20 @@ def test_python_frames_recorded_resolved(tmp):
     for name, site in truth["py_sites"].items():
         check_site(p, name, site)
     check(" [python]" in text, "the text report shows Python frames")
+
+
+def test_report_explains_memory_as_live_attach(tmp):
+    """A recording's report breaks the memory down and explains each out-of-memory
+    failure (fragmentation here, with PyTorch's retry) as the live attach did."""
+    wl, truth, live, rep, text = record_beside_attach(tmp, "wl_explain", "--scenario",
+                                                      "fragmentation")
+    p, lp = process(rep, wl.pid), process(live, wl.pid)
+    check(lp["memory"] is not None, "the live attach breaks the memory down")
+    check_eq(p["memory"], lp["memory"], "the breakdown of the report against the live attach")
+    check_eq(p["memory"]["torch_cached_bytes"], truth["torch_reserved"] - truth["torch_allocated"],
+             "cached: segments minus blocks")
+    causes = [f["oom"]["cause"] for f in p["failures_list"]]
+    check_eq(causes, ["fragmentation", "fragmentation"], "both failures explained")
+    check_eq([f["oom"] for f in p["failures_list"]], [f["oom"] for f in lp["failures_list"]],
+             "the explanations of the report against the live attach")
+    check("cause: fragmentation" in text, f"the text report says it:\n{text}")

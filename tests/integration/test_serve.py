@@ -31,12 +31,12 @@ def get(url, timeout=5):
 
 
 class Agent:
-    def __init__(self, tmp, args):
+    def __init__(self, tmp, args, env=None):
         self.err_path = os.path.join(tmp, f"serve.{time.monotonic_ns()}.err")
         self._err = open(self.err_path, "wb")
         self.proc = subprocess.Popen([GPULEAK, "serve", "--libcuda", FAKECUDA] + args,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._err)
+                                     stderr=self._err, env=env)
 
     def stderr(self):
         with open(self.err_path, "rb") as f:

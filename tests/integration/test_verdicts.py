@@ -78,6 +78,11 @@ def test_staircase_is_a_leak(tmp):
     check_verdict(st, "leak", "no plateau")
     check_rate(st["growth_bytes_per_s"], MIB / STEP_S, "growth of the staircase")
     check_eq(p["stacks"][0]["stack_id"], st["stack_id"], "the leak is ranked first")
+    # one buffer kept per step, none freed: the hint names the pattern with its evidence
+    check_eq(st.get("pattern", {}).get("name"), "outputs kept across steps",
+             f"the pattern hint: {st.get('pattern')}")
+    check(f"{st['outstanding_allocs']} of {st['allocs']} allocated here are held"
+          in st["pattern"]["evidence"], f"its evidence: {st['pattern']}")
     check_rate(p["device_growth_bytes_per_s"], MIB / STEP_S, "growth of the process")
     check_eq(p["projected_oom_s"], None, "no projection without NVML")
     check("pre_attach_bytes" not in p, "no pre-attach figure without NVML")
@@ -88,6 +93,7 @@ def test_warmup_then_pool_reuse_is_steady(tmp):
     p = procs["warmup"]
     st = site(p, "pattern_pool_grow")
     check_verdict(st, "steady", "plateau at 10.00 MiB")
+    check("pattern" not in st, "no leak pattern for a steady stack")
     check_eq(st["outstanding_allocs"], 10, "segments of the warmed-up pool")
     check_eq(st["growth_bytes_per_s"], 0, "growth of a plateau")
     check_no_leak(p)
@@ -121,6 +127,7 @@ def test_slow_leak_under_heavy_churn_is_a_leak(tmp):
     check(st["frees"] >= 8 * 40, f"heavy churn at the site ({st['frees']} frees)")
     check_verdict(st, "leak", "no plateau")
     check_rate(st["growth_bytes_per_s"], MIB / 16 / STEP_S, "growth of the floor")
+    check("pattern" not in st, f"most of it is freed: no step's output is kept: {st}")
 
 
 def test_short_staircase_is_judged_by_its_steps(tmp):

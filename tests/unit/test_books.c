@@ -6,6 +6,7 @@
  * to calls, exec, exit, PID reuse and malformed records.
  */
 #include "books_fixture.h"
+#include "books/explain.h"
 #include "model/snapshot.h"
 
 static void expect_class(struct proc *p, uint8_t cls, uint64_t bytes, uint64_t n)
@@ -769,6 +770,23 @@ static void fx_numbered(struct fx *f, uint8_t op, uint64_t key, uint64_t bytes, 
 						       .seq = ++f->seq }), 0);
 }
 
+/* The memory breakdown's device bytes, over every device, as the books hold them. */
+static void expect_breakdown(struct fx *f, struct proc *p, uint64_t device_bytes)
+{
+	struct explain *e = malloc(sizeof(*e));
+	uint64_t sum = 0, outside = 0;
+
+	assert_non_null(e);
+	assert_int_equal(explain__proc(f->b, p, books__now(f->b), e), 0);
+	for (uint32_t i = 0; i < e->ndevs; i++) {
+		sum += e->devs[i].device_bytes;
+		outside += e->devs[i].outside_torch;
+	}
+	free(e);
+	assert_int_equal(sum, device_bytes);
+	assert_int_equal(outside, device_bytes); /* none of it is PyTorch's */
+}
+
 /*
  * The driver gave an address freed on one thread to an allocation on another before the
  * free's record came: both stay outstanding until it comes, and each free takes the
@@ -791,6 +809,8 @@ static void test_address_reused_before_free_returns(void **state)
 		expect_class(p, GL_CLASS_DEVICE, 400, 2);
 		assert_int_equal(fx_agg(p, 1, GL_CLASS_DEVICE)->bytes, 100);
 		assert_int_equal(fx_agg(p, 2, GL_CLASS_DEVICE)->bytes, 300);
+		/* the memory breakdown counts the one whose free is in flight too */
+		expect_breakdown(f, p, 400);
 		fx_numbered(f, GL_OP_FREE, 0x1000, order ? 300 : 100, order ? b : a, 0);
 		expect_class(p, GL_CLASS_DEVICE, order ? 100 : 300, 1);
 		assert_int_equal(fx_agg(p, order ? 2 : 1, GL_CLASS_DEVICE)->bytes, 0);

@@ -513,6 +513,15 @@ static void test_help_and_version(void **state)
 	usage("needs a shell", "completion");
 }
 
+/* The option row an .options word names: by .id where a row has one. */
+static const struct cli_option *option_named(const char *word)
+{
+	for (const struct cli_option *op = cli_options; op->name; op++)
+		if (!strcmp(op->id ? op->id : op->name, word))
+			return op;
+	return NULL;
+}
+
 /* The tables agree with themselves: a misspelt option name would silently drop it. */
 static void test_tables(void **state)
 {
@@ -520,12 +529,12 @@ static void test_tables(void **state)
 		char names[1024], *save = NULL;
 		int n = 0;
 
-		assert_non_null(c->run);
+		assert_true(!c->run != !c->main); /* one way to run it */
 		assert_non_null(c->summary);
 		assert_true(cli__command(c->name) == c);
 		snprintf(names, sizeof(names), "%s", c->options);
 		for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-			if (!cli__option(w))
+			if (!option_named(w))
 				fail_msg("%s takes --%s, which is no option", c->name, w);
 			n++;
 		}
@@ -536,7 +545,7 @@ static void test_tables(void **state)
 	for (const struct cli_option *op = cli_options; op->name; op++) {
 		bool taken = false;
 
-		assert_true(cli__option(op->name) == op);
+		assert_true(op->id ? option_named(op->id) == op : cli__option(op->name) == op);
 		assert_true(cli__option_of(op->key) == op); /* keys are unique */
 		for (const struct cli_command *c = cli_commands; c->name; c++)
 			taken |= cli__takes(c, op->name);
@@ -571,7 +580,12 @@ static void test_command_help(void **state)
 		*end = '\0';
 		for (const struct cli_option *op = cli_options; op->name; op++) {
 			char label[80];
-			bool listed, takes = !op->hidden && cli__takes(c, op->name);
+			bool listed, takes = false;
+
+			/* census's --json flag and everyone's --json FILE share a name */
+			for (const struct cli_option *r = cli_options; r->name; r++)
+				takes |= !strcmp(r->name, op->name) && !r->hidden &&
+					 cli__offers(c, r);
 
 			snprintf(label, sizeof(label), "--%s ", op->name);
 			listed = strstr(section, label) != NULL;
@@ -604,6 +618,42 @@ static void test_parse_again(void **state)
 	ok("run", "-v", "--", "x");
 	assert_int_equal(opts.verbosity, 1);
 	assert_string_equal(opts.argv[0], "x");
+}
+
+static void test_explain(void **state)
+{
+	ok("explain", "42");
+	assert_int_equal(opts.cmd, CMD_EXPLAIN);
+	assert_int_equal(opts.nr_pids, 1);
+	assert_int_equal(opts.pids[0], 42);
+	assert_int_equal(opts.duration_ms, 1000); /* a moment, by default */
+	assert_int_equal(opts.interval_ms, 0);	  /* one answer, no summaries */
+	ok("explain", "-d", "5s", "--json", "out.json", "42", "43");
+	assert_int_equal(opts.duration_ms, 5000);
+	assert_int_equal(opts.nr_pids, 2);
+	assert_string_equal(opts.json_path, "out.json");
+	usage("explain needs PIDs", "explain");
+	/* it answers once, for the PIDs it is given: the table gives it no -a, no -i */
+	usage("-a is not an option of explain: it belongs to attach", "explain", "-a");
+	usage("-i is not an option of explain: it belongs to attach", "explain", "-i", "5s",
+	      "42");
+}
+
+/* census parses its own command line; the table documents it and attach's --census. */
+static void test_census(void **state)
+{
+	const struct cli_command *c = cli__command("census");
+
+	assert_non_null(c);
+	assert_non_null(c->main);
+	assert_true(cli__takes(c, "census-json") && cli__takes(c, "no-pause") &&
+		    cli__takes(c, "max-objects") && cli__takes(c, "max-read") &&
+		    cli__takes(c, "max-time"));
+	assert_false(cli__offers(c, cli__option("json"))); /* not --json FILE */
+	ok("attach", "--census", "42");
+	assert_true(opts.census);
+	usage("--census is not an option of run: it belongs to attach", "run", "--census",
+	      "--", "true");
 }
 
 static void test_usage_text(void **state)
@@ -645,6 +695,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_tensors, teardown),
 		cmocka_unit_test_teardown(test_bad_options, teardown),
 		cmocka_unit_test_teardown(test_parse_again, teardown),
+		cmocka_unit_test_teardown(test_explain, teardown),
+		cmocka_unit_test_teardown(test_census, teardown),
 		cmocka_unit_test_teardown(test_usage_text, teardown),
 		cmocka_unit_test_teardown(test_options_anywhere, teardown),
 		cmocka_unit_test_teardown(test_help_and_version, teardown),

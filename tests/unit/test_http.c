@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <zlib.h>
 #include "agent/http.h"
 
 static int parse(const char *req)
@@ -265,6 +266,128 @@ static void test_server(void **state)
 	http__free(h);
 }
 
+static void test_accepts_gzip(void **state)
+{
+	static const struct {
+		const char *v;
+		bool gzip;
+	} cases[] = {
+		{ "gzip", true },
+		{ "GZip", true },
+		{ "x-gzip", true },
+		{ "deflate, gzip;q=1.0, *;q=0.5", true },
+		{ "gzip;q=0.001", true },
+		{ " br ,  gzip ; q=0.8 ", true },
+		{ "*", true },
+		{ "", false },
+		{ "identity", false },
+		{ "deflate, br", false },
+		{ "gzip;q=0", false },
+		{ "gzip;q=0.000", false },
+		{ "gzip;q=0, *", false },	/* gzip named: its weight decides */
+		{ "*;q=0", false },
+		{ "gzipx", false },
+		{ "gzip;level=9", false },	/* not a weight: allows nothing */
+		{ "gzip;q=2", false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (http__accepts_gzip(cases[i].v, strlen(cases[i].v)) != cases[i].gzip)
+			fail_msg("Accept-Encoding: %s: want %d", cases[i].v, cases[i].gzip);
+	}
+	/* through the parser, repeated fields combined */
+	{
+		const char *req = "GET / HTTP/1.1\r\nHost: a\r\nAccept-Encoding: br\r\n"
+				  "accept-encoding: gzip\r\n\r\n";
+		struct http_request r;
+
+		assert_true(http__parse_request(req, strlen(req), NULL, &r) > 0);
+		assert_true(r.accept_gzip);
+		req = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+		assert_true(http__parse_request(req, strlen(req), NULL, &r) > 0);
+		assert_false(r.accept_gzip);
+	}
+}
+
+/* Inflates a gzip member; returns the bytes written to out, or -1. */
+static long gunzip(const char *in, size_t len, char *out, size_t cap)
+{
+	z_stream z = {};
+	long n;
+
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	z.next_in = (Bytef *)in;
+	z.avail_in = len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = cap;
+	n = inflate(&z, Z_FINISH) == Z_STREAM_END && z.avail_in == 0 ? (long)z.total_out : -1;
+	inflateEnd(&z);
+	return n;
+}
+
+static char big_body[6000];
+
+static int big_handler(void *ctx, const struct http_request *req, struct http_reply *rep)
+{
+	rep->status = 200;
+	rep->body = malloc(sizeof(big_body));
+	memcpy(rep->body, big_body, sizeof(big_body));
+	rep->len = sizeof(big_body);
+	rep->compressible = strcmp(req->path, "/raw") != 0;
+	return 0;
+}
+
+static void test_gzip_replies(void **state)
+{
+	struct http_server *h = http__new("127.0.0.1:0", NULL, big_handler, NULL);
+	static char out[16384], plain[16384];
+	const char *body;
+	size_t zlen;
+	int a;
+
+	assert_non_null(h);
+	for (size_t i = 0; i < sizeof(big_body); i++)
+		big_body[i] = "metric_a{x=\"1\"} 1\n"[i % 19];
+	a = connect_to(h);
+	say(a, "GET /m HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+	pump(h, a, 1000, out, sizeof(out));
+	close(a);
+	assert_non_null(strstr(out, "Content-Encoding: gzip\r\n"));
+	assert_non_null(strstr(out, "Vary: Accept-Encoding\r\n"));
+	body = strstr(out, "\r\n\r\n") + 4;
+	assert_true(sscanf(strstr(out, "Content-Length: "), "Content-Length: %zu", &zlen) == 1);
+	assert_true(zlen < sizeof(big_body) / 4); /* repetitive text compresses */
+	assert_int_equal(gunzip(body, zlen, plain, sizeof(plain)), (long)sizeof(big_body));
+	assert_memory_equal(plain, big_body, sizeof(big_body));
+
+	/* not asked, refused, or a body that must not be compressed: sent as it is */
+	for (int i = 0; i < 3; i++) {
+		static const char *const reqs[] = {
+			"GET /m HTTP/1.1\r\nHost: x\r\n\r\n",
+			"GET /m HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip;q=0\r\n\r\n",
+			"GET /raw HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n",
+		};
+
+		a = connect_to(h);
+		say(a, reqs[i]);
+		pump(h, a, 1000, out, sizeof(out));
+		close(a);
+		assert_null(strstr(out, "Content-Encoding"));
+		assert_non_null(strstr(out, "Content-Length: 6000\r\n"));
+		assert_memory_equal(strstr(out, "\r\n\r\n") + 4, big_body, sizeof(big_body));
+	}
+	/* HEAD: the compressed length, no body */
+	a = connect_to(h);
+	say(a, "HEAD /m HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n");
+	pump(h, a, 1000, out, sizeof(out));
+	close(a);
+	assert_non_null(strstr(out, "Content-Encoding: gzip\r\n"));
+	snprintf(plain, sizeof(plain), "Content-Length: %zu\r\n", zlen);
+	assert_non_null(strstr(out, plain));
+	assert_string_equal(strstr(out, "\r\n\r\n"), "\r\n\r\n");
+	http__free(h);
+}
+
 static void test_listen_errors(void **state)
 {
 	int calls = 0;
@@ -292,6 +415,8 @@ int main(void)
 		cmocka_unit_test(test_parse_bounds),
 		cmocka_unit_test(test_addr),
 		cmocka_unit_test(test_server),
+		cmocka_unit_test(test_accepts_gzip),
+		cmocka_unit_test(test_gzip_replies),
 		cmocka_unit_test(test_listen_errors),
 	};
 

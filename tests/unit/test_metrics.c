@@ -26,6 +26,17 @@ static struct snap_stack stacks[] = {
 	  .growth_bytes_per_s = 1, .nframes = 1, .frames = &frame },
 };
 
+static struct snap_oom ooms[] = {
+	{ .cause = "fragmentation", .why = "", .action = "" },
+	{ .cause = "fragmentation", .why = "", .action = "" },
+};
+
+static struct snap_failure failures[] = {
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .oom = &ooms[0] },
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .oom = &ooms[1] },
+	{ .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_INVALID_VALUE" },
+};
+
 static struct snap_proc procs[3];
 static struct snapshot snap;
 static struct proc_ident idents[3];
@@ -41,8 +52,9 @@ static void setup_snapshot(void)
 	procs[0].bytes[GL_CLASS_HOST_PINNED] = 70;
 	procs[0].alloc_bytes[GL_CLASS_DEVICE] = 10000;
 	procs[0].free_bytes[GL_CLASS_DEVICE] = 6500;
-	procs[0].dev_bytes[0] = 1500;
-	procs[0].dev_bytes[3] = 2000;
+	procs[0].dev_bytes[3] = 3500;
+	procs[0].device_growth_bytes_per_s = 20.25;
+	procs[0].projected_oom_s = 1800.5;
 	procs[0].alloc_calls = 9;
 	procs[0].free_calls = 7;
 	procs[0].failures = 3;
@@ -50,7 +62,21 @@ static void setup_snapshot(void)
 	procs[0].consistent = true;
 	procs[0].nstacks = 3;
 	procs[0].stacks = stacks;
+	procs[0].nfailures = 3;
+	procs[0].failures_list = failures;
+	procs[0].memory = (struct snap_memory){
+		.valid = true, .blocks_seen = true, .ndevs = 1, .nvml_valid = true,
+		.nvml_bytes = 4000, .device_bytes = 3500, .torch_reserved = 3000,
+		.torch_allocated = 1000, .torch_cached = 2000, .outside_torch = 500,
+		.largest_free = 500, .fragmentation = 0.75, .unseen = 500, .pinned_host = 70,
+	};
+	procs[0].memory.devs[0] = (struct snap_mem_dev){
+		.dev = 3, .device_bytes = 3500, .outside_torch = 500, .nlibs = 1,
+		.libs = { { "nccl", 500 } },
+	};
 	procs[1].pid = 7;
+	procs[1].dev_bytes[1] = 64;
+	procs[1].projected_oom_s = -1;
 	/* quote, backslash, newline, invalid UTF-8, a control byte */
 	memcpy(procs[1].comm, "a\"b\\c\nd\xff\x01" "\xc3\xa9", 11);
 	procs[2].pid = 99;
@@ -102,10 +128,12 @@ static void assert_line(const char *text, const char *line)
 
 static void test_process_samples(void **state)
 {
-	const char *uuids[3] = { "GPU-dddd", NULL, NULL };
+	/* NVML named the GPU of the first process (index 2, not its CUDA ordinal 3), not the
+	 * second's */
+	struct metrics_gpu gpus[3] = { { "GPU-dddd", 2 }, { NULL, -1 }, { NULL, -1 } };
 	struct agent_health h = { .version = "1.2.3", .max_procs = 8, .procs_refused = 4,
 				  .stacks_overflow = 6 };
-	struct metrics_opts o = { .health = &h, .idents = idents, .gpu_uuids = uuids };
+	struct metrics_opts o = { .health = &h, .idents = idents, .gpus = gpus };
 	char *t;
 
 	setup_snapshot();
@@ -120,13 +148,33 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_leak_bytes{" LBL ",class=\"device\"} 3000");
 	assert_line(t, "gpuleak_process_leak_bytes{" LBL ",class=\"host_pinned\"} 70");
 	assert_line(t, "gpuleak_process_leak_growth_bytes_per_second{" LBL "} 13.5");
-	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",gpu=\"0\",gpu_uuid=\"GPU-dddd\"} "
-		       "1500");
-	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",gpu=\"3\",gpu_uuid=\"GPU-dddd\"} "
-		       "2000");
+	/* dcgm-exporter's spelling: gpu (NVML index) and UUID, beside the CUDA ordinal */
+	assert_line(t, "gpuleak_process_device_memory_bytes{" LBL ",cuda_device=\"3\",gpu=\"2\","
+		       "UUID=\"GPU-dddd\"} 3500");
+	/* a GPU NVML did not name: the ordinal alone, never as gpu */
+	assert_non_null(strstr(t, "\",cuda_device=\"1\"} 64\n"));
+	assert_null(strstr(t, "gpu=\"-1\""));
+	assert_line(t, "gpuleak_process_device_growth_bytes_per_second{" LBL "} 20.25");
+	assert_line(t, "gpuleak_process_projected_oom_seconds{" LBL "} 1800.5");
+	assert_null(strstr(t, "gpuleak_process_projected_oom_seconds{pid=\"7\""));
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"out_of_memory\"} 2");
 	assert_line(t, "gpuleak_process_alloc_failures_total{" LBL ",error=\"other\"} 1");
 	assert_line(t, "gpuleak_process_books_consistent{" LBL "} 1");
+	/* where the memory is, and why allocations ran out */
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"nvml\"} 4000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"torch_allocated\"} "
+		       "1000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"torch_cached\"} 2000");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"outside_torch\"} 500");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL
+		       ",part=\"context_and_pre_attach\"} 500");
+	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"pinned_host\"} 70");
+	assert_line(t, "gpuleak_process_outside_torch_bytes{" LBL ",library=\"nccl\",cuda_device=\"3\"} "
+		       "500");
+	assert_line(t, "gpuleak_process_torch_largest_free_extent_bytes{" LBL "} 500");
+	assert_line(t, "gpuleak_process_torch_fragmentation_ratio{" LBL "} 0.75");
+	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"fragmentation\"} 2");
+	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"leak\"} 0");
 	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"2\",stack_mode=\"fp\"} 1");
 	assert_line(t, "gpuleak_events_lost_total{record=\"call\"} 5");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"procs\"} 4");

@@ -306,6 +306,61 @@ static void test_outfile(void **state)
 	assert_int_equal(outfile__close(NULL), 0);
 }
 
+/* reserve checks without emptying; refusals of another user's file, a FIFO without a
+ * reader, a planted parent link; one file open twice is the same */
+static void test_outfile_reserve(void **state)
+{
+	char old[128], theirs[128], fifo[128], sticky[160], link[192], through[256];
+	FILE *a, *b;
+
+	path_in_tmp(old, sizeof(old), "kept");
+	path_in_tmp(theirs, sizeof(theirs), "theirs");
+	path_in_tmp(fifo, sizeof(fifo), "fifo");
+	path_in_tmp(sticky, sizeof(sticky), "sticky");
+	write_file(old, "previous report", 0600);
+	a = outfile__reserve(old);
+	assert_non_null(a);
+	assert_file(old, "previous report", 0600);
+	b = outfile__reserve(old);
+	assert_non_null(b);
+	assert_true(outfile__same(a, b));
+	assert_int_equal(outfile__close(b), 0);
+	assert_int_equal(outfile__begin(a), 0);
+	fputs("new", a);
+	assert_int_equal(outfile__close(a), 0);
+	assert_file(old, "new", 0600);
+
+	write_file(theirs, "theirs", 0666);
+	assert_int_equal(chown(theirs, 65534, -1), 0);
+	assert_null(outfile__reserve(theirs));
+	assert_int_equal(errno, EPERM);
+
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_null(outfile__reserve(fifo));
+	assert_int_equal(errno, ENXIO);
+
+	assert_int_equal(mkdir(sticky, 01777), 0);
+	assert_int_equal(chmod(sticky, 01777), 0);
+	snprintf(link, sizeof(link), "%s/lnk", sticky);
+	assert_int_equal(symlink(tmpdir, link), 0);
+	assert_int_equal(lchown(link, 65534, -1), 0);
+	snprintf(through, sizeof(through), "%s/r.json", link);
+	assert_null(outfile__reserve(through));
+	assert_int_equal(errno, ENOLINK);
+	assert_int_equal(lchown(link, geteuid(), -1), 0);
+	a = outfile__reserve(through);
+	assert_non_null(a);
+	assert_int_equal(outfile__close(a), 0);
+
+	a = outfile__reserve("/dev/null");
+	b = outfile__reserve("/dev/null");
+	assert_false(outfile__same(a, b));
+	outfile__close(a);
+	outfile__close(b);
+	assert_true(outfile__same(stdout, outfile__reserve("-")));
+	(void)state;
+}
+
 static int parse(struct gl_opts *o, char **argv)
 {
 	int argc = 0;
@@ -340,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_top_sort),
 		cmocka_unit_test(test_xml_escaping),
 		cmocka_unit_test_setup_teardown(test_outfile, make_tmpdir, remove_tmpdir),
+		cmocka_unit_test_setup_teardown(test_outfile_reserve, make_tmpdir, remove_tmpdir),
 		cmocka_unit_test(test_cli_options),
 	};
 

@@ -55,10 +55,21 @@ static struct snap_stack stacks_1[] = {
 
 static struct snap_stack fail_stack = { .nframes = 2, .frames = frames_a };
 
+static struct snap_oom oom_1 = {
+	.cause = "fragmentation", .why = "PyTorch's reserve had 96.00 MiB free in 48 extents",
+	.action = "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", .dev = 0,
+	.torch_request = true, .blocks_seen = true, .held = 1536ULL << 20,
+	.torch_reserved = 1024ULL << 20, .torch_allocated = 928ULL << 20,
+	.free_extents = 96ULL << 20, .largest_free = 2ULL << 20, .nr_free = 48,
+	.outside_torch = 512ULL << 20, .top_lib = "nccl", .top_lib_bytes = 512ULL << 20,
+	.nvml = true, .dev_total = 80ULL << 30, .dev_free = 1ULL << 20, .others_used = 0,
+	.retry = "failed", .retry_freed = 0,
+};
+
 static struct snap_failure failures_1[] = {
 	{ .ts = 123456789, .bytes = 80ULL << 30, .held_device = 1536ULL << 20,
 	  .api = "cuMemAlloc_v2", .error = "CUDA_ERROR_OUT_OF_MEMORY", .rc = 2,
-	  .cls = GL_CLASS_DEVICE, .stack = &fail_stack },
+	  .cls = GL_CLASS_DEVICE, .stack = &fail_stack, .oom = &oom_1 },
 	{ .ts = 123456999, .bytes = 0, .held_device = 0, .api = "cuMemHostAlloc",
 	  .error = "CUDA_ERROR_INVALID_VALUE", .rc = 1, .cls = GL_CLASS_HOST_PINNED },
 };
@@ -96,6 +107,22 @@ static void build(void)
 	p->bpf.free_calls = 7;
 	p->bpf.failures = 2;
 	p->bpf.unmatched_frees = 1;
+	p->memory = (struct snap_memory){
+		.valid = true, .blocks_seen = true, .ndevs = 1, .nvml_valid = true,
+		.nvml_bytes = 2048ULL << 20, .device_bytes = 1536ULL << 20,
+		.torch_reserved = 1024ULL << 20, .torch_allocated = 928ULL << 20,
+		.torch_cached = 96ULL << 20, .outside_torch = 512ULL << 20,
+		.largest_free = 2ULL << 20, .fragmentation = 1 - 2.0 / 96, .unseen = 512ULL << 20,
+		.pinned_host = 20ULL << 20, .managed = 1,
+	};
+	p->memory.devs[0] = (struct snap_mem_dev){
+		.dev = 0, .nvml_valid = true, .nvml_bytes = 2048ULL << 20,
+		.device_bytes = 1536ULL << 20, .torch_reserved = 1024ULL << 20,
+		.torch_allocated = 928ULL << 20, .torch_cached = 96ULL << 20, .torch_blocks = 464,
+		.largest_free = 2ULL << 20, .nr_free = 48, .fragmentation = 1 - 2.0 / 96,
+		.outside_torch = 512ULL << 20, .nlibs = 2,
+		.libs = { { "nccl", 384ULL << 20 }, { "cublas", 128ULL << 20 } },
+	};
 
 	p = &procs[1];
 	*p = (struct snap_proc){
@@ -283,7 +310,16 @@ static void test_json_contract(void **state)
 		"growth_bytes_per_s", "frames",
 	};
 	static const char *const frame[] = { "kind", "function", "module", "offset", "build_id" };
-	static const char *const failure[] = { "api", "error", "bytes", "frames" };
+	static const char *const failure[] = {
+		"api", "error", "bytes", "frames", "oom", "cause", "why", "action",
+		"request_bytes", "device_free_bytes", "torch_retry", "is_torch_retry",
+	};
+	static const char *const memory[] = {
+		"memory", "nvml_bytes", "seen_bytes", "driver_level_only", "torch_reserved_bytes",
+		"torch_allocated_bytes", "torch_cached_bytes", "largest_free_extent_bytes",
+		"fragmentation", "outside_torch_bytes", "outside_torch_libraries", "library",
+		"context_and_pre_attach_bytes", "unexplained_bytes", "pinned_host_bytes",
+	};
 	static const char *const values[] = {
 		"\"version\":1,", "\"state\":\"running\"", "\"state\":\"exited\"",
 		"\"memory\":\"device\"", "\"memory\":\"managed\"", "\"memory\":\"host_pinned\"",
@@ -300,6 +336,7 @@ static void test_json_contract(void **state)
 		{ stack, sizeof(stack) / sizeof(stack[0]) },
 		{ frame, sizeof(frame) / sizeof(frame[0]) },
 		{ failure, sizeof(failure) / sizeof(failure[0]) },
+		{ memory, sizeof(memory) / sizeof(memory[0]) },
 		{ values, sizeof(values) / sizeof(values[0]) },
 	};
 	char *out, key[64];

@@ -9,7 +9,9 @@
  * allocates at dl_site_second. The truth is the sum of both loads' books
  * (taken just before the dlclose, and at the end).
  *
- * Options: --lib PATH, --size BYTES (default 1 MiB).
+ * Options: --lib PATH, --size BYTES (default 1 MiB), --late-ms N: the first load
+ * comes only after "go", N ms later (a tracer attached to a process that has not
+ * loaded the driver yet), and its calls follow at once.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -151,6 +153,7 @@ int main(int argc, char **argv)
 {
 	struct wl_opts o = { .size = WL_MIB };
 	char lib[PATH_MAX + 32];
+	unsigned long late_ms = wl_take_num(&argc, argv, "--late-ms", 60000, ULONG_MAX);
 
 	wl_parse(&o, argc, argv, WL_OPT_LIB | WL_OPT_SIZE);
 	if (!o.size)
@@ -159,8 +162,14 @@ int main(int argc, char **argv)
 		default_lib(lib, sizeof(lib));
 		o.lib = lib;
 	}
-	load(o.lib);
-	wl_ready(&o);
+	if (late_ms == ULONG_MAX) {
+		load(o.lib);
+		wl_ready(&o);
+	} else {
+		wl_ready(&o);
+		usleep(late_ms * 1000);
+		load(o.lib);
+	}
 	drv.mark();
 	dl_site_first(o.size);
 	wl_check(drv.mem_free(dl_site_first(2 * o.size)), "cuMemFree_v2");

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * census_cmd.c - `gpuleak census PID`: finds the process's interpreter, holds
+ * its threads still (unless --no-pause), walks its heap (census/), lets it
+ * go, and prints every tensor and what holds it, as text or JSON.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "census_cmd.h"
+#include "commands.h"
+#include "census/census.h"
+#include "census/livemem.h"
+#include "census/pause.h"
+#include "model/opts.h"
+#include "stacks/python/pyoffsets.h"
+#include "stacks/python/pyproc.h"
+#include "util/fmt.h"
+#include "util/jsonw.h"
+#include "util/log.h"
+#include "util/parse.h"
+
+struct census_opts {
+	int pid;
+	bool json, pause;
+	struct census_caps caps;
+};
+
+/* The short form, under a usage error; gpuleak census --help prints the table's row. */
+static const char usage[] =
+	"usage: gpuleak census [--json] [--no-pause] [--max-objects N] [--max-read SIZE]\n"
+	"                      [--max-time MS] PID   (gpuleak census --help: the options)\n";
+
+static int parse_args(int argc, char **argv, struct census_opts *o)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-pause", no_argument, NULL, 'n' },
+		{ "max-objects", required_argument, NULL, 'O' },
+		{ "max-read", required_argument, NULL, 'R' },
+		{ "max-time", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	uint64_t ms = 10000;
+	int c;
+
+	*o = (struct census_opts){ .pause = true };
+	census_cmd__default_caps(&o->caps);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': o->json = true; break;
+		case 'n': o->pause = false; break;
+		case 'O':
+			if (parse_u64(optarg, 1, 1ULL << 32, &o->caps.max_objects))
+				goto bad;
+			break;
+		case 'R':
+			if (parse_size(optarg, 4096, 1ULL << 40, &o->caps.max_read_bytes))
+				goto bad;
+			break;
+		case 'T':
+			if (parse_duration_ms(optarg, 1, 3600000, &ms))
+				goto bad;
+			break;
+		case 'h':
+			return doc__command_help(stdout, cli__command("census")) ? EXIT_RUNTIME :
+										   -1;
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
+	}
+	o->caps.max_ns = ms * 1000000ULL; /* the default: census_cmd__default_caps() */
+	if (optind != argc - 1 || parse_pid(argv[optind], &o->pid)) {
+		fprintf(stderr, "gpuleak census: needs one PID\n%s", usage);
+		return EXIT_USAGE;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "gpuleak census: bad value '%s' for --%s\n", optarg,
+		c == 'O' ? "max-objects" :
+		c == 'R' ? "max-read" :
+			   "max-time");
+	return EXIT_USAGE;
+}
+
+/* What the walk needs from the interpreter of pid. */
+static int find_python(int pid, struct census_py *py)
+{
+	struct py_target tgt;
+	struct py_layout l;
+	uint64_t hex = 0;
+	int minor, err;
+
+	err = pyproc__find(pid, &tgt);
+	if (err == -ESRCH) {
+		log_error("census: no process %d", pid);
+		return err;
+	}
+	if (err) {
+		log_error("census: no CPython interpreter found in process %d (no mapped python "
+			  "or libpython defines _PyRuntime): %s",
+			  pid, strerror(-err));
+		return err;
+	}
+	minor = tgt.minor;
+	if (tgt.version_addr && pyproc__read(pid, tgt.version_addr, &hex, 8) == 8 &&
+	    (hex >> 24) == 3)
+		minor = (hex >> 16) & 0xff;
+	if (minor >= 13) {
+		uint8_t buf[PY_DEBUG_OFFSETS_BYTES];
+		ssize_t n = pyproc__read(pid, tgt.runtime, buf, sizeof(buf));
+
+		err = n < 0 ? (int)n : pyoffsets__from_debug(buf, n, &l);
+	} else {
+		err = pyoffsets__table(minor, (uint32_t)hex, &l);
+	}
+	if (err || minor < 11) {
+		log_error("census: CPython 3.%d in %s: the census reads CPython 3.11 to 3.13",
+			  minor, tgt.path);
+		return -ENOTSUP;
+	}
+	memset(py, 0, sizeof(*py));
+	py->minor = minor;
+	if (pyproc__read(pid, tgt.runtime + l.walk.rt_interp_head, &py->interp, 8) != 8 ||
+	    !py->interp) {
+		log_error("census: cannot read the interpreter state of process %d (is it still "
+			  "starting?)",
+			  pid);
+		return -EFAULT;
+	}
+	py->str_type = tgt.str_type;
+	py->is_threads_head = l.walk.is_threads_head;
+	py->ts_next = l.walk.ts_next;
+	py->ts_frame = l.walk.ts_frame;
+	if (l.walk.flags & GL_PY_F_NATIVE_TID)
+		py->ts_native_tid = l.walk.ts_native_tid;
+	py->cframe = l.walk.flags & GL_PY_F_CFRAME;
+	py->cf_frame = l.walk.cf_frame;
+	py->fr_previous = l.walk.fr_previous;
+	py->fr_code = l.walk.fr_code;
+	py->fr_owner = l.walk.fr_owner;
+	py->owner_shim = l.walk.owner_shim;
+	py->co_name = l.co_name;
+	py->str_ascii_data = l.str_ascii_data;
+	return 0;
+}
+
+static const char *rg_text(enum census_rg rg)
+{
+	return rg == CENSUS_RG_YES ? "yes" : rg == CENSUS_RG_NO ? "no" : "unknown";
+}
+
+static void print_shape(FILE *f, const struct census_tensor *t)
+{
+	fputc('[', f);
+	for (int k = 0; k < t->ndim; k++)
+		fprintf(f, "%s%lld", k ? ", " : "", (long long)t->sizes[k]);
+	fputc(']', f);
+}
+
+static void text_tensor(FILE *f, const struct census *c, const struct census_tensor *t)
+{
+	char b[32];
+
+	fprintf(f, "  0x%llx %s", (unsigned long long)t->obj, t->type);
+	if (c->layout_ok && t->storage) {
+		fprintf(f, " %s ", census__dtype_name(t->dtype) ?: "?");
+		if (t->ndim >= 0)
+			print_shape(f, t);
+		else
+			fputs("[>5 dims]", f);
+		fprintf(f, " %s", census__device_name(t->dev_type));
+		if (t->dev_index >= 0)
+			fprintf(f, ":%d", t->dev_index);
+		fprintf(f, ", storage 0x%llx of %s at 0x%llx, requires_grad %s%s%s",
+			(unsigned long long)t->storage, fmt_bytes(t->nbytes, b, sizeof(b)),
+			(unsigned long long)t->data, rg_text(t->requires_grad),
+			t->grad_fn ? ", has grad_fn" : "",
+			t->cpp_owned ? ", kept alive from C++" : "");
+	}
+	fputc('\n', f);
+	for (int h = 0; h < t->nr_holders; h++)
+		fprintf(f, "      held by %s\n", t->holders[h]);
+	if (!t->nr_holders)
+		fputs("      no Python holder found\n", f);
+}
+
+static void print_text(FILE *f, const struct census_opts *o, const struct census *c,
+		       const struct census_pause *p)
+{
+	char b1[32], b2[32];
+
+	fprintf(f, "census of PID %d: CPython 3.%d, %zu tensors", o->pid, c->minor, c->nr_tensors);
+	if (c->layout_ok)
+		fprintf(f, " in %zu storages, %s", c->nr_storages,
+			fmt_bytes(c->bytes, b1, sizeof(b1)));
+	fputc('\n', f);
+	if (o->pause)
+		fprintf(f, "  paused %.1f ms (%d threads held with ptrace)\n", p->ns / 1e6,
+			p->held);
+	else
+		fputs("  not paused: the process ran while it was read, figures may be torn\n", f);
+	fprintf(f,
+		"  read %llu objects (cap %llu), %s of memory (cap %s) in %.1f ms (cap %llu ms)%s%s\n",
+		(unsigned long long)c->objects_visited, (unsigned long long)o->caps.max_objects,
+		fmt_bytes(c->bytes_read, b1, sizeof(b1)),
+		fmt_bytes(o->caps.max_read_bytes, b2, sizeof(b2)), c->elapsed_ns / 1e6,
+		(unsigned long long)(o->caps.max_ns / 1000000),
+		c->truncated_by ? "; stopped at the cap on " : "", c->truncated_by ?: "");
+	if (c->torn)
+		fputs("  the collector's lists changed while read: some objects may be missing\n",
+		      f);
+	if (c->nr_tensors && c->layout_ok)
+		fprintf(f,
+			"  PyTorch layout checked on %d tensors (TensorImpl +%d points back at "
+			"the tensor, sizes at +%d, StorageImpl data +%d, size +%d)%s\n",
+			c->tensors_checked, c->off_pyobj, c->off_sizes, c->off_st_data,
+			c->off_st_nbytes,
+			c->tensors_failed ? "; some tensors contradicted it" : "");
+	else if (c->nr_tensors)
+		fprintf(f, "  no storage, size, dtype or shape shown: %s\n", c->layout_error);
+	if (c->nr_groups)
+		fputs("\nholders:\n", f);
+	for (size_t i = 0; i < c->nr_groups; i++) {
+		const struct census_group *g = &c->groups[i];
+
+		fprintf(f, "  %d tensor%s", g->tensors, g->tensors == 1 ? "" : "s");
+		if (c->layout_ok)
+			fprintf(f, ", %s", fmt_bytes(g->bytes, b1, sizeof(b1)));
+		fprintf(f, ", held by %s", g->path);
+		if (g->length || !strcmp(g->kind, "list") || !strcmp(g->kind, "tuple") ||
+		    !strcmp(g->kind, "dict"))
+			fprintf(f, " (a %s of %llu)\n", g->kind, (unsigned long long)g->length);
+		else
+			fprintf(f, " (%s)\n", g->kind);
+	}
+	if (c->orphan_tensors) {
+		fprintf(f, "  %d tensor%s", c->orphan_tensors, c->orphan_tensors == 1 ? "" : "s");
+		if (c->layout_ok)
+			fprintf(f, ", %s", fmt_bytes(c->orphan_bytes, b1, sizeof(b1)));
+		fprintf(f, ": no Python holder found%s; may be held by an autograd graph",
+			c->truncated_by ? " before the walk stopped at its cap" : "");
+		for (size_t i = 0; i < c->nr_graphs; i++)
+			fprintf(f, "%s%s",
+				i ? ", " : " (graphs reachable from Python: ", c->graphs[i]);
+		fputs(c->nr_graphs ? ")\n" : "\n", f);
+	}
+	if (c->nr_tensors)
+		fputs("\ntensors:\n", f);
+	for (size_t i = 0; i < c->nr_tensors; i++)
+		text_tensor(f, c, &c->tensors[i]);
+}
+
+static void json_tensor(struct jsonw *j, const struct census *c, const struct census_tensor *t)
+{
+	bool figures = c->layout_ok && t->storage;
+
+	jsonw__start_object(j);
+	jsonw__field_u64(j, "address", t->obj);
+	jsonw__field_string(j, "type", t->type);
+	if (figures) {
+		jsonw__field_u64(j, "storage", t->storage);
+		jsonw__field_u64(j, "data", t->data);
+		jsonw__field_u64(j, "storage_bytes", t->nbytes);
+		jsonw__field_string(j, "device", census__device_name(t->dev_type));
+		jsonw__field_s64(j, "device_index", t->dev_index);
+		jsonw__name(j, "dtype");
+		if (census__dtype_name(t->dtype))
+			jsonw__string(j, census__dtype_name(t->dtype));
+		else
+			jsonw__null(j);
+		jsonw__name(j, "shape");
+		if (t->ndim >= 0) {
+			jsonw__start_array(j);
+			for (int k = 0; k < t->ndim; k++)
+				jsonw__s64(j, t->sizes[k]);
+			jsonw__end_array(j);
+			jsonw__field_s64(j, "numel", t->numel);
+			jsonw__field_s64(j, "storage_offset", t->storage_offset);
+		} else {
+			jsonw__null(j);
+		}
+		jsonw__name(j, "requires_grad");
+		if (t->requires_grad == CENSUS_RG_UNKNOWN)
+			jsonw__null(j);
+		else
+			jsonw__bool(j, t->requires_grad == CENSUS_RG_YES);
+		jsonw__field_bool(j, "grad_fn", t->grad_fn);
+		jsonw__field_bool(j, "cpp_owned", t->cpp_owned);
+	}
+	jsonw__name(j, "holders");
+	jsonw__start_array(j);
+	for (int h = 0; h < t->nr_holders; h++)
+		jsonw__string(j, t->holders[h]);
+	jsonw__end_array(j);
+	jsonw__end_object(j);
+}
+
+static void json_head(struct jsonw *j, const struct census_opts *o, const struct census *c,
+		      const struct census_pause *p)
+{
+	char py[16];
+
+	snprintf(py, sizeof(py), "3.%d", c->minor);
+	jsonw__field_s64(j, "pid", o->pid);
+	jsonw__field_string(j, "python", py);
+	jsonw__field_bool(j, "paused", o->pause);
+	jsonw__field_u64(j, "pause_ns", p->ns);
+	jsonw__field_s64(j, "threads_paused", o->pause ? p->held : 0);
+	jsonw__field_bool(j, "may_be_torn", !o->pause || c->torn);
+	jsonw__name(j, "caps");
+	jsonw__start_object(j);
+	jsonw__field_u64(j, "max_objects", o->caps.max_objects);
+	jsonw__field_u64(j, "max_read_bytes", o->caps.max_read_bytes);
+	jsonw__field_u64(j, "max_ms", o->caps.max_ns / 1000000);
+	jsonw__end_object(j);
+	jsonw__name(j, "truncated_by");
+	if (c->truncated_by)
+		jsonw__string(j, c->truncated_by);
+	else
+		jsonw__null(j);
+	jsonw__field_u64(j, "objects_visited", c->objects_visited);
+	jsonw__field_u64(j, "gc_objects", c->gc_objects);
+	jsonw__field_u64(j, "bytes_read", c->bytes_read);
+	jsonw__field_u64(j, "elapsed_ns", c->elapsed_ns);
+	jsonw__field_s64(j, "threads", c->threads);
+	jsonw__name(j, "layout");
+	jsonw__start_object(j);
+	jsonw__field_bool(j, "verified", c->layout_ok);
+	jsonw__name(j, "error");
+	if (c->nr_tensors && !c->layout_ok)
+		jsonw__string(j, c->layout_error);
+	else
+		jsonw__null(j);
+	jsonw__field_s64(j, "tensors_checked", c->tensors_checked);
+	jsonw__field_s64(j, "tensors_failed", c->tensors_failed);
+	if (c->layout_ok) {
+		jsonw__field_s64(j, "thpvariable_cdata", c->off_cdata);
+		jsonw__field_s64(j, "tensorimpl_pyobj", c->off_pyobj);
+		jsonw__field_s64(j, "tensorimpl_sizes", c->off_sizes);
+		jsonw__field_s64(j, "tensorimpl_storage", c->off_storage);
+		jsonw__field_s64(j, "storageimpl_data", c->off_st_data);
+		jsonw__field_s64(j, "storageimpl_nbytes", c->off_st_nbytes);
+	}
+	jsonw__end_object(j);
+}
+
+static void print_json(FILE *f, const struct census_opts *o, const struct census *c,
+		       const struct census_pause *p)
+{
+	struct jsonw *j = jsonw__new(f, true);
+
+	if (!j)
+		return;
+	jsonw__start_object(j);
+	json_head(j, o, c, p);
+	jsonw__field_u64(j, "tensors_found", c->nr_tensors);
+	if (c->layout_ok) {
+		jsonw__field_u64(j, "storages", c->nr_storages);
+		jsonw__field_u64(j, "bytes", c->bytes);
+	}
+	jsonw__name(j, "groups");
+	jsonw__start_array(j);
+	for (size_t i = 0; i < c->nr_groups; i++) {
+		const struct census_group *g = &c->groups[i];
+
+		jsonw__start_object(j);
+		jsonw__field_string(j, "holder", g->path);
+		jsonw__field_string(j, "kind", g->kind);
+		jsonw__field_u64(j, "length", g->length);
+		jsonw__field_s64(j, "tensors", g->tensors);
+		if (c->layout_ok) {
+			jsonw__field_s64(j, "storages", g->storages);
+			jsonw__field_u64(j, "bytes", g->bytes);
+		}
+		jsonw__end_object(j);
+	}
+	jsonw__end_array(j);
+	jsonw__name(j, "no_holder");
+	jsonw__start_object(j);
+	jsonw__field_s64(j, "tensors", c->orphan_tensors);
+	if (c->layout_ok)
+		jsonw__field_u64(j, "bytes", c->orphan_bytes);
+	jsonw__name(j, "graphs");
+	jsonw__start_array(j);
+	for (size_t i = 0; i < c->nr_graphs; i++)
+		jsonw__string(j, c->graphs[i]);
+	jsonw__end_array(j);
+	jsonw__end_object(j);
+	jsonw__name(j, "tensors");
+	jsonw__start_array(j);
+	for (size_t i = 0; i < c->nr_tensors; i++)
+		json_tensor(j, c, &c->tensors[i]);
+	jsonw__end_array(j);
+	jsonw__end_object(j);
+	jsonw__free(j);
+	fputc('\n', f);
+}
+
+static int pause_error(int pid, int err)
+{
+	if (err == -EPERM) {
+		log_error("census: not allowed to pause process %d with ptrace: run as root or "
+			  "with CAP_SYS_PTRACE (or use --no-pause, which still needs the right to "
+			  "read its memory)",
+			  pid);
+		return EXIT_PRIV;
+	}
+	if (err == -ETIMEDOUT)
+		log_error("census: a thread of process %d did not stop within 2 s (in an "
+			  "uninterruptible wait?): try again, or use --no-pause",
+			  pid);
+	else if (err == -EBUSY)
+		log_error("census: process %d is traced by another tool (a debugger?): detach it "
+			  "or use --no-pause",
+			  pid);
+	else
+		log_error("census: cannot pause process %d: %s", pid, strerror(-err));
+	return EXIT_RUNTIME;
+}
+
+int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps)
+{
+	struct census_opts o = { .pid = pid, .json = json, .pause = pause, .caps = *caps };
+	struct census_pause *p = calloc(1, sizeof(*p));
+	struct census_live *live = NULL;
+	struct census c = { 0 };
+	struct census_mem mem;
+	struct census_py py;
+	int status, err;
+
+	if (!p)
+		return EXIT_RUNTIME;
+	if (find_python(o.pid, &py)) {
+		free(p);
+		return EXIT_RUNTIME;
+	}
+	/* pages are cached only while the process is paused (else they would go stale) */
+	live = census_live__new(o.pid, o.pause ? o.caps.max_read_bytes : 0);
+	if (!live) {
+		free(p);
+		return EXIT_RUNTIME;
+	}
+	mem = census_live__mem(live);
+	if (o.pause) {
+		err = census_pause__stop(o.pid, p);
+		if (err) {
+			census_live__free(live);
+			free(p);
+			return pause_error(o.pid, err);
+		}
+	}
+	err = census__walk(&mem, &py, &o.caps, &c);
+	if (o.pause)
+		census_pause__resume(p);
+	status = EXIT_OK;
+	if (err) {
+		log_error("census: cannot walk the heap of process %d: %s", o.pid,
+			  c.layout_error[0] ? c.layout_error : strerror(-err));
+		status = err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	} else {
+		if (o.json)
+			print_json(stdout, &o, &c, p);
+		else
+			print_text(stdout, &o, &c, p);
+		fflush(stdout);
+		if (c.nr_tensors && !c.layout_ok) {
+			log_error(
+				"census: PyTorch's layout in process %d could not be verified, so "
+				"no tensor figure is shown: %s",
+				o.pid, c.layout_error);
+			status = EXIT_RUNTIME;
+		}
+	}
+	census__free(&c);
+	census_live__free(live);
+	free(p);
+	return status;
+}
+
+void census_cmd__default_caps(struct census_caps *caps)
+{
+	*caps = (struct census_caps){ .max_objects = 4000000,
+				      .max_read_bytes = 1ULL << 30,
+				      .max_ns = 10000ULL * 1000000 };
+}
+
+int census_cmd__main(int argc, char **argv)
+{
+	struct census_opts o;
+	int status = parse_args(argc, argv, &o);
+
+	if (status)
+		return status < 0 ? EXIT_OK : status;
+	return census_cmd__one(o.pid, o.json, o.pause, &o.caps);
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * census_cmd.h - `gpuleak census PID`: every live tensor of a running
+ * PyTorch process and what holds it, read from outside (census/).
+ */
+#ifndef GL_CENSUS_CMD_H
+#define GL_CENSUS_CMD_H
+
+#include <stdbool.h>
+#include "census/census.h"
+
+/* argv[0] is "census". Returns the process exit status. */
+int census_cmd__main(int argc, char **argv);
+/*
+ * The census of pid on stdout (text, or JSON when json), paused unless told
+ * otherwise, within caps. Returns an exit status (model/opts.h).
+ */
+int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps);
+/* The caps `gpuleak census` uses unless told otherwise. */
+void census_cmd__default_caps(struct census_caps *caps);
+
+#endif /* GL_CENSUS_CMD_H */
