@@ -9,6 +9,8 @@
 #   make test       install what is missing, build, run every test
 #   make image      the agent's OCI image from the static binary (.output/image/)
 #   make bench      run the CPU benchmarks
+#   make install    install gpuleak, its man page and bash/zsh completions under
+#                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
 #   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
@@ -38,12 +40,12 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow 
 WERROR ?= 1
 SRC_CFLAGS := $(if $(filter 1,$(WERROR)),-Werror)
 INCLUDES := -I$(OUTPUT) -Iinclude -Isrc
-LDLIBS := -lbpf -ldw -lelf -lz -lstdc++ -lpthread -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lncursesw -ltinfo -lstdc++ -lpthread -lm
 
 ifeq ($(STATIC),1)
 CFLAGS += -DGPULEAK_STATIC
 LDFLAGS += -static
-LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lstdc++ -lpthread -lm
+LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lncursesw -ltinfo -lstdc++ -lpthread -lm
 endif
 ifeq ($(SAN),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -69,11 +71,47 @@ CLANG_BPF_SYS_INCLUDES := $(shell $(CLANG) -v -E - </dev/null 2>&1 | \
 SKEL := $(OUTPUT)/gpuleak.skel.h
 DEPS_STAMP := $(OUTPUT)/.deps-installed
 
-.PHONY: all deps demo test unit integration integration-san check-static bench clean format check-format \
-	fakecuda gpuleak image
+.PHONY: all deps demo test unit integration integration-san check-static bench clean format \
+	check-format fakecuda gpuleak docs install uninstall image
 .DEFAULT_GOAL := all
 
-all: gpuleak
+all: gpuleak docs
+
+# The man page and the completions come from the table of subcommands (src/cmd/commands.c),
+# through the gpuleak just built: they cannot disagree with it.
+MAN_PAGE := $(OUTPUT)/gpuleak.1
+BASH_COMPLETION := $(OUTPUT)/gpuleak.bash
+ZSH_COMPLETION := $(OUTPUT)/_gpuleak
+SCDOC ?= scdoc
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+docs: $(MAN_PAGE) $(BASH_COMPLETION) $(ZSH_COMPLETION)
+
+$(MAN_PAGE): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,SCDOC,$@)
+	$(Q)$(BUILD)/gpuleak man > $@.scd && $(SCDOC) < $@.scd > $@.tmp && mv $@.tmp $@
+
+$(BASH_COMPLETION): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BUILD)/gpuleak completion bash > $@.tmp && mv $@.tmp $@
+
+$(ZSH_COMPLETION): $(BUILD)/gpuleak | $(OUTPUT)
+	$(call msg,GEN,$@)
+	$(Q)$(BUILD)/gpuleak completion zsh > $@.tmp && mv $@.tmp $@
+
+install: gpuleak docs
+	$(Q)install -D -m 0755 gpuleak $(DESTDIR)$(PREFIX)/bin/gpuleak
+	$(Q)install -D -m 0644 $(MAN_PAGE) $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1
+	$(Q)install -D -m 0644 $(BASH_COMPLETION) \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuleak
+	$(Q)install -D -m 0644 $(ZSH_COMPLETION) \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuleak
+
+uninstall:
+	$(Q)rm -f $(DESTDIR)$(PREFIX)/bin/gpuleak $(DESTDIR)$(PREFIX)/share/man/man1/gpuleak.1 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/gpuleak \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_gpuleak
 
 deps: $(DEPS_STAMP)
 
@@ -139,7 +177,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 unit: deps $(UNIT_BINS)
 	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
 
-integration: deps gpuleak fakecuda $(PARTIAL_LIB) image
+integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py
 
@@ -147,13 +185,13 @@ integration: deps gpuleak fakecuda $(PARTIAL_LIB) image
 # flavour, built beside the default one); any sanitizer report fails it. The fuzz tests
 # do not run gpuleak (their targets are built with the sanitizers): they run once, in
 # 'integration'.
-integration-san: deps gpuleak fakecuda $(PARTIAL_LIB) image
+integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
 	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
 		$(PYTHON) tests/integration/run.py -x test_fuzz.
 
 test: deps
-	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
+	$(Q)$(MAKE) --no-print-directory gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
 	$(Q)$(MAKE) --no-print-directory fakecuda-selftest
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory integration

@@ -5,7 +5,8 @@
  * The series keeps at most SERIES_POINTS buckets. When it is full the width
  * doubles and buckets that fall in the same (aligned, twice as wide) slot
  * merge: old history is kept at a lower resolution, a time gap stays a gap,
- * and memory stays constant.
+ * and memory stays constant. Beside it, the newest rises of the floor at the
+ * resolution of single changes (series.steps).
  *
  * Verdicts read the floor of the series: F(t), the least value outstanding
  * from t until now (suffix minima of the buckets). F never decreases; it rises
@@ -33,6 +34,18 @@
 #define PLATEAU_W_DIV 4	  /* ... and W / 4: a floor flat that long at the end is steady */
 #define LEAK_MIN_STEPS 4  /* a leak's floor rises at least 4 times ... */
 #define LEAK_COVER_PCT 50 /* ... and rises through more than half of W (W minus plateaus) */
+/*
+ * Before MIN_WINDOW_B, a staircase is judged by its steps: at least EARLY_STEPS
+ * rises, three in four within EARLY_SIZE_PCT of the median rise (a leak keeps the
+ * same thing every step; a warm-up loads layers of all sizes), spread over more
+ * than half of W, the newest less than EARLY_GAP_X median intervals (or B /
+ * EARLY_GAP_B_DIV, a busy machine's delay) ago, and at least EARLY_MIN_B of history.
+ */
+#define EARLY_STEPS 8
+#define EARLY_SIZE_PCT 10
+#define EARLY_GAP_X 3
+#define EARLY_GAP_B_DIV 4
+#define EARLY_MIN_B 2
 
 #define DEFAULT_WIDTH_NS 1000000000ULL
 #define MAX_WIDTH_NS (1ULL << 62)
@@ -58,6 +71,35 @@ void series__reset(struct series *s)
 {
 	if (s)
 		*s = (struct series){ .base_ns = s->base_ns, .width_ns = s->base_ns };
+}
+
+static struct series_step *step_at(struct series *s, uint32_t i)
+{
+	return &s->steps[(s->step0 + i) % SERIES_STEPS];
+}
+
+static const struct series_step *step_of(const struct series *s, uint32_t i)
+{
+	return &s->steps[(s->step0 + i) % SERIES_STEPS];
+}
+
+/*
+ * The floor's staircase after a change to `bytes`: rises above it were given
+ * back; a new high is a rise (the oldest forgotten when the ring is full).
+ */
+static void add_step(struct series *s, uint64_t ts_ns, uint64_t bytes)
+{
+	while (s->nsteps && step_at(s, s->nsteps - 1)->bytes > bytes)
+		s->nsteps--;
+	if (!s->nsteps)
+		s->stair_ns = ts_ns;
+	if (s->nsteps && step_at(s, s->nsteps - 1)->bytes == bytes)
+		return;
+	if (s->nsteps == SERIES_STEPS) {
+		s->step0 = (s->step0 + 1) % SERIES_STEPS;
+		s->nsteps--;
+	}
+	*step_at(s, s->nsteps++) = (struct series_step){ ts_ns, bytes };
 }
 
 static void merge_into(struct series_point *a, const struct series_point *b)
@@ -99,6 +141,7 @@ void series__add(struct series *s, uint64_t ts_ns, uint64_t bytes)
 		s->first_ns = ts_ns;
 	if (s->n && ts_ns < s->pts[s->n - 1].t_ns)
 		ts_ns = s->pts[s->n - 1].t_ns;
+	add_step(s, ts_ns, bytes);
 	if (s->n == SERIES_POINTS && ts_ns >= s->pts[s->n - 1].t_ns + s->width_ns)
 		coarsen(s);
 	if (s->n) {
@@ -283,6 +326,56 @@ static void say_flat(const struct series *s, const struct floor_scan *fs, uint64
 		say(out, VERDICT_STEADY, "flat at %s for %s", b1, t2);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Before the history a verdict needs: a leak if the floor climbed in many
+ * equal, recent steps (EARLY_*). Returns true when it said so in *out.
+ */
+static bool early_staircase(const struct series *s, uint64_t now, uint64_t window,
+			    struct verdict_info *out)
+{
+	uint64_t rise[SERIES_STEPS], gap[SERIES_STEPS], med_rise, med_gap, first, last;
+	uint32_t k = s->nsteps ? s->nsteps - 1 : 0, equal = 0;
+	char b1[32], b2[32], t1[32];
+
+	if (k < EARLY_STEPS || window < EARLY_MIN_B * s->base_ns)
+		return false;
+	for (uint32_t i = 0; i < k; i++) {
+		rise[i] = step_of(s, i + 1)->bytes - step_of(s, i)->bytes;
+		gap[i] = step_of(s, i + 1)->t_ns - step_of(s, i)->t_ns;
+	}
+	first = step_of(s, 1)->t_ns;
+	last = step_of(s, k)->t_ns;
+	/* a change recorded after the snapshot's clock was read counts as now */
+	if (last > now)
+		now = last;
+	qsort(rise, k, sizeof(rise[0]), cmp_u64);
+	qsort(gap, k, sizeof(gap[0]), cmp_u64);
+	med_rise = rise[k / 2];
+	med_gap = gap[k / 2];
+	for (uint32_t i = 0; i < k; i++)
+		equal += rise[i] * 100 >= med_rise * (100 - EARLY_SIZE_PCT) &&
+			 rise[i] * 100 <= med_rise * (100 + EARLY_SIZE_PCT);
+	if (first > s->stair_ns)
+		first = s->stair_ns;
+	if (equal * 4 < k * 3 || (now - first) * 100 <= window * LEAK_COVER_PCT ||
+	    now - last >= max_u64(EARLY_GAP_X * med_gap, s->base_ns / EARLY_GAP_B_DIV))
+		return false;
+	out->steps = k;
+	out->growth_bytes_per_s = (double)(step_of(s, k)->bytes - step_of(s, 0)->bytes) /
+				  ((double)(last - step_of(s, 0)->t_ns) / NS_PER_S);
+	fmt_bytes(u64_of(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
+	say(out, VERDICT_LEAK, "+%s/s: %u equal steps of %s in %s, no plateau", b1, k,
+	    fmt_bytes(med_rise, b2, sizeof(b2)), fmt_secs(out->window_s, t1, sizeof(t1)));
+	return true;
+}
+
 void series__classify(const struct series *s, uint64_t now_ns, struct verdict_info *out)
 {
 	char b1[32], b2[32], t1[32], t2[32], t3[32];
@@ -299,6 +392,8 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 	window = now_ns > s->first_ns ? now_ns - s->first_ns : 0;
 	out->window_s = window / NS_PER_S;
 	if (window < MIN_WINDOW_B * s->base_ns) {
+		if (early_staircase(s, now_ns, window, out))
+			return;
 		say(out, VERDICT_UNKNOWN, "seen for %s; a verdict needs %s",
 		    fmt_secs(out->window_s, t1, sizeof(t1)),
 		    fmt_secs(MIN_WINDOW_B * s->base_ns / NS_PER_S, t2, sizeof(t2)));

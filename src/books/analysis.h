@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define SERIES_POINTS 64
+#define SERIES_STEPS 32
 
 enum verdict {
 	VERDICT_UNKNOWN = 0,
@@ -25,6 +26,11 @@ struct series_point {
 	uint64_t last, min, max;
 };
 
+/* A rise of the floor at one change: bytes held from t_ns on, none of them given back since. */
+struct series_step {
+	uint64_t t_ns, bytes;
+};
+
 struct series {
 	uint64_t base_ns;  /* the first width: the finest resolution, unit of the thresholds */
 	uint64_t width_ns; /* bucket width; doubles (buckets merge) when the series is full */
@@ -32,6 +38,15 @@ struct series {
 	uint64_t changes;  /* calls to series__add */
 	uint32_t n;
 	struct series_point pts[SERIES_POINTS];
+	/*
+	 * The floor's staircase at the resolution of single changes, the newest
+	 * SERIES_STEPS rises (a ring from step0): rising bytes, each still held.
+	 * A staircase of many equal steps is a leak before the series has the
+	 * history a verdict otherwise needs.
+	 */
+	uint32_t step0, nsteps;
+	uint64_t stair_ns; /* the base of the staircase: the oldest, before the ring forgot it */
+	struct series_step steps[SERIES_STEPS];
 };
 
 struct verdict_info {

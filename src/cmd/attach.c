@@ -42,7 +42,8 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 	int err = 0;
 
 	if (!snap) {
-		log_error("failed to build the report: %s", strerror(errno));
+		log_error("failed to build the report: %s (free memory and run again)",
+			  strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	if (!output__to_stdout(o))
@@ -106,6 +107,7 @@ int session__run(const struct gl_opts *o)
 	}
 	if (status == EXIT_OK)
 		status = final_report(s, o, &files);
+	status = session__exit_status(s, status);
 	session__free(s);
 	output__close_files(&files);
 	if (o->census)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "census_cmd.h"
+#include "commands.h"
 #include "census/census.h"
 #include "census/livemem.h"
 #include "census/pause.h"
@@ -27,15 +28,10 @@ struct census_opts {
 	struct census_caps caps;
 };
 
+/* The short form, under a usage error; gpuleak census --help prints the table's row. */
 static const char usage[] =
 	"usage: gpuleak census [--json] [--no-pause] [--max-objects N] [--max-read SIZE]\n"
-	"                      [--max-time MS] PID\n"
-	"  every live torch.Tensor of PID's CPython heap, its storage, and what holds it\n"
-	"  --json          the census as JSON on stdout (the README has the contract)\n"
-	"  --no-pause      read while the process runs (figures may be torn; say so)\n"
-	"  --max-objects   objects visited at most (default 4000000)\n"
-	"  --max-read      bytes read from the process at most (default 1G)\n"
-	"  --max-time      milliseconds of reading at most, the pause included (default 10000)\n";
+	"                      [--max-time MS] PID   (gpuleak census --help: the options)\n";
 
 static int parse_args(int argc, char **argv, struct census_opts *o)
 {
@@ -70,7 +66,9 @@ static int parse_args(int argc, char **argv, struct census_opts *o)
 			if (parse_duration_ms(optarg, 1, 3600000, &ms))
 				goto bad;
 			break;
-		case 'h': fputs(usage, stdout); return -1;
+		case 'h':
+			return doc__command_help(stdout, cli__command("census")) ? EXIT_RUNTIME :
+										   -1;
 		default: fputs(usage, stderr); return EXIT_USAGE;
 		}
 	}

@@ -45,7 +45,8 @@ int output__open_files(const struct gl_opts *o, struct output_files *rf)
 		if (!rf->f[i]) {
 			err = -errno;
 			rf->created[i] = false;
-			log_error("cannot write %s: %s", path, outfile__strerror(-err));
+			log_error("cannot write %s: %s: name another path", path,
+				  outfile__strerror(-err));
 			break;
 		}
 		for (int j = 0; j < i && !err; j++) {
@@ -104,7 +105,8 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 	}
 	err = outfile__close(f) ?: err;
 	if (err)
-		log_error("writing %s failed: %s", path, strerror(-err));
+		log_error("writing %s failed: %s: free space there, or name another path", path,
+			  strerror(-err));
 	return err;
 }
 

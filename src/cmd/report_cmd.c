@@ -99,13 +99,14 @@ int report_cmd__run(const struct gl_opts *o)
 		return EXIT_RUNTIME;
 	err = recread__open(o->record_path, &rr, why, sizeof(why));
 	if (err) {
-		log_error("%s: %s", o->record_path, why);
+		log_error("%s: %s (gpuleak report reads what gpuleak record -o wrote)",
+			  o->record_path, why);
 		output__close_files(&files);
 		return err == -ENOMEM ? EXIT_RUNTIME : EXIT_BADFILE;
 	}
 	rp = replay__new(&ro);
 	if (!rp) {
-		log_error("out of memory");
+		log_error("out of memory (free memory and run again)");
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}
@@ -115,7 +116,8 @@ int report_cmd__run(const struct gl_opts *o)
 			 o->record_path, strerror(-err));
 	snap = replay__snapshot(rp, 0);
 	if (!snap) {
-		log_error("failed to build the report: %s", strerror(errno));
+		log_error("failed to build the report: %s (free memory and run again)",
+			  strerror(errno));
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}

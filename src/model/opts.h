@@ -14,10 +14,13 @@
 /* Exit statuses (documented in the README and in --help). */
 enum {
 	EXIT_OK = 0,
-	EXIT_RUNTIME = 1, /* the tracing could not be done: no such process, no libcuda, ... */
-	EXIT_USAGE = 2,	  /* bad command line */
-	EXIT_BADFILE = 3, /* report: the file cannot be read as a gpuleak recording */
-	EXIT_PRIV = 4,	  /* missing privileges (capabilities) */
+	EXIT_RUNTIME = 1,      /* the tracing could not be done: no such process, no libcuda, ... */
+	EXIT_USAGE = 2,	       /* bad command line */
+	EXIT_BADFILE = 3,      /* report: the file cannot be read as a gpuleak recording */
+	EXIT_PRIV = 4,	       /* missing privileges (capabilities) */
+	EXIT_CANNOT_RUN = 126, /* run: the command was found but cannot be run */
+	EXIT_NOT_FOUND = 127,  /* run: there is no such command */
+	EXIT_SIGNAL = 128,     /* run: 128 + the signal that killed the command */
 };
 
 enum gl_cmd {
@@ -30,15 +33,28 @@ enum gl_cmd {
 	CMD_VERSION,
 	CMD_RECORD,
 	CMD_REPORT,
+	CMD_COMPLETION,
+	CMD_MAN,
 	CMD_EXPLAIN, /* attach for a moment (--duration, 1 s), then where the memory is */
+	CMD_CENSUS,  /* read the process's memory: what every live allocation holds */
+};
+
+/* top: the order of its lists. */
+enum gl_sort {
+	GL_SORT_GROWTH = 0,
+	GL_SORT_BYTES,
+	GL_SORT_NAME,
 };
 
 #define GL_MAX_DEBUG_DIRS 8
 
 #define GL_MAX_PIDS 256
 
+struct cli_command;
+
 struct gl_opts {
 	enum gl_cmd cmd;
+	const struct cli_command *command; /* its row of the table (cmd/commands.h) */
 	int pids[GL_MAX_PIDS];
 	int nr_pids;
 	bool all;
@@ -68,7 +84,10 @@ struct gl_opts {
 	uint32_t max_allocs;
 	bool follow_forks;
 	int verbosity;
-	bool sort_bytes; /* top: by outstanding bytes instead of growth */
+	enum gl_sort sort;	/* top */
+	const char *help_topic; /* help: the subcommand asked about, NULL: all */
+	const char *shell;	/* completion: bash or zsh */
+	bool force;		/* record: replace an existing recording */
 	/* serve */
 	const char *listen;	   /* ADDR:PORT or [ADDR]:PORT */
 	const char *state_dir;	   /* the only place serve writes; NULL: writes nothing */

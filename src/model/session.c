@@ -112,7 +112,7 @@ static int exit_status(int err)
 {
 	/* run's command not found (127) or found and not runnable (126), as a shell says */
 	if (err == -ENOENT || err == -ENOEXEC)
-		return err == -ENOENT ? 127 : 126;
+		return err == -ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
 	return err == -EPERM ? EXIT_PRIV : err ? EXIT_RUNTIME : EXIT_OK;
 }
 
@@ -257,7 +257,8 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		timeout_ms = 20;
 	n = tracer__poll(s->tracer, timeout_ms);
 	if (n < 0) {
-		log_error("reading the ring buffer failed: %s", strerror(-n));
+		log_error("reading the ring buffer failed: %s (run again with -vv and report it)",
+			  strerror(-n));
 		*done = true;
 		return EXIT_RUNTIME;
 	}
@@ -293,6 +294,24 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		return EXIT_OK;
 	}
 	return EXIT_OK;
+}
+
+int session__exit_status(struct session *s, int status)
+{
+	int st = 0, err;
+
+	if (status != EXIT_OK)
+		return status;
+	err = targets__wait_child(s->targets, &st);
+	if (err == -ENOENT)
+		return status;
+	if (err)
+		return EXIT_RUNTIME;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return EXIT_SIGNAL + WTERMSIG(st);
+	return EXIT_RUNTIME;
 }
 
 void session__free(struct session *s)
@@ -376,12 +395,14 @@ static int setup(struct session *s)
 	s->python = s->mods ? python__new(s->mods) : NULL;
 	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
 	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
-		log_error("out of memory");
+		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
 	}
 	books__set_hooks(s->books, &hooks);
 	if (o->keep_dir && !(s->keep = modstore__new(o->keep_dir, o->keep_max))) {
-		log_error("cannot keep modules in %s: %s", o->keep_dir, strerror(errno));
+		log_error("cannot keep modules in %s: %s: name a writable directory with "
+			  "--keep-modules",
+			  o->keep_dir, strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	/* the agent answers scrapes: NVML's figures may be that old; a report samples anew */
@@ -481,6 +502,9 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		if (!snap || snap->complete || snap->lost_events)
 			break;
 	}
+	/* run: the launchers and shells in front of the job are no part of its report */
+	if (snap && s->o->cmd == CMD_RUN)
+		snapshot__hide_idle(snap);
 	return snap;
 }
 

@@ -46,5 +46,12 @@ void session__request_tensors(struct session *s);
 /* Whether library scans are pending: the caller then polls more often (5 ms). */
 bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);
+/*
+ * run, and record -- CMD: waits for CMD to end and returns its exit status as a
+ * shell gives it (128 + N for signal N; 127 when it could not be started).
+ * Returns status unchanged when gpuleak itself failed (status != EXIT_OK) or
+ * there is no CMD.
+ */
+int session__exit_status(struct session *s, int status);
 
 #endif /* GL_SESSION_H */

@@ -47,7 +47,7 @@ void snapshot__free(struct snapshot *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->nprocs; i++) {
+	for (uint32_t i = 0; i < s->nprocs + s->nprocs_idle; i++) {
 		struct snap_proc *p = &s->procs[i];
 
 		for (uint32_t j = 0; j < p->nstacks; j++) {
@@ -675,4 +675,29 @@ fail:
 	snapshot__free(s);
 	errno = ENOMEM;
 	return NULL;
+}
+
+static bool proc_used_cuda(const struct snap_proc *p)
+{
+	return p->alloc_calls || p->free_calls || p->failures || p->nstacks || p->peak_device ||
+	       p->torch_reserved_bytes;
+}
+
+void snapshot__hide_idle(struct snapshot *s)
+{
+	uint32_t kept = 0, n = s->nprocs;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (!proc_used_cuda(&s->procs[i]))
+			continue;
+		if (i != kept) {
+			struct snap_proc tmp = s->procs[kept];
+
+			s->procs[kept] = s->procs[i];
+			s->procs[i] = tmp;
+		}
+		kept++;
+	}
+	s->nprocs = kept;
+	s->nprocs_idle += n - kept;
 }

@@ -211,6 +211,7 @@ struct snapshot {
 	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
 	uint32_t nprocs;
 	struct snap_proc *procs;
+	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
 	const char *stack_mode;
 	uint32_t nr_probes;
 	const struct snap_recording *recording; /* NULL: a live session */
@@ -251,5 +252,11 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 
 /* NULL is a no-op. */
 void snapshot__free(struct snapshot *s);
+/*
+ * Moves the processes that made no CUDA allocation, free or failed call (a
+ * shell or launcher in front of the job) behind procs[nprocs], counted in
+ * nprocs_idle, where no report looks.
+ */
+void snapshot__hide_idle(struct snapshot *s);
 
 #endif /* GL_SNAPSHOT_H */

@@ -464,6 +464,7 @@ int report__json(FILE *f, const struct snapshot *s)
 	if (s->stack_mode)
 		jsonw__field_string(w, "stack_mode", s->stack_mode);
 	jsonw__field_u64(w, "probes", s->nr_probes);
+	jsonw__field_u64(w, "processes_without_cuda", s->nprocs_idle);
 	if (s->recording)
 		write_recording(w, s->recording);
 	write_stats(w, s);

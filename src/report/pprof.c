@@ -80,6 +80,8 @@ struct pprof {
 	struct mapping *mappings;
 	struct location *locations;
 	size_t nfunc, capfunc, nmap, capmap, nloc, caploc;
+	char **owned; /* strings made here (not the snapshot's), freed with the profile */
+	size_t nowned, capowned;
 	bool oom;
 };
 
@@ -213,6 +215,26 @@ static uint64_t *index_slot(struct pprof *pp, struct htab *ix, const void *key, 
 	return id;
 }
 
+/* intern() of a string that does not outlive the call: the table keeps a copy. */
+static uint64_t intern_copy(struct pprof *pp, const char *s)
+{
+	uint64_t id = intern(pp, s);
+	char *copy;
+
+	if (!id || pp->strtab[id] != s)
+		return id;
+	copy = strdup(s);
+	if (!copy || !reserve((void **)&pp->owned, pp->nowned, &pp->capowned, sizeof(*pp->owned))) {
+		free(copy);
+		pp->strtab[id] = ""; /* never read through a dangling pointer */
+		pp->oom = true;
+		return id;
+	}
+	pp->owned[pp->nowned++] = copy;
+	pp->strtab[id] = copy;
+	return id;
+}
+
 static uint64_t function_id(struct pprof *pp, const char *name, const char *file)
 {
 	struct function fn = { intern(pp, name), intern(pp, file) };
@@ -254,6 +276,31 @@ static uint64_t mapping_id(struct pprof *pp, const struct snap_frame *fr)
 	return *id;
 }
 
+/*
+ * A Python function's name as pprof shows it. pprof takes a name with '<' for a
+ * C++ one and strips "<...>" as template arguments, leaving "<module>",
+ * "<lambda>" and "<listcomp>" empty ("<unknown>"), unless a '.' comes before
+ * the '<', as in Java's "Class.<init>": such a name is qualified by its
+ * file's stem ("train.<module>").
+ */
+static const char *python_name(const struct snap_frame *fr, char *buf, size_t len)
+{
+	const char *file = fr->file, *base, *dot;
+	int n;
+
+	if (!fr->function)
+		return "?";
+	if (fr->function[0] != '<')
+		return fr->function;
+	base = file ? strrchr(file, '/') : NULL;
+	base = base ? base + 1 : file ? file : "";
+	dot = strrchr(base, '.');
+	n = snprintf(buf, len, "%.*s.%s",
+		     (int)(dot && dot != base ? dot - base : (long)strlen(base)), base,
+		     fr->function);
+	return n > 0 && (size_t)n < len && *base ? buf : fr->function;
+}
+
 static uint64_t location_id(struct pprof *pp, const struct snap_frame *fr)
 {
 	struct location loc = { 0 };
@@ -262,7 +309,12 @@ static uint64_t location_id(struct pprof *pp, const struct snap_frame *fr)
 	bool created;
 
 	if (fr->kind[0] == 'p') {
-		loc.function = function_id(pp, fr->function ?: "?", fr->file);
+		char buf[256];
+		const char *name = python_name(fr, buf, sizeof(buf));
+
+		if (name == buf)
+			intern_copy(pp, name); /* function_id() then finds it */
+		loc.function = function_id(pp, name, fr->file);
 		loc.line = fr->line;
 		key = (struct loc_key){ .kind = 2, .a = loc.function, .b = (uint64_t)fr->line };
 	} else if (fr->module) {
@@ -300,6 +352,45 @@ static uint64_t location_id(struct pprof *pp, const struct snap_frame *fr)
 	pp->locations[pp->nloc++] = loc;
 	*id = pp->nloc;
 	return *id;
+}
+
+/*
+ * pprof calls the first mapping the main binary ("File:" in its reports): the
+ * traced program, the module of the outermost native frame of most stacks
+ * (never libcuda, which every stack starts in). Made the first mapping.
+ */
+static void main_mapping(struct pprof *pp, const struct snapshot *s)
+{
+	enum { CANDIDATES = 16 };
+	const struct snap_frame *cand[CANDIDATES];
+	uint32_t votes[CANDIDATES] = { 0 }, ncand = 0, best = 0;
+
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		for (uint32_t j = 0; j < s->procs[i].nstacks; j++) {
+			const struct snap_stack *st = &s->procs[i].stacks[j];
+			const struct snap_frame *out = NULL;
+			uint32_t c;
+
+			for (uint32_t k = 0; k < st->nframes; k++)
+				if (st->frames[k].kind[0] != 'p' && st->frames[k].module &&
+				    !strstr(st->frames[k].module, "libcuda.so"))
+					out = &st->frames[k];
+			if (!out || !report__is_memory_class(st->cls))
+				continue;
+			for (c = 0; c < ncand; c++)
+				if (!strcmp(cand[c]->module, out->module))
+					break;
+			if (c == ncand && ncand < CANDIDATES)
+				cand[ncand++] = out;
+			if (c < ncand)
+				votes[c]++;
+		}
+	}
+	for (uint32_t c = 1; c < ncand; c++)
+		if (votes[c] > votes[best])
+			best = c;
+	if (ncand)
+		mapping_id(pp, cand[best]);
 }
 
 static void add_label(struct pprof *pp, const char *key, const char *str, int64_t num)
@@ -393,6 +484,7 @@ static void encode(struct pprof *pp, const struct snapshot *s, const struct ppro
 	for (int i = 0; i < 4; i++)
 		value_type(pp, PROFILE_SAMPLE_TYPE, types[i][0], types[i][1]);
 	intern(pp, "space"); /* the period type, written after the string table */
+	main_mapping(pp, s);
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
 
@@ -481,6 +573,9 @@ cleanup:
 	free(pp.strtab);
 	free(pp.functions);
 	free(pp.mappings);
+	for (size_t i = 0; i < pp.nowned; i++)
+		free(pp.owned[i]);
+	free(pp.owned);
 	free(pp.locations);
 	free(pp.out.p);
 	free(pp.msg.p);

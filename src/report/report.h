@@ -31,7 +31,8 @@ void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent
 int report__explain(FILE *f, const struct snapshot *s);
 
 struct top_opts {
-	bool sort_bytes;     /* stacks by outstanding bytes, else by growth */
+	bool sort_bytes;     /* processes and stacks by outstanding bytes, else by growth */
+	bool sort_name;	     /* by name (processes) and site (stacks), before sort_bytes */
 	uint32_t max_stacks; /* 0 = all */
 };
 

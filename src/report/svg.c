@@ -24,6 +24,7 @@
 #define TOP 70
 #define BOTTOM 44
 #define CHAR_W 6.7
+#define TEXT_RISE 6.5	 /* an 11 px underscore lies 2-3 px under the baseline */
 #define MAX_FRAMES 30000 /* beyond this, narrow frames are left out */
 #define NAME_LEN 2048
 
@@ -298,10 +299,15 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 	put_verdicts(f, n);
 	fputs("\"><title>", f);
 	xml__put(f, n->name, SIZE_MAX);
-	fprintf(f, " (%s)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"",
-		fmt_bytes(n->bytes, b, sizeof(b)), x, y, w, ROW - 1);
+	fprintf(f,
+		" (%s, %.1f%% of all)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+		"height=\"%d\" fill=\"",
+		fmt_bytes(n->bytes, b, sizeof(b)),
+		t->n[0].bytes ? 100.0 * (double)n->bytes / (double)t->n[0].bytes : 0.0, x, y, w,
+		ROW - 1);
 	put_fill(f, n);
-	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + ROW - 4.5);
+	/* the baseline TEXT_RISE above the bottom: underscores clear a leak's outline */
+	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + ROW - TEXT_RISE);
 	if (fit >= 3 && len <= fit) {
 		xml__put(f, n->name, len);
 	} else if (fit >= 3) {

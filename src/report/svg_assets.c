@@ -16,6 +16,7 @@ const char svg__style[] =
 	".f text { pointer-events: none; }\n"
 	".f rect { stroke: #fff; stroke-width: 0.5; }\n"
 	".f.leak rect { stroke: #8b0000; stroke-width: 1.5; }\n"
+	"text { text-rendering: geometricPrecision; }\n"
 	".f:hover rect { stroke: #000; stroke-width: 1; }\n"
 	".f.anc { opacity: 0.55; }\n"
 	".btn { cursor: pointer; }\n"

@@ -328,6 +328,9 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 	}
 	if (!s->nprocs)
 		fprintf(f, "no CUDA allocations seen\n");
+	if (s->nprocs_idle)
+		fprintf(f, "%u other process%s traced made no CUDA call: not shown\n",
+			s->nprocs_idle, s->nprocs_idle == 1 ? "" : "es");
 	if (!s->complete) {
 		char why[320];
 

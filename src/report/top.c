@@ -39,6 +39,18 @@ static int by_growth(const void *a, const void *b)
 		       x->st->outstanding_bytes < y->st->outstanding_bytes;
 }
 
+static int by_site(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	char sx[256], sy[256];
+	int c;
+
+	report__site(x->st, sx, sizeof(sx));
+	report__site(y->st, sy, sizeof(sy));
+	c = strcmp(sx, sy);
+	return c ?: by_growth(a, b);
+}
+
 static int by_bytes(const void *a, const void *b)
 {
 	const struct ranked *x = a, *y = b;
@@ -58,12 +70,43 @@ static double proc_growth(const struct snap_proc *p)
 	return g;
 }
 
-static void print_procs(FILE *f, const struct snapshot *s)
+static const struct top_opts *sorting; /* the comparators' key */
+
+static uint64_t proc_bytes(const struct snap_proc *p)
 {
+	return p->bytes[GL_CLASS_DEVICE] + p->bytes[GL_CLASS_MANAGED] +
+	       p->bytes[GL_CLASS_HOST_PINNED];
+}
+
+/* Processes in the order of the stacks' sort key: name, bytes or growth. */
+static int by_proc(const void *a, const void *b)
+{
+	const struct snap_proc *x = *(const struct snap_proc *const *)a;
+	const struct snap_proc *y = *(const struct snap_proc *const *)b;
+	double gx = proc_growth(x), gy = proc_growth(y);
+	int c = sorting->sort_name ? strcmp(x->comm, y->comm) : 0;
+
+	if (!c && sorting->sort_bytes && proc_bytes(x) != proc_bytes(y))
+		c = proc_bytes(x) > proc_bytes(y) ? -1 : 1;
+	if (!c && gx != gy)
+		c = gx > gy ? -1 : 1;
+	return c ?: x->pid - y->pid;
+}
+
+static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts *o)
+{
+	const struct snap_proc **order = calloc(s->nprocs ? s->nprocs : 1, sizeof(*order));
+
+	if (!order)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		order[i] = &s->procs[i];
+	sorting = o;
+	qsort(order, s->nprocs, sizeof(*order), by_proc);
 	fprintf(f, "%8s %-16s %11s %11s %11s %11s %12s %7s %s\n", "PID", "COMM", "DEVICE",
 		"MANAGED", "PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
 	for (uint32_t i = 0; i < s->nprocs; i++) {
-		const struct snap_proc *p = &s->procs[i];
+		const struct snap_proc *p = order[i];
 		char d[32], m[32], h[32], t[32], g[32];
 
 		fmt_rate(proc_growth(p), g, sizeof(g));
@@ -75,6 +118,8 @@ static void print_procs(FILE *f, const struct snapshot *s)
 			(unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running",
 			p->consistent ? "" : " (incomplete)");
 	}
+	free(order);
+	return 0;
 }
 
 int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
@@ -86,8 +131,11 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 		"gpuleak top - %.0f s, %u process%s, %u probes, %llu events lost%s   sort: %s\n\n",
 		s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es", s->nr_probes,
 		(unsigned long long)s->lost_events, s->complete ? "" : " (figures incomplete)",
-		o->sort_bytes ? "bytes" : "growth");
-	print_procs(f, s);
+		o->sort_name  ? "name" :
+		o->sort_bytes ? "bytes" :
+				"growth");
+	if (print_procs(f, s, o))
+		return -ENOMEM;
 	for (uint32_t i = 0; i < s->nprocs; i++)
 		cap += s->procs[i].nstacks;
 	r = calloc(cap ? cap : 1, sizeof(*r));
@@ -97,7 +145,7 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 		for (uint32_t j = 0; j < s->procs[i].nstacks; j++)
 			if (report__is_memory_class(s->procs[i].stacks[j].cls))
 				r[n++] = (struct ranked){ &s->procs[i], &s->procs[i].stacks[j] };
-	qsort(r, n, sizeof(*r), o->sort_bytes ? by_bytes : by_growth);
+	qsort(r, n, sizeof(*r), o->sort_name ? by_site : o->sort_bytes ? by_bytes : by_growth);
 	fprintf(f, "\n%8s %-12s %11s %7s %12s %-8s %s\n", "PID", "MEMORY", "OUTSTANDING", "ALLOCS",
 		"GROWTH", "VERDICT", "SITE");
 	for (size_t i = 0; i < n && (!o->max_stacks || i < o->max_stacks); i++) {

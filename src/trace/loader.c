@@ -167,12 +167,15 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 	t->skel = gpuleak__open();
 	if (!t->skel) {
 		err = -errno;
-		log_error("failed to open the BPF object: %s", strerror(-err));
+		log_error("failed to open the BPF object: %s (free memory and run again)",
+			  strerror(-err));
 		return err;
 	}
 	err = configure(t, opts);
 	if (err) {
-		log_error("failed to configure the BPF object: %s", strerror(-err));
+		log_error("failed to configure the BPF object: %s (lower --max-allocs, "
+			  "--max-procs or --ringbuf-size)",
+			  strerror(-err));
 		return err;
 	}
 	return gpuleak__load(t->skel);
@@ -276,7 +279,9 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		if (err == -EPERM || err == -EACCES)
 			tracer__explain_eperm("failed to attach the scheduler tracepoints");
 		else
-			log_error("failed to attach the scheduler tracepoints: %s", strerror(-err));
+			log_error("failed to attach the scheduler tracepoints: %s (is tracefs "
+				  "mounted? mount -t tracefs none /sys/kernel/tracing)",
+				  strerror(-err));
 		goto cleanup;
 	}
 	if (!opts->no_hold && (err = start_guard(t))) {
@@ -287,7 +292,8 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
 	if (!t->rb) {
 		err = -errno;
-		log_error("failed to open the ring buffer: %s", strerror(-err));
+		log_error("failed to open the ring buffer: %s (lower --ringbuf-size)",
+			  strerror(-err));
 		goto cleanup;
 	}
 	return t;
@@ -397,7 +403,7 @@ static void explain_attach_error(const struct cuda_lib *lib, const char *what, i
 	if (err == -EPERM || err == -EACCES)
 		tracer__explain_eperm(msg);
 	else
-		log_error("%s: %s", msg, strerror(-err));
+		log_error("%s: %s (run with -vv for libbpf's messages)", msg, strerror(-err));
 }
 
 /* All functions at once through two uprobe_multi links. Returns count, or -errno. */

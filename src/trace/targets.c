@@ -646,6 +646,25 @@ void targets__reap_child(struct targets *s)
 		log_info("%s was killed by signal %d", s->o.argv[0], WTERMSIG(status));
 }
 
+int targets__wait_child(struct targets *s, int *wstatus)
+{
+	pid_t r;
+	int st = 0;
+
+	if (s->child <= 0)
+		return -ENOENT;
+	if (!s->child_done) {
+		while ((r = waitpid(s->child, &st, 0)) < 0 && errno == EINTR)
+			;
+		if (r != s->child)
+			return r < 0 ? -errno : -ECHILD;
+		s->child_status = st;
+		s->child_done = true;
+	}
+	*wstatus = s->child_status;
+	return 0;
+}
+
 /* Liveness and libcuda checks; returns true when every target is done. */
 static bool check_targets(struct targets *s, uint64_t now, int *err)
 {

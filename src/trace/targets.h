@@ -67,5 +67,10 @@ bool targets__scanning(const struct targets *tg);
 /* The run-mode child: forward a signal; collect its status if it exited. */
 void targets__signal_child(struct targets *tg, int sig);
 void targets__reap_child(struct targets *tg);
+/*
+ * Waits for the run-mode child to end and sets *wstatus to its wait status.
+ * -ENOENT when there is no child, -errno when it cannot be waited for.
+ */
+int targets__wait_child(struct targets *tg, int *wstatus);
 
 #endif /* GL_TARGETS_H */

@@ -181,7 +181,7 @@ def test_errors_have_status_and_one_line(tmp):
         (["attach", "--stacks", "lbr", "1"], 2, "invalid --stacks"),
         (["attach"], 2, "needs PIDs"),
         (["attach", "12ab"], 2, "invalid PID"),
-        (["frobnicate"], 2, "unknown command"),
+        (["frobnicate"], 2, "unknown subcommand"),
         (["run"], 2, "needs a command"),
         (["run", "--libcuda", "/bin/true", "--", "/bin/true"], 1, "/bin/true"),
     ]

@@ -144,6 +144,10 @@ def test_outputs_agree_with_json(tmp):
         if f.get("build_id"):
             check(f["build_id"] in raw and f["module"] in raw,
                   f"mapping of {f['module']} with build id {f['build_id']} in pprof -raw")
+    # pprof's main binary ("File:") is the traced program, not the driver every stack
+    # starts in
+    m = re.search(r"^File: (\S+)", pprof(["-top"], paths["pprof"]), re.M)
+    check(m and "libcuda" not in m.group(1), f"pprof's main binary: {m and m.group(1)}")
     tags = pprof(["-tags"], paths["pprof"])
     pid = rep["processes"][0]["pid"]
     check(re.search(rf"\b{pid}\b", tags) and rep["processes"][0]["comm"] in tags,

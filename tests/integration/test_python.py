@@ -7,6 +7,7 @@ functions and exact lines, innermost first, in gpuleak's JSON.
 The interpreter is GPULEAK_TEST_PYTHON, else /usr/bin/python3 (make test-python-versions
 runs these tests under every pyenv interpreter present)."""
 import os
+import re
 import subprocess
 import time
 
@@ -103,6 +104,23 @@ def test_python_frames_every_site(tmp):
     for name, site in sites.items():
         check_site(p, name, site)
     check("Python frames enabled" in tr.stderr(), f"gpuleak says so: {tr.stderr()}")
+
+
+def test_python_frames_in_pprof(tmp):
+    """go tool pprof names Python frames as the report does: a module's code is
+    py_stacks.<module>, not <unknown>; the main binary is the interpreter."""
+    import shutil
+    import subprocess
+    path = os.path.join(tmp, "py.pb.gz")
+    wl, truth, tr = traced_run(tmp, "--pprof", path)
+    go = shutil.which("go") or "/usr/lib/go/bin/go"
+    p = subprocess.run([go, "tool", "pprof", "-top", "-nodecount=100000", path],
+                       capture_output=True, text=True, timeout=60)
+    check_eq(p.returncode, 0, f"go tool pprof -top ({p.stderr})")
+    check("py_stacks.<module>" in p.stdout, f"the module's code by its name:\n{p.stdout}")
+    check("<unknown>" not in p.stdout, f"no <unknown> frame:\n{p.stdout}")
+    m = re.search(r"^File: (\S+)", p.stdout, re.M)
+    check(m and m.group(1).startswith("python"), f"main binary: {m and m.group(1)}")
 
 
 def test_python_frames_after_exec(tmp):

@@ -50,7 +50,7 @@ def record_beside_attach(tmp, workload, *args):
     the truth."""
     wl = Workload(workload, *args, tmp=tmp, hold=True)
     wl.wait_ready()
-    rec, rtr = recorder(tmp, "rec.glr", "-i", "0", str(wl.pid))
+    rec, rtr = recorder(tmp, "rec.glr", str(wl.pid))
     rtr.wait_attached()
     live = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
     live.wait_attached()
@@ -264,7 +264,7 @@ def test_python_frames_recorded_resolved(tmp):
     wl = PyWorkload(tmp)
     try:
         wl.wait_ready()
-        rec, tr = recorder(tmp, "py.glr", "-i", "0", str(wl.pid))
+        rec, tr = recorder(tmp, "py.glr", str(wl.pid))
         tr.wait_attached()
         wl.go()
         truth = wl.truth()

@@ -17,12 +17,12 @@ STEP_S = 0.020  # wl_patterns' default --interval-ms
 MIB = 1 << 20
 
 
-def trace(tmp, patterns, run_ms=RUN_MS, resolution=RESOLUTION, env=None):
+def trace(tmp, patterns, run_ms=RUN_MS, resolution=RESOLUTION, env=None, wl_args=()):
     """Starts one wl_patterns per pattern, attaches one gpuleak to all of them, lets them
     run for run_ms and returns ({pattern: its process in the report}, report)."""
     wls = {}
     for p in patterns:
-        wls[p] = Workload("wl_patterns", "--pattern", p, tmp=tmp)
+        wls[p] = Workload("wl_patterns", "--pattern", p, *wl_args, tmp=tmp)
     for wl in wls.values():
         wl.wait_ready()
     tr = Tracer(["attach", "-i", "0", "--resolution", resolution, "-d", f"{run_ms}ms",
@@ -130,8 +130,15 @@ def test_slow_leak_under_heavy_churn_is_a_leak(tmp):
     check("pattern" not in st, f"most of it is freed: no step's output is kept: {st}")
 
 
-def test_too_short_is_unknown(tmp):
+def test_short_staircase_is_judged_by_its_steps(tmp):
+    """Under 8 x --resolution of history: a staircase of many equal steps is a leak at
+    once; a few steps are too few to tell."""
     procs, _ = trace(tmp, ["staircase"], run_ms=1000, resolution="250ms")
+    st = site(procs["staircase"], "pattern_keep_output")
+    check_verdict(st, "leak", "equal steps of 1.00 MiB")
+    check_rate(st["growth_bytes_per_s"], MIB / STEP_S, "growth of the staircase")
+    procs, _ = trace(tmp, ["staircase"], run_ms=1000, resolution="250ms",
+                     wl_args=("--interval-ms", "300"))
     st = site(procs["staircase"], "pattern_keep_output")
     check_verdict(st, "unknown", "a verdict needs 2.0 s")
 

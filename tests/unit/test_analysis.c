@@ -251,18 +251,103 @@ static void test_churn_without_leak_is_steady(void **state)
 	series__free(h->s);
 }
 
-/* a verdict needs 8 base widths of history */
+/* a verdict needs 8 base widths of history, unless a staircase of many equal steps shows it */
 static void test_min_window_boundary(void **state)
 {
 	struct hist *h = hist_new(100 * MS);
 	struct verdict_info vi;
 
 	(void)state;
-	staircase(h, 0, 20 * MS, 40, MIB);
+	staircase(h, 0, 190 * MS, 5, MIB); /* 4 rises: too few to judge early */
 	vi = classify(h, 799 * MS);
 	assert_verdict(&vi, VERDICT_UNKNOWN, "a verdict needs 0.8 s");
 	vi = classify(h, 800 * MS);
 	assert_int_equal(vi.verdict, VERDICT_LEAK);
+	series__free(h->s);
+}
+
+/* a dozen identical steps in a short window: a leak at once, at its rate */
+static void test_early_staircase_is_leak(void **state)
+{
+	struct hist *h = hist_new(1 * SEC);
+	struct verdict_info vi;
+
+	(void)state;
+	staircase(h, 0, 250 * MS, 13, 4 * MIB); /* 12 rises by 3 s */
+	vi = classify(h, 3 * SEC + 100 * MS);
+	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
+	/* a snapshot whose clock was read before its last changes were drained */
+	series__free(h->s);
+	h = hist_new(1 * SEC);
+	staircase(h, 100 * MS, 250 * MS, 13, 4 * MIB); /* the last at 3.1 s */
+	vi = classify(h, 3050 * MS);
+	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
+	assert_near(vi.growth_bytes_per_s, 4.0 * MIB / 0.250, 0.01);
+	assert_int_equal(vi.steps, 12);
+	/* 7 rises are not yet enough */
+	series__free(h->s);
+	h = hist_new(1 * SEC);
+	staircase(h, 0, 250 * MS, 8, 4 * MIB);
+	vi = classify(h, 2 * SEC);
+	assert_verdict(&vi, VERDICT_UNKNOWN, "needs 8.0 s");
+	/* nor under 2 base widths of history */
+	series__free(h->s);
+	h = hist_new(1 * SEC);
+	staircase(h, 0, 100 * MS, 19, 4 * MIB);
+	vi = classify(h, 1999 * MS);
+	assert_verdict(&vi, VERDICT_UNKNOWN, "needs 8.0 s");
+	vi = classify(h, 2 * SEC);
+	assert_int_equal(vi.verdict, VERDICT_LEAK);
+	series__free(h->s);
+}
+
+/* the false positives an early verdict must not make */
+static void test_early_warmup_is_not_leak(void **state)
+{
+	struct hist *h = hist_new(1 * SEC);
+	struct verdict_info vi;
+
+	(void)state;
+	/* weights loaded layer by layer: a dozen rises of all sizes */
+	for (int i = 0; i < 12; i++)
+		alloc_at(h, i * 100 * MS, (uint64_t)(i % 4 + 1) * 3 * MIB + i * 257 * KIB);
+	vi = classify(h, 1200 * MS + 50 * MS);
+	assert_int_not_equal(vi.verdict, VERDICT_LEAK);
+	series__free(h->s);
+	/* equal steps that stopped: no verdict yet, not a leak */
+	h = hist_new(500 * MS);
+	staircase(h, 0, 100 * MS, 13, MIB);
+	vi = classify(h, 1200 * MS + 250 * MS);
+	assert_int_equal(vi.verdict, VERDICT_LEAK);
+	vi = classify(h, 1200 * MS + 300 * MS);
+	assert_verdict(&vi, VERDICT_UNKNOWN, "needs 4.0 s");
+	series__free(h->s);
+	/* heavy churn that gives everything back, early */
+	h = hist_new(1 * SEC);
+	alloc_at(h, 0, MIB);
+	churn_leak(h, 1 * MS, 3 * SEC, 0);
+	vi = classify(h, 3 * SEC);
+	assert_int_not_equal(vi.verdict, VERDICT_LEAK);
+	series__free(h->s);
+	/* steps at the start, then a long stretch of nothing inside a short window */
+	h = hist_new(1 * SEC);
+	staircase(h, 0, 20 * MS, 20, MIB);
+	vi = classify(h, 3 * SEC);
+	assert_int_not_equal(vi.verdict, VERDICT_LEAK);
+	series__free(h->s);
+}
+
+/* a slow leak under churn, seen early: the floor's rises are equal */
+static void test_early_churn_leak(void **state)
+{
+	struct hist *h = hist_new(1 * SEC);
+	struct verdict_info vi;
+
+	(void)state;
+	churn_leak(h, 0, 3 * SEC, 64 * KIB);
+	vi = classify(h, 3 * SEC);
+	assert_verdict(&vi, VERDICT_LEAK, "equal steps of 64.00 KiB");
+	assert_near(vi.growth_bytes_per_s, 64.0 * KIB / 0.020, 0.05);
 	series__free(h->s);
 }
 
@@ -499,6 +584,9 @@ int main(void)
 		cmocka_unit_test(test_slow_leak_under_churn_is_leak),
 		cmocka_unit_test(test_churn_without_leak_is_steady),
 		cmocka_unit_test(test_min_window_boundary),
+		cmocka_unit_test(test_early_staircase_is_leak),
+		cmocka_unit_test(test_early_warmup_is_not_leak),
+		cmocka_unit_test(test_early_churn_leak),
 		cmocka_unit_test(test_plateau_boundary),
 		cmocka_unit_test(test_plateau_minimum),
 		cmocka_unit_test(test_min_steps_boundary),

@@ -6,6 +6,7 @@
  */
 #include "unit.h"
 #include "cmd/cli.h"
+#include "cmd/commands.h"
 
 #define MAX_ARGS 300
 
@@ -30,7 +31,7 @@ static int parse_v(const char *const *args)
 	rc = cli__parse(argc, argv, &opts);
 	err_text = unit_stderr_end(&cap);
 	/* run keeps pointers into argv: copy them before the strings go */
-	if (rc == EXIT_OK && opts.cmd == CMD_RUN) {
+	if (rc == EXIT_OK && opts.argv) {
 		static char run_args[16][64];
 		static char *run_argv[17];
 		int i;
@@ -100,7 +101,7 @@ static int teardown(void **state)
 
 static void test_subcommands(void **state)
 {
-	expect_usage_v("missing command", (const char *const[]){ NULL });
+	expect_usage_v("missing subcommand", (const char *const[]){ NULL });
 	usage("frobnicate", "frobnicate");
 	usage("'-v'", "-v");
 	usage("ATTACH", "ATTACH", "1");
@@ -260,6 +261,12 @@ static void test_durations(void **state)
 	usage("'18446744073709552'", "attach", "-i", "18446744073709552", "1");
 	usage("''", "attach", "-i", "", "1");
 
+	ok("attach", "-d", "1.5s", "1");
+	assert_int_equal(opts.duration_ms, 1500);
+	ok("attach", "1", "-d", "1m30s");
+	assert_int_equal(opts.duration_ms, 90000);
+	/* the error shows forms that are accepted */
+	usage("such as 500ms, 1.5s, 90s, 1m30s or 2h", "attach", "-d", "soon", "1");
 	ok("attach", "-d", "1ms", "1");
 	assert_int_equal(opts.duration_ms, 1);
 	ok("attach", "--duration", "1h", "1");
@@ -444,9 +451,156 @@ static void test_bad_options(void **state)
 	usage("--ringbuf-size", "attach", "--ringbuf-size");
 	usage("-i", "attach", "-i");
 	usage("--no-python", "attach", "--no-python=yes", "1");
-	/* options come before the PIDs */
-	usage("'--json'", "attach", "1", "--json", "x");
+	/* an option of another subcommand names the ones that take it */
+	usage("belongs to serve", "attach", "--listen", "127.0.0.1:1", "1");
+	usage("belongs to attach, top, record", "run", "-a", "--", "x");
+	usage("belongs to record", "attach", "-o", "x.glr", "1");
+	usage("belongs to report", "attach", "--debug-dir", "d", "1");
+	/* the missing value comes with an accepted one */
+	usage("e.g. --json report.json", "attach", "1", "--json");
+	usage("e.g. -i 10s", "attach", "1", "-i");
+	usage("takes no value", "attach", "--all=1");
 }
+
+/* py-spy's, perf's and bcc's habit: options after the operands, '--' ends them. */
+static void test_options_anywhere(void **state)
+{
+	ok("attach", "13039", "--duration", "3");
+	assert_int_equal(opts.nr_pids, 1);
+	assert_int_equal(opts.pids[0], 13039);
+	assert_int_equal(opts.duration_ms, 3000);
+	ok("attach", "1", "--json", "x", "2", "-v");
+	assert_int_equal(opts.nr_pids, 2);
+	assert_string_equal(opts.json_path, "x");
+	assert_int_equal(opts.verbosity, 1);
+	ok("record", "13039", "-o", "job.glr", "--duration", "1m30s");
+	assert_int_equal(opts.pids[0], 13039);
+	assert_int_equal(opts.duration_ms, 90000);
+	ok("top", "42", "--sort", "name");
+	assert_int_equal(opts.pids[0], 42);
+	assert_int_equal(opts.sort, GL_SORT_NAME);
+	ok("report", "job.glr", "--top", "3");
+	assert_int_equal(opts.top, 3);
+	/* '--' ends them: what follows is an operand even if it looks like an option */
+	usage("'-d'", "attach", "1", "--", "-d", "3");
+	ok("record", "-o", "r.glr", "--", "python3", "-c", "pass");
+	assert_string_equal(opts.argv[0], "python3");
+	assert_string_equal(opts.argv[1], "-c");
+	ok("record", "-o", "r.glr", "-d", "2s", "--force", "--", "x");
+	assert_true(opts.force);
+	/* record with a command needs the '--' */
+	usage("'python3'", "record", "-o", "r.glr", "python3");
+}
+
+static void test_help_and_version(void **state)
+{
+	ok("attach", "--help");
+	assert_int_equal(opts.cmd, CMD_HELP);
+	assert_string_equal(opts.help_topic, "attach");
+	ok("serve", "-h");
+	assert_string_equal(opts.help_topic, "serve");
+	ok("help", "top");
+	assert_string_equal(opts.help_topic, "top");
+	ok("help");
+	assert_null(opts.help_topic);
+	usage("'nope'", "help", "nope");
+	usage("'man'", "help", "man"); /* hidden */
+	ok("-V");
+	assert_int_equal(opts.cmd, CMD_VERSION);
+	ok("completion", "bash");
+	assert_int_equal(opts.cmd, CMD_COMPLETION);
+	usage("needs a shell", "completion", "fish");
+	usage("needs a shell", "completion");
+}
+
+/* The option row an .options word names: by .id where a row has one. */
+static const struct cli_option *option_named(const char *word)
+{
+	for (const struct cli_option *op = cli_options; op->name; op++)
+		if (!strcmp(op->id ? op->id : op->name, word))
+			return op;
+	return NULL;
+}
+
+/* The tables agree with themselves: a misspelt option name would silently drop it. */
+static void test_tables(void **state)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		char names[1024], *save = NULL;
+		int n = 0;
+
+		assert_true(!c->run != !c->main); /* one way to run it */
+		assert_non_null(c->summary);
+		assert_true(cli__command(c->name) == c);
+		snprintf(names, sizeof(names), "%s", c->options);
+		for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+			if (!option_named(w))
+				fail_msg("%s takes --%s, which is no option", c->name, w);
+			n++;
+		}
+		assert_true(n <= CLI_MAX_OPTIONS);
+		if (!c->hidden && !c->examples)
+			fail_msg("%s has no example", c->name);
+	}
+	for (const struct cli_option *op = cli_options; op->name; op++) {
+		bool taken = false;
+
+		assert_true(op->id ? option_named(op->id) == op : cli__option(op->name) == op);
+		assert_true(cli__option_of(op->key) == op); /* keys are unique */
+		for (const struct cli_command *c = cli_commands; c->name; c++)
+			taken |= cli__takes(c, op->name);
+		if (!taken)
+			fail_msg("no subcommand takes --%s", op->name);
+		if (op->arg && !op->example && !op->hidden)
+			fail_msg("--%s has no example value for its errors", op->name);
+	}
+}
+
+/* Each subcommand's help: its options, no others, an example, 80 columns. */
+static void test_command_help(void **state)
+{
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		struct unit_mem m;
+		char *out, want[96], *section, *end;
+
+		if (c->hidden)
+			continue;
+		assert_int_equal(doc__command_help(unit_mem_open(&m), c), 0);
+		out = unit_mem_close(&m);
+		snprintf(want, sizeof(want), "usage: gpuleak %s", c->name);
+		if (strncmp(out, want, strlen(want)))
+			fail_msg("%s --help does not start with '%s': %.80s", c->name, want, out);
+		if (!strstr(out, "examples:\n  ") || !strstr(out, "gpuleak"))
+			fail_msg("%s --help has no example", c->name);
+		/* the options section: from "options:" to the blank line */
+		section = strstr(out, "options:\n");
+		assert_non_null(section);
+		end = strstr(section, "\n\n");
+		assert_non_null(end);
+		*end = '\0';
+		for (const struct cli_option *op = cli_options; op->name; op++) {
+			char label[80];
+			bool listed, takes = false;
+
+			/* census's --json flag and everyone's --json FILE share a name */
+			for (const struct cli_option *r = cli_options; r->name; r++)
+				takes |= !strcmp(r->name, op->name) && !r->hidden &&
+					 cli__offers(c, r);
+
+			snprintf(label, sizeof(label), "--%s ", op->name);
+			listed = strstr(section, label) != NULL;
+			if (listed != takes)
+				fail_msg("%s --help %s --%s", c->name, listed ? "lists" : "misses",
+					 op->name);
+		}
+		*end = '\n';
+		for (char *line = out, *nl; (nl = strchr(line, '\n')); line = nl + 1)
+			if (nl - line > 80)
+				fail_msg("%s --help: a line of %d columns", c->name, (int)(nl - line));
+		free(out);
+	}
+}
+
 
 /* After any error, the next parse starts from a clean state. */
 static void test_parse_again(void **state)
@@ -479,29 +633,48 @@ static void test_explain(void **state)
 	assert_int_equal(opts.nr_pids, 2);
 	assert_string_equal(opts.json_path, "out.json");
 	usage("explain needs PIDs", "explain");
-	usage("PIDs, not -a", "explain", "-a");
-	usage("-i belongs to attach", "explain", "-i", "5s", "42");
+	/* it answers once, for the PIDs it is given: the table gives it no -a, no -i */
+	usage("-a is not an option of explain: it belongs to attach", "explain", "-a");
+	usage("-i is not an option of explain: it belongs to attach", "explain", "-i", "5s",
+	      "42");
+}
+
+/* census parses its own command line; the table documents it and attach's --census. */
+static void test_census(void **state)
+{
+	const struct cli_command *c = cli__command("census");
+
+	assert_non_null(c);
+	assert_non_null(c->main);
+	assert_true(cli__takes(c, "census-json") && cli__takes(c, "no-pause") &&
+		    cli__takes(c, "max-objects") && cli__takes(c, "max-read") &&
+		    cli__takes(c, "max-time"));
+	assert_false(cli__offers(c, cli__option("json"))); /* not --json FILE */
+	ok("attach", "--census", "42");
+	assert_true(opts.census);
+	usage("--census is not an option of run: it belongs to attach", "run", "--census",
+	      "--", "true");
 }
 
 static void test_usage_text(void **state)
 {
-	static const char *const options[] = {
-		"--all",   "--interval",     "--duration",   "--wait",	    "--json",
-		"--stacks", "--stack-bytes", "--top",	     "--frames",    "--ringbuf-size",
-		"--max-allocs", "--libcuda", "--no-follow-forks", "--no-python", "--verbose",
-		"--quiet", "exit status",   "gpuleak attach", "gpuleak run", "gpuleak explain",
-	};
 	struct unit_mem m;
 	char *out;
 
-	cli__usage(unit_mem_open(&m));
+	assert_int_equal(doc__help(unit_mem_open(&m)), 0);
 	out = unit_mem_close(&m);
-	for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
-		if (!strstr(out, options[i]))
-			fail_msg("usage does not mention %s", options[i]);
+	for (const struct cli_command *c = cli_commands; c->name; c++) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "\n  %-12s%s\n", c->name, c->summary);
+		if (c->hidden ? strstr(out, want) != NULL : strstr(out, want) == NULL)
+			fail_msg("help and the table disagree on %s", c->name);
+	}
+	assert_non_null(strstr(out, "exit status"));
+	assert_non_null(strstr(out, "1m30s"));
 	/* fits a terminal */
 	for (char *line = out, *nl; (nl = strchr(line, '\n')); line = nl + 1)
-		assert_true(nl - line <= 100);
+		assert_true(nl - line <= 80);
 	free(out);
 }
 
@@ -523,7 +696,12 @@ int main(void)
 		cmocka_unit_test_teardown(test_bad_options, teardown),
 		cmocka_unit_test_teardown(test_parse_again, teardown),
 		cmocka_unit_test_teardown(test_explain, teardown),
+		cmocka_unit_test_teardown(test_census, teardown),
 		cmocka_unit_test_teardown(test_usage_text, teardown),
+		cmocka_unit_test_teardown(test_options_anywhere, teardown),
+		cmocka_unit_test_teardown(test_help_and_version, teardown),
+		cmocka_unit_test_teardown(test_command_help, teardown),
+		cmocka_unit_test_teardown(test_tables, teardown),
 	};
 
 	return cmocka_run_group_tests_name("cli", tests, NULL, NULL);

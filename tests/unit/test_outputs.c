@@ -84,6 +84,26 @@ static void check_xml(const char *doc, size_t len)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* A frame's name sits 6.5 px above its bottom (rows of 16 px): room for '_' above a leak's
+ * outline. */
+static __attribute__((noinline)) void check_baseline(const char *svg)
+{
+	const char *g = strstr(svg, "<g class=\"f"), *r, *t;
+	double ry, ty;
+
+	assert_non_null(g);
+	r = strstr(g, "<rect x=\"");
+	t = strstr(g, "<text x=\"");
+	assert_true(r && t);
+	r = strstr(r, " y=\"");
+	t = strstr(t, " y=\"");
+	assert_true(r && t);
+	ry = strtod(r + 4, NULL);
+	ty = strtod(t + 4, NULL);
+	if (ty - ry < 9.4 || ty - ry > 9.6)
+		fail_msg("text baseline %.1f px below the frame's top, want 9.5", ty - ry);
+}
+
 static void test_svg_frames(void **state)
 {
 	struct svg_opts o = { .title = "t<&>" };
@@ -113,6 +133,11 @@ static void test_svg_frames(void **state)
 	/* marked: the second process and its 3 frames, every byte there a leak */
 	assert_int_equal(count(out, "<g class=\"f leak\""), 4);
 	assert_null(strstr(out, "cuMemAddressReserve"));
+	/* tooltips give the share of the total; names sit clear of the leak outline */
+	assert_non_null(strstr(out, "<title>all (6.00 MiB, 100.0% of all)</title>"));
+	assert_non_null(strstr(out, "<title>python3 (100) (6.00 MiB, 99.9% of all)</title>"));
+	assert_non_null(strstr(out, "height=\"15\" fill="));
+	check_baseline(out);
 	free(out);
 
 	o = (struct svg_opts){ .leak_only = true };
@@ -120,6 +145,43 @@ static void test_svg_frames(void **state)
 	check_xml(out, len);
 	assert_non_null(strstr(out, "data-n=\"all\" data-w=\"\" data-x=\"0\" data-v=\"3149824\""));
 	assert_null(strstr(out, "cuMemAllocManaged"));
+	free(out);
+}
+
+/* Whether x comes before y in text, both there. */
+static __attribute__((noinline)) bool comes_before(const char *text, const char *x,
+						  const char *y)
+{
+	const char *a = strstr(text, x), *b = strstr(text, y);
+
+	return a && b && a < b;
+}
+
+/* top's plain text: processes and stacks in the order of the sort key */
+static void test_top_sort(void **state)
+{
+	struct top_opts o = { .sort_bytes = true };
+	struct snap_proc procs[2] = { fx_procs[0], fx_procs[1] };
+	struct snapshot snap = fx_snap;
+	size_t len;
+	char *out;
+
+	/* the second process holds more: first by bytes */
+	procs[0].bytes[GL_CLASS_DEVICE] = 1 << 20;
+	procs[1].bytes[GL_CLASS_DEVICE] = 8 << 20;
+	snap.procs = procs;
+	out = CAPTURE(report__top(f, &snap, &o), &len);
+	assert_true(comes_before(out, "     200 a<b>", "     100 python3"));
+	assert_non_null(strstr(out, "sort: bytes"));
+	free(out);
+	o = (struct top_opts){ 0 };
+	out = CAPTURE(report__top(f, &snap, &o), &len);
+	assert_true(comes_before(out, "     100 python3", "     200 a<b>")); /* growth tie: PID */
+	free(out);
+	o = (struct top_opts){ .sort_name = true };
+	out = CAPTURE(report__top(f, &fx_snap, &o), &len);
+	assert_true(comes_before(out, "     200 a<b>", "     100 python3")); /* by name */
+	assert_non_null(strstr(out, "sort: name"));
 	free(out);
 }
 
@@ -330,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_frame_names),
 		cmocka_unit_test(test_svg_frames),
 		cmocka_unit_test(test_svg_empty),
+		cmocka_unit_test(test_top_sort),
 		cmocka_unit_test(test_xml_escaping),
 		cmocka_unit_test_setup_teardown(test_outfile, make_tmpdir, remove_tmpdir),
 		cmocka_unit_test_setup_teardown(test_outfile_reserve, make_tmpdir, remove_tmpdir),

@@ -121,13 +121,21 @@ static void test_size_suffixes(void **state)
 	size_ok("1T", 1ULL << 40);
 	size_ok("1tib", 1ULL << 40);
 	size_ok("0k", 0);
+	/* a fraction with a unit, as long as the result is whole bytes */
+	size_ok("1.5G", 3ULL << 29);
+	size_ok("1.5M", 3ULL << 19);
+	size_ok("0.5k", 512);
+	size_ok("2.25k", 2304);
+	size_ok("1.0", 1);
+	size_ok("16.000k", 16384);
 }
 
 static void test_size_rejects(void **state)
 {
 	static const char *const bad[] = {
 		"", "k", "-1k", "+1k", "1 k", "1k ", "1kk", "1x", "1P", "1E", "1kiB2",
-		"1b", "1B", "1i", "1ib", "1kbi", "1.5M", "1e3", " 1k", "0x10", "1M\n",
+		"1b", "1B", "1i", "1ib", "1kbi", "1.5", "1e3", " 1k", "0x10", "1M\n", "1.k",
+		".5k", "1..5k", "1.5.k", "0.0000000001G", "1,5G",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -187,13 +195,28 @@ static void test_duration(void **state)
 	dur_ok("2m", 120000);
 	dur_ok("1h", 3600000);
 	dur_ok("24h", 86400000);
+	/* as people write them */
+	dur_ok("1.5s", 1500);
+	dur_ok("0.5s", 500);
+	dur_ok("90s", 90000);
+	dur_ok("1m30s", 90000);
+	dur_ok("2h", 7200000);
+	dur_ok("1h30m", 5400000);
+	dur_ok("1h0m5s", 3605000);
+	dur_ok("2s500ms", 2500);
+	dur_ok("1m0.5s", 60500);
+	dur_ok("1.5", 1500);
+	dur_ok("0.001", 1);
+	dur_ok("1.5m", 90000);
 }
 
 static void test_duration_rejects(void **state)
 {
 	static const char *const bad[] = {
 		"", "s", "ms", "-1", "-1s", "+1s", "1 s", "1s ", "1d", "1S", "1MS",
-		"1H", "1sec", "1mss", "1us", "1ns", "1.5s", "1e3", " 1", "1h1m", "1m30s",
+		"1H", "1sec", "1mss", "1us", "1ns", "1e3", " 1", "1m30", "30s1m", "1s1s",
+		"1.5m30s", "1.s", ".5s", "1.5ms", "0.0001", "1..5s", "1s ", "1m 30s", "1ms5s",
+		"1.0000000001s",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -214,6 +237,9 @@ static void test_duration_overflow_and_bounds(void **state)
 	dur_ok("18446744073709551", 18446744073709551000ULL);
 	dur_err("5124095576030432h", 0, UINT64_MAX, -ERANGE);
 	dur_err("18446744073709551616ms", 0, UINT64_MAX, -ERANGE);
+	/* parts that each fit but whose sum does not */
+	dur_err("5124095576030431h18446744073709551s", 0, UINT64_MAX, -ERANGE);
+	dur_err("1.5s", 1, 1000, -ERANGE);
 	dur_err("0", 1, 1000, -ERANGE);
 	dur_err("0s", 1, 1000, -ERANGE);
 	dur_err("2s", 1, 1000, -ERANGE);

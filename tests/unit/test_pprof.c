@@ -317,6 +317,14 @@ static void test_pprof_profile(void **state)
 	assert_string_equal(S(&pr, pr.fn[l[4] - 1][4]), "/src/net/model.py");
 	loc_of_function(&pr, "train;step");
 	loc_of_function(&pr, NASTY_FN);
+	/* "<module>" would be "<unknown>" in pprof (a C++ template to it): "train.<module>" */
+	l = loc_of_function(&pr, "train.<module>");
+	assert_int_equal(l[5], 1);
+	for (size_t i = 0; i < pr.nfns; i++)
+		assert_true(S(&pr, pr.fn[i][2])[0] != '<');
+	/* the main binary (the first mapping) is the program's, never the CUDA driver */
+	assert_int_equal(pr.map[0][1], 1);
+	assert_string_equal(S(&pr, pr.map[0][5]), TORCH);
 
 	/* ids are 1..n; references resolve; the leaf of every sample is the driver call */
 	for (size_t i = 0; i < pr.nlocs; i++) {

@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""gpuleak top in a real terminal: tmux runs it at 80x24, the test reads the screen
+(capture-pane), types keys (send-keys) and resizes the window to 60x15 and back."""
+import os
+import re
+import subprocess
+import time
+
+from harness import GPULEAK, Workload, check, check_eq, wait_until
+from test_verdicts import build_fake_nvml
+
+GIB = 1 << 30
+
+
+class Tmux:
+    """One tmux server of the test's own (its own socket): nothing of anyone else's."""
+
+    def __init__(self, tmp, cols, rows, command):
+        self.sock = os.path.join(tmp, "tmux.sock")
+        self.tmux("new-session", "-d", "-s", "t", "-x", str(cols), "-y", str(rows), command)
+
+    def tmux(self, *args):
+        p = subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null", *args],
+                           capture_output=True, timeout=20)
+        check_eq(p.returncode, 0, f"tmux {' '.join(args[:2])}: {p.stderr.decode()!r}")
+        return p.stdout.decode(errors="replace")
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t").split("\n")[:-1]
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "t", *keys)
+
+    def wait_screen(self, pred, what, timeout=20, whole=True):
+        """Waits for pred(lines); whole: on a screen drawn to its last line (tmux may
+        show a redraw half-way)."""
+        seen = []
+
+        def ok():
+            seen[:] = self.screen()
+            if whole and not (len(seen) > 1 and seen[0].startswith("gpuleak top - ") and
+                              seen[-1].startswith(("q quit", "filter: "))):
+                return False
+            return pred(seen)
+        try:
+            wait_until(ok, timeout, what)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the screen:\n" + "\n".join(seen)) from None
+        return seen
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True,
+                       timeout=20)
+
+
+def check_layout(lines, cols, rows, pid):
+    check_eq(len(lines), rows, "lines on the screen")
+    check(lines[0].startswith("gpuleak top - "), f"the title stays on top: {lines[0]!r}")
+    check(lines[-1].startswith("q quit"), f"the key line stays at the bottom: {lines[-1]!r}")
+    for line in lines:
+        check(len(line) <= cols, f"a line wider than {cols} columns: {line!r}")
+    check(any(re.match(r"GPU0 used \S+ \S+ \(\d+%\)\s+free 10\.00 GiB", l) for l in lines),
+          f"a header for the GPU with NVML's used and free: {lines[:3]}")
+    stack = [l for l in lines if re.match(rf"\s*{pid} +[\d.]+ \w?i?B +\S+ +(leak|unknown) +"
+                                          r"leak_site_staircase", l)]
+    check(stack, f"the leaking stack, on one line, with its site: {lines}")
+
+
+def test_top_in_a_terminal(tmp):
+    libdir = build_fake_nvml(tmp)
+    nvml_file = os.path.join(tmp, "nvml.txt")
+    wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "100", tmp=tmp)
+    wl.wait_ready()
+    with open(nvml_file, "w") as f:
+        f.write(f"device {80 * GIB} {10 * GIB} GPU-fake-0\n")
+    command = (f"echo BEFORE; env LD_LIBRARY_PATH={libdir} FAKE_NVML_FILE={nvml_file} "
+               f"TERM=screen {GPULEAK} top -i 300ms {wl.pid}; echo AFTER status=$?; "
+               "sleep 120")
+    t = Tmux(tmp, 80, 24, command)
+    try:
+        t.wait_screen(lambda s: True, "top's screen")
+        wl.go()
+        lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
+                              "the leaking stack")
+        check_layout(lines, 80, 24, wl.pid)
+        check(any(re.match(r"\s+PID COMM +DEVICE +TORCH +GROWTH", l) for l in lines),
+              f"the process list's columns at 80: {lines}")
+        # sort keys
+        t.keys("b")
+        t.wait_screen(lambda s: "sort: bytes" in s[0], "sort by bytes")
+        t.keys("s")
+        t.wait_screen(lambda s: "sort: name" in s[0], "s: the next sort")
+        # help, closed by any key
+        t.keys("?")
+        t.wait_screen(lambda s: s and s[0] == "gpuleak top: keys", "the help", whole=False)
+        t.keys("x")
+        t.wait_screen(lambda s: s[0].startswith("gpuleak top - "), "the help closed")
+        # filter: a name that matches nothing, then cleared
+        t.keys("/", "zzz")
+        t.wait_screen(lambda s: s[-1].startswith("filter: zzz"), "the filter typed")
+        t.keys("Enter")
+        t.wait_screen(lambda s: "filter: zzz" in s[0] and s[-1].startswith("q quit") and
+                      any("none that match" in l for l in s), "the filter applied")
+        t.keys("/", "Escape")
+        t.wait_screen(lambda s: "filter:" not in s[0] and
+                      any("leak_site_staircase" in l for l in s), "the filter cleared")
+        # the selected row is drawn in reverse video: the process first, Tab the stacks
+        sel = lambda: [l for l in t.tmux("capture-pane", "-p", "-e", "-t", "t").split("\n")
+                       if re.search(r"\x1b\[(?:[0-9;]*;)?7m", l)]
+        t.wait_screen(lambda s: any(f"{wl.pid}" in l and "wl_leak" in l for l in sel()),
+                      "the process selected")
+        t.keys("Tab", "Down", "j", "k")
+        t.wait_screen(lambda s: any("leak_site_staircase" in l for l in sel()),
+                      "the stack selected after Tab")
+        # Enter on a process: its stacks only
+        t.keys("Tab", "Enter")
+        t.wait_screen(lambda s: "(one process)" in s[0], "Enter: one process's stacks")
+        t.keys("Enter")
+        t.wait_screen(lambda s: "(one process)" not in s[0], "Enter again: every process")
+        # resize: SIGWINCH, a redraw that fits
+        t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "15")
+        lines = t.wait_screen(lambda s: len(s) == 15 and s[0].startswith("gpuleak top - ")
+                              and any("leak_site_staircase" in l for l in s), "a 60x15 screen")
+        check_layout(lines, 60, 15, wl.pid)
+        t.tmux("resize-window", "-t", "t", "-x", "80", "-y", "24")
+        lines = t.wait_screen(lambda s: len(s) == 24 and any("TORCH" in l for l in s),
+                              "back at 80x24")
+        check_layout(lines, 80, 24, wl.pid)
+        t.keys("q")
+        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
+                              whole=False)
+        text = "\n".join(lines)
+        check("AFTER status=0" in text, f"top exits 0 on q: {text}")
+        check("BEFORE" in text and "gpuleak top - " not in text,
+              f"the alternate screen is gone, the shell's screen is back: {text}")
+    finally:
+        t.close()
+        wl.kill()
+        wl.wait()
