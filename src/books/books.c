@@ -184,6 +184,13 @@ bool books__torch_map_complete(const struct books *b)
 	return !b->torch_map_partial;
 }
 
+struct explain_src books__explain_src(struct books *b)
+{
+	return (struct explain_src){ .stacks = books__stacks(b),
+				     .mods = books__modules(b),
+				     .torch_map_complete = books__torch_map_complete(b) };
+}
+
 uint64_t books__now(const struct books *b)
 {
 	return b->now;
@@ -541,12 +548,13 @@ static struct failure *retry_awaited(struct proc *proc)
 static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
 		       uint64_t bytes, bool alloc)
 {
+	struct explain_src src = books__explain_src(b);
 	struct failure *f = retry_awaited(proc);
 	bool torch;
 
 	if (!f || cls != GL_CLASS_DEVICE)
 		return;
-	explain__library(b, stack, &torch);
+	explain__library(&src, stack, &torch);
 	if (!torch)
 		return;
 	if (!alloc) {
@@ -561,12 +569,13 @@ static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8
 static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *c,
 		      struct failure *f)
 {
+	struct explain_src src = books__explain_src(b);
 	struct oom_facts *o = &f->facts;
 	struct explain *e = malloc(sizeof(*e));
 	struct failure *prev = retry_awaited(proc);
 
 	*o = (struct oom_facts){ .request = c->bytes, .dev = c->dev };
-	explain__library(b, f->stack, &o->torch_request);
+	explain__library(&src, f->stack, &o->torch_request);
 	if (o->torch_request) {
 		if (prev && prev != f) {
 			prev->retry = RETRY_FAILED;
@@ -577,7 +586,7 @@ static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *
 			proc->retry_open = proc->nr_fails;
 		}
 	}
-	if (!e || explain__proc(b, proc, c->hdr.ts, e)) {
+	if (!e || explain__proc(&src, proc, c->hdr.ts, e)) {
 		free(e);
 		return; /* no memory: the failure keeps its holders, without an explanation */
 	}

@@ -7,6 +7,7 @@
 #define GL_BOOKS_H
 
 #include <stdint.h>
+#include "explain.h"
 #include "procs.h"
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
@@ -119,6 +120,9 @@ int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *for
  */
 void books__torch_map_partial(struct books *b);
 bool books__torch_map_complete(const struct books *b);
+
+/* What explain__proc() and explain__library() read of the books. */
+struct explain_src books__explain_src(struct books *b);
 /* Timestamp (bpf_ktime_get_ns clock) of the newest record applied. */
 uint64_t books__now(const struct books *b);
 

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis.h"
-#include "books.h"
 #include "explain.h"
 #include "proc_int.h"
+#include "stacks/modules.h"
+#include "stacks/stacks.h"
 #include "trace/libcuda.h"
 #include "util/fmt.h"
 
@@ -61,10 +62,10 @@ const char *explain__library_group(const char *path, bool program)
 	return program ? "program" : base;
 }
 
-const char *explain__library(struct books *b, uint32_t stack, bool *torch)
+const char *explain__library(const struct explain_src *src, uint32_t stack, bool *torch)
 {
 	uint32_t n;
-	const struct frame *frames = stacks__get(books__stacks(b), stack, &n);
+	const struct frame *frames = stacks__get(src->stacks, stack, &n);
 	const char *lib = NULL;
 	bool python = false;
 
@@ -76,7 +77,7 @@ const char *explain__library(struct books *b, uint32_t stack, bool *torch)
 			python = true;
 		if (frames[i].kind != FRAME_NATIVE)
 			continue;
-		mi = modules__info(books__modules(b), frames[i].mod);
+		mi = modules__info(src->mods, frames[i].mod);
 		if (!mi || !mi->path)
 			continue;
 		if (explain__is_torch_allocator(mi->path)) {
@@ -161,7 +162,7 @@ static void finish_libs(struct dev_acc *a)
 }
 
 /* Per stack of the process: its library, whether it is PyTorch's, whether it leaks now. */
-static struct htab *stack_infos(struct books *b, struct proc *proc, uint64_t now)
+static struct htab *stack_infos(const struct explain_src *src, struct proc *proc, uint64_t now)
 {
 	struct htab *h = htab__new(sizeof(uint32_t), sizeof(struct stack_info));
 	const struct agg_key *k;
@@ -183,7 +184,7 @@ static struct htab *stack_infos(struct books *b, struct proc *proc, uint64_t now
 			return NULL;
 		}
 		if (created)
-			si->lib = explain__library(b, k->stack, &si->torch);
+			si->lib = explain__library(src, k->stack, &si->torch);
 		series__classify(a->series, now, &vi);
 		if (vi.verdict == VERDICT_LEAK && (k->cls == GL_CLASS_TORCH_BLOCK || !si->torch))
 			si->leak = true; /* a leaking segment holds the blocks' leak: not twice */
@@ -241,7 +242,8 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 	return 0;
 }
 
-int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct explain *out)
+int explain__proc(const struct explain_src *src, struct proc *proc, uint64_t now,
+		  struct explain *out)
 {
 	struct dev_acc *acc = calloc(EXPLAIN_MAX_DEVS, sizeof(*acc));
 	struct htab *infos = NULL;
@@ -254,15 +256,14 @@ int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct expla
 	out->pinned_host = proc->t.bytes[GL_CLASS_HOST_PINNED];
 	out->managed = proc->t.bytes[GL_CLASS_MANAGED];
 	/* in tensor windows the blocks are a window's, not the allocator's whole map */
-	out->blocks_seen = proc->t.alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0 &&
-			   books__torch_map_complete(b);
+	out->blocks_seen = proc->t.alloc_bytes[GL_CLASS_TORCH_BLOCK] > 0 && src->torch_map_complete;
 	if (!acc)
 		return -ENOMEM;
 	if (!proc->allocs) { /* retired (exited): its table is gone */
 		err = 0;
 		goto cleanup;
 	}
-	infos = stack_infos(b, proc, now);
+	infos = stack_infos(src, proc, now);
 	if (!infos)
 		goto cleanup;
 	while ((v = htab__next(proc->allocs, &it, (const void **)&k)))

@@ -15,7 +15,15 @@
 #include "procs.h"
 #include "util/extent.h"
 
-struct books;
+struct stacks;
+struct modules;
+
+/* What the breakdown reads beside a process: the books' stack and module tables. */
+struct explain_src {
+	const struct stacks *stacks;
+	struct modules *mods;
+	bool torch_map_complete; /* the tensor blocks are the allocator's whole map */
+};
 
 #define EXPLAIN_MAX_LIBS 6 /* libraries named per device; the rest add up in "other" */
 #define EXPLAIN_MAX_DEVS (PROC_MAX_DEVICES + 1) /* and one for "device not known" */
@@ -53,7 +61,8 @@ struct explain {
  * The breakdown of a running or exited process's books at time now (verdicts
  * are drawn then). Returns 0, or -ENOMEM (*out is then incomplete).
  */
-int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct explain *out);
+int explain__proc(const struct explain_src *src, struct proc *proc, uint64_t now,
+		  struct explain *out);
 
 /*
  * Who asked for the memory a stack allocated: sets *torch when the stack
@@ -61,7 +70,7 @@ int explain__proc(struct books *b, struct proc *proc, uint64_t now, struct expla
  * library group of its innermost frame outside the CUDA libraries (see
  * struct explain_lib), never NULL.
  */
-const char *explain__library(struct books *b, uint32_t stack, bool *torch);
+const char *explain__library(const struct explain_src *src, uint32_t stack, bool *torch);
 
 /*
  * The group of a module's path: a known library by its file name ("nccl", "cublas" for

@@ -385,6 +385,7 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 		       struct snap_proc *sp)
 {
 	const struct proc_totals *t = proc__totals(proc);
+	struct explain_src src = books__explain_src(b);
 	struct snap_memory *m = &sp->memory;
 	struct explain *e;
 	uint64_t free_sum = 0;
@@ -392,7 +393,7 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 	if (!proc__live(proc))
 		return 0; /* retired: the allocation table is gone */
 	e = malloc(sizeof(*e));
-	if (!e || explain__proc(b, proc, t->exited ? t->exit_ns : o->now_ns, e)) {
+	if (!e || explain__proc(&src, proc, t->exited ? t->exit_ns : o->now_ns, e)) {
 		free(e);
 		return -ENOMEM;
 	}

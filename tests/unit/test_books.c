@@ -773,11 +773,12 @@ static void fx_numbered(struct fx *f, uint8_t op, uint64_t key, uint64_t bytes, 
 /* The memory breakdown's device bytes, over every device, as the books hold them. */
 static void expect_breakdown(struct fx *f, struct proc *p, uint64_t device_bytes)
 {
+	struct explain_src src = books__explain_src(f->b);
 	struct explain *e = malloc(sizeof(*e));
 	uint64_t sum = 0, outside = 0;
 
 	assert_non_null(e);
-	assert_int_equal(explain__proc(f->b, p, books__now(f->b), e), 0);
+	assert_int_equal(explain__proc(&src, p, books__now(f->b), e), 0);
 	for (uint32_t i = 0; i < e->ndevs; i++) {
 		sum += e->devs[i].device_bytes;
 		outside += e->devs[i].outside_torch;
