@@ -179,7 +179,7 @@ const struct cli_option cli_options[] = {
 	{ "verbose", 'v', NULL, "more messages on stderr (-vv, -vvv)" },
 	{ "quiet", 'q', NULL, "errors only on stderr" },
 	{ "help", 'h', NULL, "this subcommand's options and an example" },
-	{ NULL },
+	{ .name = NULL },
 };
 #pragma GCC diagnostic pop
 
@@ -394,7 +394,7 @@ const struct cli_command cli_commands[] = {
 		.hidden = true,
 		.run = doc__run_man,
 	},
-	{ NULL },
+	{ .name = NULL },
 };
 
 const struct cli_doc cli_doc = {
