@@ -165,18 +165,6 @@ static int build_rows(struct view *v, const struct snapshot *s)
 	return 0;
 }
 
-static void fmt_rate(double v, char *buf, size_t len)
-{
-	char b[32];
-
-	if (v == 0) {
-		snprintf(buf, len, "0");
-		return;
-	}
-	fmt_bytes(u64_of(v < 0 ? -v : v), b, sizeof(b));
-	snprintf(buf, len, "%c%.24s/s", v < 0 ? '-' : '+', b);
-}
-
 /* One line at y, cut at the screen's width; attr for the whole line when it is selected. */
 static void line(int y, int attr, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void line(int y, int attr, const char *fmt, ...)

@@ -11,18 +11,6 @@
 #include "trace/probes.h"
 #include "util/fmt.h"
 
-static void fmt_rate(double v, char *buf, size_t len)
-{
-	char b[32];
-
-	if (v == 0) {
-		snprintf(buf, len, "0");
-		return;
-	}
-	fmt_bytes(u64_of(v < 0 ? -v : v), b, sizeof(b));
-	snprintf(buf, len, "%c%.28s/s", v < 0 ? '-' : '+', b);
-}
-
 struct ranked {
 	const struct snap_proc *p;
 	const struct snap_stack *st;

@@ -18,3 +18,15 @@ const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.2f %s", v, units[u]);
 	return buf;
 }
+
+void fmt_rate(double v, char *buf, size_t len)
+{
+	char b[32];
+
+	if (v == 0) {
+		snprintf(buf, len, "0");
+		return;
+	}
+	fmt_bytes(u64_of(v < 0 ? -v : v), b, sizeof(b));
+	snprintf(buf, len, "%c%.28s/s", v < 0 ? '-' : '+', b);
+}

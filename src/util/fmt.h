@@ -10,6 +10,8 @@
 
 /* Human-readable byte count ("1.50 GiB") into buf (truncated to len); returns buf. */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* A rate of bytes per second, signed ("+1.50 MiB/s", "-3 B/s", "0") into buf (truncated to len). */
+void fmt_rate(double bytes_per_s, char *buf, size_t len);
 /* v as an unsigned integer (rounded down): 0 if negative or NaN, UINT64_MAX if beyond. */
 static inline uint64_t u64_of(double v)
 {
