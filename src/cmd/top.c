@@ -52,16 +52,6 @@ struct view {
 
 static const char *const sort_names[] = { "growth", "bytes", "name" };
 
-static double proc_growth(const struct snap_proc *p)
-{
-	double g = 0;
-
-	for (uint32_t i = 0; i < p->nstacks; i++)
-		if (p->stacks[i].cls == GL_CLASS_DEVICE)
-			g += p->stacks[i].growth_bytes_per_s;
-	return g;
-}
-
 static uint64_t proc_bytes(const struct snap_proc *p)
 {
 	return p->bytes[GL_CLASS_DEVICE] + p->bytes[GL_CLASS_MANAGED] +
@@ -90,7 +80,7 @@ static int by_proc(const void *a, const void *b)
 	else if (sorting == GL_SORT_BYTES)
 		c = cmp_u64(proc_bytes(x->p), proc_bytes(y->p));
 	else
-		c = cmp_double(proc_growth(x->p), proc_growth(y->p));
+		c = cmp_double(report__proc_growth(x->p), report__proc_growth(y->p));
 	return c ?: cmp_u64(proc_bytes(x->p), proc_bytes(y->p)) ?: x->p->pid - y->p->pid;
 }
 
@@ -255,7 +245,7 @@ static void proc_line(int y, int attr, const struct row *r)
 
 	fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d));
 	fmt_bytes(p->bytes[GL_CLASS_TORCH_BLOCK], t, sizeof(t));
-	fmt_rate(proc_growth(p), g, sizeof(g));
+	fmt_rate(report__proc_growth(p), g, sizeof(g));
 	if (COLS >= 80)
 		line(y, attr, "%7d %-15.15s %11s %11s %12s %7llu %s", p->pid, p->comm, d, t, g,
 		     (unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running");

@@ -53,6 +53,8 @@ int report__json(FILE *f, const struct snapshot *s);
 char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);
+/* How fast a process's device memory grows: its device stacks' growth added up, bytes/s. */
+double report__proc_growth(const struct snap_proc *p);
 
 /*
  * The name a frame has in folded stacks and flame graphs: a native frame's

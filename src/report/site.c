@@ -85,3 +85,13 @@ void report__site(const struct snap_stack *st, char *buf, size_t len)
 			 basename_of(f->module) ? basename_of(f->module) : "?",
 			 (unsigned long long)f->offset);
 }
+
+double report__proc_growth(const struct snap_proc *p)
+{
+	double g = 0;
+
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].cls == GL_CLASS_DEVICE)
+			g += p->stacks[i].growth_bytes_per_s;
+	return g;
+}

@@ -48,16 +48,6 @@ static int by_bytes(const void *a, const void *b)
 	return by_growth(a, b);
 }
 
-static double proc_growth(const struct snap_proc *p)
-{
-	double g = 0;
-
-	for (uint32_t i = 0; i < p->nstacks; i++)
-		if (p->stacks[i].cls == GL_CLASS_DEVICE)
-			g += p->stacks[i].growth_bytes_per_s;
-	return g;
-}
-
 static const struct top_opts *sorting; /* the comparators' key */
 
 static uint64_t proc_bytes(const struct snap_proc *p)
@@ -71,7 +61,7 @@ static int by_proc(const void *a, const void *b)
 {
 	const struct snap_proc *x = *(const struct snap_proc *const *)a;
 	const struct snap_proc *y = *(const struct snap_proc *const *)b;
-	double gx = proc_growth(x), gy = proc_growth(y);
+	double gx = report__proc_growth(x), gy = report__proc_growth(y);
 	int c = sorting->sort_name ? strcmp(x->comm, y->comm) : 0;
 
 	if (!c && sorting->sort_bytes && proc_bytes(x) != proc_bytes(y))
@@ -97,7 +87,7 @@ static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts 
 		const struct snap_proc *p = order[i];
 		char d[32], m[32], h[32], t[32], g[32];
 
-		fmt_rate(proc_growth(p), g, sizeof(g));
+		fmt_rate(report__proc_growth(p), g, sizeof(g));
 		fprintf(f, "%8d %-16.16s %11s %11s %11s %11s %12s %7llu %s%s\n", p->pid, p->comm,
 			fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 			fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
