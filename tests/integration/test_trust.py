@@ -96,8 +96,9 @@ def test_no_false_alarm_in_summaries_of_a_busy_process(tmp):
 
 
 def test_sigint_under_load_is_consistent(tmp):
-    # under ASan gpuleak drains several times slower: fewer threads keep the ring buffer whole
-    threads = "4" if SAN else "16"
+    # under ASan gpuleak drains several times slower: fewer threads keep the ring buffer whole;
+    # 16 threads on two busy cores outran the one consumer (events lost, and said so)
+    threads = "4" if SAN else "8"
     for _ in range(3):
         wl = Workload("wl_load", "--threads", threads, "--iters", "30", tmp=tmp, wait=False)
         wl.wait_ready()
