@@ -246,6 +246,10 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
     lib = os.path.join(shared, "lib", "libcuda.so.1")
     shutil.copy(FAKECUDA, lib)
     os.chmod(lib, 0o755)
+    # the other user may not reach the checkout (a clone under a 0700 temporary folder)
+    wl = os.path.join(shared, "wl_dlopen")
+    shutil.copy(os.path.join(WORKLOADS, "wl_dlopen"), wl)
+    os.chmod(wl, 0o755)
     err_path = os.path.join(tmp, "serve.err")
     with open(err_path, "wb") as ef:
         agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
@@ -260,7 +264,7 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
         def as_nobody():
             os.setgid(65534)
             os.setuid(65534)
-        p = subprocess.run([os.path.join(WORKLOADS, "wl_dlopen"), "--lib", lib, "--no-wait",
+        p = subprocess.run([wl, "--lib", lib, "--no-wait",
                             "--truth", truth_path], preexec_fn=as_nobody, timeout=30,
                            capture_output=True, start_new_session=True)
         check_eq(p.returncode, 0, f"the other user's workload ({p.stderr!r})")
