@@ -37,12 +37,17 @@ static int to_offset(const struct image *im, uint64_t vaddr, int exec, uint64_t 
 	return -ENOENT;
 }
 
-/* A pointer to len bytes at vaddr in the image, or NULL. */
-static const void *at_vaddr(const struct image *im, uint64_t vaddr, uint64_t len)
+/*
+ * A pointer to len bytes at vaddr in the image, aligned to align (a power of two) as the
+ * tables read through it must be, or NULL: a table the linker would have aligned is malformed
+ * when it is not.
+ */
+static const void *at_vaddr(const struct image *im, uint64_t vaddr, uint64_t len, uint64_t align)
 {
 	uint64_t off;
 
-	if (to_offset(im, vaddr, 0, &off) || !in_image(im, off, len))
+	if (to_offset(im, vaddr, 0, &off) || !in_image(im, off, len) ||
+	    ((uintptr_t)(im->base + off) & (align - 1)))
 		return NULL;
 	return im->base + off;
 }
@@ -50,7 +55,7 @@ static const void *at_vaddr(const struct image *im, uint64_t vaddr, uint64_t len
 /* Symbols in DT_GNU_HASH: one past the highest index any chain reaches. */
 static int gnu_hash_count(const struct image *im, uint64_t vaddr, uint64_t *count)
 {
-	const uint32_t *h = at_vaddr(im, vaddr, 16), *buckets, *chain;
+	const uint32_t *h = at_vaddr(im, vaddr, 16, 4), *buckets, *chain;
 	uint32_t nbuckets, symoffset, bloom, max = 0;
 
 	if (!h)
@@ -58,7 +63,7 @@ static int gnu_hash_count(const struct image *im, uint64_t vaddr, uint64_t *coun
 	nbuckets = h[0];
 	symoffset = h[1];
 	bloom = h[2];
-	buckets = at_vaddr(im, vaddr + 16 + (uint64_t)bloom * 8, (uint64_t)nbuckets * 4);
+	buckets = at_vaddr(im, vaddr + 16 + (uint64_t)bloom * 8, (uint64_t)nbuckets * 4, 4);
 	if (!buckets || !nbuckets)
 		return -ENOEXEC;
 	for (uint32_t i = 0; i < nbuckets; i++)
@@ -73,7 +78,7 @@ static int gnu_hash_count(const struct image *im, uint64_t vaddr, uint64_t *coun
 		uint64_t cv = vaddr + 16 + (uint64_t)bloom * 8 + (uint64_t)nbuckets * 4 +
 			      (i - symoffset) * 4;
 
-		chain = at_vaddr(im, cv, 4);
+		chain = at_vaddr(im, cv, 4, 4);
 		if (!chain)
 			return -ENOEXEC;
 		if (*chain & 1) {
@@ -147,10 +152,10 @@ int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx
 		return -ENOEXEC;
 	}
 	if (hash) {
-		const uint32_t *h = at_vaddr(&im, hash, 8);
+		const uint32_t *h = at_vaddr(&im, hash, 8, 4);
 
 		if (!h) {
-			*why = "its DT_HASH table lies outside the file";
+			*why = "its DT_HASH table lies outside the file or is misaligned";
 			return -ENOEXEC;
 		}
 		count = h[1];
@@ -158,10 +163,10 @@ int elfdyn__for_each_func(const void *base, size_t size, elfdyn_fn fn, void *ctx
 		*why = "its dynamic segment has no readable DT_HASH or DT_GNU_HASH to count symbols";
 		return -ENOEXEC;
 	}
-	strs = at_vaddr(&im, strtab, strsz);
-	syms = at_vaddr(&im, symtab, count * sizeof(Elf64_Sym));
+	strs = at_vaddr(&im, strtab, strsz, 1);
+	syms = at_vaddr(&im, symtab, count * sizeof(Elf64_Sym), 8);
 	if (!strs || !syms) {
-		*why = "its dynamic symbol or string table lies outside the file";
+		*why = "its dynamic symbol or string table lies outside the file or is misaligned";
 		return -ENOEXEC;
 	}
 	for (uint64_t i = 0; i < count; i++) {
