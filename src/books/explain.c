@@ -57,7 +57,10 @@ const char *explain__library_group(const char *path, bool program)
 			return known[i].group;
 	if (strstr(path, "/cupy/") || strstr(path, "/cupy_backends/") || strstr(base, "cupy"))
 		return "cupy";
-	if (strstr(path, "/jaxlib/") || strstr(path, "/xla/"))
+	/* jaxlib's xla_extension, and the CUDA plugins of newer JAX (jax_plugins/xla_cuda13/
+	 * xla_cuda_plugin.so, jax_cuda13_plugin/...) */
+	if (strstr(path, "/jaxlib/") || strstr(path, "/xla/") || strstr(path, "/jax_plugins/") ||
+	    strstr(path, "/jax_cuda") || !strncmp(base, "xla_", 4) || !strncmp(base, "libjax", 6))
 		return "xla";
 	return program ? "program" : base;
 }
@@ -239,7 +242,34 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 	}
 	a->d.outside_torch += v->size;
 	add_lib(a, si->lib, v->size);
+	if (v->size > a->d.largest_alloc) {
+		a->d.largest_alloc = v->size;
+		a->d.largest_stack = v->stack;
+		a->d.largest_lib = si->lib;
+	}
 	return 0;
+}
+
+bool explain__is_pool(const char *lib, uint64_t bytes, uint64_t dev_total, const char **framework,
+		      const char **visible_with)
+{
+	bool xla = lib && !strcmp(lib, "xla");
+
+	*framework = NULL;
+	*visible_with = NULL;
+	if (dev_total ? bytes * 100 < dev_total * EXPLAIN_POOL_SHARE_PCT :
+			bytes < (xla ? EXPLAIN_POOL_XLA_MIN : EXPLAIN_POOL_MIN))
+		return false;
+	if (xla) {
+		*framework = "XLA";
+		*visible_with = "XLA_PYTHON_CLIENT_PREALLOCATE=false "
+				"XLA_PYTHON_CLIENT_ALLOCATOR=platform (each buffer its own "
+				"driver allocation, at the Python line that made it)";
+	} else {
+		*visible_with = "make the framework allocate on demand, not preallocate (its "
+				"own setting), so that each buffer is a driver allocation";
+	}
+	return true;
 }
 
 int explain__proc(const struct explain_src *src, struct proc *proc, uint64_t now,

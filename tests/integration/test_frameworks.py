@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Allocation patterns of frameworks beside PyTorch, and of steady services, against the
+CUDA driver stand-in (tests/workloads/wl_frameworks.c): XLA's preallocated pool (one block
+of 3/4 of the device, results carved out of it with no driver call) is named with the
+settings that make its buffers visible and draws no leak verdict; a service with a
+preallocated cache and requests of random sizes, and training on batches of random
+length through a caching allocator, draw no leak verdict; a job that leaked before
+gpuleak attached is still named at its line, and what it held before is reported as
+such."""
+import os
+
+from harness import (Tracer, Workload, check, check_eq, check_books, check_sites, process,
+                     run_gpuleak)
+from test_verdicts import build_fake_nvml
+
+MIB = 1 << 20
+GIB = 1 << 30
+POOL_CAPACITY = 8 * GIB
+RESOLUTION = "50ms"  # a verdict needs 8 of these
+
+
+def trace(tmp, scenario, *wl_args, nvml=None, capacity=None, tracer=("attach", "-i", "0"),
+          tracer_args=("--resolution", RESOLUTION)):
+    """Runs the scenario under gpuleak (attached while the workload waits). nvml: None (no
+    NVML), or {'total': bytes, 'self': bytes the process uses}. Returns (truth, the
+    process's report or None, the text gpuleak wrote on stdout, gpuleak's stderr)."""
+    env = dict(os.environ)
+    wl_env = dict(os.environ)
+    if capacity:
+        wl_env["FAKECUDA_CAPACITY"] = str(capacity)
+    json_report = tracer[0] != "explain"
+    wl = Workload("wl_frameworks", "--scenario", scenario, *wl_args, tmp=tmp, hold=True,
+                  env=wl_env)
+    wl.wait_ready()
+    if nvml is not None:
+        libdir = build_fake_nvml(tmp)
+        nvml_file = os.path.join(tmp, "nvml.txt")
+        env.update(LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml_file)
+        with open(nvml_file, "w") as f:
+            f.write(f"device {nvml['total']} {nvml['total'] // 8} GPU-fake-0\n")
+            f.write(f"proc 0 {wl.pid} {nvml['self']}\n")
+    else:
+        # no NVML library, and no nvidia-smi command to fall back on
+        env["GPULEAK_NVIDIA_SMI"] = "/nonexistent/nvidia-smi"
+    tr = Tracer([*tracer, *tracer_args, str(wl.pid)], tmp, env=env, json_report=json_report)
+    try:
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        if json_report:
+            tr.stop()
+        else:
+            tr.wait(timeout=30)
+    finally:
+        wl.release()
+        wl.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    p = process(tr.report(), wl.pid) if json_report else None
+    return truth, p, tr.stdout(), tr.stderr()
+
+
+def check_no_leak(p, what):
+    leaks = [(s.get("site"), s["outstanding_bytes"], s.get("why")) for s in p["stacks"]
+             if s["verdict"] == "leak"]
+    check(not leaks, f"{what}: no leak verdict, got {leaks}")
+
+
+def stack_at(p, function):
+    found = [s for s in p["stacks"] if any(f.get("function") == function for f in s["frames"])]
+    check(len(found) == 1, f"one stack through {function}: {[s.get('site') for s in found]}")
+    return found[0]
+
+
+def test_xla_pool_named_with_its_settings(tmp):
+    """JAX's default: 3/4 of an 8 GiB device in one block by the XLA runtime (jaxlib's
+    xla_extension.so), 1 MiB results kept inside it every step. The report says the pool is
+    XLA's, its share of the device and line, that growth inside it is invisible, and the
+    two settings that make each buffer visible; the block is no leak."""
+    truth, p, text, _ = trace(tmp, "pool", "--iters", "30", "--interval-ms", "20",
+                              nvml={"total": POOL_CAPACITY, "self": 6 * GIB + 300 * MIB},
+                              capacity=POOL_CAPACITY)
+    check_books({"lost_events": 0}, p, truth)
+    check_sites(p, truth)
+    check_eq(truth["pool_bytes"], 6 * GIB, "the workload's pool")
+    check(truth["pool_used"] > 0, "results were kept inside the pool")
+    pools = p["memory"]["pools"]
+    check_eq(len(pools), 1, "pools found")
+    pool = pools[0]
+    check_eq(pool["bytes"], truth["pool_bytes"], "the pool's bytes")
+    check_eq(pool["framework"], "XLA", "the pool's framework")
+    check_eq(pool["library"], "xla", "the library that asked")
+    check_eq(pool["device_total_bytes"], POOL_CAPACITY, "the device's memory (NVML)")
+    check_eq(pool["growth_inside_visible"], False, "growth inside is visible")
+    check("XLA_PYTHON_CLIENT_PREALLOCATE=false" in pool["visible_with"] and
+          "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in pool["visible_with"],
+          f"both settings named: {pool['visible_with']}")
+    st = stack_at(p, "xla_standin_preallocate")
+    check_eq(pool["stack_id"], st["stack_id"], "the pool's stack")
+    check(st["verdict"] != "leak", f"the pool is no leak: {st['verdict']} {st.get('why')}")
+    check_no_leak(p, "a preallocated pool")
+    for want in ("pool: XLA's preallocated pool, 6.00 GiB in one allocation (75% of ",
+                 "growth inside it is invisible to gpuleak",
+                 "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"):
+        check(want in text, f"the text report says {want!r}:\n{text}")
+
+
+def test_xla_pool_without_nvml_and_in_explain(tmp):
+    """Without NVML the device's size is not known: XLA's block of 6 GiB is still named a
+    pool (device total null), and gpuleak explain says the same."""
+    truth, p, _, _ = trace(tmp, "pool", "--iters", "5", "--interval-ms", "10",
+                           capacity=POOL_CAPACITY)
+    pools = p["memory"]["pools"]
+    check(len(pools) == 1 and pools[0]["device_total_bytes"] is None and
+          pools[0]["framework"] == "XLA", f"the pool without NVML: {pools}")
+    _, _, out, _ = trace(tmp, "pool", "--iters", "5", "--interval-ms", "10",
+                         capacity=POOL_CAPACITY, tracer=("explain", "-d", "1500ms"),
+                         tracer_args=())
+    check("pool: XLA's preallocated pool, 6.00 GiB in one allocation" in out and
+          "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in out, f"explain names the pool:\n{out}")
+
+
+def test_service_with_cache_and_random_requests_is_steady(tmp):
+    """An inference service: a cache preallocated once, then requests of 1 to 8 buffers of
+    random sizes, freed when answered: no leak verdict; the cache held once, the requests
+    back to nothing."""
+    truth, p, _, _ = trace(tmp, "service", "--iters", "80", "--interval-ms", "15")
+    check_books({"lost_events": 0}, p, truth)
+    check_sites(p, truth)
+    check_no_leak(p, "a steady service")
+    check_eq(stack_at(p, "pool_site_cache")["verdict"], "steady", "the cache's verdict")
+    check_eq(p["memory"]["pools"], [], "a 32 MiB cache is no framework pool")
+
+
+def test_batches_of_random_length_are_steady(tmp):
+    """Training on batches of random length through a caching allocator: the reserve
+    follows the longest batch so far and stays; no leak verdict."""
+    truth, p, _, _ = trace(tmp, "batches", "--iters", "80", "--interval-ms", "15")
+    check_books({"lost_events": 0}, p, truth)
+    check_sites(p, truth)
+    check_no_leak(p, "batches of random length")
+
+
+def test_late_attach_names_the_leak_and_what_came_before(tmp):
+    """A job that leaked 16 steps before gpuleak attached: the leak is named at its line
+    once it goes on, and NVML's figure minus what gpuleak saw is reported as the context
+    and memory from before attach, with no unmatched frees."""
+    steps, size = 40, MIB
+    total = (16 + steps) * size
+    truth, p, text, _ = trace(tmp, "late", "--iters", str(steps), "--interval-ms", "25",
+                              nvml={"total": 64 * GIB, "self": total})
+    check_books({"lost_events": 0}, p, truth)
+    check_eq(truth["pre_attach"], 16 * size, "the workload's memory from before attach")
+    st = stack_at(p, "leak_site_late")
+    check_eq(st["verdict"], "leak", f"the leak's verdict ({st.get('why')})")
+    check_eq(st["outstanding_bytes"], steps * size, "bytes seen at the leak's line")
+    check_eq(p["memory"]["context_and_pre_attach_bytes"], truth["pre_attach"],
+             "context and before attach")
+    check_eq(p["pre_attach_bytes"], truth["pre_attach"], "pre_attach_bytes")
+    check_eq(p["unmatched_frees"], 0, "unmatched frees")
+    check("context and before attach 16.00 MiB" in text, f"the text says so:\n{text}")
