@@ -103,6 +103,7 @@ static void fill_frame(struct books *b, struct symbolizer *sym, struct python *p
 		out->module = "libcuda";
 		break;
 	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
+	case FRAME_NOTE: out->function = frame_note__name(f->mod); break;
 	case FRAME_PYTHON:
 		out->kind = "python";
 		out->line = (int)f->addr;
@@ -117,13 +118,18 @@ static int fill_frames(struct books *b, struct symbolizer *sym, struct python *p
 		       struct snap_stack *st)
 {
 	const struct frame *frames = stacks__get(books__stacks(b), id, &st->nframes);
+	bool inferred = false;
 
 	st->id = id;
 	st->frames = calloc(st->nframes ? st->nframes : 1, sizeof(*st->frames));
 	if (!st->frames)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < st->nframes; i++)
+	for (uint32_t i = 0; i < st->nframes; i++) {
 		fill_frame(b, sym, py, &frames[i], &st->frames[i]);
+		if (frames[i].kind == FRAME_NOTE && frames[i].mod == NOTE_PY_INFERRED)
+			inferred = true;
+		st->frames[i].inferred = inferred && frames[i].kind == FRAME_PYTHON;
+	}
 	return 0;
 }
 

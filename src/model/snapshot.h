@@ -21,6 +21,7 @@ struct snap_frame {
 	uint64_t sym_off;     /* offset inside function */
 	uint64_t address;     /* absolute address when no module is known */
 	int line;
+	bool inferred; /* python: another thread's frame, the caller inferred (stacks.h) */
 };
 
 struct snap_stack {

@@ -28,6 +28,8 @@ static void write_frame(struct jsonw *w, const struct snap_frame *f)
 		jsonw__field_string(w, "file", f->file);
 	if (f->line)
 		jsonw__field_s64(w, "line", f->line);
+	if (f->inferred)
+		jsonw__field_bool(w, "inferred", true);
 	jsonw__end_object(w);
 }
 

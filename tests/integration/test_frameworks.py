@@ -9,8 +9,8 @@ gpuleak attached is still named at its line, and what it held before is reported
 such."""
 import os
 
-from harness import (Tracer, Workload, check, check_eq, check_books, check_sites, process,
-                     run_gpuleak)
+from harness import (OUTPUT, Tracer, Workload, check, check_books, check_eq, check_sites,
+                     process)
 from test_verdicts import build_fake_nvml
 
 MIB = 1 << 20
@@ -158,3 +158,58 @@ def test_late_attach_names_the_leak_and_what_came_before(tmp):
     check_eq(p["pre_attach_bytes"], truth["pre_attach"], "pre_attach_bytes")
     check_eq(p["unmatched_frees"], 0, "unmatched frees")
     check("context and before attach 16.00 MiB" in text, f"the text says so:\n{text}")
+
+
+def worker_stacks(tmp, *wl_args):
+    """py_stacks.py with the XLA runtime stand-in's worker thread allocating while the
+    main thread waits in the call: (truth, the process's report)."""
+    from test_python import traced_run
+    xla = os.path.join(OUTPUT, "workloads", "jaxlib", "xla_extension.so")
+    wl, truth, tr = traced_run(tmp, wl_args=("--depth", "0", "--worker", xla, *wl_args))
+    return truth, process(tr.report(), wl.pid)
+
+
+def through_worker(p):
+    found = [s for s in p["stacks"]
+             if any(f.get("function") == "xla_standin_worker" for f in s["frames"])]
+    check(found, f"a stack through the worker thread: {[s.get('site') for s in p['stacks']]}")
+    return found
+
+
+def test_worker_thread_caller_inferred(tmp):
+    """A thread that runs no Python allocates while the main thread waits in the call that
+    started it: its stack goes on, behind a note saying so, with the main thread's Python
+    frames at that call, each marked inferred; the site says (inferred)."""
+    from test_python import check_site, py_frames
+    truth, p = worker_stacks(tmp)
+    site = truth["py_sites"]["worker"]
+    check_site(p, "worker", site)
+    for st in through_worker(p):
+        names = [f.get("function") or "" for f in st["frames"]]
+        note = [i for i, n in enumerate(names) if n.startswith("[inferred caller")]
+        check(note, f"the note before the inferred frames: {names}")
+        after = st["frames"][note[0] + 1:]
+        check(after and all(f["kind"] == "python" and f.get("inferred") for f in after),
+              f"every frame after the note is Python and inferred: {after}")
+        check(not any(f.get("inferred") for f in st["frames"][:note[0]]),
+              "the worker's own frames are not inferred")
+        check(st["site"].endswith("(inferred)"), f"the site says inferred: {st['site']}")
+        check_eq(py_frames(st)[0][2], site["frames"][0][2], "the inferred line")
+    # the main thread's own sites are its own, not inferred
+    for name in ("main", "thread"):
+        check_site(p, name, truth["py_sites"][name])
+    for st in p["stacks"]:
+        if any(f.get("function") == "alloc_in_main" for f in st["frames"]):
+            check(not any(f.get("inferred") for f in st["frames"]), "main's frames inferred")
+
+
+def test_worker_thread_with_several_python_threads_says_why(tmp):
+    """With two more Python threads waiting inside Python code, the caller cannot be told:
+    no Python frames are inferred, and the stack says why instead."""
+    _, p = worker_stacks(tmp, "--idle-threads", "2")
+    for st in through_worker(p):
+        check(not [f for f in st["frames"] if f["kind"] == "python"],
+              f"no Python frames guessed: {st['frames']}")
+        check(any((f.get("function") or "").startswith("[no Python caller") and
+                  "several Python threads" in f["function"] for f in st["frames"]),
+              f"the note says why: {[f.get('function') for f in st['frames']]}")
