@@ -213,3 +213,31 @@ def test_worker_thread_with_several_python_threads_says_why(tmp):
         check(any((f.get("function") or "").startswith("[no Python caller") and
                   "several Python threads" in f["function"] for f in st["frames"]),
               f"the note says why: {[f.get('function') for f in st['frames']]}")
+
+
+def test_inferred_caller_kept_by_recordings(tmp):
+    """A recording keeps the note and the inferred frames: its report shows the worker's
+    stack as the live attach does, with no Python process left to ask."""
+    from test_python import PyWorkload, check_site
+    from test_record import recorder, report
+    xla = os.path.join(OUTPUT, "workloads", "jaxlib", "xla_extension.so")
+    wl = PyWorkload(tmp, "--depth", "0", "--worker", xla)
+    try:
+        wl.wait_ready()
+        rec, tr = recorder(tmp, "worker.glr", str(wl.pid))
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    finally:
+        check_eq(wl.finish(), 0, "workload exit status")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    p = process(rep, wl.pid)
+    check_site(p, "worker", truth["py_sites"]["worker"])
+    for st in through_worker(p):
+        check(any((f.get("function") or "").startswith("[inferred caller") for f in st["frames"])
+              and any(f.get("inferred") for f in st["frames"]),
+              f"the note and inferred frames in the recording's report: {st['frames']}")
+    check("[python, inferred]" in text and "[inferred caller:" in text,
+          f"the text report shows them:\n{text}")
