@@ -32,8 +32,14 @@ echo "frameworks: gpuleak $("$gl" version 2>&1 | head -1), output in $out"
 
 # fw_raw is built in the background while the first cases run
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+cuda_root=$(dirname "$(dirname "$nvcc")")
+libcuda=-lcuda # the driver itself where it is, else the toolkit's stub to link against
+for f in /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1; do
+	[ -e "$f" ] && { libcuda=$f; break; }
+done
 (cd "$out" && "$nvcc" -O2 -Xcompiler -fomit-frame-pointer -o fw_raw "$here/fw_raw.cu" \
-	-L/usr/local/cuda/lib64/stubs -L/usr/local/nvidia/lib64 -lcuda > nvcc.log 2>&1) &
+	-L"$cuda_root/lib64/stubs" -L"$cuda_root/targets/x86_64-linux/lib/stubs" "$libcuda" \
+	> nvcc.log 2>&1) &
 nvcc_pid=$!
 
 wpid= gpid= case_end=$((SECONDS + total_timeout))
