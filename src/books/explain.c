@@ -46,7 +46,6 @@ const char *explain__library_group(const char *path, bool program)
 	} known[] = {
 		{ "libnccl", "nccl" },	       { "libcublasLt", "cublas" },
 		{ "libcublas", "cublas" },     { "libcudnn", "cudnn" },
-		{ "libxla", "xla" },	       { "xla_extension", "xla" },
 		{ "libcufft", "cufft" },       { "libcusparse", "cusparse" },
 		{ "libcusolver", "cusolver" },
 	};
@@ -57,10 +56,7 @@ const char *explain__library_group(const char *path, bool program)
 			return known[i].group;
 	if (strstr(path, "/cupy/") || strstr(path, "/cupy_backends/") || strstr(base, "cupy"))
 		return "cupy";
-	/* jaxlib's xla_extension, and the CUDA plugins of newer JAX (jax_plugins/xla_cuda13/
-	 * xla_cuda_plugin.so, jax_cuda13_plugin/...) */
-	if (strstr(path, "/jaxlib/") || strstr(path, "/xla/") || strstr(path, "/jax_plugins/") ||
-	    strstr(path, "/jax_cuda") || !strncmp(base, "xla_", 4) || !strncmp(base, "libjax", 6))
+	if (libcuda__is_xla_path(path))
 		return "xla";
 	return program ? "program" : base;
 }

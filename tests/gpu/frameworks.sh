@@ -8,7 +8,8 @@
 # framework's own (memory_stats, JAX's device.memory_stats(), CuPy's pool counters,
 # nvidia-smi). Every case has a timeout; all of them end within about 150 s.
 #   tests/gpu/frameworks.sh [OUTDIR [CASE...]]
-# Cases: jax_default jax_platform cupy raw graphs mixed steady late (default: all).
+# Cases: jax_default jax_platform cupy raw graphs mixed steady late jax_late (default: all;
+# jax_late last, left out first when time runs short).
 # Environment: GPULEAK (.carry/gpuleak, else ./gpuleak: a 'make STATIC=1' build), PYTHON
 # (/opt/torch/.venv/bin/python3), NVCC (nvcc, else /usr/local/cuda/bin/nvcc), CASE_TIMEOUT
 # (30 s), TOTAL_TIMEOUT (150 s).
@@ -22,7 +23,7 @@ py=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$py" ] || py=python3
 out=${1:-$(mktemp -d /tmp/frameworks.XXXXXX)}
 shift $(($# > 0 ? 1 : 0))
-cases=${*:-jax_default jax_platform cupy raw graphs mixed steady late}
+cases=${*:-jax_default jax_platform cupy raw graphs mixed steady late jax_late}
 case_timeout=${CASE_TIMEOUT:-30}
 total_timeout=${TOTAL_TIMEOUT:-150}
 start=$SECONDS
@@ -89,13 +90,14 @@ run_case() { # CASE
 	mixed) cmd=("$py" "$here/fw_mixed.py") ;;
 	steady) cmd=("$py" "$here/fw_steady.py") ;;
 	late) cmd=("$py" "$here/fw_late.py") ;;
+	jax_late) cmd=("$py" "$here/fw_jax.py"); env_extra=(FW_LATE=1) ;;
 	*) echo "FAIL $c: no such case"; return ;;
 	esac
 	env FW_GO="$dir/go" FW_DONE="$dir/done.json" FW_EXIT="$dir/exit" FW_PRE="$dir/pre.json" \
 		"${env_extra[@]}" "${cmd[@]}" > "$dir/workload.out" 2> "$dir/workload.err" &
 	wpid=$!
 	wait_for "$dir/workload.out" '^ready' 20 || { fail_case "$c" "the workload never said ready"; return; }
-	if [ "$c" = late ]; then
+	if [ "$c" = late ] || [ "$c" = jax_late ]; then
 		wait_for "$dir/pre.json" '' 20 || { fail_case "$c" "no figures before attach"; return; }
 	fi
 	"$gl" attach -i 0 "${gl_args[@]}" --json "$dir/gpuleak.json" "$wpid" \

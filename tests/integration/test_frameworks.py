@@ -76,9 +76,9 @@ def test_xla_pool_named_with_its_settings(tmp):
     xla_extension.so), 1 MiB results kept inside it every step. The report says the pool is
     XLA's, its share of the device and line, that growth inside it is invisible, and the
     two settings that make each buffer visible; the block is no leak."""
-    truth, p, text, _ = trace(tmp, "pool", "--iters", "30", "--interval-ms", "20",
-                              nvml={"total": POOL_CAPACITY, "self": 6 * GIB + 300 * MIB},
-                              capacity=POOL_CAPACITY)
+    truth, p, text, err = trace(tmp, "pool", "--iters", "30", "--interval-ms", "20",
+                                nvml={"total": POOL_CAPACITY, "self": 6 * GIB + 300 * MIB},
+                                capacity=POOL_CAPACITY)
     check_books({"lost_events": 0}, p, truth)
     check_sites(p, truth)
     check_eq(truth["pool_bytes"], 6 * GIB, "the workload's pool")
@@ -98,6 +98,10 @@ def test_xla_pool_named_with_its_settings(tmp):
     check_eq(pool["stack_id"], st["stack_id"], "the pool's stack")
     check(st["verdict"] != "leak", f"the pool is no leak: {st['verdict']} {st.get('why')}")
     check_no_leak(p, "a preallocated pool")
+    # it had CUDA before the attach: a pool from then would not have been seen
+    check("has XLA loaded (" in err and "xla_extension.so) and used CUDA before gpuleak "
+          "attached" in err and "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in err,
+          f"the warning about a pool from before attach:\n{err}")
     for want in ("pool: XLA's preallocated pool, 6.00 GiB in one allocation (75% of ",
                  "growth inside it is invisible to gpuleak",
                  "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"):
@@ -138,6 +142,21 @@ def test_batches_of_random_length_are_steady(tmp):
     check_books({"lost_events": 0}, p, truth)
     check_sites(p, truth)
     check_no_leak(p, "batches of random length")
+
+
+def test_no_xla_warning_when_attached_first(tmp):
+    """gpuleak run starts the program under its probes: nothing came before, no warning
+    about XLA's pool from before attach."""
+    from harness import WORKLOADS
+    env = dict(os.environ, FAKECUDA_CAPACITY=str(POOL_CAPACITY),
+               GPULEAK_NVIDIA_SMI="/nonexistent/nvidia-smi")
+    tr = Tracer(["run", "--", os.path.join(WORKLOADS, "wl_frameworks"), "--scenario", "pool",
+                 "--iters", "3", "--interval-ms", "10", "--no-wait"], tmp, env=env)
+    check_eq(tr.wait(timeout=60), 0, "gpuleak run's exit status")
+    check("has XLA loaded" not in tr.stderr(), f"no warning:\n{tr.stderr()}")
+    p = tr.report()["processes"][0]
+    check_eq(stack_at(p, "xla_standin_preallocate")["outstanding_bytes"], POOL_CAPACITY // 4 * 3,
+             "the pool is seen from its start")
 
 
 def test_late_attach_names_the_leak_and_what_came_before(tmp):
