@@ -200,7 +200,8 @@ def jax_late(c):
     c.nvml_line()
 
 
-CASES = {"jax_late": jax_late, "jax_default": jax_default, "jax_platform": jax_platform, "cupy": cupy_case,
+CASES = {"jax_late": jax_late, "jax_default": jax_default, "jax_platform": jax_platform,
+         "cupy": cupy_case,
          "raw": raw, "graphs": graphs, "mixed": mixed, "steady": steady, "late": late}
 
 

@@ -24,7 +24,7 @@
  * "pool_used" (bytes carved out of the pool), "pre_attach" and "requests".
  *
  * Options: --scenario NAME, --iters N, --interval-ms N (default 50),
- * --size BYTES (default 1 MiB).
+ * --size BYTES (default 1 MiB), --seed N (of the random sizes; default 12345).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -190,6 +190,7 @@ int main(int argc, char **argv)
 	}
 	if (!scenario)
 		wl_die("--scenario pool|service|batches|late is required");
+	seed = (unsigned int)wl_take_num(&argc, argv, "--seed", UINT32_MAX, seed);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_INTERVAL | WL_OPT_SIZE);
 	if (!o.size)
 		wl_die("--size must not be 0");
