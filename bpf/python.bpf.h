@@ -246,6 +246,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		if (!w.found) {
 			w.tstate = 0;
 			w.status = GL_PY_OK;
+			w.busy = 0; /* the full search below counts every other thread */
+			w.other = 0;
 		}
 	}
 	if (!w.found)
