@@ -5,8 +5,7 @@
 #   make test-python-versions   runs the unit test test_python_proc and the integration
 #                               tests test_python.py, the inferred callers of threads
 #                               without Python (test_frameworks) and the census's walk
-#                               (test_census's
-#                               stand-in) once per CPython 3.10+ found in
+#                               (test_census's stand-in) once per CPython 3.10+ found in
 #                               $(PYENV_ROOT)/versions (default ~/.pyenv) and once with
 #                               /usr/bin/python3; fails if any run fails or no interpreter
 #                               was found.
