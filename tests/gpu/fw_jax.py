@@ -49,7 +49,7 @@ def main():
         keep_result(kept, x, float(i))
     stats = dev.memory_stats() or {}
     fw_common.done({
-        "framework": "jax " + jax.__version__,
+        "framework": f"jax {jax.__version__} on {jax.default_backend()} ({dev.device_kind})",
         "allocator": os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "default (bfc)"),
         "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true"),
         "kept": len(kept),
