@@ -390,6 +390,15 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    B(cached, 0));
 		return;
 	}
+	if (f->top_lib && !strcmp(f->top_lib, "xla") &&
+	    matters(f->top_lib_bytes, f->request, f->held)) {
+		set(out, OOM_CAUSE_OUTSIDE_TORCH,
+		    "leave room beside XLA: XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX preallocates 75% "
+		    "of the device) or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION",
+		    "%s held %s outside PyTorch's allocator (of %s outside it, %s in all)",
+		    f->top_lib, B(f->top_lib_bytes, 0), B(f->outside_torch, 1), B(f->held, 2));
+		return;
+	}
 	if (f->top_lib && matters(f->top_lib_bytes, f->request, f->held)) {
 		set(out, OOM_CAUSE_OUTSIDE_TORCH,
 		    "bound the library's own memory (its workspace or pool settings, e.g. "

@@ -243,6 +243,12 @@ static void test_oom_causes(void **state)
 				     .held = 60 * MIB, .torch_reserved = 20 * MIB,
 				     .torch_allocated = 20 * MIB, .outside_torch = 40 * MIB,
 				     .top_lib = "nccl", .top_lib_bytes = 40 * MIB } },
+		/* PyTorch beside JAX in one process: XLA's preallocation holds the device */
+		{ "outside_torch_xla", { .request = 8 * MIB, .torch_request = true,
+					 .blocks_seen = true, .held = 60 * MIB,
+					 .torch_reserved = 12 * MIB, .torch_allocated = 12 * MIB,
+					 .outside_torch = 48 * MIB, .top_lib = "xla",
+					 .top_lib_bytes = 48 * MIB } },
 		{ "other_processes", { .request = 8 * MIB, .torch_request = true, .held = 20 * MIB,
 				       .torch_reserved = 20 * MIB, .nvml = true,
 				       .proc_listed = true, .proc_used = 20 * MIB,
