@@ -336,7 +336,10 @@ static void drop_capabilities(struct agent *a)
 	caps__names(after, kept, sizeof(kept));
 	caps__names(before & ~after, dropped, sizeof(dropped));
 	if (err)
-		log_warn("could not give up capabilities: %s", strerror(-err));
+		log_warn("could not give up capabilities: %s (serve keeps running with all it "
+			 "started with; run it with only CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
+			 "CAP_SYS_RESOURCE to need no drop)",
+			 strerror(-err));
 	else
 		log_info("capabilities kept: %s", kept[0] ? kept : "none");
 	log_debug("capabilities given up: %s", dropped[0] ? dropped : "none");
@@ -409,7 +412,9 @@ int serve__run(const struct gl_opts *o)
 	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);
 	if (!a.http) {
-		log_error("cannot listen on %s: %s", o->listen, strerror(errno));
+		log_error("cannot listen on %s: %s (pick a free address with --listen ADDR:PORT; "
+			  "`ss -ltnp` shows who holds a port)",
+			  o->listen, strerror(errno));
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}
