@@ -63,13 +63,17 @@ class Agent:
         return rc
 
 
-def start_prometheus(tmp, target):
+def start_prometheus(tmp, targets):
+    """A Prometheus of the test's own scraping targets: "HOST:PORT" (job gpuleak) or a
+    list of (job, "HOST:PORT"); returns the process and its URL once it is ready."""
+    if isinstance(targets, str):
+        targets = [("gpuleak", targets)]
     port = free_port()
     cfg = os.path.join(tmp, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                "scrape_configs:\n  - job_name: gpuleak\n"
-                f"    static_configs:\n      - targets: ['{target}']\n")
+    with open(cfg, "w") as f:  # JSON is YAML
+        json.dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+                   "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [t]}]}
+                                      for job, t in targets]}, f)
     log = open(os.path.join(tmp, "prometheus.log"), "wb")
     proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
                              f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
@@ -180,14 +184,15 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                      "gpuleak_probes_attached", "gpuleak_cap_hits_total",
                      "gpuleak_unmatched_frees_total", "gpuleak_build_info"):
             check(query(prom_url, name), f"health series {name} in Prometheus")
-        check(value(prom_url, "gpuleak_probes_attached") > 0, "probes attached")
+        wait_until(lambda: (value(prom_url, "gpuleak_probes_attached") or 0) > 0, 5,
+                   "probes attached, in Prometheus")
         check_eq(sorted(r["metric"]["record"] for r in query(prom_url,
                                                               "gpuleak_events_lost_total")),
                  ["call", "proc", "stack"], "lost records counted per record type")
         check_eq(value(prom_url, f'gpuleak_process_books_consistent{{pid="{steady.pid}"}}'), 1.0,
                  "the steady process's books equal the kernel's")
-        check(value(prom_url, "gpuleak_processes_forgotten_total") >= 1,
-              "the exited process counted as forgotten")
+        wait_until(lambda: (value(prom_url, "gpuleak_processes_forgotten_total") or 0) >= 1, 5,
+                   "the exited process counted as forgotten, in Prometheus")
 
         text = get(metrics_url)
         for secret in (SECRET_ARG, SECRET_ENV, "--interval-ms", "--truth", "GPULEAK_TEST"):
