@@ -336,6 +336,9 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 		d->torch_vmm > d->ext.outside_bytes ? d->torch_vmm - d->ext.outside_bytes : 0;
 	uint64_t cached = d->ext.free_bytes + vmm_free;
 	uint64_t largest = d->ext.largest_free > vmm_free ? d->ext.largest_free : vmm_free;
+	/* blocks that fit in no segment or handle seen lie in segments from before attach */
+	uint64_t outside =
+		d->ext.outside_bytes > d->torch_vmm ? d->ext.outside_bytes - d->torch_vmm : 0;
 
 	*m = (struct snap_mem_dev){
 		.dev = d->dev,
@@ -346,7 +349,8 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 		.torch_blocks = d->torch_blocks,
 		.largest_free = largest,
 		.nr_free = d->ext.nr_free + (vmm_free > 0),
-		.blocks_outside = d->torch_vmm ? 0 : d->ext.outside_bytes,
+		.blocks_outside = outside,
+		.blocks_in_seen = d->torch_allocated - outside,
 		.fragmentation = cached ? 1.0 - (double)largest / (double)cached : 0,
 		.outside_torch = d->outside_torch,
 		.leak_bytes = d->leak_bytes,
@@ -410,6 +414,8 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 		m->torch_allocated += d->torch_allocated;
 		m->torch_cached += d->torch_cached;
 		m->outside_torch += d->outside_torch;
+		m->blocks_outside += d->blocks_outside;
+		m->blocks_in_seen += d->blocks_in_seen;
 		free_sum += d->torch_cached;
 		if (d->largest_free > m->largest_free)
 			m->largest_free = d->largest_free;

@@ -94,7 +94,10 @@ struct snap_mem_dev {
 	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
 	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
 	uint64_t largest_free, nr_free; /* free extents of the reserve */
-	uint64_t blocks_outside;	/* block bytes in segments gpuleak did not see */
+	uint64_t blocks_outside;	/* block bytes in segments gpuleak did not see: those
+					   segments predate the attach (with expandable
+					   segments: at least this much) */
+	uint64_t blocks_in_seen;	/* block bytes inside the segments seen */
 	double fragmentation;		/* 1 - largest_free / cached free extents */
 	uint64_t outside_torch;
 	uint32_t nlibs;
@@ -117,6 +120,10 @@ struct snap_memory {
 	uint64_t device_bytes, torch_reserved, torch_allocated, torch_cached, outside_torch;
 	uint64_t largest_free;
 	double fragmentation;
+	/* Blocks in segments from before attach: then the reserve seen (torch_reserved)
+	 * = blocks_in_seen + torch_cached, and torch_allocated = blocks_in_seen +
+	 * blocks_outside; no identity of the whole reserve is known. */
+	uint64_t blocks_outside, blocks_in_seen;
 	uint64_t unseen;      /* NVML's figure minus what gpuleak saw: context, before attach */
 	uint64_t unexplained; /* gpuleak saw more than NVML's figure (NVML sampled apart) */
 	uint64_t pinned_host, managed;

@@ -200,3 +200,35 @@ def test_tensor_windows_leave_the_map_partial(tmp):
     o = ooms[0]["oom"]
     check_eq(o["cause"], "unknown", f"the cause: {o}")
     check("armed in windows" in o["why"], f"why: {o['why']}")
+
+
+def test_torch_reserve_before_attach(tmp):
+    """PyTorch's segments from before attach, its blocks since: the reserve gpuleak saw is
+    split into its own blocks and cached, the blocks beyond it are said to lie in a reserve
+    from before attach, and no line claims reserved = allocated + cached over figures that
+    cannot add up (allocated above reserved)."""
+    nvml_used = 4 * 8 * MIB  # three segments from before attach and one since
+    truth, p, text, ooms = explain(tmp, "torch_preattach", nvml_procs={"self": nvml_used})
+    m = p["memory"]
+    seen_blocks = truth["torch_allocated"] - truth["blocks_outside"]
+    check_eq(m["driver_level_only"], False, "PyTorch's blocks were seen")
+    check_eq(m["reserve_predates_attach"], True, "part of the reserve predates the attach")
+    check_eq(m["torch_reserved_bytes"], truth["torch_reserved"], "the reserve seen: one segment")
+    check_eq(m["torch_allocated_bytes"], truth["torch_allocated"], "every block seen")
+    check_eq(m["blocks_outside_segments_bytes"], truth["blocks_outside"],
+             "blocks in the segments from before attach")
+    check_eq(m["torch_allocated_in_seen_segments_bytes"], seen_blocks,
+             "blocks in the segment seen")
+    check_eq(m["torch_cached_bytes"], truth["torch_reserved"] - seen_blocks,
+             "cached: the segment seen minus its blocks")
+    check_eq(m["context_and_pre_attach_bytes"], truth["pre_attach"], "NVML minus what was seen")
+    check(truth["torch_allocated"] > truth["torch_reserved"],
+          f"the scenario has more blocks than reserve seen: {truth}")
+    for line in text.splitlines():
+        check(not ("reserved =" in line and "allocated" in line and "since attach" not in line),
+              f"no identity of the whole reserve: {line!r}")
+    check_text(text, "PyTorch: 26.00 MiB allocated in blocks; part of its reserve predates "
+               "the attach: 22.00 MiB of the blocks lie in segments allocated before it",
+               "of the reserve seen since attach: 8.00 MiB = 4.00 MiB allocated + 4.00 MiB "
+               "cached")
+    check_eq(ooms, [], "no failure")
