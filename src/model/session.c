@@ -480,7 +480,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		.nvml = sample_nvml(s),
+		/* explain answers for its targets even when they made no CUDA call */
+		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
@@ -505,6 +506,12 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	/* run: the launchers and shells in front of the job are no part of its report */
 	if (snap && s->o->cmd == CMD_RUN)
 		snapshot__hide_idle(snap);
+	if (snap && s->o->cmd == CMD_EXPLAIN &&
+	    snapshot__add_targets(snap, s->o->pids, s->o->nr_pids, so.nvml)) {
+		snapshot__free(snap);
+		errno = ENOMEM;
+		snap = NULL;
+	}
 	return snap;
 }
 

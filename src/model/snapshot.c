@@ -19,6 +19,7 @@
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
+#include "util/procfs.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
@@ -379,6 +380,9 @@ static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_memo
 			continue;
 		row->nvml_valid = true;
 		row->nvml_bytes = used;
+		row->nvml_total = n->devs[i].total;
+		row->nvml_free = n->devs[i].free;
+		row->nvml_others = others;
 		m->nvml_valid = true;
 		m->nvml_bytes += used;
 	}
@@ -707,4 +711,39 @@ void snapshot__hide_idle(struct snapshot *s)
 	}
 	s->nprocs = kept;
 	s->nprocs_idle += n - kept;
+}
+
+/* A target the books never heard of: NVML's figure is all it has, all from before attach. */
+static void fill_target(struct snap_proc *p, int pid, const struct nvml_sample *nvml)
+{
+	struct snap_memory *m = &p->memory;
+
+	*p = (struct snap_proc){ .pid = pid, .ns_pid = pid };
+	if (procfs__comm(pid, p->comm, sizeof(p->comm)))
+		snprintf(p->comm, sizeof(p->comm), "?");
+	m->valid = true;
+	if (nvml)
+		add_nvml_devs(nvml, pid, m);
+	m->unseen = m->nvml_bytes;
+}
+
+int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
+			  const struct nvml_sample *nvml)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t total = s->nprocs + s->nprocs_idle, j;
+		struct snap_proc *procs;
+
+		for (j = 0; j < total && s->procs[j].pid != pids[i]; j++)
+			;
+		if (j < total)
+			continue;
+		procs = realloc(s->procs, (total + 1) * sizeof(*procs));
+		if (!procs)
+			return -ENOMEM;
+		s->procs = procs;
+		memmove(&procs[s->nprocs + 1], &procs[s->nprocs], s->nprocs_idle * sizeof(*procs));
+		fill_target(&procs[s->nprocs++], pids[i], nvml);
+	}
+	return 0;
 }

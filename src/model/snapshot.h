@@ -89,8 +89,9 @@ struct snap_lib {
 /* One device of a process's breakdown (dev -1: allocations whose device is not known). */
 struct snap_mem_dev {
 	int dev;
-	bool nvml_valid;       /* NVML listed the process on this device */
-	uint64_t nvml_bytes;   /* what NVML says the process uses on it */
+	bool nvml_valid;			     /* NVML listed the process on this device */
+	uint64_t nvml_bytes;			     /* what NVML says the process uses on it */
+	uint64_t nvml_total, nvml_free, nvml_others; /* the device, its other processes */
 	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
 	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
 	uint64_t largest_free, nr_free; /* free extents of the reserve */
@@ -259,6 +260,13 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 
 /* NULL is a no-op. */
 void snapshot__free(struct snapshot *s);
+/*
+ * Adds a process for each of pids that the books have not heard of (it made
+ * no CUDA call since attach): its memory is NVML's figure alone, all counted
+ * as from before attach (unseen). Returns 0 or -ENOMEM (those added stay).
+ */
+int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
+			  const struct nvml_sample *nvml);
 /*
  * Moves the processes that made no CUDA allocation, free or failed call (a
  * shell or launcher in front of the job) behind procs[nprocs], counted in

@@ -150,12 +150,69 @@ void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent
 			indent, B(o->retry_freed, 0));
 }
 
+/* Whether the process made any CUDA call gpuleak saw. */
+static bool calls_seen(const struct snap_proc *p)
+{
+	return p->alloc_calls || p->free_calls || p->failures || p->nstacks || p->peak_device ||
+	       p->torch_reserved_bytes || p->memory.device_bytes;
+}
+
+/*
+ * A process that allocated nothing while traced: NVML's figure is all from before
+ * attach (or the context), and what an out-of-memory failure now could be told from.
+ */
+static void print_idle(FILE *f, const struct snap_proc *p)
+{
+	const struct snap_memory *m = &p->memory;
+	char buf[3][32];
+
+	fputs("  no CUDA allocation, free or failure seen since attach\n", f);
+	if (!m->nvml_valid) {
+		fputs("  memory: NVML does not list the process (no device memory, or no NVML "
+		      "here)\n",
+		      f);
+		return;
+	}
+	fprintf(f,
+		"  memory: NVML %s, all allocated before attach or the CUDA context: gpuleak "
+		"cannot split it into PyTorch's blocks, its cache or other libraries (attach "
+		"before the job allocates; gpuleak census PID names the tensors that hold it)\n",
+		B(m->nvml_bytes, 0));
+	for (uint32_t i = 0; i < m->ndevs; i++) {
+		const struct snap_mem_dev *d = &m->devs[i];
+
+		if (!d->nvml_valid)
+			continue;
+		fprintf(f,
+			"  device %d: the process %s, other processes %s, free %s of %s (NVML)\n",
+			d->dev, B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
+			fmt_bytes(d->nvml_total, (char[32]){ 0 }, 32));
+		if (d->nvml_total && d->nvml_others >= d->nvml_total / 4)
+			fprintf(f,
+				"    an out-of-memory failure now: other_processes would matter "
+				"(they hold %s, a quarter or more of the device); try: give the "
+				"job a device of its own\n",
+				B(d->nvml_others, 0));
+		else
+			fprintf(f,
+				"    an out-of-memory failure now: cause unknown: the process's "
+				"%s is all from before attach, so a leak, fragmentation or a "
+				"library outside PyTorch cannot be told; try: attach before the "
+				"job allocates (gpuleak run, or attach at its start)\n",
+				B(d->nvml_bytes, 0));
+	}
+}
+
 int report__explain(FILE *f, const struct snapshot *s)
 {
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
 
 		fprintf(f, "PID %d (%.15s)\n", p->pid, p->comm);
+		if (p->memory.valid && !calls_seen(p)) {
+			print_idle(f, p);
+			continue;
+		}
 		if (!p->memory.valid)
 			fprintf(f, "  memory: not known (the process has exited)\n");
 		else if (!p->memory.device_bytes && !p->memory.nvml_valid)

@@ -232,3 +232,50 @@ def test_torch_reserve_before_attach(tmp):
                "of the reserve seen since attach: 8.00 MiB = 4.00 MiB allocated + 4.00 MiB "
                "cached")
     check_eq(ooms, [], "no failure")
+
+
+def explain_idle(tmp, others=0):
+    """gpuleak explain on a process that allocated 48 MiB before attach and nothing while
+    traced, NVML faked (a second process holding `others` when set); returns the text."""
+    libdir = build_fake_nvml(tmp)
+    nvml_file = os.path.join(tmp, "nvml.txt")
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml_file)
+    wl = Workload("wl_explain", "--scenario", "idle", tmp=tmp, hold=True)
+    wl.wait_ready()
+    total = 100 * MIB  # NVML's device, apart from the stand-in driver's capacity
+    free = total - 48 * MIB - others
+    with open(nvml_file, "w") as f:
+        f.write(f"device {total} {free} GPU-fake-0\n")
+        f.write(f"proc 0 {wl.pid} {48 * MIB}\n")
+        if others:
+            f.write(f"proc 0 1 {others}\n")
+    tr = Tracer(["explain", "-d", "1s", str(wl.pid)], tmp, env=env, json_report=False)
+    try:
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.wait(timeout=20), 0, "gpuleak explain's exit status")
+    finally:
+        wl.release()
+        wl.wait()
+    check_eq(truth["pre_attach"], 48 * MIB, "the workload's memory from before attach")
+    with open(tr.out_path) as f:
+        return wl.pid, f.read()
+
+
+def test_explain_idle_process(tmp):
+    """No allocation in the window: explain still gives NVML's figure for the process, as
+    memory from before attach, and what an out-of-memory failure now could be told from."""
+    pid, out = explain_idle(tmp)
+    check("no CUDA allocations seen" not in out, f"the process is answered for:\n{out}")
+    check_text(out, f"PID {pid} (wl_explain)",
+               "no CUDA allocation, free or failure seen since attach",
+               "memory: NVML 48.00 MiB, all allocated before attach or the CUDA context",
+               "device 0: the process 48.00 MiB, other processes 0 B, free 52.00 MiB of "
+               "100.00 MiB (NVML)", "an out-of-memory failure now: cause unknown")
+
+
+def test_explain_idle_process_beside_others(tmp):
+    pid, out = explain_idle(tmp, others=40 * MIB)
+    check_text(out, "other processes 40.00 MiB, free 12.00 MiB",
+               "an out-of-memory failure now: other_processes would matter")

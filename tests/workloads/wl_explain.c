@@ -14,6 +14,7 @@
  *   peak           blocks until a segment fails, at once
  *   preattach      48 MiB allocated before the tracer attaches; then blocks
  *                  until a segment fails
+ *   idle           48 MiB allocated before the tracer attaches; nothing after
  *   torch_preattach  PyTorch's reserve from before attach: 3 segments of 8 MiB
  *                  and 2 MiB of blocks in them before the tracer attaches;
  *                  then 22 MiB of blocks in those segments and one segment of
@@ -156,13 +157,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!scenario)
-		wl_die("--scenario fragmentation|leak|library|peak|preattach|torch_preattach is required");
+		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach is required");
 	wl_parse(&o, argc, argv, WL_OPT_INTERVAL);
 	n = snprintf(cap, sizeof(cap), "%llu", (unsigned long long)CAPACITY);
 	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
 		wl_die("cannot set FAKECUDA_CAPACITY");
 	wl_cuda_start(0);
-	if (!strcmp(scenario, "preattach")) {
+	if (!strcmp(scenario, "preattach") || !strcmp(scenario, "idle")) {
 		CUdeviceptr p;
 
 		wl_check(cuMemAlloc_v2(&p, 48 * WL_MIB), "cuMemAlloc_v2(before attach)");
@@ -185,6 +186,8 @@ int main(int argc, char **argv)
 		fragment();
 	} else if (!strcmp(scenario, "torch_preattach")) {
 		torch_preattach();
+	} else if (!strcmp(scenario, "idle")) {
+		/* no CUDA call while traced */
 	} else if (!strcmp(scenario, "library") || !strcmp(scenario, "peak") ||
 		   !strcmp(scenario, "preattach") || !strcmp(scenario, "leak")) {
 		if (!strcmp(scenario, "library")) {
