@@ -10,10 +10,12 @@
 #include <string.h>
 #include "attach.h"
 #include "census_cmd.h"
+#include "census/join.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "output.h"
 #include "report/report.h"
+#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -59,17 +61,29 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }
 
-/* --census: what holds the tensors of each target still alive, after the report. */
-static void census_targets(const struct gl_opts *o)
+/*
+ * --census: what holds the tensors of each target still alive, after the report,
+ * joined with the session's books (the line that allocated each tensor's memory).
+ */
+static void census_targets(struct session *s, const struct gl_opts *o)
 {
 	struct census_caps caps;
 
 	census_cmd__default_caps(&caps);
 	for (int i = 0; i < o->nr_pids; i++) {
+		struct census_books books;
+
 		if (kill(o->pids[i], 0) && errno == ESRCH)
 			continue;
+		tracer__drain(session__tracer(s));
+		if (session__census_books(s, o->pids[i], &books)) {
+			log_error("census: out of memory reading the books of process %d",
+				  o->pids[i]);
+			continue;
+		}
 		putchar('\n');
-		census_cmd__one(o->pids[i], false, true, &caps);
+		census_cmd__one(o->pids[i], false, true, &caps, &books);
+		session__census_books_free(&books);
 	}
 }
 
@@ -108,9 +122,9 @@ int session__run(const struct gl_opts *o)
 	if (status == EXIT_OK)
 		status = final_report(s, o, &files);
 	status = session__exit_status(s, status);
+	if (o->census)
+		census_targets(s, o);
 	session__free(s);
 	output__close_files(&files);
-	if (o->census)
-		census_targets(o);
 	return status;
 }

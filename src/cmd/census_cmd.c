@@ -12,6 +12,7 @@
 #include "census_cmd.h"
 #include "commands.h"
 #include "census/census.h"
+#include "census/join.h"
 #include "census/livemem.h"
 #include "census/pause.h"
 #include "model/opts.h"
@@ -26,6 +27,8 @@ struct census_opts {
 	int pid;
 	bool json, pause;
 	struct census_caps caps;
+	const struct census_books *books; /* NULL: gpuleak did not trace the process */
+	struct census_joined joined;
 };
 
 /* The short form, under a usage error; gpuleak census --help prints the table's row. */
@@ -161,7 +164,21 @@ static void print_shape(FILE *f, const struct census_tensor *t)
 	fputc(']', f);
 }
 
-static void text_tensor(FILE *f, const struct census *c, const struct census_tensor *t)
+static void text_allocation(FILE *f, const struct census_opts *o, const struct census_join *j)
+{
+	if (j->kind == CENSUS_JOIN_UNVERIFIED || j->kind == CENSUS_JOIN_NO_BOOKS)
+		return; /* said once, above */
+	if (j->book)
+		fprintf(f, "      allocated at %s (%s%s)%s%s\n", j->book->site,
+			j->book->block ? "a PyTorch block" : "a driver allocation",
+			j->book->leak ? ", judged to leak" : "", j->book->block ? "" : ": ",
+			j->book->block ? "" : census__join_why(o->books, j));
+	else
+		fprintf(f, "      no allocation line: %s\n", census__join_why(o->books, j));
+}
+
+static void text_tensor(FILE *f, const struct census_opts *o, const struct census *c,
+			const struct census_tensor *t, const struct census_join *j)
 {
 	char b[32];
 
@@ -186,6 +203,50 @@ static void text_tensor(FILE *f, const struct census *c, const struct census_ten
 		fprintf(f, "      held by %s\n", t->holders[h]);
 	if (!t->nr_holders)
 		fputs("      no Python holder found\n", f);
+	text_allocation(f, o, j);
+}
+
+/* The leaking sites beside the holders of their tensors; the tensors from before attach. */
+static void text_join(FILE *f, const struct census_opts *o, const struct census *c)
+{
+	const struct census_joined *jd = &o->joined;
+	char b[32];
+
+	if (!c->nr_tensors || !c->layout_ok)
+		return;
+	if (!o->books || !o->books->traced) {
+		fputs("  allocation lines: none: gpuleak did not trace the process (attach "
+		      "--census joins each tensor with the line that allocated it)\n",
+		      f);
+		return;
+	}
+	fprintf(f, "  joined with gpuleak's books: %d of %zu tensors in an allocation seen%s\n",
+		jd->joined_tensors, c->nr_tensors,
+		o->books->blocks_windowed ?
+			(o->books->window_open ? " (tensor level in windows, one open now)" :
+						 " (tensor level in windows, none open now: "
+						 "blocks made outside them are not known)") :
+			"");
+	if (jd->pre_attach_tensors)
+		fprintf(f,
+			"  %d tensor%s (%s) hold device memory from before the attach: in no "
+			"allocation gpuleak saw\n",
+			jd->pre_attach_tensors, jd->pre_attach_tensors == 1 ? "" : "s",
+			fmt_bytes(jd->pre_attach_bytes, b, sizeof(b)));
+	if (jd->nr_leaks)
+		fputs("\nleaks and what holds them (allocated at -> held by):\n", f);
+	for (size_t i = 0; i < jd->nr_leaks; i++) {
+		const struct census_leak *l = &jd->leaks[i];
+
+		fprintf(f, "  %s -> ", l->site);
+		for (int h = 0; h < l->nr_holders; h++)
+			fprintf(f, "%s%s", h ? ", " : "", l->holders[h]);
+		if (l->no_holder)
+			fprintf(f, "%s%d with no Python holder", l->nr_holders ? "; " : "",
+				l->no_holder);
+		fprintf(f, " (%d tensor%s, %s)\n", l->tensors, l->tensors == 1 ? "" : "s",
+			fmt_bytes(l->bytes, b, sizeof(b)));
+	}
 }
 
 static void print_text(FILE *f, const struct census_opts *o, const struct census *c,
@@ -222,6 +283,7 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 			c->tensors_failed ? "; some tensors contradicted it" : "");
 	else if (c->nr_tensors)
 		fprintf(f, "  no storage, size, dtype or shape shown: %s\n", c->layout_error);
+	text_join(f, o, c);
 	if (c->nr_groups)
 		fputs("\nholders:\n", f);
 	for (size_t i = 0; i < c->nr_groups; i++) {
@@ -251,10 +313,71 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 	if (c->nr_tensors)
 		fputs("\ntensors:\n", f);
 	for (size_t i = 0; i < c->nr_tensors; i++)
-		text_tensor(f, c, &c->tensors[i]);
+		text_tensor(f, o, c, &c->tensors[i], &o->joined.tensors[i]);
 }
 
-static void json_tensor(struct jsonw *j, const struct census *c, const struct census_tensor *t)
+static void json_allocation(struct jsonw *j, const struct census_opts *o,
+			    const struct census_join *jn)
+{
+	jsonw__name(j, "allocation");
+	jsonw__start_object(j);
+	jsonw__field_string(j, "join", census__join_name(jn->kind));
+	jsonw__name(j, "site");
+	if (jn->book)
+		jsonw__string(j, jn->book->site);
+	else
+		jsonw__null(j);
+	jsonw__name(j, "allocation_address");
+	if (jn->book)
+		jsonw__u64(j, jn->book->addr);
+	else
+		jsonw__null(j);
+	jsonw__field_bool(j, "leak", jn->book && jn->book->leak);
+	jsonw__field_bool(j, "pre_attach", jn->kind == CENSUS_JOIN_PRE_ATTACH);
+	jsonw__name(j, "why");
+	if (census__join_why(o->books, jn))
+		jsonw__string(j, census__join_why(o->books, jn));
+	else
+		jsonw__null(j);
+	jsonw__end_object(j);
+}
+
+static void json_join(struct jsonw *j, const struct census_opts *o)
+{
+	const struct census_joined *jd = &o->joined;
+
+	jsonw__name(j, "join");
+	jsonw__start_object(j);
+	jsonw__field_bool(j, "books", o->books && o->books->traced);
+	jsonw__field_bool(j, "tensor_windows", o->books && o->books->blocks_windowed);
+	jsonw__field_bool(j, "window_open", o->books && o->books->window_open);
+	jsonw__field_s64(j, "tensors_joined", jd->joined_tensors);
+	jsonw__field_s64(j, "pre_attach_tensors", jd->pre_attach_tensors);
+	jsonw__field_u64(j, "pre_attach_bytes", jd->pre_attach_bytes);
+	jsonw__name(j, "leaks");
+	jsonw__start_array(j);
+	for (size_t i = 0; i < jd->nr_leaks; i++) {
+		const struct census_leak *l = &jd->leaks[i];
+
+		jsonw__start_object(j);
+		jsonw__field_string(j, "site", l->site);
+		jsonw__field_s64(j, "tensors", l->tensors);
+		jsonw__field_s64(j, "storages", l->storages);
+		jsonw__field_u64(j, "bytes", l->bytes);
+		jsonw__name(j, "holders");
+		jsonw__start_array(j);
+		for (int h = 0; h < l->nr_holders; h++)
+			jsonw__string(j, l->holders[h]);
+		jsonw__end_array(j);
+		jsonw__field_s64(j, "no_holder", l->no_holder);
+		jsonw__end_object(j);
+	}
+	jsonw__end_array(j);
+	jsonw__end_object(j);
+}
+
+static void json_tensor(struct jsonw *j, const struct census_opts *o, const struct census *c,
+			const struct census_tensor *t, const struct census_join *jn)
 {
 	bool figures = c->layout_ok && t->storage;
 
@@ -296,6 +419,7 @@ static void json_tensor(struct jsonw *j, const struct census *c, const struct ce
 	for (int h = 0; h < t->nr_holders; h++)
 		jsonw__string(j, t->holders[h]);
 	jsonw__end_array(j);
+	json_allocation(j, o, jn);
 	jsonw__end_object(j);
 }
 
@@ -362,6 +486,7 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 		jsonw__field_u64(j, "storages", c->nr_storages);
 		jsonw__field_u64(j, "bytes", c->bytes);
 	}
+	json_join(j, o);
 	jsonw__name(j, "groups");
 	jsonw__start_array(j);
 	for (size_t i = 0; i < c->nr_groups; i++) {
@@ -393,7 +518,7 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 	jsonw__name(j, "tensors");
 	jsonw__start_array(j);
 	for (size_t i = 0; i < c->nr_tensors; i++)
-		json_tensor(j, c, &c->tensors[i]);
+		json_tensor(j, o, c, &c->tensors[i], &o->joined.tensors[i]);
 	jsonw__end_array(j);
 	jsonw__end_object(j);
 	jsonw__free(j);
@@ -422,9 +547,14 @@ static int pause_error(int pid, int err)
 	return EXIT_RUNTIME;
 }
 
-int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps)
+int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps,
+		    const struct census_books *books)
 {
-	struct census_opts o = { .pid = pid, .json = json, .pause = pause, .caps = *caps };
+	struct census_opts o = { .pid = pid,
+				 .json = json,
+				 .pause = pause,
+				 .caps = *caps,
+				 .books = books };
 	struct census_pause *p = calloc(1, sizeof(*p));
 	struct census_live *live = NULL;
 	struct census c = { 0 };
@@ -461,6 +591,10 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 		log_error("census: cannot walk the heap of process %d: %s", o.pid,
 			  c.layout_error[0] ? c.layout_error : strerror(-err));
 		status = err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	} else if (census__join(&c, books, &o.joined)) {
+		log_error("census: out of memory joining the census of process %d with the books",
+			  o.pid);
+		status = EXIT_RUNTIME;
 	} else {
 		if (o.json)
 			print_json(stdout, &o, &c, p);
@@ -475,6 +609,7 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 			status = EXIT_RUNTIME;
 		}
 	}
+	census__joined_free(&o.joined);
 	census__free(&c);
 	census_live__free(live);
 	free(p);
@@ -495,5 +630,5 @@ int census_cmd__main(int argc, char **argv)
 
 	if (status)
 		return status < 0 ? EXIT_OK : status;
-	return census_cmd__one(o.pid, o.json, o.pause, &o.caps);
+	return census_cmd__one(o.pid, o.json, o.pause, &o.caps, NULL);
 }

@@ -9,13 +9,18 @@
 #include <stdbool.h>
 #include "census/census.h"
 
+struct census_books;
+
 /* argv[0] is "census". Returns the process exit status. */
 int census_cmd__main(int argc, char **argv);
 /*
  * The census of pid on stdout (text, or JSON when json), paused unless told
- * otherwise, within caps. Returns an exit status (model/opts.h).
+ * otherwise, within caps, each tensor joined with books (census/join.h; NULL:
+ * gpuleak did not trace pid, and the output says so). Returns an exit status
+ * (model/opts.h).
  */
-int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps);
+int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps,
+		    const struct census_books *books);
 /* The caps `gpuleak census` uses unless told otherwise. */
 void census_cmd__default_caps(struct census_caps *caps);
 

@@ -11,7 +11,8 @@ import re
 import subprocess
 import time
 
-from harness import GPULEAK, ROOT, check, check_eq, run_gpuleak, wait_until, _readline
+from harness import (FAKECUDA, GPULEAK, OUTPUT, ROOT, Tracer, check, check_eq, run_gpuleak,
+                     wait_until, _readline)
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census.py")
@@ -236,6 +237,73 @@ def test_attach_census(tmp):
         wl.finish()
     finally:
         wl.kill()
+
+
+JOIN_SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census_join.py")
+FAKETORCH = os.path.join(OUTPUT, "faketorch", "libc10_cuda.so")
+
+
+def tensor_block(text, holder):
+    """The lines of the census's tensor held by holder (its own line onwards)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line == f"      held by {holder}":
+            block = [line]
+            for nxt in lines[i + 1:]:
+                if not nxt.startswith("      "):
+                    break
+                block.append(nxt)
+            return "\n".join(block)
+    raise AssertionError(f"no tensor held by {holder} in:\n{text}")
+
+
+def test_attach_census_joins_books(tmp):
+    """attach --census joins each tensor with gpuleak's books by its storage's address: a
+    real PyTorch program (CPU) declares each step's tensor to the allocator stand-in as a
+    block at the storage's own address, and keeps it in a list: the census names the
+    line that made the block beside the list that holds it, and the stack is judged to
+    leak. A tensor declared before attach, and one never declared, are CPU memory in no
+    block: the census says the join cannot be made for them, and why."""
+    truth_path = os.path.join(tmp, "join.json")
+    wl = subprocess.Popen([PYTHON, JOIN_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
+                           "--truth", truth_path], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = _readline(wl.stdout, 60, "py_census_join.py to say ready")
+        check_eq(line, f"ready {wl.pid}", "py_census_join.py's first line")
+        with open(truth_path) as f:
+            truth = json.load(f)
+        tr = Tracer(["attach", "-d", "3", "--resolution", "50ms", "--tensors", "full",
+                     "--census", str(wl.pid)], tmp, json_report=False)
+        tr.wait_attached()
+        wl.stdin.write(b"go\n")
+        wl.stdin.flush()
+        check_eq(tr.wait(timeout=120), 0, f"attach --census's status ({tr.stderr()!r})")
+        out = tr.stdout()
+        _, _, text = out.partition(f"\ncensus of PID {wl.pid}: CPython 3.11, ")
+        check(text, f"the census follows the report: {out!r}")
+        site = truth["alloc_site"]
+        m = re.search(r"^  joined with gpuleak's books: (\d+) of (\d+) tensors", text, re.M)
+        check(m, f"the join's summary: {text}")
+        # the step being made is held by grow()'s local t as well
+        leak = re.search(r"^  " + re.escape(site) + r" -> __main__\.HISTORY"
+                         r"(?:, thread \d+ grow\(\): t)? \((\d+) tensors, ", text, re.M)
+        check(leak, f"the leaking line beside its holder ({site}):\n{text}")
+        group = re.search(r"^  (\d+) tensors, [\d.]+ KiB, held by __main__\.HISTORY "
+                          r"\(a list of (\d+)\)$", text, re.M)
+        check(group, f"the list's group: {text}")
+        listed, joined = int(group.group(2)), int(leak.group(1))
+        # the books are read just before the pause: a step made in between is in no block
+        check(listed >= 20 and listed - 1 <= joined <= listed, f"{joined} of {listed} joined")
+        check_eq(int(m.group(1)), joined, "every joined tensor is a leaking step's")
+        check(f"allocated at {site} (a PyTorch block, judged to leak)" in
+              tensor_block(text, "__main__.HISTORY[0]"), f"the first step's line:\n{text}")
+        for name in ("early", "plain"):
+            check("no allocation line: CPU memory: not in gpuleak's books" in
+                  tensor_block(text, f"__main__.{name}"), f"{name}: no join, said why")
+    finally:
+        wl.kill()
+        wl.wait()
 
 
 def test_census_refuses_without_python(tmp):
