@@ -82,7 +82,7 @@ static void census_targets(struct session *s, const struct gl_opts *o)
 			continue;
 		}
 		putchar('\n');
-		census_cmd__one(o->pids[i], false, true, &caps, &books);
+		census_cmd__one(o->pids[i], stdout, NULL, true, &caps, &books);
 		session__census_books_free(&books);
 	}
 }

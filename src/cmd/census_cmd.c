@@ -5,7 +5,6 @@
  * go, and prints every tensor and what holds it, as text or JSON.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,73 +20,15 @@
 #include "util/fmt.h"
 #include "util/jsonw.h"
 #include "util/log.h"
-#include "util/parse.h"
+#include "util/outfile.h"
 
 struct census_opts {
 	int pid;
-	bool json, pause;
+	bool pause;
 	struct census_caps caps;
 	const struct census_books *books; /* NULL: gpuleak did not trace the process */
 	struct census_joined joined;
 };
-
-/* The short form, under a usage error; gpuleak census --help prints the table's row. */
-static const char usage[] =
-	"usage: gpuleak census [--json] [--no-pause] [--max-objects N] [--max-read SIZE]\n"
-	"                      [--max-time MS] PID   (gpuleak census --help: the options)\n";
-
-static int parse_args(int argc, char **argv, struct census_opts *o)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-pause", no_argument, NULL, 'n' },
-		{ "max-objects", required_argument, NULL, 'O' },
-		{ "max-read", required_argument, NULL, 'R' },
-		{ "max-time", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	uint64_t ms = 10000;
-	int c;
-
-	*o = (struct census_opts){ .pause = true };
-	census_cmd__default_caps(&o->caps);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': o->json = true; break;
-		case 'n': o->pause = false; break;
-		case 'O':
-			if (parse_u64(optarg, 1, 1ULL << 32, &o->caps.max_objects))
-				goto bad;
-			break;
-		case 'R':
-			if (parse_size(optarg, 4096, 1ULL << 40, &o->caps.max_read_bytes))
-				goto bad;
-			break;
-		case 'T':
-			if (parse_duration_ms(optarg, 1, 3600000, &ms))
-				goto bad;
-			break;
-		case 'h':
-			return doc__command_help(stdout, cli__command("census")) ? EXIT_RUNTIME :
-										   -1;
-		default: fputs(usage, stderr); return EXIT_USAGE;
-		}
-	}
-	o->caps.max_ns = ms * 1000000ULL; /* the default: census_cmd__default_caps() */
-	if (optind != argc - 1 || parse_pid(argv[optind], &o->pid)) {
-		fprintf(stderr, "gpuleak census: needs one PID\n%s", usage);
-		return EXIT_USAGE;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "gpuleak census: bad value '%s' for --%s\n", optarg,
-		c == 'O' ? "max-objects" :
-		c == 'R' ? "max-read" :
-			   "max-time");
-	return EXIT_USAGE;
-}
 
 /* What the walk needs from the interpreter of pid. */
 static int find_python(int pid, struct census_py *py)
@@ -547,14 +488,10 @@ static int pause_error(int pid, int err)
 	return EXIT_RUNTIME;
 }
 
-int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps,
+int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
 		    const struct census_books *books)
 {
-	struct census_opts o = { .pid = pid,
-				 .json = json,
-				 .pause = pause,
-				 .caps = *caps,
-				 .books = books };
+	struct census_opts o = { .pid = pid, .pause = pause, .caps = *caps, .books = books };
 	struct census_pause *p = calloc(1, sizeof(*p));
 	struct census_live *live = NULL;
 	struct census c = { 0 };
@@ -596,11 +533,16 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 			  o.pid);
 		status = EXIT_RUNTIME;
 	} else {
-		if (o.json)
-			print_json(stdout, &o, &c, p);
-		else
-			print_text(stdout, &o, &c, p);
-		fflush(stdout);
+		if (json)
+			print_json(json, &o, &c, p);
+		if (text)
+			print_text(text, &o, &c, p);
+		if ((json && (fflush(json) || ferror(json))) ||
+		    (text && (fflush(text) || ferror(text)))) {
+			log_error("census: failed to write the census of process %d: %s", o.pid,
+				  strerror(errno ?: EIO));
+			status = EXIT_RUNTIME;
+		}
 		if (c.nr_tensors && !c.layout_ok) {
 			log_error(
 				"census: PyTorch's layout in process %d could not be verified, so "
@@ -623,12 +565,32 @@ void census_cmd__default_caps(struct census_caps *caps)
 				      .max_ns = 10000ULL * 1000000 };
 }
 
-int census_cmd__main(int argc, char **argv)
+int census_cmd__run(const struct gl_opts *o)
 {
-	struct census_opts o;
-	int status = parse_args(argc, argv, &o);
+	struct census_caps caps;
+	FILE *json = NULL;
+	int status;
 
-	if (status)
-		return status < 0 ? EXIT_OK : status;
-	return census_cmd__one(o.pid, o.json, o.pause, &o.caps, NULL);
+	census_cmd__default_caps(&caps);
+	if (o->census_max_objects)
+		caps.max_objects = o->census_max_objects;
+	if (o->census_max_read)
+		caps.max_read_bytes = o->census_max_read;
+	if (o->census_max_ms)
+		caps.max_ns = o->census_max_ms * 1000000ULL;
+	if (o->json_path) {
+		json = outfile__open(o->json_path);
+		if (!json) {
+			log_error("census: cannot write %s: %s", o->json_path,
+				  outfile__strerror(errno));
+			return EXIT_RUNTIME;
+		}
+	}
+	status = census_cmd__one(o->pids[0], json && json == stdout ? NULL : stdout, json,
+				 !o->census_no_pause, &caps, NULL);
+	if (json && outfile__close(json) && status == EXIT_OK) {
+		log_error("census: failed to write %s (disk full?)", o->json_path);
+		status = EXIT_RUNTIME;
+	}
+	return status;
 }

@@ -50,7 +50,7 @@ class CensusWorkload:
 
 
 def census(pid, *args, status=0):
-    rc, out, err = run_gpuleak(["census", "--json", *args, str(pid)], timeout=120)
+    rc, out, err = run_gpuleak(["census", "--json", "-", *args, str(pid)], timeout=120)
     check_eq(rc, status, f"gpuleak census's exit status (stderr {err!r})")
     return json.loads(out) if out.strip() else None
 
@@ -150,6 +150,13 @@ def test_census_freed_shows_none(tmp):
         check_eq(rep["tensors_found"], 0, "tensors of a program that freed them all")
         check_eq(rep["groups"], [], "groups")
         check(rep["objects_visited"] > 1000, f"the heap was walked: {rep['objects_visited']}")
+        # --json FILE as the other subcommands': the JSON there, the text on stdout
+        path = os.path.join(tmp, "census.json")
+        rc, out, err = run_gpuleak(["census", "--json", path, str(wl.pid)], timeout=120)
+        check_eq(rc, 0, f"census --json FILE's status ({err!r})")
+        check(out.startswith(f"census of PID {wl.pid}: CPython 3."), f"text on stdout: {out!r}")
+        with open(path) as f:
+            check_eq(json.load(f)["tensors_found"], 0, "the JSON in FILE")
         wl.finish()
     finally:
         wl.kill()
@@ -162,7 +169,7 @@ def test_census_caps_and_no_pause(tmp):
         check_eq(rep["truncated_by"], "objects", "the object cap stops the walk")
         check(rep["objects_visited"] <= 2000, f"within the cap: {rep['objects_visited']}")
         check_eq(rep["caps"]["max_objects"], 2000, "the cap is reported")
-        rc, out, err = run_gpuleak(["census", "--json", "--max-read", "64K", str(wl.pid)])
+        rc, out, err = run_gpuleak(["census", "--json", "-", "--max-read", "64K", str(wl.pid)])
         rep = json.loads(out)
         check_eq(rep["truncated_by"], "bytes read", "the read cap stops the walk")
         check(rc == 0 if rep["layout"]["verified"] or not rep["tensors_found"] else
@@ -197,7 +204,7 @@ def test_census_changing_heap(tmp):
     wl = CensusWorkload(tmp, "--churn")
     try:
         for i in range(3):
-            rc, out, err = run_gpuleak(["census", "--json", "--no-pause", str(wl.pid)],
+            rc, out, err = run_gpuleak(["census", "--json", "-", "--no-pause", str(wl.pid)],
                                        timeout=120)
             check(rc in (0, 1) and out, f"an unpaused read of a changing heap: status {rc}, "
                   f"{err!r}")
