@@ -409,6 +409,11 @@ static void json_head(struct jsonw *j, const struct census_opts *o, const struct
 		jsonw__field_s64(j, "tensorimpl_storage", c->off_storage);
 		jsonw__field_s64(j, "storageimpl_data", c->off_st_data);
 		jsonw__field_s64(j, "storageimpl_nbytes", c->off_st_nbytes);
+		jsonw__name(j, "autogradmeta_requires_grad");
+		if (c->off_requires_grad >= 0)
+			jsonw__s64(j, c->off_requires_grad);
+		else
+			jsonw__null(j);
 	}
 	jsonw__end_object(j);
 }

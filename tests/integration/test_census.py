@@ -121,6 +121,15 @@ def test_census_names_holders_and_bytes(tmp):
         check_eq(held_by(rep, "__main__.x")["type"], "Tensor", "a tensor's type")
         total = held_by(rep, "__main__.total")
         check(total["requires_grad"] is True and total["grad_fn"], f"total: {total}")
+        # leaves: requires_grad_ read from their autograd metadata, its offset proved
+        check(rep["layout"]["autogradmeta_requires_grad"] in (136, 144),
+              f"requires_grad_'s offset: {rep['layout']}")
+        for path, want in (("__main__.w", True), ("__main__.param", True),
+                           ("__main__.unset", False), ("__main__.base", False),
+                           ("__main__.model.history[0]", False)):
+            t = held_by(rep, path)
+            check(t["requires_grad"] is want and not t["grad_fn"],
+                  f"{path}: a leaf, requires_grad {want}: {t}")
         # every tensor, and the bytes of the distinct storages
         every = (list(tr["named"].values()) + tr["history"] + tr["batches"] + [tr["local"]] +
                  tr["graph_only"])
@@ -138,6 +147,10 @@ def test_census_names_holders_and_bytes(tmp):
                         r"__main__\.total\.grad_fn\)$", out, re.M), f"the graph's line: {out}")
         check(re.search(r"^  paused [\d.]+ ms \(\d+ threads held with ptrace\)$", out, re.M),
               f"the pause is reported: {out}")
+        check(re.search(r"^      held by __main__\.param\n", out, re.M) and
+              re.search(r"Parameter float32 \[20\] cpu, storage \S+ of 80 B at \S+, "
+                        r"requires_grad yes\n      held by __main__\.param$", out, re.M),
+              f"the text gives a leaf's requires_grad: {out}")
         wl.finish()
     finally:
         wl.kill()
