@@ -11,6 +11,7 @@
 #include "census_cmd.h"
 #include "commands.h"
 #include "census/census.h"
+#include "agent/serve.h"
 #include "census/join.h"
 #include "census/livemem.h"
 #include "census/pause.h"
@@ -598,4 +599,9 @@ int census_cmd__run(const struct gl_opts *o)
 		status = EXIT_RUNTIME;
 	}
 	return status;
+}
+
+int census_cmd__serve(const struct gl_opts *o)
+{
+	return serve__run(o, census_cmd__one);
 }

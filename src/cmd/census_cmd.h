@@ -19,6 +19,8 @@ struct gl_opts;
  * JSON in FILE ('-': JSON alone on stdout). Returns the exit status.
  */
 int census_cmd__run(const struct gl_opts *o);
+/* gpuleak serve, with the census its /census endpoint runs (census_cmd__one). */
+int census_cmd__serve(const struct gl_opts *o);
 /*
  * The census of pid as text into text and as JSON into json (either may be
  * NULL), paused unless told otherwise, within caps, each tensor joined with

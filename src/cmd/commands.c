@@ -5,7 +5,6 @@
  * so that `gpuleak SUBCOMMAND --help` fits 80.
  */
 #include <string.h>
-#include "agent/serve.h"
 #include "attach.h"
 #include "census_cmd.h"
 #include "commands.h"
@@ -337,12 +336,14 @@ const struct cli_command cli_commands[] = {
 			"Traces every process that maps libcuda and serves /metrics "
 			"(Prometheus) and /debug/pprof/gpu_heap (pprof) on --listen; with "
 			"--profile-dir it also writes a profile every --profile-every. It writes "
-			"nowhere but --state-dir.",
+			"nowhere but --state-dir. GET /census?pid=N gives the census of a traced "
+			"process, read without pausing it; POST /census?pid=N&pause=1 pauses it "
+			"for the read.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
 			   "max-procs " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
-		.run = serve__run,
+		.run = census_cmd__serve,
 	},
 	{
 		.name = "help",

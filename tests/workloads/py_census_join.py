@@ -10,8 +10,8 @@ Also: `early`, declared before the tracer attached (its probe fired for no one),
 `plain`, never declared: neither is in the books.
 
 Protocol: set up the CUDA stand-in, write the truth (--truth: the lines and addresses),
-say "ready PID", wait for a line, then grow until --steps steps are made, then wait on
-stdin until it closes.
+say "ready PID", wait for a line, then grow until --steps steps are made, say "grown",
+then wait on stdin until it closes.
 """
 import argparse
 import ctypes
@@ -70,6 +70,7 @@ def main():
     print(f"ready {os.getpid()}", flush=True)
     sys.stdin.readline()
     grow(lib, args.steps, args.interval_ms / 1000)
+    print("grown", flush=True)
     sys.stdin.read()
 
 
