@@ -93,14 +93,6 @@ const char *census__device_name(int dev_type)
 		       "unknown";
 }
 
-static uint64_t w64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
-
 struct sample {
 	uint64_t obj, impl;
 	bool borrowed, ok;
@@ -293,7 +285,7 @@ static int grad_of(struct census_walk *w, const struct sample *s, struct census_
 	uint64_t meta = w64(s->win, w->out->off_autograd), m[META_BYTES / 8];
 
 	t->requires_grad = CENSUS_RG_UNKNOWN;
-	*lm = (struct leaf_meta){ META_NONE };
+	*lm = (struct leaf_meta){ .kind = META_NONE };
 	if (!meta) {
 		t->requires_grad = CENSUS_RG_NO;
 		return 0;
