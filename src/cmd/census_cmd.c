@@ -14,6 +14,7 @@
 #include "agent/serve.h"
 #include "census/join.h"
 #include "census/livemem.h"
+#include "model/snapshot.h"
 #include "census/pause.h"
 #include "model/opts.h"
 #include "stacks/python/pyoffsets.h"
@@ -494,8 +495,58 @@ static int pause_error(int pid, int err)
 	return EXIT_RUNTIME;
 }
 
+/* The census summed up for the reports: its largest holders, each with its allocation line. */
+static void summarize(const struct census_opts *o, const struct census *c,
+		      const struct census_pause *p, struct snap_census *sum)
+{
+	const struct census_joined *jd = &o->joined;
+
+	*sum = (struct snap_census){ .pid = o->pid, .valid = c->layout_ok };
+	if (!c->layout_ok)
+		return;
+	sum->tensors = c->nr_tensors;
+	sum->storages = c->nr_storages;
+	sum->bytes = c->bytes;
+	sum->orphan_tensors = c->orphan_tensors;
+	sum->orphan_bytes = c->orphan_bytes;
+	sum->pre_attach_tensors = jd->pre_attach_tensors;
+	sum->pre_attach_bytes = jd->pre_attach_bytes;
+	sum->paused = o->pause;
+	sum->pause_ns = o->pause ? p->ns : 0;
+	for (size_t g = 0; g < c->nr_groups; g++) {
+		struct snap_census_row row = { .kind = c->groups[g].kind,
+					       .tensors = c->groups[g].tensors,
+					       .bytes = c->groups[g].bytes };
+		uint32_t at = sum->nrows;
+
+		for (size_t i = 0; i < c->nr_tensors && jd->tensors && !row.site; i++)
+			if (c->tensors[i].group == (int)g && jd->tensors[i].book) {
+				row.site = strdup(jd->tensors[i].book->site);
+				row.leak = jd->tensors[i].book->leak;
+			}
+		/* the largest holders, largest first */
+		while (at > 0 && sum->rows[at - 1].bytes < row.bytes)
+			at--;
+		if (at == SNAP_CENSUS_ROWS) {
+			sum->more_rows++;
+			free(row.site);
+			continue;
+		}
+		if (sum->nrows == SNAP_CENSUS_ROWS) {
+			free(sum->rows[SNAP_CENSUS_ROWS - 1].holder);
+			free(sum->rows[SNAP_CENSUS_ROWS - 1].site);
+			sum->nrows--;
+			sum->more_rows++;
+		}
+		memmove(&sum->rows[at + 1], &sum->rows[at], (sum->nrows - at) * sizeof(row));
+		row.holder = strdup(c->groups[g].path);
+		sum->rows[at] = row;
+		sum->nrows++;
+	}
+}
+
 int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
-		    const struct census_books *books)
+		    const struct census_books *books, struct snap_census *sum)
 {
 	struct census_opts o = { .pid = pid, .pause = pause, .caps = *caps, .books = books };
 	struct census_pause *p = calloc(1, sizeof(*p));
@@ -539,6 +590,8 @@ int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct ce
 			  o.pid);
 		status = EXIT_RUNTIME;
 	} else {
+		if (sum)
+			summarize(&o, &c, p, sum);
 		if (json)
 			print_json(json, &o, &c, p);
 		if (text)
@@ -593,7 +646,7 @@ int census_cmd__run(const struct gl_opts *o)
 		}
 	}
 	status = census_cmd__one(o->pids[0], json && json == stdout ? NULL : stdout, json,
-				 !o->census_no_pause, &caps, NULL);
+				 !o->census_no_pause, &caps, NULL, NULL);
 	if (json && outfile__close(json) && status == EXIT_OK) {
 		log_error("census: failed to write %s (disk full?)", o->json_path);
 		status = EXIT_RUNTIME;
@@ -601,7 +654,14 @@ int census_cmd__run(const struct gl_opts *o)
 	return status;
 }
 
+/* /census of serve: JSON only, no summary. */
+static int serve_census(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
+			const struct census_books *books)
+{
+	return census_cmd__one(pid, text, json, pause, caps, books, NULL);
+}
+
 int census_cmd__serve(const struct gl_opts *o)
 {
-	return serve__run(o, census_cmd__one);
+	return serve__run(o, serve_census);
 }

@@ -11,6 +11,7 @@
 #include "census/census.h"
 
 struct census_books;
+struct snap_census;
 
 struct gl_opts;
 
@@ -25,10 +26,12 @@ int census_cmd__serve(const struct gl_opts *o);
  * The census of pid as text into text and as JSON into json (either may be
  * NULL), paused unless told otherwise, within caps, each tensor joined with
  * books (census/join.h; NULL: gpuleak did not trace pid, and the output says
- * so). Returns an exit status (model/opts.h).
+ * so); sum (may be NULL) gets its summary for the reports (snapshot__free()
+ * frees its strings once it is a snapshot's). Returns an exit status
+ * (model/opts.h).
  */
 int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
-		    const struct census_books *books);
+		    const struct census_books *books, struct snap_census *sum);
 /* The caps `gpuleak census` uses unless told otherwise. */
 void census_cmd__default_caps(struct census_caps *caps);
 

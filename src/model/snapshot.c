@@ -48,6 +48,13 @@ void snapshot__free(struct snapshot *s)
 {
 	if (!s)
 		return;
+	for (uint32_t i = 0; i < s->ncensus; i++) {
+		for (uint32_t r = 0; r < s->census[i].nrows; r++) {
+			free(s->census[i].rows[r].holder);
+			free(s->census[i].rows[r].site);
+		}
+	}
+	free(s->census);
 	for (uint32_t i = 0; i < s->nprocs + s->nprocs_idle; i++) {
 		struct snap_proc *p = &s->procs[i];
 

@@ -202,6 +202,34 @@ struct snap_tensors {
 	struct snap_window windows[SNAP_MAX_WINDOWS];
 };
 
+/* One holder of a census (attach --census) as the reports show it. */
+struct snap_census_row {
+	char *holder;	  /* the container or name holding the tensors (owned) */
+	const char *kind; /* "list", "dict", "global", ... (static) */
+	int tensors;
+	uint64_t bytes; /* of the distinct storages */
+	char *site;	/* the line that allocated them (the first joined), NULL: none (owned) */
+	bool leak;	/* that line's stack is judged to leak */
+};
+
+#define SNAP_CENSUS_ROWS 12
+
+/* The census of one process, summed up for the reports (the full census is its text). */
+struct snap_census {
+	int pid;
+	bool valid; /* the census was read and PyTorch's layout verified */
+	size_t tensors, storages;
+	uint64_t bytes;
+	int orphan_tensors; /* held by no Python path (an autograd graph may hold them) */
+	uint64_t orphan_bytes;
+	int pre_attach_tensors; /* device memory in no allocation seen */
+	uint64_t pre_attach_bytes;
+	bool paused;
+	uint64_t pause_ns;
+	uint32_t nrows, more_rows; /* the largest holders; how many more there were */
+	struct snap_census_row rows[SNAP_CENSUS_ROWS];
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
@@ -225,6 +253,8 @@ struct snapshot {
 	const struct snap_recording *recording; /* NULL: a live session */
 	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
+	uint32_t ncensus; /* attach --census: the census of each target, for the reports */
+	struct snap_census *census;
 };
 
 struct books;

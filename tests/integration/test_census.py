@@ -293,8 +293,9 @@ def test_attach_census_joins_books(tmp):
         check_eq(line, f"ready {wl.pid}", "py_census_join.py's first line")
         with open(truth_path) as f:
             truth = json.load(f)
+        svg = os.path.join(tmp, "census.svg")
         tr = Tracer(["attach", "-d", "3", "--resolution", "50ms", "--tensors", "full",
-                     "--census", str(wl.pid)], tmp, json_report=False)
+                     "--census", "--svg", svg, str(wl.pid)], tmp, json_report=False)
         tr.wait_attached()
         wl.stdin.write(b"go\n")
         wl.stdin.flush()
@@ -321,6 +322,14 @@ def test_attach_census_joins_books(tmp):
         for name in ("early", "plain"):
             check("no allocation line: CPU memory: not in gpuleak's books" in
                   tensor_block(text, f"__main__.{name}"), f"{name}: no join, said why")
+        # the flame graph's census section: the list beside the line that filled it
+        with open(svg, encoding="utf-8") as f:
+            graph = f.read()
+        check(re.search(r'<text class="census leak" x="\d+" y="\d+">  \d+ tensors, [\d.]+ KiB, '
+                        r"held by __main__\.HISTORY \(list\) \u2190 allocated at " +
+                        re.escape(site) + r", judged to leak</text>", graph),
+              f"the SVG's census section: {[l for l in graph.splitlines() if 'census' in l]}")
+        check(f"PID {wl.pid}: " in graph, "the section names the process")
     finally:
         wl.kill()
         wl.wait()
