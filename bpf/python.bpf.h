@@ -7,10 +7,7 @@
  * lists by pthread id (fsbase on x86-64) or native thread id, not through the
  * GIL holder, because PyTorch releases the GIL around its operators. It then
  * follows the frame chain and records (code object, instruction index) per
- * frame, innermost first. CPython 3.11+ keeps a thread's frames one below
- * the other in its data stack: the bytes below the innermost frame are read
- * at once, and the frames that lie in them are taken from that copy rather
- * than read one by one (the same bytes, read at the same stop of the thread). C-stack shim frames (3.12+) are skipped and mark
+ * frame, innermost first. C-stack shim frames (3.12+) are skipped and mark
  * the frame before them as an entry frame. Everything read belongs to the
  * target and may be garbage: every read is checked and every loop bounded.
  */
@@ -31,11 +28,8 @@ struct {
 	__type(value, struct gl_py_proc);
 } py_procs SEC(".maps");
 
-#define GL_PY_BLOCK 4096 /* bytes below the innermost frame read at once (a power of two) */
-
 struct gl_py_scratch {
 	__u8 win[GL_PY_WINDOW];
-	__u8 blk[GL_PY_BLOCK + GL_PY_WINDOW]; /* a window at the block's end stays in bounds */
 };
 
 /* A window of the target's memory, one per CPU (too large for the BPF stack). */
@@ -48,16 +42,12 @@ struct {
 
 struct py_walk {
 	const struct gl_py_proc *cfg;
-	__u8 *win;    /* the bytes looked at: winbuf, or in blk */
-	__u8 *winbuf; /* GL_PY_WINDOW bytes of scratch */
+	__u8 *win;
 	struct gl_py_frame *out;
 	__u64 fsbase;
-	__u64 interp; /* interpreter whose threads are being looked at */
-	__u64 tstate; /* next thread state to look at, 0 = go to the next interpreter */
-	__u64 frame;  /* next frame to look at */
-	__u8 *blk;    /* a copy of the target's blk_len bytes at blk_base */
-	__u64 blk_base;
-	__u32 blk_len;
+	__u64 interp;  /* interpreter whose threads are being looked at */
+	__u64 tstate;  /* next thread state to look at, 0 = go to the next interpreter */
+	__u64 frame;   /* next frame to look at */
 	__u32 ns_tid;  /* this thread's id in its own PID namespace */
 	__u32 n;       /* frames recorded */
 	__u32 interps; /* interpreters looked at */
@@ -133,24 +123,6 @@ static long find_thread_step(__u32 i, void *data)
 	return 0;
 }
 
-/*
- * Points w->win at the frame w->frame's first win_fr bytes: in the block when
- * they lie in it, else read into the window buffer. False if they cannot be read.
- */
-static __always_inline bool frame_window(struct py_walk *w)
-{
-	__u64 off = w->frame - w->blk_base;
-	__u32 len = w->cfg->win_fr;
-
-	if (w->blk && w->frame >= w->blk_base && len <= GL_PY_WINDOW && off < GL_PY_BLOCK &&
-	    off + len <= w->blk_len) {
-		w->win = w->blk + (off & (GL_PY_BLOCK - 1));
-		return true;
-	}
-	w->win = w->winbuf;
-	return read_window(w->win, w->frame, len) == 0;
-}
-
 /* One step of the frame walk: record one frame, or skip a shim. */
 static long walk_frame_step(__u32 i, void *data)
 {
@@ -166,7 +138,7 @@ static long walk_frame_step(__u32 i, void *data)
 		w->status = GL_PY_TRUNCATED;
 		return 1;
 	}
-	if (!frame_window(w)) {
+	if (read_window(w->win, w->frame, cfg->win_fr)) {
 		w->status = GL_PY_FAULT;
 		return 1;
 	}
@@ -200,33 +172,6 @@ static long walk_frame_step(__u32 i, void *data)
 	w->n = n + 1;
 	w->frame = prev;
 	return 0;
-}
-
-/*
- * Copies the GL_PY_BLOCK bytes that end with the innermost frame's window, or,
- * where they cannot all be read (the data stack's first page), those from the
- * page of that frame on. 3.10's frames are heap objects: no block.
- */
-static __always_inline void read_block(struct py_walk *w, __u8 *blk)
-{
-	__u64 end = w->frame + w->cfg->win_fr, base, len;
-
-	if (!w->frame || w->cfg->version < 0x030b || end < GL_PY_BLOCK)
-		return;
-	base = end - GL_PY_BLOCK;
-	if (bpf_probe_read_user(blk, GL_PY_BLOCK, (void *)base) == 0) {
-		w->blk = blk;
-		w->blk_base = base;
-		w->blk_len = GL_PY_BLOCK;
-		return;
-	}
-	base = w->frame & ~(__u64)(GL_PAGE_SIZE - 1);
-	len = end - base;
-	if (len == 0 || len > GL_PY_BLOCK || bpf_probe_read_user(blk, len, (void *)base))
-		return;
-	w->blk = blk;
-	w->blk_base = base;
-	w->blk_len = len;
 }
 
 static __always_inline __u32 task_ns_tid(struct task_struct *task)
@@ -267,7 +212,6 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		return 0;
 	w.cfg = cfg;
 	w.win = s->win;
-	w.winbuf = s->win;
 	w.out = out;
 #ifdef __TARGET_ARCH_x86
 	w.fsbase = BPF_CORE_READ(task, thread.fsbase);
@@ -299,7 +243,6 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 	}
 	if ((cfg->flags & GL_PY_F_CFRAME) && w.frame)
 		w.frame = read_ptr(w.frame + cfg->cf_frame);
-	read_block(&w, s->blk);
 	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
 	if (!w.status && w.frame)
 		w.status = GL_PY_LOOP;
