@@ -64,7 +64,8 @@ struct centry {
 	uint16_t nr_pcs;
 	uint16_t max; /* the unwinding stopped at max frames if nr_pcs == max */
 	uint32_t nr_checks;
-	uint32_t kid; /* the id published to BPF, 0 = none */
+	uint32_t kid;	/* the id published to BPF, 0 = none */
+	bool in_kernel; /* the entry BPF holds for its key now */
 	struct dwarf_check *checks;
 	uint64_t *pcs;
 };
@@ -417,9 +418,11 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 {
 	struct gl_scache_key kk;
 	struct gl_scache_val *kv;
+	struct centry **head, *o;
 	int err;
 
-	if (!u->pub.put || e->max != UNWIND_MAX_FRAMES)
+	/* records BPF sent before it had the entry: no need to write it again */
+	if (!u->pub.put || e->max != UNWIND_MAX_FRAMES || e->in_kernel)
 		return;
 	kv = malloc(sizeof(*kv));
 	if (!kv)
@@ -432,6 +435,11 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 		if (!err) {
 			up->published = true;
 			u->st.published++;
+			/* it replaced whichever entry of its key BPF held */
+			head = htab__lookup(up->cache, k);
+			for (o = head ? *head : NULL; o; o = o->next)
+				o->in_kernel = false;
+			e->in_kernel = true;
 		}
 		log_msg(LOG_TRACE,
 			"stack cache: PID %d ip %#llx sp %#llx len %u: id %u, %u checks, "
@@ -476,6 +484,7 @@ static struct centry *cache_add(struct unwinder *u, struct uproc *up, const stru
 	e->bp = bp;
 	e->need_bp = d->bp;
 	e->kid = 0;
+	e->in_kernel = false;
 	e->next = *head;
 	*head = e;
 	up->nr_entries++;
