@@ -274,6 +274,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		o->bench_torch_lib = arg;
 		return 0;
 	case OPT_BENCH_FLOOR: o->bench_floor = true; return 0;
+	case OPT_NO_STACK_CACHE: o->no_stack_cache = true; return 0;
 	case 'o':
 		if (!*arg)
 			return usage_error("-o needs a file name, e.g. -o job.glr");

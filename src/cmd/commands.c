@@ -167,6 +167,10 @@ const struct cli_option cli_options[] = {
 	  "65536" },
 	{ "bench-floor", OPT_BENCH_FLOOR, NULL, "do-nothing probes, for bench/", NULL,
 	  .hidden = true },
+	{ "no-stack-cache", OPT_NO_STACK_CACHE, NULL,
+	  "copy every native stack (no BPF stack cache),\n"
+	  "for tests and bench/",
+	  NULL, .hidden = true },
 	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME",
 	  "the file-name prefix of PyTorch's\n"
 	  "library, for bench/",
@@ -185,7 +189,7 @@ const struct cli_option cli_options[] = {
 #define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution bench-floor bench-torch-lib "
+	"tensor-duty resolution bench-floor bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 

@@ -99,7 +99,8 @@ struct gl_opts {
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
-	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	bool bench_floor;    /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	bool no_stack_cache; /* hidden: copy every native stack (tests, bench/) */
 	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path;     /* record: -o FILE; report: FILE */
 	uint64_t max_size;	     /* record: 0 = no limit */

@@ -35,6 +35,7 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "trace/pyprocs.h"
+#include "trace/scache.h"
 #include "trace/targets.h"
 #include "util/clock.h"
 #include "util/fmt.h"
@@ -383,6 +384,7 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
@@ -442,6 +444,11 @@ static int setup(struct session *s)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
 	pub = pyprocs__publisher(s->tracer);
 	python__set_publisher(s->python, &pub);
+	if (to.stack_cache) {
+		struct scache_publisher sp = scache__publisher(s->tracer);
+
+		unwinder__set_publisher(s->unwinder, &sp);
+	}
 	s->targets = targets__new(&tgo, s->tracer, s->python, prefetch_maps, s->books);
 	if (!s->targets) {
 		log_error("out of memory");
@@ -495,7 +502,7 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
 {
-	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
 	struct snapshot_opts so = {
 		.start_ns = s->start_ns,
 		.max_stacks = max_stacks,
@@ -506,6 +513,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
+		.ring_stack_records = tracer__ring_stacks(s->tracer, &so_ring_bytes),
 		/* explain answers for its targets even when they made no CUDA call */
 		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
@@ -514,6 +522,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	};
 	struct snapshot *snap = NULL;
 
+	so.ring_stack_bytes = so_ring_bytes;
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
 	for (int attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {

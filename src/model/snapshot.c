@@ -710,6 +710,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	s->ring_stack_records = o->ring_stack_records;
+	s->ring_stack_bytes = o->ring_stack_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;
 	s->stack_overflows = stacks__overflows(books__stacks(b));

@@ -270,6 +270,8 @@ struct snapshot {
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
 	const char *stack_mode;
 	uint32_t nr_probes;
+	uint64_t ring_stack_records,
+		ring_stack_bytes;		/* stack records read, ring bytes they took */
 	const struct snap_recording *recording; /* NULL: a live session */
 	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
@@ -295,6 +297,7 @@ struct snapshot_opts {
 	struct python *python; /* resolves Python frames; may be NULL */
 	const char *stack_mode;
 	uint32_t nr_probes;
+	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */

@@ -442,6 +442,8 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 		[GL_STAT_STACK_ERROR] = "stack_errors",
 		[GL_STAT_READ_ERROR] = "read_errors",
 		[GL_STAT_PROC_TABLE_FULL] = "proc_table_full",
+		[GL_STAT_SCACHE_HIT] = "stack_cache_hits",
+		[GL_STAT_SCACHE_MISS] = "stack_cache_misses",
 	};
 
 	jsonw__name(w, "stats");
@@ -449,6 +451,8 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	for (int i = 0; i < GL_NR_STATS; i++)
 		jsonw__field_u64(w, names[i], s->stats[i]);
 	jsonw__field_u64(w, "malformed_records", s->malformed);
+	jsonw__field_u64(w, "stack_records", s->ring_stack_records);
+	jsonw__field_u64(w, "stack_record_ring_bytes", s->ring_stack_bytes);
 	jsonw__name(w, "calls");
 	jsonw__start_object(w);
 	for (int i = 0; i < GL_NR_APIS; i++)
