@@ -156,11 +156,45 @@ static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
 }
 
 /*
+ * Whether allocation v went with a teardown of its context: booked before the
+ * teardown's time, which a later allocation in a new context at the same
+ * address is not.
+ */
+static __always_inline bool went_with_ctx(struct gl_call_ctx *c, const struct gl_alloc_val *v)
+{
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = v->ctx };
+	__u64 *dead;
+
+	if (!v->ctx)
+		return false;
+	dead = bpf_map_lookup_elem(&ctx_dead, &k);
+	return dead && *dead > v->ns;
+}
+
+/*
+ * A full memory barrier, between a write to one map and a read of another that
+ * another CPU does the other way round (an atomic that fetches: lock-prefixed
+ * on x86, acquire-release on arm64). A hash map's update ends with a plain
+ * store, which a later load may pass.
+ */
+static __always_inline void full_barrier(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero), v;
+
+	if (!n)
+		return;
+	v = __sync_fetch_and_add(n, 0);
+	asm volatile("" : : "r"(v) : "memory");
+}
+
+/*
  * A successful allocation: key gains size bytes of class cls. When its context
  * was torn down while it was in flight, the driver dropped it with the
  * context: the allocation is inserted before ctx_dead is read, and the
- * teardown writes ctx_dead before it walks allocs, so either the walk takes it
- * or this call sees the teardown and takes it out itself.
+ * teardown writes ctx_dead before it walks allocs (a full barrier on each
+ * side), so either the walk takes it or this call sees the teardown and takes
+ * it out itself.
  */
 static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
 				       __u8 cls, __s16 dev)
@@ -171,7 +205,8 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				  .refs = 1,
 				  .cls = cls,
 				  .dev = dev,
-				  .id = next_alloc_id() };
+				  .id = next_alloc_id(),
+				  .ns = bpf_ktime_get_ns() };
 	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
 	__u16 flags = 0;
 
@@ -195,6 +230,7 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 		}
 	} else {
 		count(c->st, cls, size, 1);
+		full_barrier();
 		if (kind_in_ctx(kind) && ctx_gone(c, c->ctx) &&
 		    bpf_map_delete_elem(&allocs, &k) == 0) {
 			count(c->st, cls, -(__s64)size, -1);
@@ -281,19 +317,29 @@ static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 k
 }
 
 /*
- * A free failed: what its entry took goes back, unless its context was torn
- * down during the call (the driver dropped it with the context: a teardown).
+ * A free failed: what its entry took goes back, unless it went with a teardown
+ * of its context (the driver dropped it with the context; the free came after).
+ * The teardown's walk of allocs does not see a key a free has taken out, nor
+ * one put back after the walk passed it: a teardown whose time is written
+ * before the key is back is seen here, and the key taken out again (by this
+ * call or by the walk, whichever deletes it: one of them counts it).
  */
 static __always_inline __u16 book_failed_free(struct gl_call_ctx *c)
 {
 	struct gl_alloc_val *v = &c->slot->claimed;
 
-	if (c->slot->claim != GL_CLAIM_TAKEN || !kind_in_ctx(c->slot->claimed_key.kind) ||
-	    !ctx_gone(c, v->ctx)) {
+	if (c->slot->claim != GL_CLAIM_TAKEN || !kind_in_ctx(c->slot->claimed_key.kind)) {
 		unclaim(c->slot);
 		return 0;
 	}
-	c->slot->claim = GL_CLAIM_NONE;
+	if (went_with_ctx(c, v)) {
+		c->slot->claim = GL_CLAIM_NONE;
+	} else {
+		unclaim(c->slot);
+		full_barrier();
+		if (!went_with_ctx(c, v) || bpf_map_delete_elem(&allocs, &c->slot->claimed_key))
+			return 0;
+	}
 	c->st = proc_stats(c->task, tgid_of(c));
 	if (c->st) {
 		__sync_fetch_and_add(&c->st->ctx_drops, 1);
@@ -446,6 +492,7 @@ static __always_inline bool ctx_is_primary_of(__u32 tgid, __u64 ctx, __s32 dev)
 static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
 		     struct drop_walk *w)
 {
+	__u64 size = v->size;
 	__u8 cls = v->cls;
 
 	if (k->tgid != w->tgid)
@@ -459,12 +506,14 @@ static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_allo
 		if (v->ctx && w->dev >= 0 && !ctx_is_primary_of(w->tgid, v->ctx, w->dev))
 			return 0;
 	}
+	/* a free's entry (claim_key()) or return (book_failed_free()) took it first */
+	if (bpf_map_delete_elem(map, k))
+		return 0;
 	if (cls < GL_NR_CLASSES && k->kind != GL_KIND_MAPPING) {
-		w->bytes[class_slot(cls)] += v->size;
+		w->bytes[class_slot(cls)] += size;
 		w->allocs[class_slot(cls)] += 1;
 	}
 	w->n++;
-	bpf_map_delete_elem(map, k);
 	return 0;
 }
 
@@ -516,6 +565,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
 	else
 		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
+	full_barrier();
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
 	r = reserve_call(c);

@@ -771,6 +771,17 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	}
 }
 
+void books__note_unheld(struct books *b, const struct gl_proc *r)
+{
+	struct proc *proc = proc_of(b, &r->hdr);
+
+	if (!proc)
+		return;
+	proc->t.unheld++;
+	memcpy(proc->t.unheld_lib, r->lib.name, sizeof(r->lib.name));
+	proc->t.unheld_lib[sizeof(r->lib.name)] = '\0';
+}
+
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts)
 {

@@ -66,8 +66,8 @@ static int on_record(void *ctx, const void *data, size_t size)
 	const struct gl_proc *r = data;
 
 	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
-	    r->event == GL_PROC_LIBLOAD)
-		targets__lib_mapped(s->targets, r);
+	    r->event == GL_PROC_LIBLOAD && targets__lib_mapped(s->targets, r))
+		books__note_unheld(s->books, r);
 	books__apply(s->books, data, size);
 	return 0;
 }

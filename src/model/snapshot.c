@@ -599,6 +599,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->dropped_bytes = t->dropped_bytes;
 	sp->failed_frees = t->failed_frees;
 	sp->ctx_drops = t->ctx_drops;
+	sp->unheld = t->unheld;
+	memcpy(sp->unheld_lib, t->unheld_lib, sizeof(sp->unheld_lib));
 	if (t->has_final) {
 		sp->bpf = t->final;
 		sp->bpf_valid = true;
@@ -668,7 +670,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 			s->untracked_allocs += sp->bpf.untracked_allocs;
 			s->untracked_bytes += sp->bpf.untracked_bytes;
 		}
-		if (!sp->consistent)
+		if (!sp->consistent || sp->unheld)
 			s->complete = false;
 	}
 	return s;

@@ -137,7 +137,9 @@ struct snap_proc {
 	uint64_t unknown_dev_bytes; /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
-	uint64_t ctx_drops;	       /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint64_t ctx_drops; /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint32_t unheld;    /* libraries mapped that could not be held until attached */
+	char unheld_lib[sizeof(((struct gl_libmap *)0)->name) + 1]; /* the last of them */
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
 	bool bpf_valid;		       /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;

@@ -360,6 +360,7 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct 
 	jsonw__field_u64(w, "failed_frees", p->failed_frees);
 	jsonw__field_u64(w, "unmatched_frees", p->unmatched_frees);
 	jsonw__field_u64(w, "context_dropped_bytes", p->dropped_bytes);
+	jsonw__field_u64(w, "unheld_mappings", p->unheld);
 	jsonw__field_double(w, "observed_s", p->duration_ns / 1e9);
 	jsonw__field_double(w, "device_growth_bytes_per_s", p->device_growth_bytes_per_s);
 	jsonw__name(w, "projected_oom_s");

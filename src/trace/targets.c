@@ -471,20 +471,22 @@ static void wait_stopped(int pid)
  * record). When BPF holds it (stopped at that mapping), it is attached here
  * and released at once; otherwise it is scanned at the next step.
  */
-void targets__lib_mapped(struct targets *s, const struct gl_proc *r)
+bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 {
 	int pid = r->hdr.pid, err;
 	uint64_t t0 = now_ns(), since;
 	char name[sizeof(r->lib.name) + 1];
 	bool found;
 
-	if (r->lib.held == 2)
+	if (r->lib.held == 2) {
 		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
 			 "than 4096 held at once, or the signal was refused): its first calls may "
-			 "be missed",
+			 "be missed, and its figures say so",
 			 pid, r->comm, (int)sizeof(r->lib.name), r->lib.name);
+		return true; /* the books' hook schedules a scan */
+	}
 	if (r->lib.held != 1)
-		return; /* the books' hook schedules a scan */
+		return false; /* the books' hook schedules a scan */
 	memcpy(name, r->lib.name, sizeof(r->lib.name));
 	name[sizeof(r->lib.name)] = '\0';
 	wait_stopped(pid);
@@ -493,19 +495,23 @@ void targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		s->hold_eperm = true;
 	/* an unreadable library was said already */
 	found = r->lib.kind == GL_LIB_CUDA ? err == 1 || err == -ENOEXEC : maps_torch(pid);
-	/* attached or not, this file holds no process again */
-	tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
+	/* attached, or one that cannot be: this file holds no process again. One not in
+	 * the maps (its mmap failed after the hold, or was undone at once) holds the next
+	 * process that maps it, this one included */
+	if (found || err == -EPERM)
+		tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
 	if (tracer__held_since(s->tracer, pid, &since))
 		since = t0;
 	if (!tracer__release(s->tracer, pid))
-		return;
+		return false;
 	if (found)
 		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
 			  pid, (now_ns() - since) / 1e6, name);
 	else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0)
-		log_warn("PID %d (%s) maps %s, but gpuleak could not find it in /proc/%d/maps: "
-			 "released without its probes; its calls are not traced",
-			 pid, r->comm, name, pid);
+		log_debug("PID %d (%s) mapped %s, which is not in /proc/%d/maps (the mapping "
+			  "failed or was undone): released; its next mapping of it is held again",
+			  pid, r->comm, name, pid);
+	return false;
 }
 
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */

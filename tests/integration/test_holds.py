@@ -49,6 +49,28 @@ def test_attach_then_dlopen_and_call_at_once(tmp):
     check(f"PID {wl.pid} was held" in tr.stderr(), f"the process was held: {tr.stderr()}")
 
 
+def test_hold_at_a_mapping_that_fails(tmp):
+    """The first mmap of the library fails inside the kernel (after the hold); the process
+    loads it for real right after and allocates at once: that load is held too."""
+    lib = _late_copy(tmp)
+    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", "--failed-map", "1", tmp=tmp)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "-vv", str(wl.pid)], tmp)
+    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    err = tr.stderr()
+    check("which is not in /proc/" in err, f"the failed mapping was held and released:\n{err}")
+    check(f"PID {wl.pid} was held" in err, f"the real load was held:\n{err}")
+    check_books(rep, p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "every allocation seen")
+    check_eq(p["unheld_mappings"], 0, "no mapping went unheld")
+    check(rep["complete"], f"complete: {rep['incomplete_why']}")
+
+
 def _run_wrapped(tmp, script, truth_path):
     tr = Tracer(["run", "-i", "0", "--", "sh", "-c", script], tmp)
     check_eq(tr.wait(60), 0, "gpuleak run exit status")
