@@ -242,43 +242,74 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 }
 
 /*
+ * Takes (tgid, kind, key) out of allocs into *k, *v; with last_only, only a
+ * handle down to its last reference. Returns the enum gl_claim.
+ */
+static __always_inline __u32 take_key(struct gl_alloc_key *k, struct gl_alloc_val *v, __u32 tgid,
+				      __u32 kind, __u64 key, bool last_only)
+{
+	struct gl_alloc_val *cur;
+
+	if (!key)
+		return GL_CLAIM_NONE;
+	k->tgid = tgid;
+	k->kind = kind;
+	k->key = key;
+	cur = bpf_map_lookup_elem(&allocs, k);
+	if (!cur)
+		return GL_CLAIM_ABSENT;
+	if (last_only && cur->refs > 1)
+		return GL_CLAIM_NONE; /* the return takes one reference */
+	*v = *cur;
+	/* two threads freeing one key at once: one of them takes it */
+	return bpf_map_delete_elem(&allocs, k) ? GL_CLAIM_ABSENT : GL_CLAIM_TAKEN;
+}
+
+/*
  * At a free's entry: take its key out of allocs, so that an allocation that
  * gets the same address back on another thread before this free returns is
  * booked apart; the return books what was taken (book_free()), or puts it
- * back when the free failed (unclaim()).
+ * back when the free failed (unclaim()). A release takes a handle down to its
+ * last reference; an unmap takes the mapping at its start, and that mapping's
+ * handle when it is down to its last reference (the unmap frees it).
  */
 static __always_inline void claim_key(struct gl_slot *slot, __u32 tgid, const struct gl_api_desc *d)
 {
-	struct gl_alloc_val *v;
-	__u64 key;
+	__u64 key = (d->flags & GL_API_V1) ? (__u32)slot->args[0] : slot->args[0];
 
 	slot->claim = GL_CLAIM_NONE;
-	if (d->role != GL_ROLE_FREE && d->role != GL_ROLE_VA_FREE)
-		return;
-	key = (d->flags & GL_API_V1) ? (__u32)slot->args[0] : slot->args[0];
-	if (!key)
-		return;
-	slot->claimed_key.tgid = tgid;
-	slot->claimed_key.kind = d->kind;
-	slot->claimed_key.key = key;
-	v = bpf_map_lookup_elem(&allocs, &slot->claimed_key);
-	if (!v) {
-		slot->claim = GL_CLAIM_ABSENT;
-		return;
+	slot->claim_aux = GL_CLAIM_NONE;
+	switch (d->role) {
+	case GL_ROLE_FREE:
+	case GL_ROLE_VA_FREE:
+		slot->claim =
+			take_key(&slot->claimed_key, &slot->claimed, tgid, d->kind, key, false);
+		break;
+	case GL_ROLE_VMM_RELEASE:
+		slot->claim = take_key(&slot->claimed_key, &slot->claimed, tgid, GL_KIND_HANDLE,
+				       key, true);
+		break;
+	case GL_ROLE_VMM_UNMAP:
+		slot->claim = take_key(&slot->claimed_key, &slot->claimed, tgid, GL_KIND_MAPPING,
+				       key, false);
+		if (slot->claim == GL_CLAIM_TAKEN)
+			slot->claim_aux = take_key(&slot->aux_key, &slot->aux, tgid, GL_KIND_HANDLE,
+						   slot->claimed.handle, true);
+		break;
 	}
-	slot->claimed = *v;
-	/* two threads freeing one key at once: one of them takes it */
-	slot->claim = bpf_map_delete_elem(&allocs, &slot->claimed_key) ? GL_CLAIM_ABSENT :
-									 GL_CLAIM_TAKEN;
 }
 
-/* A claimed key goes back into the books: its free failed or never returned. */
+/* Claimed keys go back into the books: their call failed or never returned. */
 static __noinline void unclaim(struct gl_slot *slot)
 {
 	if (slot->claim == GL_CLAIM_TAKEN &&
 	    bpf_map_update_elem(&allocs, &slot->claimed_key, &slot->claimed, BPF_NOEXIST))
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
+	if (slot->claim_aux == GL_CLAIM_TAKEN &&
+	    bpf_map_update_elem(&allocs, &slot->aux_key, &slot->aux, BPF_NOEXIST))
+		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
 	slot->claim = GL_CLAIM_NONE;
+	slot->claim_aux = GL_CLAIM_NONE;
 }
 
 /* The allocation under (kind, key) is gone. */
@@ -399,6 +430,36 @@ static long unmap_one(__u32 i, void *data)
 	handle_unref(w->c, handle);
 	w->cur += size;
 	return 0;
+}
+
+/*
+ * The mapping an unmap's entry took (claim_key()): its handle loses that
+ * reference (freed from what the entry took when it was the last), and the
+ * walk goes on after it. No mapping at the start at entry: nothing of this
+ * unmap is in the books (a mapping there now is another thread's).
+ */
+static __always_inline void unmap_claimed(struct gl_call_ctx *c, struct unmap_walk *w)
+{
+	struct gl_slot *s = c->slot;
+	__u64 handle = s->claimed.handle;
+
+	if (s->claim != GL_CLAIM_TAKEN) {
+		s->claim = GL_CLAIM_NONE;
+		s->claim_aux = GL_CLAIM_NONE;
+		w->cur = w->end;
+		return;
+	}
+	w->cur += s->claimed.size ? s->claimed.size : w->end - w->cur;
+	if (s->claim_aux == GL_CLAIM_TAKEN) {
+		s->claimed_key = s->aux_key;
+		s->claimed = s->aux;
+		s->claim_aux = GL_CLAIM_NONE;
+		book_free(c, GL_KIND_HANDLE, handle);
+		return;
+	}
+	s->claim = GL_CLAIM_NONE;
+	s->claim_aux = GL_CLAIM_NONE;
+	handle_unref(c, handle);
 }
 
 static __always_inline __u64 array_elem_size(__u32 format)
@@ -736,7 +797,14 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, dev);
 		break;
 	}
-	case GL_ROLE_VMM_RELEASE: handle_unref(c, a[0]); break;
+	case GL_ROLE_VMM_RELEASE:
+		/* more than one reference at entry: the return takes one; else what the entry
+		 * took (or found absent) is freed */
+		if (c->slot->claim == GL_CLAIM_NONE)
+			handle_unref(c, a[0]);
+		else
+			book_free(c, GL_KIND_HANDLE, a[0]);
+		break;
 	case GL_ROLE_VMM_MAP: {
 		struct gl_alloc_key k = { .tgid = tgid_of(c),
 					  .kind = GL_KIND_MAPPING,
@@ -756,6 +824,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 	case GL_ROLE_VMM_UNMAP: {
 		struct unmap_walk w = { .c = c, .cur = a[0], .end = a[0] + a[1] };
 
+		unmap_claimed(c, &w);
 		bpf_loop(1 << 16, unmap_one, &w, 0);
 		break;
 	}

@@ -95,6 +95,11 @@ struct gl_slot {
 	__u32 claim; /* enum gl_claim */
 	struct gl_alloc_key claimed_key;
 	struct gl_alloc_val claimed;
+	/* cuMemUnmap: the handle of the mapping claimed, when this unmap frees it */
+	__u32 claim_aux; /* enum gl_claim */
+	__u32 pad;
+	struct gl_alloc_key aux_key;
+	struct gl_alloc_val aux;
 };
 
 /* Per-thread calls in flight; freed by the kernel when the thread exits. */

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Trust: the books stay exact where a real driver and a real job make it hard, and say what
 they miss where they cannot be. Addresses handed from a free on one thread to an allocation on
-another before the free returns (device and pinned host memory); a context destroyed while
-threads allocate in it; periodic summaries and SIGINT of busy processes (no false alarms);
-caps that bite (named with what they cost), and gpuleak's own memory bounded."""
+another before the free returns (device and pinned host memory, VMM handles); a context
+destroyed while threads allocate in it; periodic summaries and SIGINT of busy processes (no
+false alarms); caps that bite (named with what they cost), and gpuleak's own memory bounded."""
 import json
 import os
 import re
@@ -56,6 +56,25 @@ def test_pinned_host_addresses_reused_across_threads(tmp):
 
 def test_device_addresses_reused_across_threads(tmp):
     _reuse(tmp, 0)
+
+
+def test_vmm_handles_reused_across_threads(tmp):
+    # handles created, mapped, unmapped and released by 16 threads; the stand-in hands a
+    # released handle's value to the next cuMemCreate, often before the release (or the
+    # unmap that frees it) has returned
+    threads = 16
+    truth, rep, p, tr = _run(tmp, "wl_reuse", ["--threads", str(threads), "--iters", "4",
+                                               "--vmm", "1"], env=REUSE_ENV)
+    check(truth["reused_addresses"] > 1000,
+          f"the stand-in handed {truth['reused_addresses']} released handles out again")
+    check_books(rep, p, truth, extra=("unmatched_frees", "free_calls"))
+    for key in ("device_bytes", "outstanding_allocs", "unmatched_frees"):
+        check_eq(p["bpf"][key], truth[key], f"BPF's {key}")
+    # gpuleak counts each thread's cuMemAddressReserve as an allocating call; the truth not
+    check_eq(p["alloc_calls"], truth["alloc_calls"] + threads, "allocating calls")
+    check_eq(site_bytes(p, "reuse_vmm_site"), truth["device_bytes"],
+             "what the rings hold, under the stack that created it")
+    check(rep["complete"], f"nothing lost, nothing missed: {rep['incomplete_why']}")
 
 
 def test_context_destroyed_while_threads_allocate(tmp):
