@@ -394,6 +394,8 @@ static int setup(struct session *s)
 	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
 	s->python = s->mods ? python__new(s->mods) : NULL;
 	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
+	if (s->books)
+		procs__set_max(books__procs(s->books), o->max_procs); /* -a: a host's worth */
 	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
 		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
@@ -484,6 +486,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
+		.cap_procs = s->o->max_procs,
 	};
 	struct snapshot *snap = NULL;
 

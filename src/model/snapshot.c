@@ -649,6 +649,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->nr_probes = o->nr_probes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;
+	s->cap_procs = o->cap_procs;
+	s->procs_refused = procs__refused(procs);
 	s->stack_overflows = stacks__overflows(books__stacks(b));
 	if (o->tensors) {
 		s->tensors_buf = *o->tensors;
@@ -659,7 +661,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		goto fail;
 	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
 		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
-		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0;
+		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
+		      s->procs_refused == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		struct snap_proc *sp = &s->procs[s->nprocs++];
 

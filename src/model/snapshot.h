@@ -211,6 +211,8 @@ struct snapshot {
 	uint64_t untracked_bytes;  /* their bytes */
 	uint32_t cap_stacks;	   /* distinct stacks kept (--max-stacks), 0: no cap */
 	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
+	uint32_t cap_procs;	   /* processes in the books (--max-procs), 0: no cap */
+	uint64_t procs_refused;	   /* records of processes past it: dropped, in no figure */
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
@@ -243,6 +245,7 @@ struct snapshot_opts {
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
 	uint32_t cap_stacks;
+	uint32_t cap_procs;
 };
 
 /*

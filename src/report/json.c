@@ -251,6 +251,12 @@ static void write_caps(struct jsonw *w, const struct snapshot *s)
 	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
 	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
 	jsonw__end_object(w);
+	jsonw__name(w, "max_procs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_procs);
+	jsonw__field_bool(w, "reached", s->procs_refused != 0);
+	jsonw__field_u64(w, "refused_records", s->procs_refused);
+	jsonw__end_object(w);
 	jsonw__end_object(w);
 	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }

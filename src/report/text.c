@@ -225,6 +225,12 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     "(%s) are in no figure; raise --max-allocs",
 			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
+	else if (s->procs_refused)
+		n = snprintf(buf, len,
+			     "more processes than --max-procs %u: %llu record%s of processes past "
+			     "it dropped, those processes are in no figure; raise --max-procs",
+			     s->cap_procs, (unsigned long long)s->procs_refused,
+			     plural(s->procs_refused));
 	else if (st[GL_STAT_INFLIGHT_FULL] || st[GL_STAT_NESTED_OVERFLOW])
 		n = snprintf(buf, len,
 			     "%llu call%s could not be followed (%llu with no room for "

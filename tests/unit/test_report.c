@@ -288,6 +288,13 @@ static void test_text_unheld(void **state)
 			    "was refused): its first calls may be missing from the figures");
 	s.lost_events = 1; /* lost events come first */
 	assert_non_null(strstr(report__incomplete_why(&s, why, sizeof(why)), "events were lost"));
+	/* the cap on processes is named with what it dropped */
+	s.lost_events = 0;
+	s.cap_procs = 2;
+	s.procs_refused = 7;
+	assert_string_equal(report__incomplete_why(&s, why, sizeof(why)),
+			    "more processes than --max-procs 2: 7 records of processes past it "
+			    "dropped, those processes are in no figure; raise --max-procs");
 }
 
 static void test_json_full(void **state)
