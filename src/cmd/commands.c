@@ -153,6 +153,11 @@ const struct cli_option cli_options[] = {
 	  "it, new processes are left out and the report\n"
 	  "says so",
 	  "16384" },
+	{ "max-held", OPT_MAX_HELD, "N",
+	  "processes stopped at once at a library's\n"
+	  "mapping until its probes are in (4096); one past\n"
+	  "it runs on, is named, and the report says so",
+	  "8192" },
 	{ "census", OPT_CENSUS, NULL,
 	  "after the final report, the census of every PID\n"
 	  "still alive (as gpuleak census: tensors and\n"
@@ -195,7 +200,7 @@ const struct cli_option cli_options[] = {
 #define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution bench-floor bench-torch-lib "
+	"tensor-duty resolution max-held bench-floor bench-torch-lib "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 

@@ -356,6 +356,7 @@ static int setup(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
+		.max_held = o->max_held,
 		.bench_floor = o->bench_floor,
 		.sample_bytes = o->tensor_sample_bytes,
 	};

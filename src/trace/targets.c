@@ -480,8 +480,8 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 
 	if (r->lib.held == 2) {
 		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
-			 "than 4096 held at once, or the signal was refused): its first calls may "
-			 "be missed, and its figures say so",
+			 "than --max-held held at once, or the signal was refused): its first "
+			 "calls may be missed, and its figures say so",
 			 pid, r->comm, (int)sizeof(r->lib.name), r->lib.name);
 		return true; /* the books' hook schedules a scan */
 	}

@@ -71,6 +71,45 @@ def test_hold_at_a_mapping_that_fails(tmp):
     check(rep["complete"], f"complete: {rep['incomplete_why']}")
 
 
+def test_process_that_cannot_be_held_is_named(tmp):
+    """--max-held 1, and the tracer busy (stopped) while two processes map libraries it has
+    not attached: the first is held, the second cannot be and runs on; its report says so."""
+    wls = []
+    for name in ("a", "b"):
+        lib = os.path.join(tmp, name, "libcuda.so.1")
+        os.makedirs(os.path.dirname(lib))
+        shutil.copy(FAKECUDA, lib)
+        wls.append(Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp))
+    a, b = wls
+    for wl in wls:
+        wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--max-held", "1", str(a.pid), str(b.pid)], tmp)
+    wait_until(lambda: tr.stderr().count("has not loaded libcuda yet") == 2, 20,
+               "gpuleak to wait for both")
+    tr.proc.send_signal(signal.SIGSTOP)
+    try:
+        a.go()
+        wait_until(lambda: _state(a.pid) == "T", 10, "the first process to be held")
+        b.go()
+        truth_b = b.truth()  # not held: it runs to its end while the tracer is stopped
+    finally:
+        tr.proc.send_signal(signal.SIGCONT)
+    truth_a = a.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the targets exited)")
+    rep = tr.report()
+    pa, pb = process(rep, a.pid), process(rep, b.pid)
+    check_books(rep, pa, truth_a)
+    check_eq(pa["unheld_mappings"], 0, "the held process")
+    check(pb["unheld_mappings"] >= 1, f"the process that could not be held: {pb}")
+    check(truth_b["alloc_calls"] > 0, "it made calls")
+    check_eq(rep["complete"], False, "the report is not complete")
+    check(f"PID {b.pid}" in rep["incomplete_why"] and "could not be held" in rep["incomplete_why"],
+          rep["incomplete_why"])
+    check(f"PID {b.pid} (wl_dlopen) maps libcuda.so.1, not attached yet, and could not be held"
+          in tr.stderr(), tr.stderr())
+    check("could not be held" in tr.stdout(), "the text report says so")
+
+
 def _run_wrapped(tmp, script, truth_path):
     tr = Tracer(["run", "-i", "0", "--", "sh", "-c", script], tmp)
     check_eq(tr.wait(60), 0, "gpuleak run exit status")
