@@ -73,6 +73,9 @@ struct gl_opts {
 	bool torch;		/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
 	bool census; /* --census (attach): the census of each live PID after the final report */
+	/* census: --no-pause and the caps (0: census_cmd__default_caps()'s) */
+	bool census_no_pause;
+	uint64_t census_max_objects, census_max_read, census_max_ms;
 	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
 	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
 	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */

@@ -126,7 +126,33 @@ static void on_proc_new(void *ctx, struct proc *proc)
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
-static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
+/* The innermost Python frame of a stack, "function (file:line)"; false if it has none. */
+static bool python_site(struct session *s, const struct frame *fr, uint32_t n, char *buf,
+			size_t len)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const char *fn, *file;
+
+		if (fr[i].kind != FRAME_PYTHON)
+			continue;
+		python__code_info(s->python, fr[i].mod, &fn, &file);
+		snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
+			 (unsigned long long)fr[i].addr);
+		return true;
+	}
+	return false;
+}
+
+void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)
+{
+	uint32_t n;
+	const struct frame *fr = stacks__get(s->stacks, id, &n);
+
+	if (!fr || !python_site(s, fr, n, buf, len))
+		session__describe_stack(s, id, buf, len);
+}
+
+void session__describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
 {
 	uint32_t n;
 	const struct frame *fr = stacks__get(s->stacks, id, &n);
@@ -202,7 +228,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 
 	say_cause(proc, f);
 
-	describe_stack(s, f->stack, site, sizeof(site));
+	session__describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
 			 "held",
@@ -210,7 +236,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
-	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
+	session__describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
 		 "most (%s) by %s",
 		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,
@@ -483,7 +509,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		.nvml = sample_nvml(s),
+		/* explain answers for its targets even when they made no CUDA call */
+		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
@@ -509,6 +536,12 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	/* run: the launchers and shells in front of the job are no part of its report */
 	if (snap && s->o->cmd == CMD_RUN)
 		snapshot__hide_idle(snap);
+	if (snap && s->o->cmd == CMD_EXPLAIN &&
+	    snapshot__add_targets(snap, s->o->pids, s->o->nr_pids, so.nvml)) {
+		snapshot__free(snap);
+		errno = ENOMEM;
+		snap = NULL;
+	}
 	return snap;
 }
 

@@ -157,6 +157,10 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 	jsonw__field_bool(w, "driver_level_only", !m->blocks_seen);
 	write_torch_part(w, m->blocks_seen, m->torch_reserved, m->torch_allocated, m->torch_cached,
 			 m->largest_free, m->fragmentation);
+	jsonw__field_bool(w, "reserve_predates_attach", m->blocks_seen && m->blocks_outside);
+	field_u64_or_null(w, "blocks_outside_segments_bytes", m->blocks_seen, m->blocks_outside);
+	field_u64_or_null(w, "torch_allocated_in_seen_segments_bytes", m->blocks_seen,
+			  m->blocks_in_seen);
 	jsonw__field_u64(w, "outside_torch_bytes", m->outside_torch);
 	field_u64_or_null(w, "context_and_pre_attach_bytes", m->nvml_valid, m->unseen);
 	field_u64_or_null(w, "unexplained_bytes", m->nvml_valid, m->unexplained);
@@ -176,6 +180,7 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 		jsonw__field_u64(w, "torch_blocks", d->torch_blocks);
 		jsonw__field_u64(w, "free_extents", d->nr_free);
 		jsonw__field_u64(w, "blocks_outside_segments_bytes", d->blocks_outside);
+		jsonw__field_u64(w, "torch_allocated_in_seen_segments_bytes", d->blocks_in_seen);
 		jsonw__field_u64(w, "outside_torch_bytes", d->outside_torch);
 		write_libs(w, d->libs, d->nlibs);
 		jsonw__field_u64(w, "leak_bytes", d->leak_bytes);
