@@ -98,6 +98,7 @@ struct gl_opts {
 	uint64_t profile_every_ms; /* 0: no profiles on disk */
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
+	uint32_t max_held;	   /* processes held at once at a library's mapping */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool bench_floor;    /* hidden --bench-floor: do-nothing programs, to measure the floor */
 	bool no_stack_cache; /* hidden: copy every native stack (tests, bench/) */
