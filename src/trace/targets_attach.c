@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * targets_attach.c - attaching what one process maps: its libcuda (said once
+ * attached, with the functions it lacks), PyTorch's allocator probes, its
+ * Python; a named target's first look, the scan of a process whose libraries
+ * changed, and -a's scan of every process and of the system's libcuda.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "loader.h"
+#include "reasons.h"
+#include "stacks/python/python.h"
+#include "targets_int.h"
+#include "util/log.h"
+#include "util/procfs.h"
+
+static void report_attached(struct targets *s, const struct cuda_lib *lib, int n, int pid)
+{
+	char missing[2048];
+	char comm[32] = "";
+
+	if (pid > 0 && procfs__comm(pid, comm, sizeof(comm)))
+		comm[0] = '\0';
+	libcuda__missing(lib, true, missing, sizeof(missing));
+	if (missing[0])
+		log_warn(
+			"%s lacks %s: those calls are not traced (a driver older than gpuleak expects: "
+			"memory they allocate shows up in NVML's figure only)",
+			lib->display, missing);
+	libcuda__missing(lib, false, missing, sizeof(missing));
+	if (missing[0])
+		log_debug("%s does not export: %s", lib->display, missing);
+	if (pid > 0)
+		log_info("attached to PID %d (%s): %d functions in %s (%d probes)", pid, comm, n,
+			 lib->display, tracer__nr_probes(s->tracer));
+	else
+		log_info("attached: %d functions in %s (%d probes)", n, lib->display,
+			 tracer__nr_probes(s->tracer));
+}
+
+int targets__attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
+{
+	int n;
+
+	if (tracer__has_lib(s->tracer, lib->dev, lib->ino)) {
+		if (pid > 0)
+			log_info("attached to PID %d through %s", pid, lib->display);
+		return 0;
+	}
+	n = tracer__attach_lib(s->tracer, lib);
+	if (n < 0)
+		return n; /* explained by the tracer */
+	report_attached(s, lib, n, pid);
+	return 0;
+}
+
+int targets__attach_torch(struct targets *s, int pid)
+{
+	char path[PATH_MAX], display[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int err;
+
+	if (s->o.no_torch)
+		return 1;
+	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
+		return 0;
+	if (tracer__has_torch(s->tracer, dev, ino))
+		return 1;
+	for (int i = 0; i < s->nr_torch_denied; i++)
+		if (s->torch_denied[i].dev == dev && s->torch_denied[i].ino == ino)
+			return 1;
+	err = tracer__attach_torch(s->tracer, path, dev, ino);
+	if (err == -EPERM && s->o.keep_going) {
+		/* the agent goes on: tensor blocks are then not traced in this library */
+		log_warn("no permission to attach PyTorch's allocator probes in %s: driver-level "
+			 "accounting only",
+			 display);
+		if (s->nr_torch_denied <
+		    (int)(sizeof(s->torch_denied) / sizeof(s->torch_denied[0])))
+			s->torch_denied[s->nr_torch_denied++] = (struct lib_id){ dev, ino };
+		return 1;
+	}
+	if (err == -EPERM) {
+		tracer__explain_eperm("failed to attach PyTorch's allocator probes");
+		return -EPERM;
+	}
+	if (err == -ENOENT || err == -ESRCH)
+		log_msg(s->o.torch ? LOG_WARN : LOG_INFO,
+			"%s has no pytorch:malloc/free probes: tensor blocks are not traced, "
+			"driver-level accounting only",
+			display);
+	else if (err)
+		log_warn(
+			"failed to attach PyTorch's allocator probes in %s: %s (tensor blocks are not "
+			"traced; rerun with -v for the loader's reason, or pass --no-torch)",
+			display, strerror(-err));
+	else
+		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
+			 display);
+	return 1;
+}
+
+static int find_xla(const struct map_entry *e, void *ctx)
+{
+	const char **found = ctx;
+
+	if (!e->path[0] || !libcuda__is_xla_path(e->path))
+		return 0;
+	*found = strdup(e->path);
+	return 1;
+}
+
+/*
+ * A target that ran CUDA before gpuleak attached and has XLA loaded: JAX's
+ * default pool, preallocated at its start, was not seen. Said once, on stderr.
+ */
+static void warn_xla_before_attach(int pid)
+{
+	char *path = NULL;
+
+	if (procfs__for_each_map(pid, find_xla, &path) != 1 || !path)
+		goto cleanup;
+	log_warn("PID %d has XLA loaded (%s) and used CUDA before gpuleak attached: a pool XLA "
+		 "preallocated then (JAX's default: 75%% of each device in one block) is not "
+		 "seen, and growth inside such a pool never is; to see each buffer at its Python "
+		 "line, run the job with XLA_PYTHON_CLIENT_PREALLOCATE=false "
+		 "XLA_PYTHON_CLIENT_ALLOCATOR=platform",
+		 pid, path);
+cleanup:
+	free(path);
+}
+
+/* A libcuda pid maps but gpuleak cannot read: said once per file. */
+static void unreadable_lib(struct targets *s, int pid, const struct cuda_lib *lib)
+{
+	struct stat st;
+	int n = (int)(sizeof(s->bad_libs) / sizeof(s->bad_libs[0]));
+
+	if (stat(lib->path, &st))
+		return;
+	for (int i = 0; i < s->nr_bad_libs; i++)
+		if (s->bad_libs[i].dev == st.st_dev && s->bad_libs[i].ino == st.st_ino)
+			return;
+	if (s->nr_bad_libs < n)
+		s->bad_libs[s->nr_bad_libs++] = (struct lib_id){ st.st_dev, st.st_ino };
+	log_error("PID %d maps %s, which gpuleak cannot read: %s; its calls are not traced (check "
+		  "the file with `readelf -d`, and that gpuleak runs as root in the target's mount "
+		  "namespace)",
+		  pid, lib->display, lib->why ? lib->why : "unknown");
+}
+
+int targets__try_attach(struct targets *s, struct target *t)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	bool first = !t->tried; /* found now: it used CUDA before gpuleak started */
+	int err;
+
+	if (!lib)
+		return -ENOMEM;
+	t->tried = true;
+	err = libcuda__find_in_process(t->pid, lib);
+	if (err == -ENOENT) {
+		err = 1;
+	} else if (err == 0) {
+		/* Python frames and PyTorch's probes first: what is allocated once
+		 * "attached to PID" is said must be seen with them */
+		if (!s->o.no_python)
+			python__attach(s->python, t->pid);
+		if (!t->torch_done) {
+			err = targets__attach_torch(s, t->pid);
+			t->torch_done = err == 1;
+		}
+		if (err >= 0)
+			err = targets__attach_lib(s, lib, t->pid);
+		if (!err)
+			t->state = T_ATTACHED;
+		if (!err && first)
+			warn_xla_before_attach(t->pid);
+	} else if (err == -EACCES || err == -EPERM) {
+		err = reasons__maps_refused(t->pid);
+	} else if (err == -ENOEXEC) {
+		unreadable_lib(s, t->pid, lib);
+	} else if (err != -ESRCH) {
+		log_error("cannot read the libraries of PID %d: %s", t->pid, strerror(-err));
+	}
+	free(lib);
+	return err;
+}
+
+int targets__scan_pid(struct targets *s, int pid)
+{
+	struct cuda_lib *lib = malloc(sizeof(*lib));
+	struct target *t = targets__find(s, pid);
+	int ret = 0, err;
+
+	if (!lib)
+		return 0;
+	if (!s->o.no_python)
+		python__attach(s->python, pid);
+	err = libcuda__find_in_process(pid, lib);
+	if (err == -ENOEXEC) {
+		unreadable_lib(s, pid, lib);
+		free(lib);
+		return -ENOEXEC;
+	}
+	if (err == 0) {
+		ret = 1;
+		if (s->seen)
+			s->seen(s->seen_ctx, pid);
+		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
+			err = targets__attach_lib(s, lib, t ? pid : -1);
+		if (!err && t && t->state == T_WAITING)
+			t->state = T_ATTACHED;
+	} else {
+		err = 0; /* none mapped (yet), or the process is gone */
+	}
+	free(lib);
+	if (!err && targets__attach_torch(s, pid) < 0)
+		err = -EPERM;
+	return err == -EPERM ? -EPERM : ret;
+}
+
+static int scan_one(int pid, void *data)
+{
+	struct targets *s = data;
+
+	if (pid == getpid())
+		return 0;
+	return targets__scan_pid(s, pid) == -EPERM ? -EPERM : 0;
+}
+
+int targets__scan_all(struct targets *s)
+{
+	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
+}
+
+int targets__attach_system_lib(struct targets *s)
+{
+	struct cuda_lib *lib;
+	char path[PATH_MAX];
+	int err = 0;
+
+	if (s->o.libcuda)
+		snprintf(path, sizeof(path), "%s", s->o.libcuda);
+	else if (libcuda__search(NULL, getenv("LD_LIBRARY_PATH"), path, sizeof(path)))
+		return 0;
+	lib = malloc(sizeof(*lib));
+	if (!lib)
+		return -EIO;
+	err = libcuda__open(path, path, lib);
+	if (err)
+		log_msg(s->o.libcuda ? LOG_ERROR : LOG_DEBUG, "cannot read %s: %s", path,
+			libcuda__strerror(lib, err));
+	else
+		err = targets__attach_lib(s, lib, -1);
+	free(lib);
+	if (err == -EPERM)
+		return -EPERM;
+	return err && s->o.libcuda ? -EIO : 0;
+}
