@@ -23,6 +23,8 @@
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
 #include "stack.bpf.h"
+#include "call.bpf.h"
+#include "allocs.bpf.h"
 #include "books.bpf.h"
 #include "tiers.bpf.h"
 

@@ -17,7 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
-#include "books.bpf.h" /* class_slot */
+#include "call.bpf.h" /* class_slot */
 
 /* What forget_tensors did, read back by user space. */
 __u64 tiers_forgotten = 0;
