@@ -24,14 +24,6 @@
 /* A library change is scanned at once and once more this much later. */
 #define PENDING_FOLLOW_UP_NS 100000000ULL
 
-struct target *targets__find(struct targets *s, int pid)
-{
-	for (int i = 0; i < s->nr_targets; i++)
-		if (s->targets[i].pid == pid)
-			return &s->targets[i];
-	return NULL;
-}
-
 static bool target_alive(const struct target *t)
 {
 	uint64_t ticks;

@@ -60,9 +60,14 @@ struct targets {
 	bool hold_eperm; /* attaching for a held process was refused: stop */
 };
 
-/* targets.c */
 /* The named target pid, or NULL. */
-struct target *targets__find(struct targets *s, int pid);
+static inline struct target *targets__find(struct targets *s, int pid)
+{
+	for (int i = 0; i < s->nr_targets; i++)
+		if (s->targets[i].pid == pid)
+			return &s->targets[i];
+	return NULL;
+}
 
 /* targets_attach.c */
 /*
