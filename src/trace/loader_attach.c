@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * loader_attach.c - attaching the tracer's uprobes: every function of a
+ * libcuda through two uprobe_multi links (one perf-event uprobe per function
+ * and direction on kernels before 6.6), and PyTorch's allocator probes (USDT,
+ * armed and disarmed as the tensor level asks).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "gpuleak.skel.h"
+#include "loader_int.h"
+#include "probes.h"
+#include "util/log.h"
+
+bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_libs; i++)
+		if (t->libs[i].dev == dev && t->libs[i].ino == ino)
+			return true;
+	return false;
+}
+
+/* The program attached to entries or returns: the floor's do-nothing ones when benchmarking. */
+static struct bpf_program *call_prog(struct tracer *t, bool ret)
+{
+	if (t->bench_floor)
+		return ret ? t->skel->progs.floor_exit : t->skel->progs.floor_enter;
+	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
+}
+
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
+	struct bpf_program *prog = call_prog(t, ret);
+
+	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
+}
+
+/* BPF_LINK_CREATE of a uprobe_multi link: every offset in one call. Returns fd or -errno. */
+static int link_uprobe_multi(int prog_fd, const char *path, const uint64_t *offsets,
+			     const uint64_t *cookies, uint32_t cnt, bool ret)
+{
+	struct {
+		__u32 prog_fd, target_fd, attach_type, flags;
+		__u64 path, offsets, ref_ctr_offsets, cookies;
+		__u32 cnt, multi_flags, pid, pad;
+	} attr = {
+		.prog_fd = prog_fd,
+		.attach_type = GL_BPF_TRACE_UPROBE_MULTI,
+		.path = (uintptr_t)path,
+		.offsets = (uintptr_t)offsets,
+		.cookies = (uintptr_t)cookies,
+		.cnt = cnt,
+		.multi_flags = ret ? GL_BPF_F_UPROBE_MULTI_RETURN : 0,
+	};
+	long fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static void explain_attach_error(const struct cuda_lib *lib, const char *what, int err)
+{
+	char msg[PATH_MAX + 128];
+
+	snprintf(msg, sizeof(msg), "failed to attach %s in %s", what, lib->display);
+	if (err == -EPERM || err == -EACCES)
+		tracer__explain_eperm(msg);
+	else
+		log_error("%s: %s (run with -vv for libbpf's messages)", msg, strerror(-err));
+}
+
+/* All functions at once through two uprobe_multi links. Returns count, or -errno. */
+static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+{
+	uint64_t offsets[GL_NR_APIS], cookies[GL_NR_APIS];
+	uint32_t n = 0;
+	int fd;
+
+	for (int api = 0; api < GL_NR_APIS; api++) {
+		if (!lib->offsets[api])
+			continue;
+		offsets[n] = lib->offsets[api];
+		cookies[n++] = api;
+	}
+	if (!n)
+		return -ENOENT;
+	for (int ret = 0; ret < 2; ret++) {
+		struct bpf_program *prog = call_prog(t, ret);
+
+		fd = link_uprobe_multi(bpf_program__fd(prog), lib->path, offsets, cookies, n, ret);
+		if (fd < 0)
+			return fd;
+		al->multi_fds[ret] = fd;
+	}
+	al->nr_links = 0;
+	return n;
+}
+
+/* One perf-event uprobe per function and direction (kernels before 6.6). */
+static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+{
+	int attached = 0, err = 0;
+
+	al->links = calloc(2 * GL_NR_APIS, sizeof(*al->links));
+	if (!al->links)
+		return -ENOMEM;
+	for (int api = 0; api < GL_NR_APIS; api++) {
+		struct bpf_link *in, *out;
+
+		if (!lib->offsets[api])
+			continue;
+		in = attach_one(t, lib, api, false);
+		out = in ? attach_one(t, lib, api, true) : NULL;
+		if (!in || !out) {
+			err = -errno;
+			bpf_link__destroy(in);
+			explain_attach_error(lib, probe__name(api), err);
+			if (err == -EPERM || err == -EACCES)
+				return -EPERM;
+			continue;
+		}
+		al->links[al->nr_links++] = in;
+		al->links[al->nr_links++] = out;
+		attached++;
+	}
+	return attached ? attached : (err ? err : -ENOENT);
+}
+
+int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
+{
+	struct attached_lib *al;
+	int n = -EINVAL;
+
+	if (t->nr_libs >= MAX_LIBS)
+		return -ENOSPC;
+	al = &t->libs[t->nr_libs];
+	memset(al, 0, sizeof(*al));
+	al->multi_fds[0] = al->multi_fds[1] = -1;
+	al->dev = lib->dev;
+	al->ino = lib->ino;
+	if (!t->no_multi) {
+		n = attach_multi(t, lib, al);
+		if (n == -EINVAL || n == -EOPNOTSUPP || n == -E2BIG || n == -ENOSYS) {
+			log_debug("uprobe_multi links unavailable (%s): one perf event per probe",
+				  strerror(-n));
+			t->no_multi = true;
+			for (int j = 0; j < 2; j++)
+				if (al->multi_fds[j] >= 0)
+					close(al->multi_fds[j]);
+			al->multi_fds[0] = al->multi_fds[1] = -1;
+		} else if (n < 0) {
+			explain_attach_error(lib, "the uprobes", n);
+			return n == -EACCES ? -EPERM : n;
+		}
+	}
+	if (t->no_multi)
+		n = attach_perf(t, lib, al);
+	if (n < 0) {
+		for (int j = 0; j < al->nr_links; j++)
+			bpf_link__destroy(al->links[j]);
+		free(al->links);
+		return n == -EACCES ? -EPERM : n;
+	}
+	t->nr_libs++;
+	t->nr_probes += 2 * n;
+	tracer__file_handled(t, lib->dev, lib->ino);
+	return n;
+}
+
+bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_torch; i++)
+		if (t->torch[i].dev == dev && t->torch[i].ino == ino)
+			return true;
+	return false;
+}
+
+/* Attaches (on) or detaches one allocator probe of tl. Returns 0 or -errno. */
+static int torch_link(struct tracer *t, struct torch_lib *tl, int which, bool on)
+{
+	static const char *const names[2] = { "malloc", "free" };
+	struct bpf_program *prog;
+
+	if (!on) {
+		/* the link's last reference: the uprobe and its semaphore count go */
+		bpf_link__destroy(tl->links[which]);
+		tl->links[which] = NULL;
+		return 0;
+	}
+	if (tl->links[which])
+		return 0;
+	if (t->bench_floor)
+		prog = which ? t->skel->progs.floor_torch_free : t->skel->progs.floor_torch_malloc;
+	else
+		prog = which ? t->skel->progs.torch_free : t->skel->progs.torch_malloc;
+	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
+	tl->links[which] =
+		bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which], NULL);
+	if (!tl->links[which]) {
+		int err = -errno;
+
+		return err == -EACCES ? -EPERM : err;
+	}
+	return 0;
+}
+
+int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino)
+{
+	bool probe_only = !t->torch_armed[0] && !t->torch_armed[1];
+	struct torch_lib *tl;
+	int err = 0, n;
+
+	if (t->nr_torch >= MAX_LIBS)
+		return -ENOSPC;
+	tl = &t->torch[t->nr_torch];
+	memset(tl, 0, sizeof(*tl));
+	tl->dev = dev;
+	tl->ino = ino;
+	n = snprintf(tl->path, sizeof(tl->path), "%s", path);
+	if (n < 0 || (size_t)n >= sizeof(tl->path))
+		return -ENAMETOOLONG;
+	/* disarmed: attach once all the same, so that a library without the probes
+	 * (or without the permission) is known now, then detach */
+	for (int i = 0; i < 2 && !err; i++)
+		err = torch_link(t, tl, i, probe_only || t->torch_armed[i]);
+	if (err || probe_only) {
+		torch_link(t, tl, 0, false);
+		torch_link(t, tl, 1, false);
+	}
+	if (err)
+		return err;
+	t->nr_torch++;
+	t->nr_probes += 2;
+	tracer__file_handled(t, dev, ino);
+	return 0;
+}
+
+int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on)
+{
+	int err = 0;
+
+	t->torch_armed[0] = malloc_on;
+	t->torch_armed[1] = free_on;
+	for (int i = 0; i < t->nr_torch; i++) {
+		int e0 = torch_link(t, &t->torch[i], 0, malloc_on);
+		int e1 = torch_link(t, &t->torch[i], 1, free_on);
+
+		err = err ?: e0 ?: e1;
+	}
+	return err;
+}

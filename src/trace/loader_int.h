@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * loader_int.h - the tracer's state, shared by loader.c (the skeleton's
+ * lifecycle, the guard, the ring buffer), loader_attach.c (uprobes on libcuda,
+ * PyTorch's allocator probes) and loader_maps.c (the maps user space reads and
+ * writes). Not for other modules.
+ */
+#ifndef GL_LOADER_INT_H
+#define GL_LOADER_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "loader.h"
+
+#define MAX_LIBS 64
+
+/* UAPI values of kernel 6.6+, absent from older headers. */
+#define GL_BPF_TRACE_UPROBE_MULTI 48
+#define GL_BPF_F_UPROBE_MULTI_RETURN 1
+
+struct gpuleak;
+struct ring_buffer;
+struct bpf_link;
+
+struct attached_lib {
+	dev_t dev;
+	ino_t ino;
+	int nr_links;
+	struct bpf_link **links; /* perf-event uprobes, one per probe */
+	int multi_fds[2];	 /* uprobe_multi links: entries, returns (-1 if none) */
+};
+
+struct torch_lib {
+	dev_t dev;
+	ino_t ino;
+	struct bpf_link *links[2]; /* pytorch:malloc, pytorch:free; NULL while disarmed */
+	char path[PATH_MAX];
+};
+
+struct tracer {
+	struct gpuleak *skel;
+	pid_t guard;  /* releases held processes if the tracer dies; 0 if none */
+	int guard_fd; /* the guard sees EOF on its end of this pipe when we are gone */
+	struct torch_lib torch[MAX_LIBS];
+	int nr_torch;
+	struct ring_buffer *rb;
+	tracer_record_fn fn;
+	void *fn_ctx;
+	struct attached_lib libs[MAX_LIBS];
+	int nr_libs;
+	int nr_probes;
+	int ncpus;
+	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
+	bool bench_floor;
+	bool torch_armed[2];		       /* pytorch:malloc, pytorch:free wanted attached */
+	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
+};
+
+#endif /* GL_LOADER_INT_H */

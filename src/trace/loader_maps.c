@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * loader_maps.c - the BPF maps user space reads and writes: the targets, the
+ * libraries already handled (known_libs), the processes held at a mapping,
+ * and BPF's exact counters (stats, per-process books, API calls).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "gpuleak.skel.h"
+#include "loader_int.h"
+
+int tracer__add_target(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(t->skel->maps.targets, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tracer__remove_target(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+
+	if (bpf_map__delete_elem(t->skel->maps.targets, &key, sizeof(key), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* The kernel's dev_t (s_dev) of a dev_t as stat() gives it. */
+static __u64 kernel_dev(dev_t dev)
+{
+	return ((__u64)major(dev) << 20) | minor(dev);
+}
+
+int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino)
+{
+	struct {
+		__u64 dev, ino;
+	} key = { kdev, kino };
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(t->skel->maps.known_libs, &key, sizeof(key), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino)
+{
+	return tracer__lib_handled(t, kernel_dev(dev), ino);
+}
+
+bool tracer__release(struct tracer *t, int pid)
+{
+	__u32 key = pid;
+
+	if (bpf_map__delete_elem(t->skel->maps.held, &key, sizeof(key), 0))
+		return false;
+	kill(pid, SIGCONT);
+	return true;
+}
+
+int tracer__held_since(struct tracer *t, int pid, uint64_t *ns)
+{
+	__u32 key = pid;
+	__u64 v;
+
+	if (bpf_map__lookup_elem(t->skel->maps.held, &key, sizeof(key), &v, sizeof(v), 0))
+		return -errno;
+	*ns = v;
+	return 0;
+}
+
+/* Sums n per-CPU counters of a per-CPU array map into out. */
+static int sum_percpu(struct tracer *t, const struct bpf_map *map, uint64_t *out, __u32 n)
+{
+	uint64_t *vals = calloc(t->ncpus, sizeof(*vals));
+	int err = 0;
+
+	if (!vals)
+		return -ENOMEM;
+	for (__u32 i = 0; i < n; i++) {
+		out[i] = 0;
+		if (bpf_map__lookup_elem(map, &i, sizeof(i), vals, sizeof(*vals) * t->ncpus, 0)) {
+			err = -errno;
+			break;
+		}
+		for (int c = 0; c < t->ncpus; c++)
+			out[i] += vals[c];
+	}
+	free(vals);
+	return err;
+}
+
+int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
+{
+	return sum_percpu(t, t->skel->maps.stats, out, GL_NR_STATS);
+}
+
+int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)
+{
+	__u32 key = tgid;
+
+	if (bpf_map__lookup_elem(t->skel->maps.procs, &key, sizeof(key), out, sizeof(*out), 0))
+		return -errno;
+	return 0;
+}
+
+int tracer__map_fd(struct tracer *t, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(t->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -ENOENT;
+}
+
+int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
+{
+	struct gl_proc_stats st;
+	__u32 key = tgid;
+
+	/* a new process may have taken the PID since: leave its books alone */
+	if (tracer__proc_stats(t, tgid, &st) || st.start_time != start_time)
+		return 0;
+	if (bpf_map__delete_elem(t->skel->maps.procs, &key, sizeof(key), 0) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS])
+{
+	return sum_percpu(t, t->skel->maps.api_calls, out, GL_NR_APIS);
+}
