@@ -7,7 +7,8 @@
  * client, non-blocking sockets driven by the caller's poll(). It never reads
  * a request body: a request announcing one is refused. A reply the handler
  * marks compressible is sent gzipped when the request's Accept-Encoding
- * allows it (RFC 9110, 12.5.3).
+ * allows it (RFC 9110, 12.5.3). The server is in http.c; parsing, reasons,
+ * addresses and gzip, pure functions of bytes, in http_proto.c.
  */
 #ifndef GL_HTTP_H
 #define GL_HTTP_H
