@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * test_books_ctx.c - context teardown in books/books.c: user space drops
- * exactly what BPF's drop_one() (bpf/books.bpf.h) drops. cuCtxDestroy drops
+ * exactly what BPF's drop_one() (bpf/contexts.bpf.h) drops. cuCtxDestroy drops
  * the non-VMM allocations of the destroyed context and those of unknown
  * context; cuDevicePrimaryCtxReset drops the non-VMM allocations of that
  * device's primary context and those of unknown context. A scripted case,
@@ -186,7 +186,7 @@ static uint64_t rng(void)
 	return rng_state;
 }
 
-/* drop_one() of bpf/books.bpf.h, for a teardown (all_kinds = 0). */
+/* drop_one() of bpf/contexts.bpf.h, for a teardown (all_kinds = 0). */
 static bool m_drops(const struct model *m, const struct m_alloc *a, uint64_t ctx, int dev)
 {
 	const struct m_ctx *c = a->ctx ? &m->c[a->ctx / 0x1000] : NULL;
