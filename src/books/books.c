@@ -457,8 +457,11 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
-	if (proc->retry_open)
-		failures__retry_note(b, proc, stack, c->cls, c->bytes, true);
+	if (proc->retry_open) {
+		struct explain_src src = books__explain_src(b);
+
+		failures__retry_note(&src, proc, stack, c->cls, c->bytes, true);
+	}
 	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
 	    ctx_gone(proc, c->ctx, entry_ns(c))) {
 		/* made in flight while its context was torn down: dropped with it */
@@ -504,13 +507,22 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	copy = *v;
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
-	if (proc->retry_open)
-		failures__retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
+	if (proc->retry_open) {
+		struct explain_src src = books__explain_src(b);
+
+		failures__retry_note(&src, proc, copy.stack, copy.cls, copy.size, false);
+	}
 }
 
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	failures__record(b, proc, c, take_stack(b, proc, c));
+	struct explain_src src = books__explain_src(b);
+	struct failure *f = failures__record(&src, proc, c, take_stack(b, proc, c));
+
+	if (f->has_facts && b->hooks.oom_nvml)
+		b->hooks.oom_nvml(b->hooks.ctx, proc->t.pid, f->facts.dev, &f->facts);
+	if (b->hooks.failure)
+		b->hooks.failure(b->hooks.ctx, proc, f);
 }
 
 static bool ctx_is_primary_of(const struct proc *proc, uint16_t idx, int dev)
