@@ -96,6 +96,8 @@ struct gl_opts {
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
+	bool ranks_env;		   /* --ranks-from-env: RANK, LOCAL_RANK, WORLD_SIZE only */
+	uint32_t imbalance_pct;	   /* --imbalance: a GPU or rank at this % of its peer (150) */
 	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
 	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path;     /* record: -o FILE; report: FILE */

@@ -360,7 +360,8 @@ static int setup(struct session *s)
 		.sample_bytes = o->tensor_sample_bytes,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
-				 .sample_bytes = o->tensor_sample_bytes };
+				 .sample_bytes = o->tensor_sample_bytes,
+				 .rank_env = o->ranks_env };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -484,6 +485,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
+		.imbalance_ratio = s->o->imbalance_pct / 100.0,
 	};
 	struct snapshot *snap = NULL;
 
@@ -505,6 +507,11 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	/* run: the launchers and shells in front of the job are no part of its report */
 	if (snap && s->o->cmd == CMD_RUN)
 		snapshot__hide_idle(snap);
+	if (snap && snapshot__group_jobs(snap, so.imbalance_ratio)) {
+		snapshot__free(snap);
+		snap = NULL;
+		errno = ENOMEM;
+	}
 	return snap;
 }
 

@@ -114,6 +114,12 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 				"growth");
 	if (print_procs(f, s, o))
 		return -ENOMEM;
+	for (uint32_t i = 0; i < s->njobs; i++) {
+		char job[400];
+
+		fprintf(f, "%s%s\n", i ? "" : "\n",
+			report__job_line(s, &s->jobs[i], job, sizeof(job)));
+	}
 	for (uint32_t i = 0; i < s->nprocs; i++)
 		cap += s->procs[i].nstacks;
 	r = calloc(cap ? cap : 1, sizeof(*r));
