@@ -278,7 +278,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_RANKS_ENV: o->ranks_env = true; return 0;
 	case OPT_IMBALANCE:
 		if (parse_u32(arg, 101, 100000, &o->imbalance_pct))
-			return bad_value(c, arg, "a percentage from 101 to 100000, e.g. 150");
+			return bad_value(c, arg, "a percentage from 101 to 100000");
 		return 0;
 	case 'o':
 		if (!*arg)

@@ -9,7 +9,9 @@
  * UUID labels where NVML names the GPU), growth and projected time to a full
  * GPU. Then the agent's health.
  * Each family is written whole (HELP, TYPE, every sample) before the next.
- * No stacks, command lines or environment ever become labels.
+ * No stacks, command lines or environment ever become labels, but the ranks
+ * (rank, local_rank) that --ranks-from-env read. Then the jobs, the
+ * imbalances between GPUs and between ranks.
  */
 #include <errno.h>
 #include <stdbool.h>
