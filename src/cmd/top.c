@@ -262,15 +262,16 @@ static int draw_jobs(int y, int max_lines, const struct snapshot *s)
 
 static void proc_line(int y, int attr, const struct row *r)
 {
-	char d[32], t[32], g[32];
+	char d[32], t[32], g[32], gs[160];
 	const struct snap_proc *p = r->p;
 
 	fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d));
 	fmt_bytes(p->bytes[GL_CLASS_TORCH_BLOCK], t, sizeof(t));
 	fmt_rate(report__proc_growth(p), g, sizeof(g));
 	if (COLS >= 80)
-		line(y, attr, "%7d %-15.15s %11s %11s %12s %7llu %s", p->pid, p->comm, d, t, g,
-		     (unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running");
+		line(y, attr, "%7d %-15.15s %11s %11s %12s %7llu %s%s", p->pid, p->comm, d, t, g,
+		     (unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running",
+		     report__gpus_short(p, gs, sizeof(gs)));
 	else
 		line(y, attr, "%7d %-12.12s %10s %11s %s", p->pid, p->comm, d, g,
 		     p->exited ? "exited" : "run");

@@ -146,7 +146,7 @@ struct snap_imbalance {
 	uint64_t hi_bytes, peer_bytes;
 	uint32_t nstacks;
 	struct {
-		uint32_t proc;	/* index into snapshot.procs of the stack's process */
+		uint32_t proc;	/* a job's: index into snapshot.procs of the stack's process */
 		uint32_t stack; /* index into that process's stacks */
 		uint64_t bytes; /* on hi minus on peer */
 	} stacks[SNAP_IMB_STACKS];

@@ -153,6 +153,35 @@ void report__jobs_text(FILE *f, const struct snapshot *s)
 	}
 }
 
+char *report__gpus_short(const struct snap_proc *p, char *buf, size_t len)
+{
+	size_t n = 0;
+	char b[32];
+
+	buf[0] = '\0';
+	if (ordinals_used(p) < 2)
+		return buf;
+	for (int d = 0; d < SNAP_MAX_DEVS && n < len; d++) {
+		int w;
+
+		if (!p->dev_bytes[d])
+			continue;
+		if (snap_gpu_named(p, d))
+			w = snprintf(buf + n, len - n, "%scuda%d=GPU%d %s", n ? " " : "  ", d,
+				     p->gpus[d].nvml_index,
+				     fmt_bytes(p->dev_bytes[d], b, sizeof(b)));
+		else
+			w = snprintf(buf + n, len - n, "%scuda%d %s", n ? " " : "  ", d,
+				     fmt_bytes(p->dev_bytes[d], b, sizeof(b)));
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	if (n >= len)
+		buf[len - 1] = '\0'; /* truncated: what fits */
+	return buf;
+}
+
 char *report__job_line(const struct snapshot *s, const struct snap_job *j, char *buf, size_t len)
 {
 	const struct snap_imbalance *im = &j->imbalance;

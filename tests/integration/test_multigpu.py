@@ -9,7 +9,7 @@ import os
 import re
 import subprocess
 
-from harness import (WORKLOADS, Tracer, Workload, attach_workload, check, check_books,
+from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, attach_workload, check, check_books,
                      check_eq, check_sites, finish_attached, process, site_bytes, wait_until)
 from test_fleet import build_fake_nvml
 from test_serve import Agent, free_port, get
@@ -221,3 +221,34 @@ def test_serve_per_gpu_series_and_ranks(tmp):
                 w.release()
                 w.wait()
         check_eq(agent.stop(), 0, "serve's exit status")
+
+
+def test_top_plain_shows_gpus_and_the_job(tmp):
+    """top (stdout not a terminal: plain blocks) over every process: the DataParallel
+    process's row splits its memory per GPU; a line for the job with its ranks and rank
+    1's leak at the marked line."""
+    out, err = os.path.join(tmp, "top.out"), os.path.join(tmp, "top.err")
+    with open(out, "wb") as f, open(err, "wb") as e:
+        top = subprocess.Popen([GPULEAK, "top", "--libcuda", FAKECUDA, "--ranks-from-env",
+                                "-i", "500ms", "-d", "8s"], stdout=f, stderr=e,
+                               stdin=subprocess.DEVNULL)
+        wait_until(lambda: "tracing every process" in open(err).read() or
+                   top.poll() is not None, 20, "top to attach")
+        dp = Workload("wl_dp", tmp=tmp, wait=False, hold=True)
+        ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True)
+        by_dev = dp.truth()["device_bytes_by_device"]
+        ranks.truth()
+        truths = rank_truths(ranks)
+        check_eq(top.wait(30), 0, f"top's exit status: {open(err).read()}")
+    for w in (dp, ranks):
+        w.release()
+        w.wait()
+    text = open(out).read()
+    leak = truths[1]["sites"]["ddp_site_leak"] >> 20
+    want = (rf"JOB {ranks.pid}: 2 ranks, device [\d.]+ MiB; imbalance: rank 1 "
+            rf"\(PID {truths[1]['pid']}\) \+[\d.]+ MiB over the next, at ddp_site_leak")
+    check(re.search(want, text), f"top's job line ({leak} MiB leaked):\n{text[-2000:]}")
+    row = [ln for ln in text.splitlines() if re.match(rf"\s*{dp.pid} wl_dp ", ln)]
+    check(row and row[-1].endswith(f"  cuda0 {by_dev[0] >> 20}.00 MiB cuda1 "
+                                    f"{by_dev[1] >> 20}.00 MiB"),
+          f"the DataParallel row splits its memory per GPU: {row[-1:]}")
