@@ -177,38 +177,64 @@ static void finish_job(struct snapshot *s, struct snap_job *j, double ratio)
 	job_imbalance(s, j, ratio);
 }
 
-int snapshot__group_jobs(struct snapshot *s, double ratio)
+static int cmp_parent(const void *a, const void *b, void *snap)
 {
-	struct snap_job *jobs;
-	uint32_t n = 0;
+	const struct snapshot *s = snap;
+	int x = s->procs[*(const uint32_t *)a].ppid, y = s->procs[*(const uint32_t *)b].ppid;
 
-	free(s->jobs);
-	s->jobs = NULL;
-	s->njobs = 0;
-	for (uint32_t i = 0; i < s->nprocs; i++)
-		s->procs[i].job = -1;
-	jobs = calloc(s->nprocs ? s->nprocs : 1, sizeof(*jobs));
-	if (!jobs)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < s->nprocs; i++) {
-		struct snap_proc *p = &s->procs[i];
-		struct snap_job *j = &jobs[n];
+	return x < y ? -1 : x > y;
+}
 
-		if (p->job >= 0 || !may_be_member(p))
+/* The jobs among order[0..n), processes of one parent: one pass per program or world size. */
+static void group_siblings(struct snapshot *s, const uint32_t *order, uint32_t n, double ratio)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_proc *p = &s->procs[order[i]];
+		struct snap_job *j = &s->jobs[s->njobs];
+
+		if (p->job >= 0)
 			continue;
 		*j = (struct snap_job){ .id = p->ppid };
-		for (uint32_t k = i; k < s->nprocs && j->nmembers < SNAP_MAX_MEMBERS; k++) {
-			if (s->procs[k].job < 0 && same_job(p, &s->procs[k]))
-				j->members[j->nmembers++] = k;
+		for (uint32_t k = i; k < n && j->nmembers < SNAP_MAX_MEMBERS; k++) {
+			if (s->procs[order[k]].job < 0 && same_job(p, &s->procs[order[k]]))
+				j->members[j->nmembers++] = order[k];
 		}
 		if (j->nmembers < 2)
 			continue;
 		for (uint32_t m = 0; m < j->nmembers; m++)
-			s->procs[j->members[m]].job = (int)n;
+			s->procs[j->members[m]].job = (int)s->njobs;
 		finish_job(s, j, ratio);
-		n++;
+		s->njobs++;
 	}
-	s->jobs = jobs;
-	s->njobs = n;
+}
+
+int snapshot__group_jobs(struct snapshot *s, double ratio)
+{
+	uint32_t *order, n = 0;
+
+	free(s->jobs);
+	s->njobs = 0;
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		s->procs[i].job = -1;
+	s->jobs = calloc(s->nprocs / 2 + 1, sizeof(*s->jobs)); /* two members or more each */
+	order = calloc(s->nprocs ? s->nprocs : 1, sizeof(*order));
+	if (!s->jobs || !order) {
+		free(s->jobs);
+		free(order);
+		s->jobs = NULL;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		if (may_be_member(&s->procs[i]))
+			order[n++] = i;
+	/* by parent: siblings are adjacent */
+	qsort_r(order, n, sizeof(*order), cmp_parent, s);
+	for (uint32_t i = 0, end; i < n; i = end) {
+		for (end = i + 1; end < n && s->procs[order[end]].ppid == s->procs[order[i]].ppid;)
+			end++;
+		if (end - i >= 2)
+			group_siblings(s, order + i, end - i, ratio);
+	}
+	free(order);
 	return 0;
 }

@@ -81,7 +81,9 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 			fprintf(f, "%s  device not known: %s", indent, B(d->device_bytes, 0));
 		else
 			fprintf(f, "%s  device %d: %s", indent, d->dev, B(d->device_bytes, 0));
-		if (d->nvml_valid)
+		if (d->nvml_valid && d->nvml_index >= 0)
+			fprintf(f, " (NVML GPU %d: %s)", d->nvml_index, B(d->nvml_bytes, 0));
+		else if (d->nvml_valid)
 			fprintf(f, " (NVML %s)", B(d->nvml_bytes, 0));
 		fprintf(f, ", PyTorch %s, outside PyTorch %s\n", B(d->torch_reserved, 0),
 			B(d->outside_torch, 1));
