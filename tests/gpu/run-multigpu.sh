@@ -37,9 +37,10 @@ $py "$here/multigpu_dp.py" --go "$d/go" --done "$d/done.json" --exit "$d/exit" \
 	> "$d/wl.out" 2> "$d/wl.err" &
 wpid=$!
 wait_grep '^ready' "$d/wl.out" 300
-"$gl" attach -v -i 0 --json "$out/dp.json" "$wpid" > "$out/dp.txt" 2> "$out/dp.err" &
+"$gl" attach -v -w 5m -i 0 --json "$out/dp.json" "$wpid" > "$out/dp.txt" 2> "$out/dp.err" &
 gpid=$!
-wait_grep 'attached to PID' "$out/dp.err" 300
+# attached, or watching for its libcuda (held at the mapping, then attached): no CUDA call yet
+wait_grep 'attached to PID\|has not loaded libcuda yet' "$out/dp.err" 300
 touch "$d/go"
 wait_file "$d/done.json" 1200
 sleep 1
