@@ -7,6 +7,7 @@ handle dance, and serve's per-GPU series matched to NVML's GPUs."""
 import json
 import os
 import re
+import signal
 import subprocess
 
 from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, attach_workload, check, check_books,
@@ -69,13 +70,18 @@ def rank_truths(wl):
 def test_ranks_job_leak_and_nccl(tmp):
     """A launcher and two ranks (RANK, LOCAL_RANK, WORLD_SIZE in their environment),
     traced with --ranks-from-env: one job, grouped by the environment, ranks 0 and 1;
-    rank 1 out of balance by what ddp_site_leak holds; each rank's NCCL communicator
+    rank 1 out of balance by what ddp_site_leak holds (in the interval summaries too);
+    each rank's NCCL communicator
     attributed to nccl with the stack of its creation, equal to what the stand-in's
     ncclCommInitRank allocated, after a second communicator's Retain -> Release ->
     Unmap -> Release left nothing behind."""
-    wl, tr = attach_workload(tmp, "wl_ranks", tracer_args=["--ranks-from-env"])
+    wl, tr = attach_workload(tmp, "wl_ranks", tracer_args=["--ranks-from-env", "-i", "200ms"])
     wl.truth()
     truths = rank_truths(wl)
+    # the interval summaries carry the job's block
+    wait_until(lambda: re.search(rf"JOB launched by PID {wl.pid}: 2 processes .*\n.*\n.*\n"
+                                 rf"  imbalance: rank 1 \(PID {truths[1]['pid']}\)",
+                                 tr.stdout()), 20, "a summary with the job's block")
     tr.stop()
     wl.release()
     check_eq(wl.wait(), 0, "the job's exit status")
@@ -230,25 +236,27 @@ def test_top_plain_shows_gpus_and_the_job(tmp):
     out, err = os.path.join(tmp, "top.out"), os.path.join(tmp, "top.err")
     with open(out, "wb") as f, open(err, "wb") as e:
         top = subprocess.Popen([GPULEAK, "top", "--libcuda", FAKECUDA, "--ranks-from-env",
-                                "-i", "500ms", "-d", "8s"], stdout=f, stderr=e,
-                               stdin=subprocess.DEVNULL)
+                                "-i", "500ms"], stdout=f, stderr=e, stdin=subprocess.DEVNULL)
         wait_until(lambda: "tracing every process" in open(err).read() or
-                   top.poll() is not None, 20, "top to attach")
+                   top.poll() is not None, 120, "top to attach")
         dp = Workload("wl_dp", tmp=tmp, wait=False, hold=True)
         ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True)
         by_dev = dp.truth()["device_bytes_by_device"]
         ranks.truth()
         truths = rank_truths(ranks)
-        check_eq(top.wait(30), 0, f"top's exit status: {open(err).read()}")
-    for w in (dp, ranks):
-        w.release()
-        w.wait()
-    text = open(out).read()
-    leak = truths[1]["sites"]["ddp_site_leak"] >> 20
-    want = (rf"JOB {ranks.pid}: 2 ranks, device [\d.]+ MiB; imbalance: rank 1 "
-            rf"\(PID {truths[1]['pid']}\) \+[\d.]+ MiB over the next, at ddp_site_leak")
-    check(re.search(want, text), f"top's job line ({leak} MiB leaked):\n{text[-2000:]}")
-    row = [ln for ln in text.splitlines() if re.match(rf"\s*{dp.pid} wl_dp ", ln)]
-    check(row and row[-1].endswith(f"  cuda0 {by_dev[0] >> 20}.00 MiB cuda1 "
-                                    f"{by_dev[1] >> 20}.00 MiB"),
-          f"the DataParallel row splits its memory per GPU: {row[-1:]}")
+        want = (rf"JOB {ranks.pid}: 2 ranks, device [\d.]+ MiB; imbalance: rank 1 "
+                rf"\(PID {truths[1]['pid']}\) \+[\d.]+ MiB over the next, at ddp_site_leak")
+        row = rf"\n\s*{dp.pid} wl_dp .*  cuda0 {by_dev[0] >> 20}.00 MiB cuda1 " \
+              rf"{by_dev[1] >> 20}.00 MiB\n"
+        try:
+            wait_until(lambda: re.search(want, open(out).read()) and
+                       re.search(row, open(out).read()), 60, "top's job line and GPU split")
+        finally:
+            text = open(out).read()
+            top.send_signal(signal.SIGINT)
+            check_eq(top.wait(30), 0, f"top's exit status at SIGINT: {open(err).read()}")
+            for w in (dp, ranks):
+                w.release()
+                w.wait()
+    check(re.search(want, text), f"top's job line:\n{text[-2000:]}")
+    check(re.search(row, text), "the DataParallel row splits its memory per GPU")
