@@ -9,13 +9,13 @@
 # then multigpu_check.py prints PASS/FAIL lines: gpuleak's figures against
 # torch.cuda.memory_stats per device, nvidia-smi's per-process listing and NCCL's own
 # cost (nvidia-smi deltas around init_process_group, NCCL_DEBUG=INFO's ALLOC lines).
-#   tests/gpu/run-multigpu.sh [OUTDIR]   (gpuleak built with 'make STATIC=1' in the repo root)
+#   tests/gpu/run-multigpu.sh OUTDIR   (gpuleak built with 'make STATIC=1' in the repo root)
 # Environment: GPULEAK (binary), PYTHON (a python with torch, e.g. /opt/torch/.venv/bin/python),
 # PORT (19465).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-out=${1:-/tmp/gpuleak-multigpu}
+out=${1:?usage: run-multigpu.sh OUTDIR}
 gl=${GPULEAK:-$root/gpuleak}
 py=${PYTHON:-python3}
 port=${PORT:-19465}
