@@ -19,7 +19,8 @@ out=${1:?usage: run-multigpu.sh OUTDIR}
 gl=${GPULEAK:-$root/gpuleak}
 py=${PYTHON:-python3}
 port=${PORT:-19465}
-rm -rf "$out" && mkdir -p "$out/state"
+mkdir -p "$out" && [ -z "$(ls -A "$out")" ] || { echo "FAIL $out: must be a new or empty folder"; exit 1; }
+mkdir -p "$out/state"
 # NVLink multicast off: NCCL, PyTorch's symmetric memory and NVSHMEM
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ALLOC
