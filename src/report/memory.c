@@ -149,6 +149,7 @@ int report__explain(FILE *f, const struct snapshot *s)
 			fprintf(f, "  memory: no device memory seen allocated since attach, and no "
 				   "NVML figure\n");
 		report__memory_text(f, p, "  ");
+		report__gpus_text(f, s, p);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
 			const struct snap_failure *fl = &p->failures_list[j];
 

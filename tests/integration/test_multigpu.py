@@ -260,3 +260,22 @@ def test_top_plain_shows_gpus_and_the_job(tmp):
                 w.wait()
     check(re.search(want, text), f"top's job line:\n{text[-2000:]}")
     check(re.search(row, text), "the DataParallel row splits its memory per GPU")
+
+
+def test_explain_names_the_imbalance(tmp):
+    """explain's answer carries the GPUs and the imbalance line too."""
+    wl = Workload("wl_dp", "--interval-ms", "50", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["explain", "-d", "3s", str(wl.pid)], tmp, json_report=False)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.wait(30), 0, "explain's exit status")
+    wl.release()
+    wl.wait()
+    text = tr.stdout()
+    by_dev = truth["device_bytes_by_device"]
+    check(f"GPUs: cuda 0 {by_dev[0] >> 20}.00 MiB; cuda 1 {by_dev[1] >> 20}.00 MiB" in text,
+          f"explain lists the GPUs:\n{text}")
+    check(re.search(r"imbalance: cuda 0 holds .*\n\s+\+[\d.]+ MiB device at dp_site_gather",
+                    text), "explain names the gathering stack")
