@@ -7,6 +7,8 @@
 #   $(OUTPUT)/bench/books_bench   records/s through books__apply, linked with the src
 #                                 objects of the current flavour
 #   $(OUTPUT)/bench/sym_bench     the cost of symbolizing frames in a large library
+#   $(OUTPUT)/bench/mmap_loop     mmap/munmap/mprotect timed: the cost of the kernel hook on
+#                                 the mmap lock to processes gpuleak does not trace
 # bench-progs builds both; bench/run calls it, and `make integration` builds them so that
 # the harness's smoke test finds them.
 
@@ -14,12 +16,13 @@ BENCH_OUT := $(OUTPUT)/bench
 BENCH_ALLOC_LOOP := $(BENCH_OUT)/alloc_loop
 BENCH_BOOKS := $(BENCH_OUT)/books_bench
 BENCH_SYM := $(BENCH_OUT)/sym_bench
+BENCH_MMAP := $(BENCH_OUT)/mmap_loop
 BENCH_CFLAGS := -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -fno-omit-frame-pointer \
 		-fno-optimize-sibling-calls -pthread
 
 .PHONY: bench-progs
 
-bench-progs: $(BENCH_ALLOC_LOOP) $(BENCH_BOOKS) $(BENCH_SYM)
+bench-progs: $(BENCH_ALLOC_LOOP) $(BENCH_BOOKS) $(BENCH_SYM) $(BENCH_MMAP)
 
 integration: bench-progs
 
@@ -27,6 +30,11 @@ $(BENCH_ALLOC_LOOP): bench/alloc_loop.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BENCH_CFLAGS) $< -ldl -o $@
+
+$(BENCH_MMAP): bench/mmap_loop.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BENCH_CFLAGS) $< -o $@
 
 $(BUILD)/bench/books_bench: bench/books_bench.c $(LIB_OBJS)
 	$(call msg,CC,$@)

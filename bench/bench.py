@@ -22,10 +22,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import subprocess  # noqa: E402
 
 import capacity  # noqa: E402
+import hooks  # noqa: E402
 import overhead  # noqa: E402
 from benchlib import BENCH_OUT, BenchError, machine  # noqa: E402
 
-SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors")
+SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors", "hooks")
 
 FULL = {
     "overhead": {"pairs": 20000, "reps": 9},
@@ -36,6 +37,7 @@ FULL = {
     "memory": {"keep": 1000000, "stacks_keep": 65536, "sites": 16384},
     "attach": {"procs": 50, "reps": 7},
     "tensors": {"reps": 9, "args": []},
+    "hooks": {"ops": 50000, "reps": 11},
 }
 
 SMOKE = {
@@ -43,6 +45,7 @@ SMOKE = {
     "books": {"pairs": 5000, "reps": 1},
     "tensors": {"reps": 1, "args": ["--smoke", "--only", "pair",
                                     "--modes", "untraced,full,sampled"]},
+    "hooks": {"ops": 2000, "reps": 1},
 }
 
 
@@ -69,6 +72,8 @@ def run_suites(names, cfg, reps, log, wall):
             res[name] = capacity.attach(c["procs"], r, log)
         elif name == "tensors":
             res[name] = tensors(r, c["args"], log)
+        elif name == "hooks":
+            res[name] = hooks.hooks(c["ops"], r, log)
         wall[name] = round(time.monotonic() - t0, 1)
     return res
 
@@ -131,6 +136,19 @@ def table(res, info):
                    f"allocation; {m['rss_bytes_per_stack']:.0f} B of RSS per distinct stack")
     if "tensors" in res:
         out.append("\n" + res["tensors"]["table"].rstrip())
+    if "hooks" in res:
+        h = res["hooks"]
+        out.append(f"\nthe mmap-lock hook, to a process gpuleak does not trace: ns per "
+                   f"operation pair ({h['ops']} pairs, {h['reps']} runs, interleaved)")
+        for load, what in (("file_ns", "mmap+munmap of a file"),
+                           ("anon_ns", "mmap+munmap anonymous"),
+                           ("prot_ns", "mprotect twice")):
+            base = h["ns_per_pair"]["untraced"][load]
+            line = f"  {what:<24} untraced {fmt_stat(base)}"
+            for m, added in h["added_ns"].items():
+                line += f"; {m} {added[load]['median']:+.0f} [{added[load]['q1']:+.0f}.." \
+                        f"{added[load]['q3']:+.0f}]"
+            out.append(line)
     if "attach" in res:
         a = res["attach"]
         out.append(f"\nattach -a with {a['processes']} processes, start to attached: "

@@ -24,9 +24,13 @@ probes); full (--tensors full: every block, default stacks: DWARF + Python);
 full-python (--tensors full --torch-stacks python); sampled (--tensors sampled,
 1 MiB); none (--tensors full --stacks none: traps and books, no stacks); idle (the
 default windowed mode between windows: the first window made short, 1 s, and the
-load starts after it closed); default (no options: the first window, armed). The load
-waits until the probes' semaphore is raised (and, between windows, dropped again)
-before it measures.
+load starts after it closed); default (no options: the first window, armed);
+full-nocache (full with every native stack copied: --no-stack-cache). A mode named
+MODE@old runs MODE under the gpuleak binary given with --old (another build, for a
+before/after comparison interleaved with this build's runs). The load waits until the
+probes' semaphore is raised (and, between windows, dropped again) before it measures.
+Each traced run also reports the ring-buffer bytes per stack record and the stack
+cache's hits (from the JSON report; absent from builds without them).
 """
 import argparse
 import ctypes
@@ -54,6 +58,7 @@ MODES = {
     "none": ["--tensors", "full", "--stacks", "none"],
     "idle": ["--tensor-window", "1s"],
     "default": [],
+    "full-nocache": ["--tensors", "full", "--no-stack-cache"],
 }
 
 
@@ -137,17 +142,21 @@ def private_libs(tmp):
 
 def one_run(mode, a, lib, torch):
     """The workload's JSON result under mode."""
-    sem = "" if MODES[mode] is None else "1,0" if mode == "idle" else "1"
+    base_mode, old = mode.split("@")[0], mode.endswith("@old")
+    sem = "" if MODES[base_mode] is None else "1,0" if base_mode == "idle" else "1"
     out = os.path.join(a.tmp, "wl.json")
     wl = [PYTHON, os.path.abspath(__file__), "--workload", "--lib", lib, "--torch",
           torch, "--out", out, "--pairs", str(a.pairs if a.what == "pair" else 0), "--steps",
           str(a.steps if a.what == "step" else 0), "--work", str(a.work), "--delay", "0.2",
           "--sem", sem]
-    if MODES[mode] is None:
+    if MODES[base_mode] is None:
         subprocess.run(wl, check=True)
         return json.load(open(out))
-    cmd = [GPULEAK, "run", "-q", "-i", "0", "--libcuda", lib, "--bench-torch-lib",
-           "libbenchc10.so", *MODES[mode], "--json", os.path.join(a.tmp, "rep.json"), "--", *wl]
+    if old and not a.old:
+        sys.exit(f"tensor_bench: mode {mode} needs --old GPULEAK")
+    cmd = [a.old if old else GPULEAK, "run", "-q", "-i", "0", "--libcuda", lib,
+           "--bench-torch-lib", "libbenchc10.so", *MODES[base_mode], "--json",
+           os.path.join(a.tmp, "rep.json"), "--", *wl]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError(f"gpuleak {' '.join(MODES[mode])} failed ({p.returncode}): "
@@ -157,6 +166,11 @@ def one_run(mode, a, lib, torch):
     if rep["lost_events"]:
         raise RuntimeError(f"{mode}: {rep['lost_events']} records lost")
     res["tensor_level"] = rep["processes"][0].get("tensor_level") if rep["processes"] else None
+    st = rep.get("stats", {})
+    if st.get("stack_records"):
+        res["ring_bytes_per_stack"] = st["stack_record_ring_bytes"] / st["stack_records"]
+        res["stack_cache_hits"] = st.get("stack_cache_hits", 0)
+        res["stack_records"] = st["stack_records"]
     return res
 
 
@@ -179,9 +193,14 @@ def measure(a, what, modes, log):
                 runs[m].append(one_run(m, a, lib, torch))
             log(f"{what} rep {rep + 1}/{a.reps}: " + ", ".join(
                 f"{m} {runs[m][-1][key] / (1 if what == 'pair' else 1e6):.1f}" for m in modes))
-    res = {"abs": {}, "ratio": {}, "semaphore": {}}
+    res = {"abs": {}, "ratio": {}, "semaphore": {}, "ring_bytes_per_stack": {},
+           "stack_cache_hit_share": {}}
     for m in modes:
         res["abs"][m] = stat([r[key] for r in runs[m]])
+        if all("ring_bytes_per_stack" in r for r in runs[m]):
+            res["ring_bytes_per_stack"][m] = stat([r["ring_bytes_per_stack"] for r in runs[m]])
+            res["stack_cache_hit_share"][m] = stat([r["stack_cache_hits"] / r["stack_records"]
+                                                    for r in runs[m]])
         res["semaphore"][m] = max(r["semaphore"] for r in runs[m])
         if what == "step":
             res["abs"][m + " wall"] = stat([r["step_wall_ns"] for r in runs[m]])
@@ -210,7 +229,8 @@ def main():
     ap.add_argument("--work", type=int, default=1500000)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--only", default="pair,step")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(m for m in MODES if m != "full-nocache"))
+    ap.add_argument("--old", help="another gpuleak binary, for the modes named MODE@old")
     ap.add_argument("--json", default=os.path.join(OUT, "bench", "tensor.json"))
     ap.add_argument("--smoke", action="store_true")
     a = ap.parse_args()
@@ -235,9 +255,13 @@ def main():
               f"pairs x {a.reps} interleaved runs: median [IQR]")
         for m, s in res["pair"]["abs"].items():
             add = res["pair"]["ratio"].get(m)
-            print(f"  {m:<12} {s['median']:8.0f} [{s['q1']:.0f}-{s['q3']:.0f}]" +
+            rb = res["pair"]["ring_bytes_per_stack"].get(m)
+            hit = res["pair"]["stack_cache_hit_share"].get(m)
+            print(f"  {m:<16} {s['median']:8.0f} [{s['q1']:.0f}-{s['q3']:.0f}]" +
                   (f"   added {add['median']:7.0f} [{add['q1']:.0f}-{add['q3']:.0f}]" if add
-                   else ""))
+                   else "") +
+                  (f"   {rb['median']:.0f} ring bytes/stack, {100 * hit['median']:.1f} % by id"
+                   if rb else ""))
     if "step" in res:
         print(f"step of 800 pairs + fixed work, {a.steps} steps x {a.reps} interleaved runs: "
               f"overhead % per run against the same rep's untraced, median [IQR]")

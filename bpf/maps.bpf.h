@@ -22,6 +22,7 @@ const volatile bool targ_torch_python_only = false; /* tensor blocks: no native 
 const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for every record */
 const volatile bool targ_hold = true; /* stop a target at the mapping of a library not attached */
 const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
+const volatile bool targ_stack_cache = false; /* DWARF mode: look stacks up in stack_cache */
 
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
@@ -211,6 +212,15 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gl_stack_buf);
 } scratch SEC(".maps");
+
+/* The native stack cache (gpuleak_abi.h): written by user space, read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct gl_scache_key);
+	__type(value, struct gl_scache_val);
+} stack_cache SEC(".maps");
 
 /* Traced calls per API (entries seen, whatever their result). */
 struct {

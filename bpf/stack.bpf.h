@@ -133,6 +133,76 @@ static __always_inline bool emit_stack_direct(struct gl_stack_buf *b, __u64 off,
 			   off, want, GL_MAX_STACK_COPY, task, pid_tgid);
 }
 
+struct scache_cmp {
+	const struct gl_scache_val *v;
+	const __u8 *buf; /* the live words at sp, span bytes */
+	bool differ;
+};
+
+static long scache_check_step(__u32 i, void *data)
+{
+	struct scache_cmp *c = data;
+	const struct gl_scache_check *k;
+	__u32 off;
+
+	if (i >= c->v->nr_checks)
+		return 1;
+	k = &c->v->checks[i & (GL_SC_CHECKS - 1)];
+	off = k->off;
+	if (off > GL_MAX_STACK_COPY - 8 || off + 8 > c->v->span) {
+		c->differ = true;
+		return 1;
+	}
+	if (*(const __u64 *)(c->buf + off) != k->val) {
+		c->differ = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * DWARF mode: the id of a cached native stack that this one is known to unwind
+ * to (gpuleak_abi.h), or 0: the copy must go. want is the copy's length, buf
+ * room for GL_MAX_STACK_COPY bytes of scratch.
+ */
+static __always_inline __u32 scache_lookup(struct task_struct *task, __u64 pid_tgid,
+					   const struct gl_stack *r, __u64 want, __u8 *buf)
+{
+	struct gl_scache_key k = { .tgid = pid_tgid >> 32, .ip = r->ip, .sp = r->sp };
+	struct scache_cmp c = {};
+	const struct gl_scache_val *v;
+	__u32 span;
+
+	__u8 byte;
+
+	if (!targ_stack_cache || want < 8 || want > GL_MAX_STACK_COPY)
+		return 0;
+	if (bpf_probe_read_user(&k.word0, sizeof(k.word0), (void *)r->sp))
+		return 0;
+	v = bpf_map_lookup_elem(&stack_cache, &k);
+	if (!v)
+		return 0;
+	span = v->span;
+	if (v->start_time != proc_start_time(task) || (v->need_bp && v->bp != r->bp) || !v->id ||
+	    span < 8 || span > want || span > GL_MAX_STACK_COPY || v->len > want ||
+	    bpf_probe_read_user(buf, span, (void *)r->sp))
+		goto miss;
+	/* a copy cut short at a page it could not read: this one must be cut there too (or
+	 * sooner, past span: the unwinding read nothing between span and len) */
+	if (v->len < want && !bpf_probe_read_user(&byte, 1, (void *)(r->sp + v->len)))
+		goto miss;
+	c.v = v;
+	c.buf = buf;
+	bpf_loop(GL_SC_CHECKS, scache_check_step, &c, 0);
+	if (c.differ || v->nr_checks > GL_SC_CHECKS)
+		goto miss;
+	stat_inc(GL_STAT_SCACHE_HIT);
+	return v->id;
+miss:
+	stat_inc(GL_STAT_SCACHE_MISS);
+	return 0;
+}
+
 /*
  * Write a GL_REC_STACK record for the call that just entered (at_entry: the
  * probe sits on a function's first instruction, so sp points at the return
@@ -163,6 +233,7 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	r->nr_py = 0;
 	r->stack_bytes = 0;
 	r->py_status = 0;
+	r->cache_id = 0;
 
 	if (targ_python) {
 		r->nr_py = py_walk(task, pid_tgid, (struct gl_py_frame *)b->data, &r->py_status);
@@ -181,11 +252,15 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	} else if (mode == GL_STACK_DWARF) {
 		__u64 want = stack_want(task, r->sp);
 
+		r->cache_id = scache_lookup(task, pid_tgid, r, want, b->data + off);
+		if (r->cache_id)
+			goto send; /* the Python frames and the id: no copy */
 		if (emit_stack_direct(b, off, want, task, pid_tgid))
 			return;
 		r->stack_bytes = copy_user_stack(r->sp, want, b->data + off);
 		off += r->stack_bytes;
 	}
+send:
 	size = sizeof(*r) + off;
 	if (size > sizeof(*b))
 		return;

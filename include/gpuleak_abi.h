@@ -249,7 +249,47 @@ struct gl_stack {
 	__u16 nr_py;
 	__u16 api;
 	__u16 py_status; /* 0 ok, else why the Python walk stopped (enum gl_py_status) */
+	__u32 cache_id;	 /* DWARF mode: nonzero, the native stack is the one user space
+			  * unwound for this id (struct gl_scache_val); no copy follows */
+};
+
+/*
+ * The native stack cache (DWARF mode). User space unwinds a copy once and
+ * learns which of its words the result depends on (return addresses, saved
+ * rbp where it is used) and whether bp; it then writes an entry here. A later
+ * stack of the same process with the same ip, sp and first word, whose words
+ * at those offsets are all equal and whose copy would end where that one did
+ * (len: where its mapping ends, or at a page it could not read), unwinds to
+ * the same frames: BPF sends the entry's id and no copy. Anything else is a
+ * miss: the full copy.
+ */
+#define GL_SC_CHECKS 128 /* words checked at most (a power of two) */
+
+struct gl_scache_key {
+	__u32 tgid;
 	__u32 pad;
+	__u64 ip;
+	__u64 sp;
+	__u64 word0; /* the word at sp */
+};
+
+struct gl_scache_check {
+	__u32 off; /* from sp */
+	__u32 pad;
+	__u64 val;
+};
+
+struct gl_scache_val {
+	__u64 start_time; /* of the process (gl_hdr.start_time) */
+	__u64 bp;
+	__u32 id;   /* never 0 */
+	__u32 span; /* bytes at sp holding every check: max off + 8 */
+	__u32 len;  /* bytes the copy had; less than asked for: the page at sp + len
+			   * could not be read */
+	__u16 nr_checks;
+	__u8 need_bp; /* the result depends on bp */
+	__u8 pad;
+	struct gl_scache_check checks[GL_SC_CHECKS];
 };
 
 enum gl_proc_event {
@@ -317,6 +357,8 @@ enum gl_stat {
 	GL_STAT_STACK_ERROR,	  /* stack capture failed */
 	GL_STAT_READ_ERROR,	  /* could not read an out-argument */
 	GL_STAT_PROC_TABLE_FULL,  /* BPF process table full */
+	GL_STAT_SCACHE_HIT,	  /* a native stack sent as a cache id, no copy */
+	GL_STAT_SCACHE_MISS,	  /* a cache entry had the key, a checked word differed: copied */
 	GL_NR_STATS,
 };
 

@@ -2,8 +2,9 @@
 /*
  * serve.c - the host-wide agent: one tracing session over every process
  * that uses CUDA (-a), an HTTP server for /metrics (Prometheus, gzip on
- * request), /debug/pprof/gpu_heap and its index, heap profiles on disk with
- * rotation.
+ * request), /debug/pprof/gpu_heap and its index, /census (the tensors of a
+ * traced process and what holds them, joined with the books), heap profiles
+ * on disk with rotation.
  *
  * One thread, one poll() over the ring buffer's epoll descriptor, the
  * listening socket and the clients. Processes that exit are dropped from
@@ -27,6 +28,8 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "books/books.h"
+#include "census/census.h"
+#include "census/join.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "report/metrics.h"
@@ -37,6 +40,7 @@
 #include "trace/loader.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/parse.h"
 #include "util/procfs.h"
 
 #ifndef GPULEAK_VERSION
@@ -47,6 +51,7 @@
 #define LIVENESS_NS 2000000000ULL
 #define MAX_POLL_MS 200
 #define COMPACT_NS 10000000000ULL
+#define CENSUS_MAX_MS 10000 /* as gpuleak census's; the agent's loop waits while it reads */
 
 struct ident_key {
 	uint64_t start_time;
@@ -244,6 +249,9 @@ static const char index_html[] =
 	"memory by call stack (pprof, gzipped)</li>\n"
 	"<li><a href=\"healthz\">/healthz</a>: liveness</li>\n"
 	"<li>POST /tensors/arm: trace tensor blocks for a window now</li>\n"
+	"<li>GET /census?pid=N: the tensors of traced process N and what holds them, "
+	"read without pausing it (JSON); POST /census?pid=N&amp;pause=1 pauses it for a "
+	"consistent read</li>\n"
 	"</ul>\n</body></html>\n";
 
 /* The profile index, as Go's net/http/pprof lays it out: one row per profile. */
@@ -256,9 +264,83 @@ static const char pprof_html[] =
 	"</table>\n</body></html>\n";
 /* clang-format on */
 
+/* The value of name in a query ("pid=12&pause=1"), copied into buf; false if absent. */
+static bool query_value(const char *query, const char *name, char *buf, size_t len)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = query; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+		const char *end = strchrnul(p, '&');
+
+		if (!strncmp(p, name, n) && p[n] == '=' && (size_t)(end - p - n - 1) < len) {
+			memcpy(buf, p + n + 1, end - p - n - 1);
+			buf[end - p - n - 1] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * /census?pid=N: the census of a process this agent traces, as JSON, joined with its
+ * books. Read without pausing (its figures may be torn, and the JSON says so) unless
+ * pause=1 is asked, which takes POST: a GET must not stop a process.
+ */
+static int reply_census(struct agent *a, const struct http_request *req, struct http_reply *rep)
+{
+	struct census_caps caps = { .max_objects = 4000000, .max_read_bytes = 1ULL << 30 };
+	struct census_books books;
+	char pid_s[16], pause_s[8], ms_s[16];
+	uint64_t ms = CENSUS_MAX_MS;
+	bool pause = false;
+	FILE *f;
+	int pid, status;
+
+	if (!query_value(req->query, "pid", pid_s, sizeof(pid_s)) || parse_pid(pid_s, &pid))
+		return reply_text(rep, 400, "/census needs ?pid=N, a process this agent traces\n");
+	if (query_value(req->query, "max_ms", ms_s, sizeof(ms_s)) && parse_u64(ms_s, 1, 60000, &ms))
+		return reply_text(rep, 400, "max_ms is the census's time cap: 1 to 60000\n");
+	caps.max_ns = ms * 1000000ULL;
+	if (query_value(req->query, "pause", pause_s, sizeof(pause_s)))
+		pause = !strcmp(pause_s, "1");
+	if (pause && !req->post)
+		return reply_text(rep, 405, "pausing a process takes POST /census?pid=N&pause=1\n");
+	agent__housekeeping(a, now_ns());
+	tracer__drain(session__tracer(a->s));
+	if (session__census_books(a->s, pid, &books))
+		return reply_text(rep, 500, "out of memory reading the books\n");
+	if (!books.traced) {
+		session__census_books_free(&books);
+		return reply_text(rep, 404, "that PID is not a process this agent traces\n");
+	}
+	log_info("/census: PID %d%s", pid, pause ? ", paused" : ", not paused");
+	f = open_memstream(&rep->body, &rep->len);
+	if (!f) {
+		session__census_books_free(&books);
+		return reply_text(rep, 500, "out of memory\n");
+	}
+	status = a->census(pid, NULL, f, pause, &caps, &books);
+	session__census_books_free(&books);
+	if (fclose(f) || !rep->len) {
+		free(rep->body);
+		rep->body = NULL;
+		rep->len = 0;
+		return reply_text(rep, status == EXIT_PRIV ? 403 : 500,
+				  "the census failed: the agent's log says why\n");
+	}
+	/* a census whose PyTorch layout was not verified is still an answer: its JSON says */
+	rep->status = 200;
+	rep->content_type = "application/json";
+	rep->compressible = true;
+	return 0;
+}
+
 static int on_http(void *ctx, const struct http_request *req, struct http_reply *rep)
 {
 	struct agent *a = ctx;
+
+	if (!strcmp(req->path, "/census"))
+		return reply_census(a, req, rep);
 
 	if (!strcmp(req->path, "/tensors/arm")) {
 		if (!req->post)
@@ -268,7 +350,7 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 		return reply_text(rep, 202, "a tensor window opens\n");
 	}
 	if (req->post)
-		return reply_text(rep, 405, "only /tensors/arm takes POST\n");
+		return reply_text(rep, 405, "only /tensors/arm and /census take POST\n");
 	if (!strcmp(req->path, "/metrics"))
 		return reply_metrics(a, rep);
 	if (!strcmp(req->path, "/debug/pprof/gpu_heap")) {
@@ -336,7 +418,10 @@ static void drop_capabilities(struct agent *a)
 	caps__names(after, kept, sizeof(kept));
 	caps__names(before & ~after, dropped, sizeof(dropped));
 	if (err)
-		log_warn("could not give up capabilities: %s", strerror(-err));
+		log_warn("could not give up capabilities: %s (serve keeps running with all it "
+			 "started with; run it with only CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE and "
+			 "CAP_SYS_RESOURCE to need no drop)",
+			 strerror(-err));
 	else
 		log_info("capabilities kept: %s", kept[0] ? kept : "none");
 	log_debug("capabilities given up: %s", dropped[0] ? dropped : "none");
@@ -382,9 +467,9 @@ static int loop(struct agent *a)
 	return status;
 }
 
-int serve__run(const struct gl_opts *o)
+int serve__run(const struct gl_opts *o, serve_census_fn census)
 {
-	struct agent a = { .o = o, .state_fd = -1, .profile_fd = -1 };
+	struct agent a = { .o = o, .state_fd = -1, .profile_fd = -1, .census = census };
 	struct timespec rt;
 	int status;
 
@@ -409,7 +494,9 @@ int serve__run(const struct gl_opts *o)
 	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);
 	if (!a.http) {
-		log_error("cannot listen on %s: %s", o->listen, strerror(errno));
+		log_error("cannot listen on %s: %s (pick a free address with --listen ADDR:PORT; "
+			  "`ss -ltnp` shows who holds a port)",
+			  o->listen, strerror(errno));
 		status = EXIT_RUNTIME;
 		goto cleanup;
 	}

@@ -5,9 +5,22 @@
 #ifndef GL_SERVE_H
 #define GL_SERVE_H
 
+#include <stdbool.h>
+#include <stdio.h>
 #include "model/opts.h"
 
+struct census_caps;
+struct census_books;
+
+/*
+ * The census of a process as JSON into json, paused when pause, joined with
+ * books; returns an exit status (opts.h). The command layer hands it down
+ * (cmd/census_cmd.c): serve's /census endpoint runs it.
+ */
+typedef int (*serve_census_fn)(int pid, FILE *text, FILE *json, bool pause,
+			       const struct census_caps *caps, const struct census_books *books);
+
 /* Runs the agent until SIGTERM/SIGINT; returns the process exit status. */
-int serve__run(const struct gl_opts *o);
+int serve__run(const struct gl_opts *o, serve_census_fn census);
 
 #endif /* GL_SERVE_H */

@@ -81,7 +81,10 @@ int agent__open_state(struct agent *a)
 		return EXIT_OK;
 	a->state_fd = open_dir_at(AT_FDCWD, o->state_dir);
 	if (a->state_fd < 0) {
-		log_error("cannot open --state-dir %s: %s", o->state_dir, strerror(-a->state_fd));
+		log_error(
+			"cannot open --state-dir %s: %s (create it, owned by the user serve runs as, "
+			"or name another)",
+			o->state_dir, strerror(-a->state_fd));
 		return EXIT_RUNTIME;
 	}
 	if (!o->profile_dir)
@@ -97,8 +100,10 @@ int agent__open_state(struct agent *a)
 	}
 	a->profile_fd = open_path_at(a->state_fd, rel);
 	if (a->profile_fd < 0) {
-		log_error("cannot open --profile-dir %s: %s", o->profile_dir,
-			  strerror(-a->profile_fd));
+		log_error(
+			"cannot open --profile-dir %s: %s (a directory inside --state-dir; create "
+			"it or name another)",
+			o->profile_dir, strerror(-a->profile_fd));
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;
@@ -222,8 +227,9 @@ void agent__write_profile(struct agent *a)
 fail:
 	snapshot__free(snap);
 	if (!a->h.profile_errors++)
-		log_warn("cannot write a heap profile in %s: %s", a->o->profile_dir,
-			 strerror(-err));
+		log_warn("cannot write a heap profile in %s: %s (profiles stop until it is "
+			 "writable; free space or lower --profile-keep)",
+			 a->o->profile_dir, strerror(-err));
 }
 
 int agent__reply_profile(struct agent *a, struct http_reply *rep)

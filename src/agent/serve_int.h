@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "http.h"
 #include "model/opts.h"
+#include "serve.h"
 #include "report/metrics.h"
 #include "util/htab.h"
 
@@ -29,6 +30,7 @@ struct agent {
 	uint64_t profile_seq;
 	uint64_t compacted_at_forgotten; /* procs_forgotten at the last stack compaction */
 	uint64_t next_compact_ns;
+	serve_census_fn census; /* GET /census */
 };
 
 /* Drops exited processes (and those /proc says are gone) from the books. */

@@ -105,8 +105,9 @@ struct census {
 	int off_cdata, off_pyobj, off_sizes, off_storage, off_autograd;
 	bool one_refcount_word; /* TensorImpl/StorageImpl keep both counts in one word */
 	int off_st_data, off_st_device, off_st_nbytes;
-	int tensors_checked; /* tensors the layout was checked against */
-	int tensors_failed;  /* tensors that contradicted it (freed or changed while read) */
+	int off_requires_grad; /* AutogradMeta::requires_grad_, -1: not proved (leaves unknown) */
+	int tensors_checked;   /* tensors the layout was checked against */
+	int tensors_failed;    /* tensors that contradicted it (freed or changed while read) */
 };
 
 /*

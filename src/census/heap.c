@@ -2,9 +2,9 @@
 /*
  * heap.c - the census's walk of a CPython heap: the collector's generation
  * lists (every GC-tracked object: tensors, modules), then a breadth-first
- * walk from the modules' globals and the threads' frame locals that names,
- * for every tensor, the paths that keep it alive, then the grouping of
- * tensors by the container that holds them.
+ * walk from the modules' globals and the threads' frame locals that reaches,
+ * for every tensor, the nodes that keep it alive (pytypes.c reads the
+ * objects' types, holders.c names the paths and groups the tensors).
  *
  * Layouts (CPython's headers, x86-64 release builds, 3.11.7, 3.12.1, 3.13.0):
  * PyGC_Head (16 bytes) sits right before the object; _gc_runtime_state keeps
@@ -24,73 +24,7 @@
 #define MAX_THREADS 1024
 #define MAX_FRAMES 1024
 #define MAX_LOCALS 4096
-#define MAX_MRO 64
-#define MAX_DEPTH 64
 #define CHUNK 256 /* items read at once */
-#define NO_NODE UINT32_MAX
-
-/* Type flags (Include/object.h) */
-#define TPF_MANAGED_DICT (1UL << 4)
-#define TPF_INLINE_VALUES (1UL << 2) /* 3.13 */
-#define TPF_HEAPTYPE (1UL << 9)
-#define TPF_LIST_SUBCLASS (1UL << 25)
-#define TPF_TUPLE_SUBCLASS (1UL << 26)
-#define TPF_DICT_SUBCLASS (1UL << 29)
-#define TPF_TYPE_SUBCLASS (1UL << 31)
-
-/* PyTypeObject and PyHeapTypeObject fields (the same in 3.11 to 3.13, but ht_cached_keys) */
-#define TP_NAME 24
-#define TP_BASICSIZE 32
-#define TP_FLAGS 168
-#define TP_DICT 264
-#define TP_DICTOFFSET 288
-#define TP_MRO 344
-#define TP_READ 352
-
-enum kind {
-	K_OTHER,
-	K_DICT,
-	K_LIST,
-	K_TUPLE,
-	K_MODULE,
-	K_CELL,
-	K_FUNC,
-	K_TYPE,
-	K_TENSOR,
-	K_STR,
-	K_INT
-};
-
-struct census_type {
-	uint8_t kind;
-	bool inst_dict; /* instances keep attributes in a __dict__ (or managed values) */
-	uint64_t flags;
-	int64_t dictoffset, basicsize;
-	uint64_t cached_keys;
-	char name[48];
-};
-
-struct census_node {
-	uint64_t addr;
-	uint32_t parent; /* NO_NODE for a root */
-	uint32_t label;	 /* offset in labels */
-	uint8_t kind;
-	bool attrs; /* a __dict__: its keys are attributes */
-};
-
-struct census_extra {
-	uint32_t tensor; /* index in tensor_objs */
-	uint32_t parent; /* node */
-	uint32_t label;
-};
-
-static uint64_t w64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
-}
 
 static bool grow(void **p, size_t *cap, size_t need, size_t size)
 {
@@ -123,188 +57,19 @@ static uint32_t add_label(struct census_walk *w, const char *s)
 	return off;
 }
 
-/* A C string of the target, at most len - 1 characters, printable ASCII only. */
-static int read_cstr(struct census_walk *w, uint64_t addr, char *buf, size_t len)
-{
-	size_t i;
-
-	memset(buf, 0, len);
-	for (size_t off = 0; off < len - 1; off += 16) {
-		size_t n = len - 1 - off < 16 ? len - 1 - off : 16;
-
-		if (census__rd(w, addr + off, buf + off, n))
-			return off ? 0 : -EFAULT;
-		if (memchr(buf + off, 0, n))
-			break;
-	}
-	for (i = 0; buf[i]; i++)
-		if (buf[i] < 0x20 || buf[i] > 0x7e)
-			buf[i] = '?';
-	return 0;
-}
-
-static bool is_tensor_base(const char *name)
-{
-	/* THPVariableType: torch._C._TensorBase (1.x), torch._C.TensorBase (2.x) */
-	return !strcmp(name, "torch._C._TensorBase") || !strcmp(name, "torch._C.TensorBase");
-}
-
-static uint8_t builtin_kind(const char *name)
-{
-	static const struct {
-		const char *name;
-		uint8_t kind;
-	} names[] = {
-		{ "dict", K_DICT },	{ "list", K_LIST }, { "tuple", K_TUPLE },
-		{ "module", K_MODULE }, { "cell", K_CELL }, { "function", K_FUNC },
-		{ "type", K_TYPE },	{ "str", K_STR },   { "int", K_INT },
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(name, names[i].name))
-			return names[i].kind;
-	return K_OTHER;
-}
-
-static bool mro_has_tensor(struct census_walk *w, uint64_t mro)
-{
-	uint8_t hdr[24];
-	uint64_t n, item, name;
-	char buf[48];
-
-	if (!mro || census__rd(w, mro, hdr, sizeof(hdr)))
-		return false;
-	n = w64(hdr, 16);
-	for (uint64_t i = 0; i < n && i < MAX_MRO; i++) {
-		if (census__rd64(w, mro + 24 + 8 * i, &item) ||
-		    census__rd64(w, item + TP_NAME, &name) || read_cstr(w, name, buf, sizeof(buf)))
-			return false;
-		if (is_tensor_base(buf))
-			return true;
-	}
-	return false;
-}
-
-/* The type at addr, read once and cached; NULL if it cannot be read. */
-static const struct census_type *type_of(struct census_walk *w, uint64_t addr)
-{
-	struct census_type *t = htab__lookup(w->types, &addr), nt;
-	uint8_t b[TP_READ];
-	bool created;
-	uint64_t ck_off = w->py->minor == 11 ? 872 : 880;
-
-	if (t)
-		return t;
-	memset(&nt, 0, sizeof(nt));
-	if (census__rd(w, addr, b, sizeof(b)) ||
-	    read_cstr(w, w64(b, TP_NAME), nt.name, sizeof(nt.name)))
-		return NULL;
-	nt.flags = w64(b, TP_FLAGS);
-	nt.basicsize = (int64_t)w64(b, TP_BASICSIZE);
-	nt.dictoffset = (int64_t)w64(b, TP_DICTOFFSET);
-	if (!(nt.flags & TPF_HEAPTYPE))
-		nt.kind = builtin_kind(nt.name);
-	else if (nt.flags & TPF_LIST_SUBCLASS)
-		nt.kind = K_LIST;
-	else if (nt.flags & TPF_TUPLE_SUBCLASS)
-		nt.kind = K_TUPLE;
-	else if (nt.flags & TPF_DICT_SUBCLASS)
-		nt.kind = K_DICT;
-	else if (nt.flags & TPF_TYPE_SUBCLASS)
-		nt.kind = K_TYPE;
-	if (is_tensor_base(nt.name) || mro_has_tensor(w, w64(b, TP_MRO)))
-		nt.kind = K_TENSOR;
-	if (nt.flags & TPF_HEAPTYPE) {
-		nt.inst_dict = (nt.flags & TPF_MANAGED_DICT) || nt.dictoffset > 0;
-		if (nt.flags & TPF_MANAGED_DICT)
-			census__rd64(w, addr + ck_off, &nt.cached_keys);
-	}
-	t = htab__upsert(w->types, &addr, &created);
-	if (!t)
-		return NULL;
-	*t = nt;
-	return t;
-}
-
-static const struct census_type *obj_type(struct census_walk *w, uint64_t obj)
-{
-	uint64_t type;
-
-	if (!obj || (obj & 7) || census__rd64(w, obj + 8, &type) || !type || (type & 7))
-		return NULL;
-	return type_of(w, type);
-}
-
-/* A str as a label: compact ASCII only (what names and most keys are). */
-static int read_str(struct census_walk *w, uint64_t obj, char *buf, size_t len)
-{
-	uint8_t hdr[40];
-	uint64_t n;
-	uint32_t state;
-
-	if (census__rd(w, obj, hdr, sizeof(hdr)))
-		return -EFAULT;
-	n = w64(hdr, 16);
-	memcpy(&state, hdr + 32, sizeof(state));
-	/* compact (bit 5) and ascii (bit 6) */
-	if (!(state & (1u << 5)) || !(state & (1u << 6)) || n >= len)
-		return -ENOTSUP;
-	if (census__rd(w, obj + w->py->str_ascii_data, buf, n))
-		return -EFAULT;
-	buf[n] = '\0';
-	for (uint64_t i = 0; i < n; i++)
-		if (buf[i] < 0x20 || buf[i] > 0x7e)
-			return -ENOTSUP;
-	return 0;
-}
-
-/* A small int (one 30-bit digit) as a label. */
-static int read_int(struct census_walk *w, uint64_t obj, long long *v)
-{
-	uint8_t b[28];
-	int64_t size;
-	uint32_t digit;
-
-	if (census__rd(w, obj, b, sizeof(b)))
-		return -EFAULT;
-	size = (int64_t)w64(b, 16);
-	memcpy(&digit, b + 24, sizeof(digit));
-	if (w->py->minor >= 12) {
-		/* lv_tag: digits << 3 | sign (0 positive, 1 zero, 2 negative) */
-		uint64_t tag = (uint64_t)size;
-
-		if ((tag & 3) == 1) {
-			*v = 0;
-			return 0;
-		}
-		if ((tag >> 3) != 1)
-			return -ENOTSUP;
-		*v = (tag & 3) == 2 ? -(long long)digit : digit;
-		return 0;
-	}
-	if (size == 0) {
-		*v = 0;
-		return 0;
-	}
-	if (size != 1 && size != -1)
-		return -ENOTSUP;
-	*v = size < 0 ? -(long long)digit : digit;
-	return 0;
-}
-
 /* The label of a dict entry: ".name" in a __dict__, "['key']" or "[3]" in a dict. */
 static void key_label(struct census_walk *w, uint64_t key, bool attrs, char *buf, size_t len)
 {
-	const struct census_type *t = obj_type(w, key);
+	const struct census_type *t = census__obj_type(w, key);
 	char s[128];
 	long long v;
 
-	if (t && t->kind == K_STR && !read_str(w, key, s, sizeof(s))) {
+	if (t && t->kind == K_STR && !census__read_str(w, key, s, sizeof(s))) {
 		if (attrs)
 			snprintf(buf, len, ".%s", s);
 		else
 			snprintf(buf, len, "['%s']", s);
-	} else if (t && t->kind == K_INT && !read_int(w, key, &v)) {
+	} else if (t && t->kind == K_INT && !census__read_int(w, key, &v)) {
 		snprintf(buf, len, "[%lld]", v);
 	} else {
 		snprintf(buf, len, "[<%s key>]", t ? t->name : "unreadable");
@@ -363,7 +128,7 @@ static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const ch
 								   .label = add_label(w, label) };
 		return;
 	}
-	t = obj_type(w, obj);
+	t = census__obj_type(w, obj);
 	if (!t)
 		return;
 	if (t->kind == K_OTHER && !t->inst_dict)
@@ -403,7 +168,7 @@ static void reach_entry(struct census_walk *w, uint64_t key, uint64_t value, uin
 	if (!value || (value & 7))
 		return;
 	/* a label costs reads: only for what will be kept */
-	t = htab__lookup(w->seen, &value) ? NULL : obj_type(w, value);
+	t = htab__lookup(w->seen, &value) ? NULL : census__obj_type(w, value);
 	if (!htab__lookup(w->seen, &value) &&
 	    (!t || t->kind == K_STR || t->kind == K_INT || (t->kind == K_OTHER && !t->inst_dict)))
 		return;
@@ -517,7 +282,7 @@ static void instance_each(struct census_walk *w, uint64_t obj, const struct cens
 static void expand(struct census_walk *w, uint32_t i)
 {
 	struct census_node n = w->nodes[i];
-	const struct census_type *tp = obj_type(w, n.addr);
+	const struct census_type *tp = census__obj_type(w, n.addr);
 	struct census_type type, *t = &type;
 	uint64_t v, size;
 
@@ -635,7 +400,7 @@ static void walk_list(struct census_walk *w, uint64_t head)
 			c->torn = true; /* _gc_prev (its low bits are flags) does not point back */
 		c->gc_objects++;
 		c->objects_visited++;
-		t = g[3] && !(g[3] & 7) ? type_of(w, g[3]) : NULL;
+		t = g[3] && !(g[3] & 7) ? census__type_of(w, g[3]) : NULL;
 		if (t && t->kind == K_TENSOR)
 			add_tensor_obj(w, node + 16, NO_NODE);
 		else if (t && t->kind == K_MODULE)
@@ -665,8 +430,9 @@ static int module_name(struct census_walk *w, uint64_t mod, char *buf, size_t le
 	for (uint64_t i = 0; i < n; i++) {
 		char key[16];
 
-		if (!read_str(w, w64(e, 16 * i), key, sizeof(key)) && !strcmp(key, "__name__"))
-			return read_str(w, w64(e, 16 * i + 8), buf, len);
+		if (!census__read_str(w, w64(e, 16 * i), key, sizeof(key)) &&
+		    !strcmp(key, "__name__"))
+			return census__read_str(w, w64(e, 16 * i + 8), buf, len);
 	}
 	return -ENOENT;
 }
@@ -699,7 +465,7 @@ static void seed_frame(struct census_walk *w, uint64_t fr, uint64_t tid)
 	    census__rd64(w, code + 96, &names) || nlocals <= 0 || nlocals > MAX_LOCALS)
 		return;
 	if (census__rd64(w, code + py->co_name, &name_obj) ||
-	    read_str(w, name_obj, func, sizeof(func)))
+	    census__read_str(w, name_obj, func, sizeof(func)))
 		snprintf(func, sizeof(func), "?");
 	for (int32_t i = 0; i < nlocals; i += CHUNK) {
 		int k = nlocals - i < CHUNK ? nlocals - i : CHUNK;
@@ -710,7 +476,7 @@ static void seed_frame(struct census_walk *w, uint64_t fr, uint64_t tid)
 			if (!locals[j])
 				continue;
 			if (census__rd64(w, names + 24 + 8 * (uint64_t)(i + j), &name_obj) ||
-			    read_str(w, name_obj, name, sizeof(name)))
+			    census__read_str(w, name_obj, name, sizeof(name)))
 				snprintf(name, sizeof(name), "local%d", i + j);
 			snprintf(label, sizeof(label), "thread %llu %s(): %s",
 				 (unsigned long long)tid, func, name);
@@ -747,227 +513,6 @@ static void seed_threads(struct census_walk *w)
 	}
 }
 
-/* The path of node i from its root, into buf. */
-static void node_path(struct census_walk *w, uint32_t i, char *buf, size_t len)
-{
-	uint32_t chain[MAX_DEPTH];
-	int n = 0;
-	size_t used = 0;
-
-	buf[0] = '\0';
-	for (uint32_t j = i; j != NO_NODE && n < MAX_DEPTH; j = w->nodes[j].parent)
-		chain[n++] = j;
-	if (n == MAX_DEPTH)
-		used = snprintf(buf, len, "...");
-	for (int k = n - 1; k >= 0 && used < len; k--) {
-		int r = snprintf(buf + used, len - used, "%s",
-				 w->labels + w->nodes[chain[k]].label);
-
-		if (r < 0)
-			break;
-		used += r;
-	}
-}
-
-static char *path_with(struct census_walk *w, uint32_t parent, uint32_t label)
-{
-	char buf[1024];
-	size_t n;
-
-	node_path(w, parent, buf, sizeof(buf));
-	n = strlen(buf);
-	snprintf(buf + n, sizeof(buf) - n, "%s", w->labels + label);
-	return strdup(buf);
-}
-
-struct gkey {
-	char *path;
-	const char *kind;
-	uint64_t length;
-	size_t tensor;
-};
-
-static int gkey_cmp(const void *a, const void *b)
-{
-	const struct gkey *x = a, *y = b;
-	int r = strcmp(x->path, y->path);
-
-	if (r)
-		return r;
-	return x->tensor < y->tensor ? -1 : x->tensor > y->tensor;
-}
-
-/* The group of a tensor: the list, tuple or dict that holds it, else its own name. */
-static void group_key(struct census_walk *w, uint32_t node, struct gkey *k)
-{
-	struct census_node *n = &w->nodes[node];
-	struct census_node *p = n->parent == NO_NODE ? NULL : &w->nodes[n->parent];
-	uint64_t len = 0;
-	char buf[1024];
-
-	if (p && (p->kind == K_LIST || p->kind == K_TUPLE || (p->kind == K_DICT && !p->attrs))) {
-		node_path(w, n->parent, buf, sizeof(buf));
-		census__rd64(w, p->addr + 16, &len); /* ma_used, ob_size */
-		k->kind = p->kind == K_LIST ? "list" : p->kind == K_TUPLE ? "tuple" : "dict";
-		k->length = len;
-	} else {
-		node_path(w, node, buf, sizeof(buf));
-		const struct census_node *pp = p && p->parent != NO_NODE ? &w->nodes[p->parent] :
-									   NULL;
-
-		k->kind = !p		    ? (strncmp(buf, "thread ", 7) ? "global" : "local") :
-			  p->kind == K_CELL ? "cell" :
-			  (p->parent == NO_NODE && p->kind == K_DICT) ||
-					  (pp && pp->kind == K_MODULE) ?
-					      "global" :
-					      "attribute";
-		k->length = 0;
-	}
-	k->path = strdup(buf);
-}
-
-static int storage_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Distinct storages among tensors idx[0..n) and their bytes. */
-static size_t distinct_storages(const struct census *c, const size_t *idx, size_t n,
-				uint64_t *bytes)
-{
-	uint64_t *s = malloc((n ? n : 1) * 2 * sizeof(*s));
-	size_t k = 0;
-
-	*bytes = 0;
-	if (!s)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (c->tensors[idx[i]].storage) {
-			s[2 * k] = c->tensors[idx[i]].storage;
-			s[2 * k + 1] = c->tensors[idx[i]].nbytes;
-			k++;
-		}
-	qsort(s, k, 2 * sizeof(*s), storage_cmp);
-	n = 0;
-	for (size_t i = 0; i < k; i++)
-		if (i == 0 || s[2 * i] != s[2 * (i - 1)]) {
-			n++;
-			*bytes += s[2 * i + 1];
-		}
-	free(s);
-	return n;
-}
-
-static int build_groups(struct census_walk *w)
-{
-	struct census *c = w->out;
-	struct gkey *keys = calloc(c->nr_tensors + 1, sizeof(*keys));
-	size_t *idx = calloc(c->nr_tensors + 1, sizeof(*idx)), nk = 0, no = 0;
-	int err = -ENOMEM;
-
-	if (!keys || !idx)
-		goto cleanup;
-	for (size_t i = 0; i < c->nr_tensors; i++) {
-		uint32_t node = w->tensor_node[i];
-
-		c->tensors[i].group = -1;
-		if (node == NO_NODE)
-			continue;
-		group_key(w, node, &keys[nk]);
-		if (!keys[nk].path)
-			goto cleanup;
-		keys[nk++].tensor = i;
-	}
-	qsort(keys, nk, sizeof(*keys), gkey_cmp);
-	c->groups = calloc(nk + 1, sizeof(*c->groups));
-	if (!c->groups)
-		goto cleanup;
-	for (size_t i = 0; i < nk;) {
-		struct census_group *g = &c->groups[c->nr_groups];
-		size_t j = i, n = 0;
-
-		while (j < nk && !strcmp(keys[j].path, keys[i].path)) {
-			idx[n++] = keys[j].tensor;
-			c->tensors[keys[j].tensor].group = c->nr_groups;
-			j++;
-		}
-		g->path = keys[i].path;
-		keys[i].path = NULL;
-		g->kind = keys[i].kind;
-		g->length = keys[i].length;
-		g->tensors = n;
-		g->storages = distinct_storages(c, idx, n, &g->bytes);
-		c->nr_groups++;
-		i = j;
-	}
-	/* storages no Python-held tensor shares */
-	for (size_t i = 0; i < c->nr_tensors; i++)
-		idx[i] = i;
-	c->nr_storages = distinct_storages(c, idx, c->nr_tensors, &c->bytes);
-	for (size_t i = 0; i < c->nr_tensors; i++) {
-		bool held = false;
-
-		if (c->tensors[i].nr_holders)
-			continue;
-		c->orphan_tensors++;
-		for (size_t j = 0; j < c->nr_tensors && !held; j++)
-			held = c->tensors[j].nr_holders &&
-			       c->tensors[j].storage == c->tensors[i].storage;
-		if (!held)
-			idx[no++] = i;
-	}
-	distinct_storages(c, idx, no, &c->orphan_bytes);
-	err = 0;
-cleanup:
-	for (size_t i = 0; keys && i < nk; i++)
-		free(keys[i].path);
-	free(keys);
-	free(idx);
-	return err;
-}
-
-static int fill_holders(struct census_walk *w)
-{
-	struct census *c = w->out;
-	char buf[1024];
-
-	for (size_t i = 0; i < c->nr_tensors; i++) {
-		struct census_tensor *t = &c->tensors[i];
-
-		if (w->tensor_node[i] == NO_NODE)
-			continue;
-		node_path(w, w->tensor_node[i], buf, sizeof(buf));
-		t->holders[t->nr_holders] = strdup(buf);
-		if (!t->holders[t->nr_holders])
-			return -ENOMEM;
-		t->nr_holders++;
-		if (t->grad_fn) {
-			char **g = realloc(c->graphs, (c->nr_graphs + 1) * sizeof(*g));
-			size_t n = strlen(buf);
-
-			if (!g)
-				return -ENOMEM;
-			c->graphs = g;
-			snprintf(buf + n, sizeof(buf) - n, ".grad_fn");
-			c->graphs[c->nr_graphs] = strdup(buf);
-			if (c->graphs[c->nr_graphs])
-				c->nr_graphs++;
-		}
-	}
-	for (size_t e = 0; e < w->nr_extras; e++) {
-		struct census_tensor *t = &c->tensors[w->extras[e].tensor];
-
-		if (t->nr_holders >= CENSUS_MAX_HOLDERS)
-			continue;
-		t->holders[t->nr_holders] = path_with(w, w->extras[e].parent, w->extras[e].label);
-		if (t->holders[t->nr_holders])
-			t->nr_holders++;
-	}
-	return 0;
-}
-
 /* The tensors found, in the order of tensor_objs, with their types' names. */
 static int tensor_list(struct census_walk *w)
 {
@@ -987,7 +532,7 @@ static int tensor_list(struct census_walk *w)
 		t->dtype = -1;
 		t->group = -1;
 		/* the types were read while walking: no cap applies to the cache */
-		ty = was ? NULL : obj_type(w, t->obj);
+		ty = was ? NULL : census__obj_type(w, t->obj);
 		snprintf(t->type, sizeof(t->type), "%s", ty ? ty->name : "?");
 	}
 	return 0;
@@ -1053,9 +598,9 @@ int census__walk(const struct census_mem *m, const struct census_py *py,
 	if (!err)
 		err = census__tensors(&w);
 	if (!err)
-		err = fill_holders(&w);
+		err = census__fill_holders(&w);
 	if (!err)
-		err = build_groups(&w);
+		err = census__build_groups(&w);
 cleanup:
 	out->elapsed_ns = now_ns() - w.start_ns;
 	walk_free(&w);

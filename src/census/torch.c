@@ -20,9 +20,11 @@
  *    size_bytes_. Checked: every tensor's extent fits its storage, and at
  *    least one contiguous tensor fills its storage exactly.
  *  - AutogradMeta: vtable, name_ (a std::string, empty: its data points at its
- *    own buffer), grad_, grad_fn_. No meta: the tensor does not require grad;
- *    a grad_fn: it does; a leaf with a meta: unknown (its flag's offset varies
- *    between versions and is not checked).
+ *    own buffer), grad_, grad_fn_, ..., requires_grad_ (at 136 up to 2.1; at
+ *    144 from 2.2, after post_acc_grad_hooks_). No meta: the tensor does not
+ *    require grad; a grad_fn: it does; a leaf with a meta: its requires_grad_,
+ *    at the one candidate offset where every meta holds 0 or 1, every
+ *    non-leaf 0 (PyTorch keeps it false there), and some leaf 1; else unknown.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -89,14 +91,6 @@ const char *census__device_name(int dev_type)
 	return dev_type >= 0 && dev_type < (int)(sizeof(names) / sizeof(names[0])) ?
 		       names[dev_type] :
 		       "unknown";
-}
-
-static uint64_t w64(const uint8_t *b, size_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, b + off, sizeof(v));
-	return v;
 }
 
 struct sample {
@@ -269,12 +263,29 @@ static int check_tensor(struct census_walk *w, const struct sample *s, struct ce
 	return numel >= 2 && span == f.nbytes && !t->storage_offset;
 }
 
-/* requires_grad from autograd_meta_; returns 1 when the meta's layout was seen to hold. */
-static int grad_of(struct census_walk *w, const struct sample *s, struct census_tensor *t)
+/* AutogradMeta::requires_grad_'s candidate offsets, and what a tensor's meta holds there. */
+static const int rg_offs[] = { 136, 144 };
+#define NR_RG (sizeof(rg_offs) / sizeof(rg_offs[0]))
+#define META_BYTES 152
+
+enum { META_NONE = 0, META_LEAF, META_NONLEAF };
+
+struct leaf_meta {
+	uint8_t kind;
+	uint8_t at[NR_RG];
+};
+
+/*
+ * requires_grad from autograd_meta_ (*lm: what a leaf's or non-leaf's meta holds at the
+ * candidates); returns 1 when the meta's layout was seen to hold.
+ */
+static int grad_of(struct census_walk *w, const struct sample *s, struct census_tensor *t,
+		   struct leaf_meta *lm)
 {
-	uint64_t meta = w64(s->win, w->out->off_autograd), m[7];
+	uint64_t meta = w64(s->win, w->out->off_autograd), m[META_BYTES / 8];
 
 	t->requires_grad = CENSUS_RG_UNKNOWN;
+	*lm = (struct leaf_meta){ .kind = META_NONE };
 	if (!meta) {
 		t->requires_grad = CENSUS_RG_NO;
 		return 0;
@@ -286,7 +297,44 @@ static int grad_of(struct census_walk *w, const struct sample *s, struct census_
 		t->grad_fn = true;
 		t->requires_grad = CENSUS_RG_YES;
 	}
+	lm->kind = m[6] ? META_NONLEAF : META_LEAF;
+	for (size_t k = 0; k < NR_RG; k++)
+		lm->at[k] = ((const uint8_t *)m)[rg_offs[k]];
 	return 1;
+}
+
+/* The candidate the metas prove to be requires_grad_ (see the top), or -1. */
+static int leaf_flag_offset(const struct leaf_meta *lm, size_t n)
+{
+	int found = -1;
+
+	for (size_t k = 0; k < NR_RG; k++) {
+		bool fits = true, proof = false;
+
+		for (size_t i = 0; i < n && fits; i++) {
+			if (lm[i].kind == META_NONE)
+				continue;
+			fits = lm[i].at[k] <= 1 && !(lm[i].kind == META_NONLEAF && lm[i].at[k]);
+			proof |= lm[i].kind == META_LEAF && lm[i].at[k] == 1;
+		}
+		if (!fits || !proof)
+			continue;
+		if (found >= 0)
+			return -1; /* two fit: neither is proved */
+		found = (int)k;
+	}
+	return found;
+}
+
+/* Leaves with a meta: their requires_grad_, where its offset is proved. */
+static void leaf_grads(struct census *c, const struct leaf_meta *lm)
+{
+	int k = leaf_flag_offset(lm, c->nr_tensors);
+
+	c->off_requires_grad = k < 0 ? -1 : rg_offs[k];
+	for (size_t i = 0; k >= 0 && i < c->nr_tensors; i++)
+		if (lm[i].kind == META_LEAF)
+			c->tensors[i].requires_grad = lm[i].at[k] ? CENSUS_RG_YES : CENSUS_RG_NO;
 }
 
 /* Forgets what was read of a tensor that contradicts the layout. */
@@ -365,7 +413,8 @@ static int find_layout(struct census_walk *w, struct sample *s, size_t n, int of
  * ten contradicts it), else -EINVAL with c->layout_error set and figures kept
  * only for the caller to clear.
  */
-static int check_all(struct census_walk *w, struct sample *s, size_t n, int *grad_proofs)
+static int check_all(struct census_walk *w, struct sample *s, size_t n, int *grad_proofs,
+		     struct leaf_meta *lm)
 {
 	struct census *c = w->out;
 	int proofs = 0, bad = 0;
@@ -388,7 +437,7 @@ static int check_all(struct census_walk *w, struct sample *s, size_t n, int *gra
 		}
 		proofs += r;
 		c->tensors_checked++;
-		*grad_proofs += grad_of(w, p, &c->tensors[i]);
+		*grad_proofs += grad_of(w, p, &c->tensors[i], &lm[i]);
 	}
 	c->tensors_failed = bad;
 	if (!proofs) {
@@ -414,13 +463,19 @@ int census__tensors(struct census_walk *w)
 	struct census *c = w->out;
 	size_t n = c->nr_tensors < MAX_SAMPLES ? c->nr_tensors : MAX_SAMPLES;
 	int grad_proofs = 0, err = -EINVAL;
+	struct leaf_meta *lm;
 	struct sample *s;
 
+	c->off_requires_grad = -1;
 	if (!c->nr_tensors)
 		return 0;
 	s = calloc(n, sizeof(*s));
-	if (!s)
+	lm = calloc(c->nr_tensors, sizeof(*lm));
+	if (!s || !lm) {
+		free(s);
+		free(lm);
 		return -ENOMEM;
+	}
 	/* each THPVariable form with each TensorImpl layout, until the tensors prove one */
 	for (size_t k = 0; k < sizeof(cdata_offs) / sizeof(cdata_offs[0]) && err; k++) {
 		for (size_t i = 0; i < n; i++)
@@ -430,7 +485,7 @@ int census__tensors(struct census_walk *w)
 			if (err == -E2BIG)
 				goto cleanup;
 			if (!err)
-				err = check_all(w, s, n, &grad_proofs);
+				err = check_all(w, s, n, &grad_proofs, lm);
 			for (size_t i = 0; err && i < c->nr_tensors; i++)
 				clear_figures(&c->tensors[i]);
 		}
@@ -443,6 +498,8 @@ int census__tensors(struct census_walk *w)
 	 */
 	for (size_t i = 0; !grad_proofs && i < c->nr_tensors; i++)
 		c->tensors[i].requires_grad = CENSUS_RG_UNKNOWN;
+	if (grad_proofs)
+		leaf_grads(c, lm);
 	c->layout_ok = true;
 cleanup:
 	for (size_t i = 0; !c->layout_ok && i < c->nr_tensors; i++)
@@ -450,5 +507,6 @@ cleanup:
 	if (!c->layout_ok)
 		c->tensors_checked = 0;
 	free(s);
+	free(lm);
 	return 0;
 }

@@ -7,13 +7,16 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "attach.h"
 #include "census_cmd.h"
+#include "census/join.h"
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "output.h"
 #include "report/report.h"
+#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -34,10 +37,54 @@ static void print_summary(struct session *s, const struct gl_opts *o, uint64_t s
 	snapshot__free(snap);
 }
 
+/*
+ * --census: the census of each target still alive, joined with the session's books
+ * (the line that allocated each tensor's memory), its text kept for after the report
+ * (texts[i], malloc'd) and its summary added to the snapshot for the report files.
+ */
+static void census_targets(struct session *s, const struct gl_opts *o, struct snapshot *snap,
+			   char **texts)
+{
+	struct census_caps caps;
+
+	census_cmd__default_caps(&caps);
+	snap->census = calloc(o->nr_pids ? o->nr_pids : 1, sizeof(*snap->census));
+	if (!snap->census) {
+		log_error("census: out of memory");
+		return;
+	}
+	for (int i = 0; i < o->nr_pids; i++) {
+		struct census_books books;
+		size_t len = 0;
+		FILE *f;
+
+		if (kill(o->pids[i], 0) && errno == ESRCH)
+			continue;
+		tracer__drain(session__tracer(s));
+		if (session__census_books(s, o->pids[i], &books)) {
+			log_error("census: out of memory reading the books of process %d",
+				  o->pids[i]);
+			continue;
+		}
+		f = open_memstream(&texts[i], &len);
+		if (f) {
+			census_cmd__one(o->pids[i], f, NULL, true, &caps, &books,
+					&snap->census[snap->ncensus]);
+			if (fclose(f))
+				log_error("census: out of memory keeping the census of process %d",
+					  o->pids[i]);
+			else if (snap->census[snap->ncensus].pid)
+				snap->ncensus++;
+		}
+		session__census_books_free(&books);
+	}
+}
+
 static int final_report(struct session *s, const struct gl_opts *o, struct output_files *files)
 {
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
 	struct snapshot *snap = session__snapshot(s, 0, true);
+	char *texts[GL_MAX_PIDS] = { 0 };
 	char why[320];
 	int err = 0;
 
@@ -46,6 +93,8 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 			  strerror(errno));
 		return EXIT_RUNTIME;
 	}
+	if (o->census)
+		census_targets(s, o, snap, texts);
 	if (!output__to_stdout(o))
 		err = o->cmd == CMD_EXPLAIN ? report__explain(stdout, snap) :
 					      report__text(stdout, snap, &to);
@@ -56,21 +105,14 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 	else if (!snap->complete)
 		log_warn("%s", report__incomplete_why(snap, why, sizeof(why)));
 	snapshot__free(snap);
-	return err ? EXIT_RUNTIME : EXIT_OK;
-}
-
-/* --census: what holds the tensors of each target still alive, after the report. */
-static void census_targets(const struct gl_opts *o)
-{
-	struct census_caps caps;
-
-	census_cmd__default_caps(&caps);
 	for (int i = 0; i < o->nr_pids; i++) {
-		if (kill(o->pids[i], 0) && errno == ESRCH)
-			continue;
-		putchar('\n');
-		census_cmd__one(o->pids[i], false, true, &caps);
+		if (texts[i] && fprintf(stdout, "\n%s", texts[i]) < 0)
+			err = -EIO;
+		free(texts[i]);
 	}
+	if (fflush(stdout))
+		err = -EIO;
+	return err ? EXIT_RUNTIME : EXIT_OK;
 }
 
 int session__run(const struct gl_opts *o)
@@ -110,7 +152,5 @@ int session__run(const struct gl_opts *o)
 	status = session__exit_status(s, status);
 	session__free(s);
 	output__close_files(&files);
-	if (o->census)
-		census_targets(o);
 	return status;
 }

@@ -5,14 +5,16 @@
  * go, and prints every tensor and what holds it, as text or JSON.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "census_cmd.h"
 #include "commands.h"
 #include "census/census.h"
+#include "agent/serve.h"
+#include "census/join.h"
 #include "census/livemem.h"
+#include "model/snapshot.h"
 #include "census/pause.h"
 #include "model/opts.h"
 #include "stacks/python/pyoffsets.h"
@@ -20,71 +22,15 @@
 #include "util/fmt.h"
 #include "util/jsonw.h"
 #include "util/log.h"
-#include "util/parse.h"
+#include "util/outfile.h"
 
 struct census_opts {
 	int pid;
-	bool json, pause;
+	bool pause;
 	struct census_caps caps;
+	const struct census_books *books; /* NULL: gpuleak did not trace the process */
+	struct census_joined joined;
 };
-
-/* The short form, under a usage error; gpuleak census --help prints the table's row. */
-static const char usage[] =
-	"usage: gpuleak census [--json] [--no-pause] [--max-objects N] [--max-read SIZE]\n"
-	"                      [--max-time MS] PID   (gpuleak census --help: the options)\n";
-
-static int parse_args(int argc, char **argv, struct census_opts *o)
-{
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "no-pause", no_argument, NULL, 'n' },
-		{ "max-objects", required_argument, NULL, 'O' },
-		{ "max-read", required_argument, NULL, 'R' },
-		{ "max-time", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	uint64_t ms = 10000;
-	int c;
-
-	*o = (struct census_opts){ .pause = true };
-	census_cmd__default_caps(&o->caps);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': o->json = true; break;
-		case 'n': o->pause = false; break;
-		case 'O':
-			if (parse_u64(optarg, 1, 1ULL << 32, &o->caps.max_objects))
-				goto bad;
-			break;
-		case 'R':
-			if (parse_size(optarg, 4096, 1ULL << 40, &o->caps.max_read_bytes))
-				goto bad;
-			break;
-		case 'T':
-			if (parse_duration_ms(optarg, 1, 3600000, &ms))
-				goto bad;
-			break;
-		case 'h':
-			return doc__command_help(stdout, cli__command("census")) ? EXIT_RUNTIME :
-										   -1;
-		default: fputs(usage, stderr); return EXIT_USAGE;
-		}
-	}
-	o->caps.max_ns = ms * 1000000ULL; /* the default: census_cmd__default_caps() */
-	if (optind != argc - 1 || parse_pid(argv[optind], &o->pid)) {
-		fprintf(stderr, "gpuleak census: needs one PID\n%s", usage);
-		return EXIT_USAGE;
-	}
-	return 0;
-bad:
-	fprintf(stderr, "gpuleak census: bad value '%s' for --%s\n", optarg,
-		c == 'O' ? "max-objects" :
-		c == 'R' ? "max-read" :
-			   "max-time");
-	return EXIT_USAGE;
-}
 
 /* What the walk needs from the interpreter of pid. */
 static int find_python(int pid, struct census_py *py)
@@ -161,7 +107,21 @@ static void print_shape(FILE *f, const struct census_tensor *t)
 	fputc(']', f);
 }
 
-static void text_tensor(FILE *f, const struct census *c, const struct census_tensor *t)
+static void text_allocation(FILE *f, const struct census_opts *o, const struct census_join *j)
+{
+	if (j->kind == CENSUS_JOIN_UNVERIFIED || j->kind == CENSUS_JOIN_NO_BOOKS)
+		return; /* said once, above */
+	if (j->book)
+		fprintf(f, "      allocated at %s (%s%s)%s%s\n", j->book->site,
+			j->book->block ? "a PyTorch block" : "a driver allocation",
+			j->book->leak ? ", judged to leak" : "", j->book->block ? "" : ": ",
+			j->book->block ? "" : census__join_why(o->books, j));
+	else
+		fprintf(f, "      no allocation line: %s\n", census__join_why(o->books, j));
+}
+
+static void text_tensor(FILE *f, const struct census_opts *o, const struct census *c,
+			const struct census_tensor *t, const struct census_join *j)
 {
 	char b[32];
 
@@ -186,6 +146,50 @@ static void text_tensor(FILE *f, const struct census *c, const struct census_ten
 		fprintf(f, "      held by %s\n", t->holders[h]);
 	if (!t->nr_holders)
 		fputs("      no Python holder found\n", f);
+	text_allocation(f, o, j);
+}
+
+/* The leaking sites beside the holders of their tensors; the tensors from before attach. */
+static void text_join(FILE *f, const struct census_opts *o, const struct census *c)
+{
+	const struct census_joined *jd = &o->joined;
+	char b[32];
+
+	if (!c->nr_tensors || !c->layout_ok)
+		return;
+	if (!o->books || !o->books->traced) {
+		fputs("  allocation lines: none: gpuleak did not trace the process (attach "
+		      "--census joins each tensor with the line that allocated it)\n",
+		      f);
+		return;
+	}
+	fprintf(f, "  joined with gpuleak's books: %d of %zu tensors in an allocation seen%s\n",
+		jd->joined_tensors, c->nr_tensors,
+		o->books->blocks_windowed ?
+			(o->books->window_open ? " (tensor level in windows, one open now)" :
+						 " (tensor level in windows, none open now: "
+						 "blocks made outside them are not known)") :
+			"");
+	if (jd->pre_attach_tensors)
+		fprintf(f,
+			"  %d tensor%s (%s) hold device memory from before the attach: in no "
+			"allocation gpuleak saw\n",
+			jd->pre_attach_tensors, jd->pre_attach_tensors == 1 ? "" : "s",
+			fmt_bytes(jd->pre_attach_bytes, b, sizeof(b)));
+	if (jd->nr_leaks)
+		fputs("\nleaks and what holds them (allocated at -> held by):\n", f);
+	for (size_t i = 0; i < jd->nr_leaks; i++) {
+		const struct census_leak *l = &jd->leaks[i];
+
+		fprintf(f, "  %s -> ", l->site);
+		for (int h = 0; h < l->nr_holders; h++)
+			fprintf(f, "%s%s", h ? ", " : "", l->holders[h]);
+		if (l->no_holder)
+			fprintf(f, "%s%d with no Python holder", l->nr_holders ? "; " : "",
+				l->no_holder);
+		fprintf(f, " (%d tensor%s, %s)\n", l->tensors, l->tensors == 1 ? "" : "s",
+			fmt_bytes(l->bytes, b, sizeof(b)));
+	}
 }
 
 static void print_text(FILE *f, const struct census_opts *o, const struct census *c,
@@ -222,6 +226,7 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 			c->tensors_failed ? "; some tensors contradicted it" : "");
 	else if (c->nr_tensors)
 		fprintf(f, "  no storage, size, dtype or shape shown: %s\n", c->layout_error);
+	text_join(f, o, c);
 	if (c->nr_groups)
 		fputs("\nholders:\n", f);
 	for (size_t i = 0; i < c->nr_groups; i++) {
@@ -251,10 +256,71 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 	if (c->nr_tensors)
 		fputs("\ntensors:\n", f);
 	for (size_t i = 0; i < c->nr_tensors; i++)
-		text_tensor(f, c, &c->tensors[i]);
+		text_tensor(f, o, c, &c->tensors[i], &o->joined.tensors[i]);
 }
 
-static void json_tensor(struct jsonw *j, const struct census *c, const struct census_tensor *t)
+static void json_allocation(struct jsonw *j, const struct census_opts *o,
+			    const struct census_join *jn)
+{
+	jsonw__name(j, "allocation");
+	jsonw__start_object(j);
+	jsonw__field_string(j, "join", census__join_name(jn->kind));
+	jsonw__name(j, "site");
+	if (jn->book)
+		jsonw__string(j, jn->book->site);
+	else
+		jsonw__null(j);
+	jsonw__name(j, "allocation_address");
+	if (jn->book)
+		jsonw__u64(j, jn->book->addr);
+	else
+		jsonw__null(j);
+	jsonw__field_bool(j, "leak", jn->book && jn->book->leak);
+	jsonw__field_bool(j, "pre_attach", jn->kind == CENSUS_JOIN_PRE_ATTACH);
+	jsonw__name(j, "why");
+	if (census__join_why(o->books, jn))
+		jsonw__string(j, census__join_why(o->books, jn));
+	else
+		jsonw__null(j);
+	jsonw__end_object(j);
+}
+
+static void json_join(struct jsonw *j, const struct census_opts *o)
+{
+	const struct census_joined *jd = &o->joined;
+
+	jsonw__name(j, "join");
+	jsonw__start_object(j);
+	jsonw__field_bool(j, "books", o->books && o->books->traced);
+	jsonw__field_bool(j, "tensor_windows", o->books && o->books->blocks_windowed);
+	jsonw__field_bool(j, "window_open", o->books && o->books->window_open);
+	jsonw__field_s64(j, "tensors_joined", jd->joined_tensors);
+	jsonw__field_s64(j, "pre_attach_tensors", jd->pre_attach_tensors);
+	jsonw__field_u64(j, "pre_attach_bytes", jd->pre_attach_bytes);
+	jsonw__name(j, "leaks");
+	jsonw__start_array(j);
+	for (size_t i = 0; i < jd->nr_leaks; i++) {
+		const struct census_leak *l = &jd->leaks[i];
+
+		jsonw__start_object(j);
+		jsonw__field_string(j, "site", l->site);
+		jsonw__field_s64(j, "tensors", l->tensors);
+		jsonw__field_s64(j, "storages", l->storages);
+		jsonw__field_u64(j, "bytes", l->bytes);
+		jsonw__name(j, "holders");
+		jsonw__start_array(j);
+		for (int h = 0; h < l->nr_holders; h++)
+			jsonw__string(j, l->holders[h]);
+		jsonw__end_array(j);
+		jsonw__field_s64(j, "no_holder", l->no_holder);
+		jsonw__end_object(j);
+	}
+	jsonw__end_array(j);
+	jsonw__end_object(j);
+}
+
+static void json_tensor(struct jsonw *j, const struct census_opts *o, const struct census *c,
+			const struct census_tensor *t, const struct census_join *jn)
 {
 	bool figures = c->layout_ok && t->storage;
 
@@ -296,6 +362,7 @@ static void json_tensor(struct jsonw *j, const struct census *c, const struct ce
 	for (int h = 0; h < t->nr_holders; h++)
 		jsonw__string(j, t->holders[h]);
 	jsonw__end_array(j);
+	json_allocation(j, o, jn);
 	jsonw__end_object(j);
 }
 
@@ -344,6 +411,11 @@ static void json_head(struct jsonw *j, const struct census_opts *o, const struct
 		jsonw__field_s64(j, "tensorimpl_storage", c->off_storage);
 		jsonw__field_s64(j, "storageimpl_data", c->off_st_data);
 		jsonw__field_s64(j, "storageimpl_nbytes", c->off_st_nbytes);
+		jsonw__name(j, "autogradmeta_requires_grad");
+		if (c->off_requires_grad >= 0)
+			jsonw__s64(j, c->off_requires_grad);
+		else
+			jsonw__null(j);
 	}
 	jsonw__end_object(j);
 }
@@ -362,6 +434,7 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 		jsonw__field_u64(j, "storages", c->nr_storages);
 		jsonw__field_u64(j, "bytes", c->bytes);
 	}
+	json_join(j, o);
 	jsonw__name(j, "groups");
 	jsonw__start_array(j);
 	for (size_t i = 0; i < c->nr_groups; i++) {
@@ -393,7 +466,7 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 	jsonw__name(j, "tensors");
 	jsonw__start_array(j);
 	for (size_t i = 0; i < c->nr_tensors; i++)
-		json_tensor(j, c, &c->tensors[i]);
+		json_tensor(j, o, c, &c->tensors[i], &o->joined.tensors[i]);
 	jsonw__end_array(j);
 	jsonw__end_object(j);
 	jsonw__free(j);
@@ -422,9 +495,60 @@ static int pause_error(int pid, int err)
 	return EXIT_RUNTIME;
 }
 
-int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps)
+/* The census summed up for the reports: its largest holders, each with its allocation line. */
+static void summarize(const struct census_opts *o, const struct census *c,
+		      const struct census_pause *p, struct snap_census *sum)
 {
-	struct census_opts o = { .pid = pid, .json = json, .pause = pause, .caps = *caps };
+	const struct census_joined *jd = &o->joined;
+
+	*sum = (struct snap_census){ .pid = o->pid, .valid = c->layout_ok };
+	if (!c->layout_ok)
+		return;
+	sum->tensors = c->nr_tensors;
+	sum->storages = c->nr_storages;
+	sum->bytes = c->bytes;
+	sum->orphan_tensors = c->orphan_tensors;
+	sum->orphan_bytes = c->orphan_bytes;
+	sum->pre_attach_tensors = jd->pre_attach_tensors;
+	sum->pre_attach_bytes = jd->pre_attach_bytes;
+	sum->paused = o->pause;
+	sum->pause_ns = o->pause ? p->ns : 0;
+	for (size_t g = 0; g < c->nr_groups; g++) {
+		struct snap_census_row row = { .kind = c->groups[g].kind,
+					       .tensors = c->groups[g].tensors,
+					       .bytes = c->groups[g].bytes };
+		uint32_t at = sum->nrows;
+
+		for (size_t i = 0; i < c->nr_tensors && jd->tensors && !row.site; i++)
+			if (c->tensors[i].group == (int)g && jd->tensors[i].book) {
+				row.site = strdup(jd->tensors[i].book->site);
+				row.leak = jd->tensors[i].book->leak;
+			}
+		/* the largest holders, largest first */
+		while (at > 0 && sum->rows[at - 1].bytes < row.bytes)
+			at--;
+		if (at == SNAP_CENSUS_ROWS) {
+			sum->more_rows++;
+			free(row.site);
+			continue;
+		}
+		if (sum->nrows == SNAP_CENSUS_ROWS) {
+			free(sum->rows[SNAP_CENSUS_ROWS - 1].holder);
+			free(sum->rows[SNAP_CENSUS_ROWS - 1].site);
+			sum->nrows--;
+			sum->more_rows++;
+		}
+		memmove(&sum->rows[at + 1], &sum->rows[at], (sum->nrows - at) * sizeof(row));
+		row.holder = strdup(c->groups[g].path);
+		sum->rows[at] = row;
+		sum->nrows++;
+	}
+}
+
+int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
+		    const struct census_books *books, struct snap_census *sum)
+{
+	struct census_opts o = { .pid = pid, .pause = pause, .caps = *caps, .books = books };
 	struct census_pause *p = calloc(1, sizeof(*p));
 	struct census_live *live = NULL;
 	struct census c = { 0 };
@@ -461,12 +585,23 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 		log_error("census: cannot walk the heap of process %d: %s", o.pid,
 			  c.layout_error[0] ? c.layout_error : strerror(-err));
 		status = err == -EPERM ? EXIT_PRIV : EXIT_RUNTIME;
+	} else if (census__join(&c, books, &o.joined)) {
+		log_error("census: out of memory joining the census of process %d with the books",
+			  o.pid);
+		status = EXIT_RUNTIME;
 	} else {
-		if (o.json)
-			print_json(stdout, &o, &c, p);
-		else
-			print_text(stdout, &o, &c, p);
-		fflush(stdout);
+		if (sum)
+			summarize(&o, &c, p, sum);
+		if (json)
+			print_json(json, &o, &c, p);
+		if (text)
+			print_text(text, &o, &c, p);
+		if ((json && (fflush(json) || ferror(json))) ||
+		    (text && (fflush(text) || ferror(text)))) {
+			log_error("census: failed to write the census of process %d: %s", o.pid,
+				  strerror(errno ?: EIO));
+			status = EXIT_RUNTIME;
+		}
 		if (c.nr_tensors && !c.layout_ok) {
 			log_error(
 				"census: PyTorch's layout in process %d could not be verified, so "
@@ -475,6 +610,7 @@ int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *ca
 			status = EXIT_RUNTIME;
 		}
 	}
+	census__joined_free(&o.joined);
 	census__free(&c);
 	census_live__free(live);
 	free(p);
@@ -488,12 +624,44 @@ void census_cmd__default_caps(struct census_caps *caps)
 				      .max_ns = 10000ULL * 1000000 };
 }
 
-int census_cmd__main(int argc, char **argv)
+int census_cmd__run(const struct gl_opts *o)
 {
-	struct census_opts o;
-	int status = parse_args(argc, argv, &o);
+	struct census_caps caps;
+	FILE *json = NULL;
+	int status;
 
-	if (status)
-		return status < 0 ? EXIT_OK : status;
-	return census_cmd__one(o.pid, o.json, o.pause, &o.caps);
+	census_cmd__default_caps(&caps);
+	if (o->census_max_objects)
+		caps.max_objects = o->census_max_objects;
+	if (o->census_max_read)
+		caps.max_read_bytes = o->census_max_read;
+	if (o->census_max_ms)
+		caps.max_ns = o->census_max_ms * 1000000ULL;
+	if (o->json_path) {
+		json = outfile__open(o->json_path);
+		if (!json) {
+			log_error("census: cannot write %s: %s", o->json_path,
+				  outfile__strerror(errno));
+			return EXIT_RUNTIME;
+		}
+	}
+	status = census_cmd__one(o->pids[0], json && json == stdout ? NULL : stdout, json,
+				 !o->census_no_pause, &caps, NULL, NULL);
+	if (json && outfile__close(json) && status == EXIT_OK) {
+		log_error("census: failed to write %s (disk full?)", o->json_path);
+		status = EXIT_RUNTIME;
+	}
+	return status;
+}
+
+/* /census of serve: JSON only, no summary. */
+static int serve_census(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
+			const struct census_books *books)
+{
+	return census_cmd__one(pid, text, json, pause, caps, books, NULL);
+}
+
+int census_cmd__serve(const struct gl_opts *o)
+{
+	return serve__run(o, serve_census);
 }

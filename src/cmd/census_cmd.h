@@ -7,15 +7,31 @@
 #define GL_CENSUS_CMD_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "census/census.h"
 
-/* argv[0] is "census". Returns the process exit status. */
-int census_cmd__main(int argc, char **argv);
+struct census_books;
+struct snap_census;
+
+struct gl_opts;
+
 /*
- * The census of pid on stdout (text, or JSON when json), paused unless told
- * otherwise, within caps. Returns an exit status (model/opts.h).
+ * gpuleak census PID: the census as text on stdout and, with --json FILE, as
+ * JSON in FILE ('-': JSON alone on stdout). Returns the exit status.
  */
-int census_cmd__one(int pid, bool json, bool pause, const struct census_caps *caps);
+int census_cmd__run(const struct gl_opts *o);
+/* gpuleak serve, with the census its /census endpoint runs (census_cmd__one). */
+int census_cmd__serve(const struct gl_opts *o);
+/*
+ * The census of pid as text into text and as JSON into json (either may be
+ * NULL), paused unless told otherwise, within caps, each tensor joined with
+ * books (census/join.h; NULL: gpuleak did not trace pid, and the output says
+ * so); sum (may be NULL) gets its summary for the reports (snapshot__free()
+ * frees its strings once it is a snapshot's). Returns an exit status
+ * (model/opts.h).
+ */
+int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
+		    const struct census_books *books, struct snap_census *sum);
 /* The caps `gpuleak census` uses unless told otherwise. */
 void census_cmd__default_caps(struct census_caps *caps);
 

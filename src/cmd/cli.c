@@ -280,6 +280,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (parse_u32(arg, 101, 100000, &o->imbalance_pct))
 			return bad_value(c, arg, "a percentage from 101 to 100000");
 		return 0;
+	case OPT_NO_STACK_CACHE: o->no_stack_cache = true; return 0;
 	case 'o':
 		if (!*arg)
 			return usage_error("-o needs a file name, e.g. -o job.glr");
@@ -309,6 +310,19 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case 'q': o->verbosity = -1; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_CENSUS: o->census = true; return 0;
+	case OPT_NO_PAUSE: o->census_no_pause = true; return 0;
+	case OPT_MAX_OBJECTS:
+		if (parse_u64(arg, 1, 1ULL << 32, &o->census_max_objects))
+			return bad_value(c, arg, "a count from 1 to 4294967296");
+		return 0;
+	case OPT_MAX_READ:
+		if (parse_size(arg, 4096, 1ULL << 40, &o->census_max_read))
+			return bad_value(c, arg, "a size from 4K to 1T such as " PARSE_SIZE_FORMS);
+		return 0;
+	case OPT_MAX_TIME:
+		if (parse_duration_ms(arg, 1, 3600000, &o->census_max_ms))
+			return bad_duration(c, arg, " from 1ms to 1h");
+		return 0;
 	case 'h':
 		o->help_topic = parsing->name;
 		o->cmd = CMD_HELP;
@@ -346,6 +360,9 @@ static int parse_pids(struct gl_opts *o, int argc, char **argv)
 	if (!o->nr_pids && !o->all && o->cmd == CMD_RECORD)
 		return usage_error("record needs PIDs, -a or -- CMD: e.g. gpuleak record -o "
 				   "job.glr 1234");
+	if (o->cmd == CMD_CENSUS && o->nr_pids != 1)
+		return usage_error("census reads one process: e.g. gpuleak census 1234 (pgrep "
+				   "NAME finds a PID)");
 	if (!o->nr_pids && !o->all)
 		return usage_error(
 			o->cmd == CMD_EXPLAIN ?

@@ -5,7 +5,6 @@
  * so that `gpuleak SUBCOMMAND --help` fits 80.
  */
 #include <string.h>
-#include "agent/serve.h"
 #include "attach.h"
 #include "census_cmd.h"
 #include "commands.h"
@@ -159,19 +158,15 @@ const struct cli_option cli_options[] = {
 	  "after the final report, the census of every PID\n"
 	  "still alive (as gpuleak census: tensors and\n"
 	  "what holds them)" },
-	{ "json", OPT_CENSUS_JSON, NULL,
-	  "the census as JSON on stdout (the README has\n"
-	  "the contract)",
-	  .id = "census-json" },
 	{ "no-pause", OPT_NO_PAUSE, NULL,
 	  "read while the process runs (figures may be\n"
 	  "torn; the census says so)" },
 	{ "max-objects", OPT_MAX_OBJECTS, "N", "objects visited at most (4000000)", "1000000" },
 	{ "max-read", OPT_MAX_READ, "SIZE", "bytes read from the process at most (1G)", "4G" },
-	{ "max-time", OPT_MAX_TIME, "MS",
-	  "milliseconds of reading at most, the pause\n"
-	  "included (10000)",
-	  "30000" },
+	{ "max-time", OPT_MAX_TIME, "T",
+	  "time spent reading at most, the pause\n"
+	  "included (10s)",
+	  "30s" },
 	{ "max-stacks", OPT_MAX_STACKS, "N",
 	  "distinct call stacks kept, which bounds gpuleak's\n"
 	  "memory; past it, stacks count as one \"other\n"
@@ -179,6 +174,10 @@ const struct cli_option cli_options[] = {
 	  "65536" },
 	{ "bench-floor", OPT_BENCH_FLOOR, NULL, "do-nothing probes, for bench/", NULL,
 	  .hidden = true },
+	{ "no-stack-cache", OPT_NO_STACK_CACHE, NULL,
+	  "copy every native stack (no BPF stack cache),\n"
+	  "for tests and bench/",
+	  NULL, .hidden = true },
 	{ "bench-torch-lib", OPT_BENCH_TORCH_LIB, "NAME",
 	  "the file-name prefix of PyTorch's\n"
 	  "library, for bench/",
@@ -197,7 +196,8 @@ const struct cli_option cli_options[] = {
 #define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution ranks-from-env imbalance bench-floor bench-torch-lib "
+	"tensor-duty resolution ranks-from-env imbalance bench-floor bench-torch-lib "         \
+	"no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 
@@ -329,14 +329,15 @@ const struct cli_command cli_commands[] = {
 			"Finds the process's CPython (3.11 to 3.13), holds its threads still "
 			"with ptrace (unless --no-pause), reads its heap with process_vm_readv "
 			"and prints every live torch.Tensor, its storage and the objects that "
-			"hold it, then lets the process go. With --json (a flag here: JSON on "
-			"stdout), the census as JSON; the README has the contract.",
-		.options = "census-json no-pause max-objects max-read max-time help",
+			"hold it, then lets the process go. --json FILE writes the census as "
+			"JSON too ('-': JSON alone on stdout); the README has the contract. "
+			"attach --census joins it with the line that allocated each tensor.",
+		.options = "json no-pause max-objects max-read max-time " LOG_OPTS,
 		.examples = "sudo gpuleak census 1234\tPID 1234's tensors and their holders\n"
-			    "sudo gpuleak census --json --no-pause 1234\t"
+			    "sudo gpuleak census --json - --no-pause 1234\t"
 			    "as JSON, without stopping the process\n",
 		.operand = COMPLETE_PID,
-		.main = census_cmd__main,
+		.run = census_cmd__run,
 	},
 	{
 		.name = "serve",
@@ -347,12 +348,14 @@ const struct cli_command cli_commands[] = {
 			"Traces every process that maps libcuda and serves /metrics "
 			"(Prometheus) and /debug/pprof/gpu_heap (pprof) on --listen; with "
 			"--profile-dir it also writes a profile every --profile-every. It writes "
-			"nowhere but --state-dir.",
+			"nowhere but --state-dir. GET /census?pid=N gives the census of a traced "
+			"process, read without pausing it; POST /census?pid=N&pause=1 pauses it "
+			"for the read.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
 			   "max-procs " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
-		.run = serve__run,
+		.run = census_cmd__serve,
 	},
 	{
 		.name = "help",
@@ -481,7 +484,7 @@ const struct cli_option *cli__option_of(int key)
 
 bool cli__offers(const struct cli_command *cmd, const struct cli_option *op)
 {
-	return cli__takes(cmd, op->id ? op->id : op->name);
+	return cli__takes(cmd, op->name);
 }
 
 bool cli__takes(const struct cli_command *cmd, const char *long_name)

@@ -51,6 +51,7 @@ enum {
 	OPT_SVG,
 	OPT_PPROF,
 	OPT_BENCH_FLOOR,
+	OPT_NO_STACK_CACHE,
 	OPT_BENCH_TORCH_LIB,
 	OPT_MAX_SIZE,
 	OPT_KEEP_MODULES,
@@ -58,7 +59,6 @@ enum {
 	OPT_DEBUG_DIR,
 	OPT_FORCE,
 	OPT_CENSUS,
-	OPT_CENSUS_JSON,
 	OPT_NO_PAUSE,
 	OPT_MAX_OBJECTS,
 	OPT_MAX_READ,
@@ -86,8 +86,6 @@ struct cli_option {
 	enum cli_complete complete;
 	const char *choices; /* COMPLETE_WORDS: the values, space-separated */
 	bool hidden;	     /* in no help and no completion (bench/ only) */
-	const char *id;	     /* the word commands' .options name it by, if not .name
-				(census's --json, a flag, beside everyone's --json FILE) */
 };
 
 struct cli_command {
@@ -103,9 +101,6 @@ struct cli_command {
 	bool stop_at_operand; /* options end at the first operand (run: CMD's own options) */
 	bool hidden;	      /* in no help and no completion */
 	int (*run)(const struct gl_opts *o);
-	/* instead of run: parses its own argv (argv[0] is the subcommand), before
-	   cli__parse (census: its --json is a flag, not FILE) */
-	int (*main)(int argc, char **argv);
 };
 
 /* The man page's sections other than the per-command ones. */

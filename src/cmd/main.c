@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * main.c - gpuleak's entry point: parse the command line, run the subcommand's
- * row of the table (commands.c). A row with its own parser (census) is handed
- * argv from the subcommand on.
+ * row of the table (commands.c).
  */
 #include "cli.h"
 #include "commands.h"
@@ -10,14 +9,9 @@
 
 int main(int argc, char **argv)
 {
-	const struct cli_command *c = argc > 1 ? cli__command(argv[1]) : NULL;
 	struct gl_opts o;
 	int status;
 
-	if (c && c->main) {
-		log_level = LOG_INFO;
-		return c->main(argc - 1, argv + 1);
-	}
 	status = cli__parse(argc, argv, &o);
 	if (status)
 		return status;

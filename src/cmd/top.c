@@ -9,6 +9,7 @@
  */
 #include <ctype.h>
 #include <curses.h>
+#include <term.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -523,6 +524,29 @@ static int run_plain(struct session *s, const struct gl_opts *o)
 	return status;
 }
 
+static const char *term_name(void)
+{
+	const char *t = getenv("TERM");
+
+	return t ? t : "";
+}
+
+/* Whether ncurses knows the terminal: asked before tracing starts, so a bad TERM costs nothing. */
+static int terminal_usable(void)
+{
+	int err = 0;
+
+	if (setupterm(NULL, STDOUT_FILENO, &err) != OK) {
+		log_error("cannot drive the terminal (TERM=%s): %s: set TERM to your terminal's "
+			  "type, or pipe top's output to see text",
+			  term_name(),
+			  err == 0 ? "no terminfo entry for it" : "its terminfo entry is unusable");
+		return EXIT_RUNTIME;
+	}
+	del_curterm(cur_term);
+	return EXIT_OK;
+}
+
 static int draw_loop(struct session *s, const struct gl_opts *o)
 {
 	struct view v = { .sort = o->sort, .max_stacks = o->top };
@@ -533,9 +557,7 @@ static int draw_loop(struct session *s, const struct gl_opts *o)
 	SCREEN *scr = newterm(NULL, stdout, stdin);
 
 	if (!scr) {
-		log_error("cannot drive the terminal (TERM=%s): set TERM to your terminal's type, "
-			  "or pipe top's output to see text",
-			  getenv("TERM") ? getenv("TERM") : "");
+		log_error("cannot start the screen on TERM=%s: %s", term_name(), strerror(errno));
 		return EXIT_RUNTIME;
 	}
 	cbreak();
@@ -630,16 +652,18 @@ static int run_screen(struct session *s, const struct gl_opts *o)
 
 int top__run(const struct gl_opts *o)
 {
+	bool screen = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
 	struct session *s;
 	int status;
 
+	if (screen && (status = terminal_usable()))
+		return status;
 	s = session__new(o, &status);
 	if (!s)
 		return status;
 	status = session__start(s);
 	if (!status)
-		status = isatty(STDOUT_FILENO) && isatty(STDIN_FILENO) ? run_screen(s, o) :
-									 run_plain(s, o);
+		status = screen ? run_screen(s, o) : run_plain(s, o);
 	session__free(s);
 	return status;
 }

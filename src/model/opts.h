@@ -73,6 +73,9 @@ struct gl_opts {
 	bool torch;		/* --torch: say so loudly when the probes are missing */
 	bool torch_python_only; /* --torch-stacks python */
 	bool census; /* --census (attach): the census of each live PID after the final report */
+	/* census: --no-pause and the caps (0: census_cmd__default_caps()'s) */
+	bool census_no_pause;
+	uint64_t census_max_objects, census_max_read, census_max_ms;
 	bool tensors_full;	   /* --tensors full: the allocator probes attached all the time */
 	uint64_t tensor_window_ms; /* --tensor-window: a window's length (0: 16 x resolution) */
 	uint32_t tensor_duty_pct;  /* --tensor-duty: automatic windows' share of the time */
@@ -98,7 +101,8 @@ struct gl_opts {
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool ranks_env;		   /* --ranks-from-env: RANK, LOCAL_RANK, WORLD_SIZE only */
 	uint32_t imbalance_pct;	   /* --imbalance: a GPU or rank at this % of its peer (150) */
-	bool bench_floor; /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	bool bench_floor;    /* hidden --bench-floor: do-nothing programs, to measure the floor */
+	bool no_stack_cache; /* hidden: copy every native stack (tests, bench/) */
 	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path;     /* record: -o FILE; report: FILE */
 	uint64_t max_size;	     /* record: 0 = no limit */

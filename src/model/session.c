@@ -35,6 +35,7 @@
 #include "trace/loader.h"
 #include "trace/probes.h"
 #include "trace/pyprocs.h"
+#include "trace/scache.h"
 #include "trace/targets.h"
 #include "util/clock.h"
 #include "util/fmt.h"
@@ -126,7 +127,33 @@ static void on_proc_new(void *ctx, struct proc *proc)
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
-static void describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
+/* The innermost Python frame of a stack, "function (file:line)"; false if it has none. */
+static bool python_site(struct session *s, const struct frame *fr, uint32_t n, char *buf,
+			size_t len)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const char *fn, *file;
+
+		if (fr[i].kind != FRAME_PYTHON)
+			continue;
+		python__code_info(s->python, fr[i].mod, &fn, &file);
+		snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
+			 (unsigned long long)fr[i].addr);
+		return true;
+	}
+	return false;
+}
+
+void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)
+{
+	uint32_t n;
+	const struct frame *fr = stacks__get(s->stacks, id, &n);
+
+	if (!fr || !python_site(s, fr, n, buf, len))
+		session__describe_stack(s, id, buf, len);
+}
+
+void session__describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
 {
 	uint32_t n;
 	const struct frame *fr = stacks__get(s->stacks, id, &n);
@@ -202,7 +229,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 
 	say_cause(proc, f);
 
-	describe_stack(s, f->stack, site, sizeof(site));
+	session__describe_stack(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
 			 "held",
@@ -210,7 +237,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
-	describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
+	session__describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
 		 "most (%s) by %s",
 		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,
@@ -357,6 +384,7 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.bench_floor = o->bench_floor,
+		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
@@ -417,6 +445,11 @@ static int setup(struct session *s)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
 	pub = pyprocs__publisher(s->tracer);
 	python__set_publisher(s->python, &pub);
+	if (to.stack_cache) {
+		struct scache_publisher sp = scache__publisher(s->tracer);
+
+		unwinder__set_publisher(s->unwinder, &sp);
+	}
 	s->targets = targets__new(&tgo, s->tracer, s->python, prefetch_maps, s->books);
 	if (!s->targets) {
 		log_error("out of memory");
@@ -470,7 +503,7 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
 {
-	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
 	struct snapshot_opts so = {
 		.start_ns = s->start_ns,
 		.max_stacks = max_stacks,
@@ -481,7 +514,9 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		.nvml = sample_nvml(s),
+		.ring_stack_records = tracer__ring_stacks(s->tracer, &so_ring_bytes),
+		/* explain answers for its targets even when they made no CUDA call */
+		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
@@ -489,6 +524,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	};
 	struct snapshot *snap = NULL;
 
+	so.ring_stack_bytes = so_ring_bytes;
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
 	for (int attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
@@ -507,6 +543,12 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	/* run: the launchers and shells in front of the job are no part of its report */
 	if (snap && s->o->cmd == CMD_RUN)
 		snapshot__hide_idle(snap);
+	if (snap && s->o->cmd == CMD_EXPLAIN &&
+	    snapshot__add_targets(snap, s->o->pids, s->o->nr_pids, so.nvml)) {
+		snapshot__free(snap);
+		errno = ENOMEM;
+		snap = NULL;
+	}
 	if (snap && snapshot__group_jobs(snap, so.imbalance_ratio)) {
 		snapshot__free(snap);
 		snap = NULL;

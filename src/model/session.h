@@ -47,6 +47,24 @@ void session__request_tensors(struct session *s);
 bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);
 /*
+ * Where a stack of the books allocated, in a few words into buf: its innermost
+ * Python frame "function (file:line)", else the innermost native function
+ * outside the driver, else "an unknown site". Never fails.
+ */
+void session__describe_stack(struct session *s, uint32_t id, char *buf, size_t len);
+/* The same, but the innermost Python frame first wherever it is in the stack. */
+void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len);
+struct census_books;
+/*
+ * The books of process pid as the census joins them (census/join.h): each
+ * outstanding PyTorch block and driver allocation of device memory with the
+ * line that allocated it and whether its stack is judged to leak, and whether
+ * the tensor level is in windows. out->traced is false when the books do not
+ * know pid. Returns 0 or -ENOMEM; session__census_books_free() frees it.
+ */
+int session__census_books(struct session *s, int pid, struct census_books *out);
+void session__census_books_free(struct census_books *b);
+/*
  * run, and record -- CMD: waits for CMD to end and returns its exit status as a
  * shell gives it (128 + N for signal N; 127 when it could not be started).
  * Returns status unchanged when gpuleak itself failed (status != EXIT_OK) or

@@ -19,6 +19,7 @@
 #include "stacks/native/symbolize.h"
 #include "stacks/python/python.h"
 #include "trace/probes.h"
+#include "util/procfs.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
@@ -47,6 +48,13 @@ void snapshot__free(struct snapshot *s)
 {
 	if (!s)
 		return;
+	for (uint32_t i = 0; i < s->ncensus; i++) {
+		for (uint32_t r = 0; r < s->census[i].nrows; r++) {
+			free(s->census[i].rows[r].holder);
+			free(s->census[i].rows[r].site);
+		}
+	}
+	free(s->census);
 	for (uint32_t i = 0; i < s->nprocs + s->nprocs_idle; i++) {
 		struct snap_proc *p = &s->procs[i];
 
@@ -338,6 +346,9 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 		d->torch_vmm > d->ext.outside_bytes ? d->torch_vmm - d->ext.outside_bytes : 0;
 	uint64_t cached = d->ext.free_bytes + vmm_free;
 	uint64_t largest = d->ext.largest_free > vmm_free ? d->ext.largest_free : vmm_free;
+	/* blocks that fit in no segment or handle seen lie in segments from before attach */
+	uint64_t outside =
+		d->ext.outside_bytes > d->torch_vmm ? d->ext.outside_bytes - d->torch_vmm : 0;
 
 	*m = (struct snap_mem_dev){
 		.dev = d->dev,
@@ -349,7 +360,8 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 		.torch_blocks = d->torch_blocks,
 		.largest_free = largest,
 		.nr_free = d->ext.nr_free + (vmm_free > 0),
-		.blocks_outside = d->torch_vmm ? 0 : d->ext.outside_bytes,
+		.blocks_outside = outside,
+		.blocks_in_seen = d->torch_allocated - outside,
 		.fragmentation = cached ? 1.0 - (double)largest / (double)cached : 0,
 		.outside_torch = d->outside_torch,
 		.leak_bytes = d->leak_bytes,
@@ -446,11 +458,12 @@ static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_proc
 		if (m->devs[j].dev >= 0 && m->devs[j].dev < SNAP_MAX_DEVS)
 			m->devs[j].nvml_index = sp->gpus[m->devs[j].dev].nvml_index;
 	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++) {
-		uint64_t used;
+		uint64_t used, others;
 		struct snap_mem_dev *row = NULL;
 		int ord;
 
-		if (!nvml_lists(n, pid, i, &used) || used == NVML_UNKNOWN)
+		if (!nvml_lists(n, pid, i, &used) || used == NVML_UNKNOWN ||
+		    !nvml_sample__proc_on(n, pid, i, &used, &others))
 			continue;
 		ord = ordinal_of(sp, i);
 		for (uint32_t j = 0; ord >= 0 && j < m->ndevs; j++)
@@ -464,6 +477,9 @@ static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_proc
 			continue;
 		row->nvml_valid = true;
 		row->nvml_bytes = used;
+		row->nvml_total = n->devs[i].total;
+		row->nvml_free = n->devs[i].free;
+		row->nvml_others = others;
 		m->nvml_valid = true;
 		m->nvml_bytes += used;
 	}
@@ -499,6 +515,8 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 		m->torch_allocated += d->torch_allocated;
 		m->torch_cached += d->torch_cached;
 		m->outside_torch += d->outside_torch;
+		m->blocks_outside += d->blocks_outside;
+		m->blocks_in_seen += d->blocks_in_seen;
 		free_sum += d->torch_cached;
 		if (d->largest_free > m->largest_free)
 			m->largest_free = d->largest_free;
@@ -748,6 +766,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->stack_missing = bc->stack_missing;
 	s->stack_mode = o->stack_mode;
 	s->nr_probes = o->nr_probes;
+	s->ring_stack_records = o->ring_stack_records;
+	s->ring_stack_bytes = o->ring_stack_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;
 	s->stack_overflows = stacks__overflows(books__stacks(b));
@@ -805,4 +825,46 @@ void snapshot__hide_idle(struct snapshot *s)
 	}
 	s->nprocs = kept;
 	s->nprocs_idle += n - kept;
+}
+
+/* A target the books never heard of: NVML's figure is all it has, all from before attach. */
+static void fill_target(struct snap_proc *p, int pid, const struct nvml_sample *nvml)
+{
+	struct snap_memory *m = &p->memory;
+
+	*p = (struct snap_proc){ .pid = pid,
+				 .ns_pid = pid,
+				 .rank = -1,
+				 .local_rank = -1,
+				 .world_size = -1,
+				 .job = -1 };
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		p->gpus[d].nvml_index = -1;
+	if (procfs__comm(pid, p->comm, sizeof(p->comm)))
+		snprintf(p->comm, sizeof(p->comm), "?");
+	m->valid = true;
+	if (nvml)
+		add_nvml_devs(nvml, pid, p);
+	m->unseen = m->nvml_bytes;
+}
+
+int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
+			  const struct nvml_sample *nvml)
+{
+	for (int i = 0; i < n; i++) {
+		uint32_t total = s->nprocs + s->nprocs_idle, j;
+		struct snap_proc *procs;
+
+		for (j = 0; j < total && s->procs[j].pid != pids[i]; j++)
+			;
+		if (j < total)
+			continue;
+		procs = realloc(s->procs, (total + 1) * sizeof(*procs));
+		if (!procs)
+			return -ENOMEM;
+		s->procs = procs;
+		memmove(&procs[s->nprocs + 1], &procs[s->nprocs], s->nprocs_idle * sizeof(*procs));
+		fill_target(&procs[s->nprocs++], pids[i], nvml);
+	}
+	return 0;
 }

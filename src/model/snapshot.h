@@ -93,13 +93,17 @@ struct snap_lib {
 /* One device of a process's breakdown (dev -1: allocations whose device is not known). */
 struct snap_mem_dev {
 	int dev;
-	int nvml_index;	       /* the NVML device of this row; -1: not known */
-	bool nvml_valid;       /* NVML listed the process on this device */
-	uint64_t nvml_bytes;   /* what NVML says the process uses on it */
+	int nvml_index;	     /* the NVML device of this row; -1: not known */
+	bool nvml_valid;     /* NVML listed the process on this device */
+	uint64_t nvml_bytes; /* what NVML says the process uses on it */
+	uint64_t nvml_total, nvml_free, nvml_others; /* the device, its other processes */
 	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
 	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
 	uint64_t largest_free, nr_free; /* free extents of the reserve */
-	uint64_t blocks_outside;	/* block bytes in segments gpuleak did not see */
+	uint64_t blocks_outside;	/* block bytes in segments gpuleak did not see: those
+					   segments predate the attach (with expandable
+					   segments: at least this much) */
+	uint64_t blocks_in_seen;	/* block bytes inside the segments seen */
 	double fragmentation;		/* 1 - largest_free / cached free extents */
 	uint64_t outside_torch;
 	uint32_t nlibs;
@@ -122,6 +126,10 @@ struct snap_memory {
 	uint64_t device_bytes, torch_reserved, torch_allocated, torch_cached, outside_torch;
 	uint64_t largest_free;
 	double fragmentation;
+	/* Blocks in segments from before attach: then the reserve seen (torch_reserved)
+	 * = blocks_in_seen + torch_cached, and torch_allocated = blocks_in_seen +
+	 * blocks_outside; no identity of the whole reserve is known. */
+	uint64_t blocks_outside, blocks_in_seen;
 	uint64_t unseen;      /* NVML's figure minus what gpuleak saw: context, before attach */
 	uint64_t unexplained; /* gpuleak saw more than NVML's figure (NVML sampled apart) */
 	uint64_t pinned_host, managed;
@@ -252,6 +260,34 @@ struct snap_tensors {
 	struct snap_window windows[SNAP_MAX_WINDOWS];
 };
 
+/* One holder of a census (attach --census) as the reports show it. */
+struct snap_census_row {
+	char *holder;	  /* the container or name holding the tensors (owned) */
+	const char *kind; /* "list", "dict", "global", ... (static) */
+	int tensors;
+	uint64_t bytes; /* of the distinct storages */
+	char *site;	/* the line that allocated them (the first joined), NULL: none (owned) */
+	bool leak;	/* that line's stack is judged to leak */
+};
+
+#define SNAP_CENSUS_ROWS 12
+
+/* The census of one process, summed up for the reports (the full census is its text). */
+struct snap_census {
+	int pid;
+	bool valid; /* the census was read and PyTorch's layout verified */
+	size_t tensors, storages;
+	uint64_t bytes;
+	int orphan_tensors; /* held by no Python path (an autograd graph may hold them) */
+	uint64_t orphan_bytes;
+	int pre_attach_tensors; /* device memory in no allocation seen */
+	uint64_t pre_attach_bytes;
+	bool paused;
+	uint64_t pause_ns;
+	uint32_t nrows, more_rows; /* the largest holders; how many more there were */
+	struct snap_census_row rows[SNAP_CENSUS_ROWS];
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
@@ -274,9 +310,13 @@ struct snapshot {
 	struct snap_job *jobs;
 	const char *stack_mode;
 	uint32_t nr_probes;
+	uint64_t ring_stack_records,
+		ring_stack_bytes;		/* stack records read, ring bytes they took */
 	const struct snap_recording *recording; /* NULL: a live session */
 	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
+	uint32_t ncensus; /* attach --census: the census of each target, for the reports */
+	struct snap_census *census;
 };
 
 struct books;
@@ -297,6 +337,7 @@ struct snapshot_opts {
 	struct python *python; /* resolves Python frames; may be NULL */
 	const char *stack_mode;
 	uint32_t nr_probes;
+	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
@@ -315,6 +356,13 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 void snapshot__free(struct snapshot *s);
 /* The job of p, or NULL. */
 const struct snap_job *snap_job_of(const struct snapshot *s, const struct snap_proc *p);
+/*
+ * Adds a process for each of pids that the books have not heard of (it made
+ * no CUDA call since attach): its memory is NVML's figure alone, all counted
+ * as from before attach (unseen). Returns 0 or -ENOMEM (those added stay).
+ */
+int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
+			  const struct nvml_sample *nvml);
 /*
  * Moves the processes that made no CUDA allocation, free or failed call (a
  * shell or launcher in front of the job) behind procs[nprocs], counted in

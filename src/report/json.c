@@ -171,6 +171,10 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 	jsonw__field_bool(w, "driver_level_only", !m->blocks_seen);
 	write_torch_part(w, m->blocks_seen, m->torch_reserved, m->torch_allocated, m->torch_cached,
 			 m->largest_free, m->fragmentation);
+	jsonw__field_bool(w, "reserve_predates_attach", m->blocks_seen && m->blocks_outside);
+	field_u64_or_null(w, "blocks_outside_segments_bytes", m->blocks_seen, m->blocks_outside);
+	field_u64_or_null(w, "torch_allocated_in_seen_segments_bytes", m->blocks_seen,
+			  m->blocks_in_seen);
 	jsonw__field_u64(w, "outside_torch_bytes", m->outside_torch);
 	field_u64_or_null(w, "context_and_pre_attach_bytes", m->nvml_valid, m->unseen);
 	field_u64_or_null(w, "unexplained_bytes", m->nvml_valid, m->unexplained);
@@ -195,6 +199,7 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 		jsonw__field_u64(w, "torch_blocks", d->torch_blocks);
 		jsonw__field_u64(w, "free_extents", d->nr_free);
 		jsonw__field_u64(w, "blocks_outside_segments_bytes", d->blocks_outside);
+		jsonw__field_u64(w, "torch_allocated_in_seen_segments_bytes", d->blocks_in_seen);
 		jsonw__field_u64(w, "outside_torch_bytes", d->outside_torch);
 		write_libs(w, d->libs, d->nlibs);
 		jsonw__field_u64(w, "leak_bytes", d->leak_bytes);
@@ -429,6 +434,8 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 		[GL_STAT_STACK_ERROR] = "stack_errors",
 		[GL_STAT_READ_ERROR] = "read_errors",
 		[GL_STAT_PROC_TABLE_FULL] = "proc_table_full",
+		[GL_STAT_SCACHE_HIT] = "stack_cache_hits",
+		[GL_STAT_SCACHE_MISS] = "stack_cache_misses",
 	};
 
 	jsonw__name(w, "stats");
@@ -436,6 +443,8 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	for (int i = 0; i < GL_NR_STATS; i++)
 		jsonw__field_u64(w, names[i], s->stats[i]);
 	jsonw__field_u64(w, "malformed_records", s->malformed);
+	jsonw__field_u64(w, "stack_records", s->ring_stack_records);
+	jsonw__field_u64(w, "stack_record_ring_bytes", s->ring_stack_bytes);
 	jsonw__name(w, "calls");
 	jsonw__start_object(w);
 	for (int i = 0; i < GL_NR_APIS; i++)

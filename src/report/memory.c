@@ -18,35 +18,50 @@ static void print_libs(FILE *f, const struct snap_lib *libs, uint32_t n)
 		fprintf(f, "%s%s %s", i ? ", " : "", libs[i].name, B(libs[i].bytes, 0));
 }
 
-/* PyTorch's part: allocated and cached with the largest free extent, or the reserve alone. */
-static void print_torch(FILE *f, const struct snap_memory *m, const struct snap_mem_dev *d,
-			const char *indent)
+/*
+ * PyTorch's part: allocated and cached with the largest free extent, or the reserve alone.
+ * When blocks lie in segments from before attach, the reserve gpuleak saw is split into
+ * its own blocks and cached, and the blocks beyond it are said to be in a reserve from
+ * before attach, whose size gpuleak did not see: never "reserved = allocated + cached"
+ * over figures that cannot add up.
+ */
+static void print_torch(FILE *f, const struct snap_memory *m, const char *indent)
 {
 	char buf[4][32];
-	uint64_t reserved = d ? d->torch_reserved : m->torch_reserved;
-	uint64_t alloc = d ? d->torch_allocated : m->torch_allocated;
-	uint64_t cached = d ? d->torch_cached : m->torch_cached;
-	uint64_t largest = d ? d->largest_free : m->largest_free;
-	double frag = d ? d->fragmentation : m->fragmentation;
 
-	if (!reserved && !alloc)
+	if (!m->torch_reserved && !m->torch_allocated)
 		return;
 	if (!m->blocks_seen) {
 		fprintf(f,
 			"%s  PyTorch: %s reserved in segments; its blocks were not all seen "
 			"(tensor probes not armed, or armed in windows): allocated and cached "
 			"not split, from the driver level alone\n",
-			indent, B(reserved, 0));
+			indent, B(m->torch_reserved, 0));
+		return;
+	}
+	if (!m->blocks_outside) {
+		fprintf(f,
+			"%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent "
+			"%s (fragmentation %.0f%%)\n",
+			indent, B(m->torch_reserved, 0), B(m->torch_allocated, 1),
+			B(m->torch_cached, 2), B(m->largest_free, 3), m->fragmentation * 100);
 		return;
 	}
 	fprintf(f,
-		"%s  PyTorch: %s reserved = %s allocated + %s cached; largest free extent %s "
-		"(fragmentation %.0f%%)",
-		indent, B(reserved, 0), B(alloc, 1), B(cached, 2), B(largest, 3), frag * 100);
-	if (d && d->blocks_outside)
-		fprintf(f, "; %s of blocks in segments from before attach",
-			fmt_bytes(d->blocks_outside, buf[0], sizeof(buf[0])));
-	fputc('\n', f);
+		"%s  PyTorch: %s allocated in blocks; part of its reserve predates the attach: "
+		"%s of the blocks lie in segments allocated before it (their size is not "
+		"known: within%s)\n",
+		indent, B(m->torch_allocated, 0), B(m->blocks_outside, 1),
+		m->nvml_valid ? " \"context and before attach\"" : " what NVML would count");
+	if (m->torch_reserved)
+		fprintf(f,
+			"%s    of the reserve seen since attach: %s = %s allocated + %s cached; "
+			"largest free extent %s (fragmentation %.0f%%)\n",
+			indent, B(m->torch_reserved, 0), B(m->blocks_in_seen, 1),
+			B(m->torch_cached, 2), B(m->largest_free, 3), m->fragmentation * 100);
+	else
+		fprintf(f, "%s    no segment of PyTorch's was seen allocated since attach\n",
+			indent);
 }
 
 void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
@@ -73,7 +88,7 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 		fprintf(f, "; unexplained: gpuleak saw %s more than NVML counts (sampled apart)",
 			B(m->unexplained, 0));
 	fputc('\n', f);
-	print_torch(f, m, NULL, indent);
+	print_torch(f, m, indent);
 	for (uint32_t i = 0; i < m->ndevs && m->ndevs > 1; i++) {
 		const struct snap_mem_dev *d = &m->devs[i];
 
@@ -137,12 +152,69 @@ void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent
 			indent, B(o->retry_freed, 0));
 }
 
+/* Whether the process made any CUDA call gpuleak saw. */
+static bool calls_seen(const struct snap_proc *p)
+{
+	return p->alloc_calls || p->free_calls || p->failures || p->nstacks || p->peak_device ||
+	       p->torch_reserved_bytes || p->memory.device_bytes;
+}
+
+/*
+ * A process that allocated nothing while traced: NVML's figure is all from before
+ * attach (or the context), and what an out-of-memory failure now could be told from.
+ */
+static void print_idle(FILE *f, const struct snap_proc *p)
+{
+	const struct snap_memory *m = &p->memory;
+	char buf[3][32];
+
+	fputs("  no CUDA allocation, free or failure seen since attach\n", f);
+	if (!m->nvml_valid) {
+		fputs("  memory: NVML does not list the process (no device memory, or no NVML "
+		      "here)\n",
+		      f);
+		return;
+	}
+	fprintf(f,
+		"  memory: NVML %s, all allocated before attach or the CUDA context: gpuleak "
+		"cannot split it into PyTorch's blocks, its cache or other libraries (attach "
+		"before the job allocates; gpuleak census PID names the tensors that hold it)\n",
+		B(m->nvml_bytes, 0));
+	for (uint32_t i = 0; i < m->ndevs; i++) {
+		const struct snap_mem_dev *d = &m->devs[i];
+
+		if (!d->nvml_valid)
+			continue;
+		fprintf(f,
+			"  device %d: the process %s, other processes %s, free %s of %s (NVML)\n",
+			d->dev, B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
+			fmt_bytes(d->nvml_total, (char[32]){ 0 }, 32));
+		if (d->nvml_total && d->nvml_others >= d->nvml_total / 4)
+			fprintf(f,
+				"    an out-of-memory failure now: other_processes would matter "
+				"(they hold %s, a quarter or more of the device); try: give the "
+				"job a device of its own\n",
+				B(d->nvml_others, 0));
+		else
+			fprintf(f,
+				"    an out-of-memory failure now: cause unknown: the process's "
+				"%s is all from before attach, so a leak, fragmentation or a "
+				"library outside PyTorch cannot be told; try: attach before the "
+				"job allocates (gpuleak run, or attach at its start)\n",
+				B(d->nvml_bytes, 0));
+	}
+}
+
 int report__explain(FILE *f, const struct snapshot *s)
 {
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
 
 		fprintf(f, "PID %d (%.15s)\n", p->pid, p->comm);
+		if (p->memory.valid && !calls_seen(p)) {
+			print_idle(f, p);
+			continue;
+		}
 		if (!p->memory.valid)
 			fprintf(f, "  memory: not known (the process has exited)\n");
 		else if (!p->memory.device_bytes && !p->memory.nvml_valid)

@@ -442,6 +442,79 @@ static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts 
 	put_legend(f);
 }
 
+/* Lines of the census section: a title and one line per process and per holder. */
+static uint32_t census_lines(const struct snapshot *s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->ncensus; i++)
+		n += 1 + s->census[i].nrows + (s->census[i].more_rows > 0);
+	return n ? n + 1 : 0;
+}
+
+static void put_census_line(FILE *f, uint32_t y, const char *cls)
+{
+	fprintf(f, "<text class=\"%s\" x=\"%d\" y=\"%u\">", cls, PAD, y);
+}
+
+/* attach --census: what holds the tensors, each holder beside the line that allocated them. */
+static void put_census(FILE *f, const struct snapshot *s, uint32_t y)
+{
+	char b1[32], b2[32];
+
+	if (!s->ncensus)
+		return;
+	put_census_line(f, y, "census");
+	fputs("Census: the live tensors and what holds them (allocated at, when the books know "
+	      "the line)</text>\n",
+	      f);
+	for (uint32_t i = 0; i < s->ncensus; i++) {
+		const struct snap_census *c = &s->census[i];
+
+		y += ROW;
+		put_census_line(f, y, "census");
+		if (!c->valid) {
+			fprintf(f, "PID %d: PyTorch's layout not verified, no figures</text>\n",
+				c->pid);
+			continue;
+		}
+		fprintf(f, "PID %d: %zu tensors in %zu storages, %s", c->pid, c->tensors,
+			c->storages, fmt_bytes(c->bytes, b1, sizeof(b1)));
+		if (c->paused)
+			fprintf(f, " (paused %.1f ms)", c->pause_ns / 1e6);
+		if (c->orphan_tensors)
+			fprintf(f, "; %d with no Python holder (%s)", c->orphan_tensors,
+				fmt_bytes(c->orphan_bytes, b2, sizeof(b2)));
+		if (c->pre_attach_tensors)
+			fprintf(f, "; %d from before attach (%s)", c->pre_attach_tensors,
+				fmt_bytes(c->pre_attach_bytes, b2, sizeof(b2)));
+		fputs("</text>\n", f);
+		for (uint32_t r = 0; r < c->nrows; r++) {
+			const struct snap_census_row *row = &c->rows[r];
+
+			y += ROW;
+			put_census_line(f, y, row->leak ? "census leak" : "census");
+			fprintf(f, "  %d tensor%s, %s, held by ", row->tensors,
+				row->tensors == 1 ? "" : "s",
+				fmt_bytes(row->bytes, b1, sizeof(b1)));
+			xml__put(f, row->holder ? row->holder : "?", SIZE_MAX);
+			fprintf(f, " (%s)", row->kind);
+			if (row->site) {
+				fputs(" \xe2\x86\x90 allocated at ", f); /* a left arrow */
+				xml__put(f, row->site, SIZE_MAX);
+				if (row->leak)
+					fputs(", judged to leak", f);
+			}
+			fputs("</text>\n", f);
+		}
+		if (c->more_rows) {
+			y += ROW;
+			put_census_line(f, y, "census");
+			fprintf(f, "  and %u more holders</text>\n", c->more_rows);
+		}
+	}
+}
+
 static bool shown(const struct snap_stack *st, bool leak_only)
 {
 	return report__is_memory_class(st->cls) && st->outstanding_bytes &&
@@ -475,12 +548,13 @@ int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 		goto cleanup;
 	full = width - 2 * PAD;
 	scale = t.n[0].bytes ? full / t.n[0].bytes : 0;
-	height = TOP + (t.maxdepth + 1) * ROW + BOTTOM;
+	height = TOP + (t.maxdepth + 1) * ROW + BOTTOM + census_lines(s) * ROW;
 	min_w = min_width(&t, scale, &left_out);
 	put_header(f, s, o, &t, width, height, nstacks, left_out);
 	err = put_frames(f, &t, scale, full, min_w);
 	if (err)
 		goto cleanup;
+	put_census(f, s, TOP + (t.maxdepth + 1) * ROW + ROW + 8);
 	fprintf(f,
 		"<text id=\"gl-details\" x=\"%d\" y=\"%u\">%s</text>\n"
 		"<text id=\"gl-details2\" x=\"%d\" y=\"%u\"></text>\n"

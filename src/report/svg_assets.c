@@ -19,6 +19,7 @@ const char svg__style[] =
 	"text { text-rendering: geometricPrecision; }\n"
 	".f:hover rect { stroke: #000; stroke-width: 1; }\n"
 	".f.anc { opacity: 0.55; }\n"
+	".census.leak { fill: #8b0000; }\n"
 	".btn { cursor: pointer; }\n"
 	".btn rect { fill: #e8e8e8; stroke: #999; }\n"
 	".btn:hover rect { fill: #d4d4d4; }\n"

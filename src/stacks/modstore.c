@@ -197,7 +197,10 @@ static void *copier(void *arg)
 		err = copy_one(k, &j);
 		close(j.fd);
 		if (err)
-			log_warn("could not keep %s in %s: %s", j.path, k->dir, strerror(-err));
+			log_warn(
+				"could not keep %s in %s: %s (its frames in this recording will be "
+				"symbolized from the host's copy, while one with the same build-id is there)",
+				j.path, k->dir, strerror(-err));
 		else
 			log_debug("kept %s (build-id %s) in %s", j.path, j.build_id, k->dir);
 		pthread_mutex_lock(&k->lock);
@@ -320,10 +323,12 @@ static void enqueue(struct modstore *k, const struct module_info *mi, uint64_t s
 	pthread_mutex_lock(&k->lock);
 	full = k->used + size > k->max;
 	if (full && !k->skipped_full++)
-		log_warn("the module store %s would pass --keep-modules-max (%s, %s used): %s "
-			 "and modules after it are not kept",
-			 k->dir, fmt_bytes(k->max, b1, sizeof(b1)),
-			 fmt_bytes(k->used, b2, sizeof(b2)), mi->path);
+		log_warn(
+			"the module store %s would pass --keep-modules-max (%s, %s used): %s "
+			"and modules after it are not kept (raise --keep-modules-max, or report on this "
+			"host while the libraries are still installed)",
+			k->dir, fmt_bytes(k->max, b1, sizeof(b1)),
+			fmt_bytes(k->used, b2, sizeof(b2)), mi->path);
 	if (full || (k->nr == k->cap && grow_queue(k)))
 		goto cleanup;
 	j.fd = fcntl(mi->fd, F_DUPFD_CLOEXEC, 0);

@@ -25,7 +25,7 @@ int event__validate(const void *data, size_t size)
 	case GL_REC_STACK:
 		if (h->size < sizeof(*s) || s->nr_ips > GL_MAX_FP_FRAMES ||
 		    s->nr_py > GL_MAX_PY_FRAMES || s->stack_bytes > GL_MAX_STACK_COPY ||
-		    s->api >= GL_NR_APIS)
+		    s->api >= GL_NR_APIS || (s->cache_id && (s->nr_ips || s->stack_bytes)))
 			return -EINVAL;
 		need = sizeof(*s) + (uint64_t)s->nr_py * sizeof(struct gl_py_frame) +
 		       (uint64_t)s->nr_ips * 8 + s->stack_bytes;

@@ -66,7 +66,8 @@ struct tracer {
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
 	bool bench_floor;
-	bool torch_armed[2]; /* pytorch:malloc, pytorch:free wanted attached */
+	bool torch_armed[2];		       /* pytorch:malloc, pytorch:free wanted attached */
+	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -115,6 +116,10 @@ static int on_record(void *ctx, void *data, size_t size)
 	const struct gl_hdr *h = data;
 	struct tracer *t = ctx;
 
+	if (size >= sizeof(*h) && h->type == GL_REC_STACK) {
+		t->stack_recs++;
+		t->stack_ring_bytes += size;
+	}
 	/* a stack record read straight into its reservation: the rest is slack */
 	if (size >= sizeof(*h) && h->type == GL_REC_STACK && h->size >= sizeof(*h) &&
 	    h->size < size)
@@ -135,6 +140,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_torch_python_only = o->torch_python_only;
 	s->rodata->targ_hold = !o->no_hold;
 	s->rodata->targ_self = getpid();
+	s->rodata->targ_stack_cache = o->stack_cache;
 	s->rodata->targ_sample_bytes = o->sample_bytes;
 	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
 		s->rodata->targ_sample_exp[i] =
@@ -715,6 +721,12 @@ int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)
 	if (bpf_map__lookup_elem(t->skel->maps.procs, &key, sizeof(key), out, sizeof(*out), 0))
 		return -errno;
 	return 0;
+}
+
+uint64_t tracer__ring_stacks(const struct tracer *t, uint64_t *bytes)
+{
+	*bytes = t->stack_ring_bytes;
+	return t->stack_recs;
 }
 
 int tracer__map_fd(struct tracer *t, const char *name)

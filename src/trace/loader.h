@@ -27,6 +27,7 @@ struct tracer_opts {
 	uint32_t max_procs;
 	bool bench_floor;      /* attach the do-nothing floor programs (benchmarks) */
 	bool no_hold;	       /* never stop a target at a library's mapping */
+	bool stack_cache;      /* DWARF mode: BPF sends ids of stacks published (scache.h) */
 	uint64_t sample_bytes; /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
 };
@@ -124,6 +125,8 @@ int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time);
 
 /* File descriptor of the BPF map called name (e.g. "py_procs"), or -ENOENT. */
 int tracer__map_fd(struct tracer *t, const char *name);
+/* Stack records read from the ring buffer so far; *bytes: the ring space they took. */
+uint64_t tracer__ring_stacks(const struct tracer *t, uint64_t *bytes);
 
 /* Explains a failure to load or attach in terms of capabilities (logged). */
 void tracer__explain_eperm(const char *what);

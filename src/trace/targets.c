@@ -107,7 +107,10 @@ static void report_attached(struct targets *s, const struct cuda_lib *lib, int n
 		comm[0] = '\0';
 	libcuda__missing(lib, true, missing, sizeof(missing));
 	if (missing[0])
-		log_warn("%s lacks %s: those calls are not traced", lib->display, missing);
+		log_warn(
+			"%s lacks %s: those calls are not traced (a driver older than gpuleak expects: "
+			"memory they allocate shows up in NVML's figure only)",
+			lib->display, missing);
 	libcuda__missing(lib, false, missing, sizeof(missing));
 	if (missing[0])
 		log_debug("%s does not export: %s", lib->display, missing);
@@ -178,8 +181,10 @@ static int attach_torch(struct targets *s, int pid)
 			"driver-level accounting only",
 			display);
 	else if (err)
-		log_warn("failed to attach PyTorch's allocator probes in %s: %s", display,
-			 strerror(-err));
+		log_warn(
+			"failed to attach PyTorch's allocator probes in %s: %s (tensor blocks are not "
+			"traced; rerun with -v for the loader's reason, or pass --no-torch)",
+			display, strerror(-err));
 	else
 		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
 			 display);
@@ -299,15 +304,20 @@ static int add_targets(struct targets *s)
 			continue;
 		t->pid = o->pids[i];
 		if (procfs__start_ticks(t->pid, &t->start_ticks)) {
-			log_error("no such process: %d", t->pid);
+			log_error(
+				"no such process: %d (list the ones using a GPU with `nvidia-smi "
+				"--query-compute-apps=pid,name --format=csv`, or trace all with -a)",
+				t->pid);
 			return -EIO;
 		}
 		if (!traceable(t->pid))
 			return -EIO;
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
-			log_error("failed to add PID %d to the targets: %s", t->pid,
-				  strerror(-err));
+			log_error(
+				"failed to add PID %d to the targets: %s (the BPF target map is full or "
+				"unreadable: name fewer PIDs, or trace all with -a)",
+				t->pid, strerror(-err));
 			return -EIO;
 		}
 		s->nr_targets++;
@@ -315,7 +325,10 @@ static int add_targets(struct targets *s)
 		if (err == -EPERM)
 			return -EPERM;
 		if (err < 0 && !target_alive(t)) {
-			log_error("process %d exited before gpuleak could attach", t->pid);
+			log_error(
+				"process %d exited before gpuleak could attach (to see a short job from "
+				"its start, use `gpuleak run -- COMMAND`)",
+				t->pid);
 			return -EIO;
 		}
 		if (err < 0)
@@ -340,8 +353,10 @@ static void unreadable_lib(struct targets *s, int pid, const struct cuda_lib *li
 			return;
 	if (s->nr_bad_libs < n)
 		s->bad_libs[s->nr_bad_libs++] = (struct lib_id){ st.st_dev, st.st_ino };
-	log_error("PID %d maps %s, which gpuleak cannot read: %s; its calls are not traced", pid,
-		  lib->display, lib->why ? lib->why : "unknown");
+	log_error("PID %d maps %s, which gpuleak cannot read: %s; its calls are not traced (check "
+		  "the file with `readelf -d`, and that gpuleak runs as root in the target's mount "
+		  "namespace)",
+		  pid, lib->display, lib->why ? lib->why : "unknown");
 }
 
 /*
@@ -608,7 +623,8 @@ static int start_child(struct targets *s)
 				"%s maps one (held at that mapping until the probes are in)",
 				s->o.argv[0]);
 		} else if ((err = libcuda__open(path, path, lib))) {
-			log_error("cannot read %s: %s", path, libcuda__strerror(lib, err));
+			log_error("cannot read %s: %s (name the driver with --libcuda PATH)", path,
+				  libcuda__strerror(lib, err));
 		} else {
 			err = attach_lib(s, lib, -1);
 			if (!err)
@@ -705,8 +721,10 @@ static bool check_targets(struct targets *s, uint64_t now, int *err)
 		}
 		if (t->state == T_WAITING && s->wait_deadline_ns && now > s->wait_deadline_ns &&
 		    s->child != t->pid) {
-			log_error("process %d did not load libcuda within %.0f s", t->pid,
-				  s->o.wait_ms / 1e3);
+			log_error(
+				"process %d did not load libcuda within %.0f s (wait longer with --wait, or "
+				"check that it uses the GPU: `grep libcuda /proc/%d/maps`)",
+				t->pid, s->o.wait_ms / 1e3, t->pid);
 			*err = -EIO;
 			return true;
 		}

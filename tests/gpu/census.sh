@@ -22,7 +22,7 @@ pid=$!
 wait_for "$out/ready" || { echo "census: the job did not get ready"; cat "$out/holders.out"; exit 1; }
 cat "$out/holders.out"
 "$gl" census "$pid" >"$out/census.txt" 2>&1 || fail=1
-"$gl" census --json "$pid" >"$out/census.json" 2>>"$out/census.txt" || fail=1
+"$gl" census --json - "$pid" >"$out/census.json" 2>>"$out/census.txt" || fail=1
 kill "$pid"
 for want in "PyTorch layout checked" "held by __main__.model.history (a list of 40)" \
 	"held by __main__.results (a list of 40)" "__main__.total.grad_fn"; do

@@ -32,3 +32,9 @@ def test_bench_smoke(tmp):
           f"the floor's probes cost something: {ns}")
     for name, s in res["books"].items():
         check(s["median"] > 0, f"books_bench measured {name}: {s}")
+    hooks = res["hooks"]
+    check_eq(sorted(hooks["ns_per_pair"]), ["attach -a", "attach PID", "untraced"],
+             "the hook's modes measured")
+    check(all(s["median"] > 0 for m in hooks["ns_per_pair"].values() for s in m.values()),
+          f"every mmap load measured in every mode: {hooks['ns_per_pair']}")
+    check("the mmap-lock hook" in p.stdout, f"the table has the hook's section:\n{p.stdout}")

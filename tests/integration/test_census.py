@@ -11,7 +11,8 @@ import re
 import subprocess
 import time
 
-from harness import GPULEAK, ROOT, check, check_eq, run_gpuleak, wait_until, _readline
+from harness import (FAKECUDA, GPULEAK, OUTPUT, ROOT, Tracer, check, check_eq, run_gpuleak,
+                     wait_until, _readline)
 
 PYTHON = "/usr/bin/python3"
 SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census.py")
@@ -49,7 +50,7 @@ class CensusWorkload:
 
 
 def census(pid, *args, status=0):
-    rc, out, err = run_gpuleak(["census", "--json", *args, str(pid)], timeout=120)
+    rc, out, err = run_gpuleak(["census", "--json", "-", *args, str(pid)], timeout=120)
     check_eq(rc, status, f"gpuleak census's exit status (stderr {err!r})")
     return json.loads(out) if out.strip() else None
 
@@ -120,6 +121,15 @@ def test_census_names_holders_and_bytes(tmp):
         check_eq(held_by(rep, "__main__.x")["type"], "Tensor", "a tensor's type")
         total = held_by(rep, "__main__.total")
         check(total["requires_grad"] is True and total["grad_fn"], f"total: {total}")
+        # leaves: requires_grad_ read from their autograd metadata, its offset proved
+        check(rep["layout"]["autogradmeta_requires_grad"] in (136, 144),
+              f"requires_grad_'s offset: {rep['layout']}")
+        for path, want in (("__main__.w", True), ("__main__.param", True),
+                           ("__main__.unset", False), ("__main__.base", False),
+                           ("__main__.model.history[0]", False)):
+            t = held_by(rep, path)
+            check(t["requires_grad"] is want and not t["grad_fn"],
+                  f"{path}: a leaf, requires_grad {want}: {t}")
         # every tensor, and the bytes of the distinct storages
         every = (list(tr["named"].values()) + tr["history"] + tr["batches"] + [tr["local"]] +
                  tr["graph_only"])
@@ -137,6 +147,10 @@ def test_census_names_holders_and_bytes(tmp):
                         r"__main__\.total\.grad_fn\)$", out, re.M), f"the graph's line: {out}")
         check(re.search(r"^  paused [\d.]+ ms \(\d+ threads held with ptrace\)$", out, re.M),
               f"the pause is reported: {out}")
+        check(re.search(r"^      held by __main__\.param\n", out, re.M) and
+              re.search(r"Parameter float32 \[20\] cpu, storage \S+ of 80 B at \S+, "
+                        r"requires_grad yes\n      held by __main__\.param$", out, re.M),
+              f"the text gives a leaf's requires_grad: {out}")
         wl.finish()
     finally:
         wl.kill()
@@ -149,6 +163,13 @@ def test_census_freed_shows_none(tmp):
         check_eq(rep["tensors_found"], 0, "tensors of a program that freed them all")
         check_eq(rep["groups"], [], "groups")
         check(rep["objects_visited"] > 1000, f"the heap was walked: {rep['objects_visited']}")
+        # --json FILE as the other subcommands': the JSON there, the text on stdout
+        path = os.path.join(tmp, "census.json")
+        rc, out, err = run_gpuleak(["census", "--json", path, str(wl.pid)], timeout=120)
+        check_eq(rc, 0, f"census --json FILE's status ({err!r})")
+        check(out.startswith(f"census of PID {wl.pid}: CPython 3."), f"text on stdout: {out!r}")
+        with open(path) as f:
+            check_eq(json.load(f)["tensors_found"], 0, "the JSON in FILE")
         wl.finish()
     finally:
         wl.kill()
@@ -161,7 +182,7 @@ def test_census_caps_and_no_pause(tmp):
         check_eq(rep["truncated_by"], "objects", "the object cap stops the walk")
         check(rep["objects_visited"] <= 2000, f"within the cap: {rep['objects_visited']}")
         check_eq(rep["caps"]["max_objects"], 2000, "the cap is reported")
-        rc, out, err = run_gpuleak(["census", "--json", "--max-read", "64K", str(wl.pid)])
+        rc, out, err = run_gpuleak(["census", "--json", "-", "--max-read", "64K", str(wl.pid)])
         rep = json.loads(out)
         check_eq(rep["truncated_by"], "bytes read", "the read cap stops the walk")
         check(rc == 0 if rep["layout"]["verified"] or not rep["tensors_found"] else
@@ -196,7 +217,7 @@ def test_census_changing_heap(tmp):
     wl = CensusWorkload(tmp, "--churn")
     try:
         for i in range(3):
-            rc, out, err = run_gpuleak(["census", "--json", "--no-pause", str(wl.pid)],
+            rc, out, err = run_gpuleak(["census", "--json", "-", "--no-pause", str(wl.pid)],
                                        timeout=120)
             check(rc in (0, 1) and out, f"an unpaused read of a changing heap: status {rc}, "
                   f"{err!r}")
@@ -236,6 +257,82 @@ def test_attach_census(tmp):
         wl.finish()
     finally:
         wl.kill()
+
+
+JOIN_SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_census_join.py")
+FAKETORCH = os.path.join(OUTPUT, "faketorch", "libc10_cuda.so")
+
+
+def tensor_block(text, holder):
+    """The lines of the census's tensor held by holder (its own line onwards)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line == f"      held by {holder}":
+            block = [line]
+            for nxt in lines[i + 1:]:
+                if not nxt.startswith("      "):
+                    break
+                block.append(nxt)
+            return "\n".join(block)
+    raise AssertionError(f"no tensor held by {holder} in:\n{text}")
+
+
+def test_attach_census_joins_books(tmp):
+    """attach --census joins each tensor with gpuleak's books by its storage's address: a
+    real PyTorch program (CPU) declares each step's tensor to the allocator stand-in as a
+    block at the storage's own address, and keeps it in a list: the census names the
+    line that made the block beside the list that holds it, and the stack is judged to
+    leak. A tensor declared before attach, and one never declared, are CPU memory in no
+    block: the census says the join cannot be made for them, and why."""
+    truth_path = os.path.join(tmp, "join.json")
+    wl = subprocess.Popen([PYTHON, JOIN_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
+                           "--truth", truth_path], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = _readline(wl.stdout, 60, "py_census_join.py to say ready")
+        check_eq(line, f"ready {wl.pid}", "py_census_join.py's first line")
+        with open(truth_path) as f:
+            truth = json.load(f)
+        svg = os.path.join(tmp, "census.svg")
+        tr = Tracer(["attach", "-d", "3", "--resolution", "50ms", "--tensors", "full",
+                     "--census", "--svg", svg, str(wl.pid)], tmp, json_report=False)
+        tr.wait_attached()
+        wl.stdin.write(b"go\n")
+        wl.stdin.flush()
+        check_eq(tr.wait(timeout=120), 0, f"attach --census's status ({tr.stderr()!r})")
+        out = tr.stdout()
+        _, _, text = out.partition(f"\ncensus of PID {wl.pid}: CPython 3.11, ")
+        check(text, f"the census follows the report: {out!r}")
+        site = truth["alloc_site"]
+        m = re.search(r"^  joined with gpuleak's books: (\d+) of (\d+) tensors", text, re.M)
+        check(m, f"the join's summary: {text}")
+        # the step being made is held by grow()'s local t as well
+        leak = re.search(r"^  " + re.escape(site) + r" -> __main__\.HISTORY"
+                         r"(?:, thread \d+ grow\(\): t)? \((\d+) tensors, ", text, re.M)
+        check(leak, f"the leaking line beside its holder ({site}):\n{text}")
+        group = re.search(r"^  (\d+) tensors, [\d.]+ KiB, held by __main__\.HISTORY "
+                          r"\(a list of (\d+)\)$", text, re.M)
+        check(group, f"the list's group: {text}")
+        listed, joined = int(group.group(2)), int(leak.group(1))
+        # the books are read just before the pause: a step made in between is in no block
+        check(listed >= 20 and listed - 1 <= joined <= listed, f"{joined} of {listed} joined")
+        check_eq(int(m.group(1)), joined, "every joined tensor is a leaking step's")
+        check(f"allocated at {site} (a PyTorch block, judged to leak)" in
+              tensor_block(text, "__main__.HISTORY[0]"), f"the first step's line:\n{text}")
+        for name in ("early", "plain"):
+            check("no allocation line: CPU memory: not in gpuleak's books" in
+                  tensor_block(text, f"__main__.{name}"), f"{name}: no join, said why")
+        # the flame graph's census section: the list beside the line that filled it
+        with open(svg, encoding="utf-8") as f:
+            graph = f.read()
+        check(re.search(r'<text class="census leak" x="\d+" y="\d+">  \d+ tensors, [\d.]+ KiB, '
+                        r"held by __main__\.HISTORY \(list\) \u2190 allocated at " +
+                        re.escape(site) + r", judged to leak</text>", graph),
+              f"the SVG's census section: {[l for l in graph.splitlines() if 'census' in l]}")
+        check(f"PID {wl.pid}: " in graph, "the section names the process")
+    finally:
+        wl.kill()
+        wl.wait()
 
 
 def test_census_refuses_without_python(tmp):

@@ -128,6 +128,12 @@ def test_man_page(tmp):
         check(re.search(rf"^{section}$", text, re.M), f"the man page has {section}")
     for sub in SUBCOMMANDS:
         check(f"gpuleak {sub}" in text, f"the man page shows gpuleak {sub}")
+    # each option is listed once (census's --json is everyone's --json FILE)
+    options = text.split("\nOPTIONS\n", 1)[1].split("\nOVERHEAD\n", 1)[0]
+    entries = re.findall(r"^       (?:-\w, )?(--[\w-]+)", options, re.M)
+    check_eq(sorted(e for e in set(entries) if entries.count(e) > 1), [],
+             "options listed twice in OPTIONS")
+    check("--json FILE" in options, "--json takes a FILE")
     # every option of every subcommand's help is in the man page
     for sub in SUBCOMMANDS:
         _, out, _ = run_gpuleak([sub, "--help"])

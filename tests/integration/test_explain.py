@@ -200,3 +200,82 @@ def test_tensor_windows_leave_the_map_partial(tmp):
     o = ooms[0]["oom"]
     check_eq(o["cause"], "unknown", f"the cause: {o}")
     check("armed in windows" in o["why"], f"why: {o['why']}")
+
+
+def test_torch_reserve_before_attach(tmp):
+    """PyTorch's segments from before attach, its blocks since: the reserve gpuleak saw is
+    split into its own blocks and cached, the blocks beyond it are said to lie in a reserve
+    from before attach, and no line claims reserved = allocated + cached over figures that
+    cannot add up (allocated above reserved)."""
+    nvml_used = 4 * 8 * MIB  # three segments from before attach and one since
+    truth, p, text, ooms = explain(tmp, "torch_preattach", nvml_procs={"self": nvml_used})
+    m = p["memory"]
+    seen_blocks = truth["torch_allocated"] - truth["blocks_outside"]
+    check_eq(m["driver_level_only"], False, "PyTorch's blocks were seen")
+    check_eq(m["reserve_predates_attach"], True, "part of the reserve predates the attach")
+    check_eq(m["torch_reserved_bytes"], truth["torch_reserved"], "the reserve seen: one segment")
+    check_eq(m["torch_allocated_bytes"], truth["torch_allocated"], "every block seen")
+    check_eq(m["blocks_outside_segments_bytes"], truth["blocks_outside"],
+             "blocks in the segments from before attach")
+    check_eq(m["torch_allocated_in_seen_segments_bytes"], seen_blocks,
+             "blocks in the segment seen")
+    check_eq(m["torch_cached_bytes"], truth["torch_reserved"] - seen_blocks,
+             "cached: the segment seen minus its blocks")
+    check_eq(m["context_and_pre_attach_bytes"], truth["pre_attach"], "NVML minus what was seen")
+    check(truth["torch_allocated"] > truth["torch_reserved"],
+          f"the scenario has more blocks than reserve seen: {truth}")
+    for line in text.splitlines():
+        check(not ("reserved =" in line and "allocated" in line and "since attach" not in line),
+              f"no identity of the whole reserve: {line!r}")
+    check_text(text, "PyTorch: 26.00 MiB allocated in blocks; part of its reserve predates "
+               "the attach: 22.00 MiB of the blocks lie in segments allocated before it",
+               "of the reserve seen since attach: 8.00 MiB = 4.00 MiB allocated + 4.00 MiB "
+               "cached")
+    check_eq(ooms, [], "no failure")
+
+
+def explain_idle(tmp, others=0):
+    """gpuleak explain on a process that allocated 48 MiB before attach and nothing while
+    traced, NVML faked (a second process holding `others` when set); returns the text."""
+    libdir = build_fake_nvml(tmp)
+    nvml_file = os.path.join(tmp, "nvml.txt")
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml_file)
+    wl = Workload("wl_explain", "--scenario", "idle", tmp=tmp, hold=True)
+    wl.wait_ready()
+    total = 100 * MIB  # NVML's device, apart from the stand-in driver's capacity
+    free = total - 48 * MIB - others
+    with open(nvml_file, "w") as f:
+        f.write(f"device {total} {free} GPU-fake-0\n")
+        f.write(f"proc 0 {wl.pid} {48 * MIB}\n")
+        if others:
+            f.write(f"proc 0 1 {others}\n")
+    tr = Tracer(["explain", "-d", "1s", str(wl.pid)], tmp, env=env, json_report=False)
+    try:
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.wait(timeout=20), 0, "gpuleak explain's exit status")
+    finally:
+        wl.release()
+        wl.wait()
+    check_eq(truth["pre_attach"], 48 * MIB, "the workload's memory from before attach")
+    with open(tr.out_path) as f:
+        return wl.pid, f.read()
+
+
+def test_explain_idle_process(tmp):
+    """No allocation in the window: explain still gives NVML's figure for the process, as
+    memory from before attach, and what an out-of-memory failure now could be told from."""
+    pid, out = explain_idle(tmp)
+    check("no CUDA allocations seen" not in out, f"the process is answered for:\n{out}")
+    check_text(out, f"PID {pid} (wl_explain)",
+               "no CUDA allocation, free or failure seen since attach",
+               "memory: NVML 48.00 MiB, all allocated before attach or the CUDA context",
+               "device 0: the process 48.00 MiB, other processes 0 B, free 52.00 MiB of "
+               "100.00 MiB (NVML)", "an out-of-memory failure now: cause unknown")
+
+
+def test_explain_idle_process_beside_others(tmp):
+    pid, out = explain_idle(tmp, others=40 * MIB)
+    check_text(out, "other processes 40.00 MiB, free 12.00 MiB",
+               "an out-of-memory failure now: other_processes would matter")

@@ -21,7 +21,7 @@ import urllib.request
 import yaml
 
 from harness import FAKECUDA, OUTPUT, ROOT, WORKLOADS, check, check_eq, wait_until
-from test_serve import PROMETHEUS, PROMTOOL, Agent, free_port, get, query
+from test_serve import PROMTOOL, Agent, free_port, get, query, start_prometheus
 
 DEPLOY = os.path.join(ROOT, "deploy")
 IMAGE = os.path.join(OUTPUT, "image")
@@ -459,36 +459,6 @@ class DcgmStandIn:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
-
-
-def start_prometheus(tmp, targets):
-    port = free_port()
-    cfg = os.path.join(tmp, "prometheus.yml")
-    with open(cfg, "w") as f:
-        yaml.safe_dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
-                        "scrape_configs": [{"job_name": job, "static_configs":
-                                            [{"targets": [t]}]} for job, t in targets]}, f)
-    log = open(os.path.join(tmp, "prometheus.log"), "wb")
-    proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
-                             f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-
-    def ready():
-        if proc.poll() is not None:
-            raise AssertionError(f"prometheus exited with {proc.returncode}")
-        try:
-            return get(f"{url}/-/ready", timeout=1) is not None
-        except OSError:
-            return False
-    try:
-        wait_until(ready, 20, "Prometheus to be ready")
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc, url
 
 
 def fetch(url, headers=None):

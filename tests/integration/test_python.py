@@ -327,3 +327,43 @@ def test_python_unsupported_version(tmp):
     check("runs CPython 3.9" in tr.stderr() and "cannot walk" in tr.stderr(),
           f"the version is named: {tr.stderr()}")
     check(all(not py_frames(s) for s in p["stacks"]), "no Python frames")
+
+
+def stack_table(p):
+    """Every stack of a process report: (frames, memory, outstanding bytes and allocations,
+    calls)."""
+    return sorted((tuple((f["kind"], f.get("function"), f.get("file"), f.get("line"))
+                         for f in s["frames"]), s["memory"], s["outstanding_bytes"],
+                   s["outstanding_allocs"], s["allocs"], s["frees"]) for s in p["stacks"])
+
+
+def test_python_frames_with_and_without_the_stack_cache(tmp):
+    """Python stacks that change from one call to the next over frame memory CPython
+    reuses, on a native path that stays the same: BPF sends most native stacks as ids of
+    stacks unwound before (no copy), and every stack is what the program had, the same
+    as with every stack copied (--no-stack-cache)."""
+    args = ("--churn", "400", "--depth", "30", "--iters", "2")
+    wl, truth, tr = traced_run(tmp, "--stacks", "dwarf", "--top", "0", "-v", wl_args=args)
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    churn = {k: v for k, v in truth["py_sites"].items() if k.startswith("churn-")}
+    check_eq(len(churn), 26, "churn sites (13 depths, 2 lines)")
+    for name, site in truth["py_sites"].items():
+        check_site(p, name, site)
+    st = rep["stats"]
+    check(st["stack_cache_hits"] >= 100,
+          f"most native stacks were sent by id: {st['stack_cache_hits']} of "
+          f"{st['stack_records']}; {st}")
+    check(st["stack_record_ring_bytes"] < st["stack_records"] * 4096,
+          f"records by id carry no copy: {st['stack_record_ring_bytes']} ring bytes for "
+          f"{st['stack_records']} stack records")
+
+    wl2, truth2, tr2 = traced_run(tmp, "--stacks", "dwarf", "--top", "0", "--no-stack-cache",
+                                  wl_args=args)
+    rep2 = tr2.report()
+    p2 = process(rep2, wl2.pid)
+    check_eq(rep2["stats"]["stack_cache_hits"], 0, "no stack sent by id with --no-stack-cache")
+    for name, site in truth2["py_sites"].items():
+        check_site(p2, name, site)
+    check_eq(stack_table(p), stack_table(p2), "every stack, with the cache and without")

@@ -63,13 +63,17 @@ class Agent:
         return rc
 
 
-def start_prometheus(tmp, target):
+def start_prometheus(tmp, targets):
+    """A Prometheus of the test's own scraping targets: "HOST:PORT" (job gpuleak) or a
+    list of (job, "HOST:PORT"); returns the process and its URL once it is ready."""
+    if isinstance(targets, str):
+        targets = [("gpuleak", targets)]
     port = free_port()
     cfg = os.path.join(tmp, "prometheus.yml")
-    with open(cfg, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-                "scrape_configs:\n  - job_name: gpuleak\n"
-                f"    static_configs:\n      - targets: ['{target}']\n")
+    with open(cfg, "w") as f:  # JSON is YAML
+        json.dump({"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+                   "scrape_configs": [{"job_name": job, "static_configs": [{"targets": [t]}]}
+                                      for job, t in targets]}, f)
     log = open(os.path.join(tmp, "prometheus.log"), "wb")
     proc = subprocess.Popen([PROMETHEUS, f"--config.file={cfg}",
                              f"--storage.tsdb.path={os.path.join(tmp, 'tsdb')}",
@@ -180,14 +184,15 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                      "gpuleak_probes_attached", "gpuleak_cap_hits_total",
                      "gpuleak_unmatched_frees_total", "gpuleak_build_info"):
             check(query(prom_url, name), f"health series {name} in Prometheus")
-        check(value(prom_url, "gpuleak_probes_attached") > 0, "probes attached")
+        wait_until(lambda: (value(prom_url, "gpuleak_probes_attached") or 0) > 0, 5,
+                   "probes attached, in Prometheus")
         check_eq(sorted(r["metric"]["record"] for r in query(prom_url,
                                                               "gpuleak_events_lost_total")),
                  ["call", "proc", "stack"], "lost records counted per record type")
         check_eq(value(prom_url, f'gpuleak_process_books_consistent{{pid="{steady.pid}"}}'), 1.0,
                  "the steady process's books equal the kernel's")
-        check(value(prom_url, "gpuleak_processes_forgotten_total") >= 1,
-              "the exited process counted as forgotten")
+        wait_until(lambda: (value(prom_url, "gpuleak_processes_forgotten_total") or 0) >= 1, 5,
+                   "the exited process counted as forgotten, in Prometheus")
 
         text = get(metrics_url)
         for secret in (SECRET_ARG, SECRET_ENV, "--interval-ms", "--truth", "GPULEAK_TEST"):
@@ -327,4 +332,85 @@ def test_serve_opens_a_tensor_window_on_post(tmp):
         except urllib.error.HTTPError as e:
             check_eq(e.code, 405, "GET /tensors/arm")
     finally:
+        agent.stop()
+
+
+def test_serve_census_endpoint(tmp):
+    """GET /census?pid=N: the census of a process the agent traces, joined with its books
+    (a real PyTorch program, CPU, whose tensors' storages the allocator stand-in declares
+    as blocks), read without pausing it; pausing takes POST with pause=1; a process the
+    agent does not trace is refused."""
+    port = free_port()
+    truth_path = os.path.join(tmp, "join.json")
+    script = os.path.join(ROOT, "tests", "workloads", "py_census_join.py")
+    faketorch = os.path.join(os.path.dirname(os.path.dirname(FAKECUDA)), "faketorch",
+                             "libc10_cuda.so")
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--tensors", "full"])
+    wl = None
+    try:
+        agent.wait_serving()
+        wl = subprocess.Popen(["/usr/bin/python3", script, "--lib", FAKECUDA, "--torch-lib",
+                               faketorch, "--truth", truth_path, "--steps", "20",
+                               "--interval-ms", "20"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        check_eq(wl.stdout.readline().decode().strip(), f"ready {wl.pid}", "the workload")
+        with open(truth_path) as f:
+            truth = json.load(f)
+        wait_until(lambda: f'pid="{wl.pid}"' in get(f"http://127.0.0.1:{port}/metrics"), 20,
+                   "the agent to trace the workload")
+        wl.stdin.write(b"go\n")
+        wl.stdin.flush()
+        url = f"http://127.0.0.1:{port}/census?pid={wl.pid}"
+        check_eq(wl.stdout.readline().decode().strip(), "grown", "the workload's 20 steps")
+        # unpaused: read uncached while the program runs, within the time asked for
+        rep = json.loads(get(url + "&max_ms=60000", timeout=90))
+        check_eq((rep["paused"], rep["may_be_torn"]), (False, True), "read without pausing")
+        check_eq(rep["caps"]["max_ms"], 60000, "the time cap asked for")
+        check(rep["join"]["books"], f"joined with the agent's books: {rep['join']}")
+        # paused: a consistent read; every step's tensor joined with its block and line
+        req = urllib.request.Request(url + "&pause=1", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            rep = json.loads(r.read().decode())
+        check(rep["paused"] and rep["pause_ns"] > 0 and not rep["may_be_torn"],
+              f"POST pause=1 pauses the process for the read: {rep['pause_ns']}")
+        held = [t for t in rep["tensors"] if any(h.startswith("__main__.HISTORY[")
+                                                 for h in t["holders"])]
+        check_eq(len(held), 20, "the 20 steps' tensors")
+        for t in rep["tensors"]:
+            if any(h.startswith("__main__.HISTORY[") for h in t["holders"]):
+                check_eq((t["allocation"]["join"], t["allocation"]["site"]),
+                         ("block", truth["alloc_site"]), f"a step's block and line: {t}")
+        # the agent traced the program from its start: `early` was declared while traced
+        early = [t for t in rep["tensors"] if "__main__.early" in t["holders"]]
+        check(early and early[0]["allocation"]["join"] == "block" and
+              early[0]["allocation"]["site"].startswith("declare (") and
+              not early[0]["allocation"]["leak"], f"early's block and line: {early}")
+        plain = [t for t in rep["tensors"] if "__main__.plain" in t["holders"]]
+        check(plain and plain[0]["allocation"]["join"] == "cpu" and
+              "CPU memory" in plain[0]["allocation"]["why"],
+              f"a tensor never declared: CPU memory, no line, and why: {plain}")
+        try:
+            get(url + "&pause=1")
+            check(False, "GET with pause=1 is refused")
+        except urllib.error.HTTPError as e:
+            check_eq(e.code, 405, "GET /census?pause=1")
+        check("/census: PID" in agent.stderr() and ", paused" in agent.stderr(),
+              "the agent logs each census and whether it paused")
+        try:
+            get(f"http://127.0.0.1:{port}/census?pid={os.getpid()}")
+            check(False, "a process the agent does not trace is refused")
+        except urllib.error.HTTPError as e:
+            check_eq(e.code, 404, "/census of an untraced PID")
+        try:
+            get(f"http://127.0.0.1:{port}/census")
+            check(False, "/census without a pid is refused")
+        except urllib.error.HTTPError as e:
+            check_eq(e.code, 400, "/census without ?pid=")
+        wl.stdin.close()
+        check_eq(wl.wait(30), 0, "the workload runs on unharmed")
+    finally:
+        if wl and wl.poll() is None:
+            wl.kill()
+            wl.wait()
         agent.stop()

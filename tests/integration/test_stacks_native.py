@@ -191,3 +191,51 @@ def test_dwarf_through_deleted_libraries(tmp):
     check_books(rep, p, truth)
     want = expected(1)
     check_eq(names(kept_stack(p))[:len(want)], want, "frames through deleted files")
+
+
+def stack_table(p):
+    """Every stack of a process report: (frames, outstanding bytes and allocations, calls)."""
+    return sorted((tuple((f.get("function"), f.get("line")) for f in s["frames"]),
+                   s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"], s["frees"])
+                  for s in p["stacks"])
+
+
+def test_dwarf_stack_cache_falls_back_when_a_deeper_word_differs(tmp):
+    """Two call sites of one function: at the driver call their stacks have the same sp
+    and the same words near it, and differ deeper, in the return address into the
+    caller. BPF's stack cache keys on (ip, sp, the word at sp) and checks the words the
+    unwinding read: where the other site's entry is cached it finds the difference and
+    copies the stack (a miss, counted); each site's stack is exact, and the books are
+    the same as with every stack copied."""
+    alt, size = 160, 1 << 16
+    args = ("--alternate", str(alt), "--iters", "0", "--size", str(size))
+    tables = []
+    for extra in ((), ("--no-stack-cache",)):
+        truth, p, tr = trace_nofp(tmp, "dwarf", *args, tracer_args=("--top", "0", *extra))
+        st = tr.report()["stats"]
+        sites = [s for s in p["stacks"] if "nofp_alternate" in names(s)]
+        check_eq(len(sites), 2, f"stacks through nofp_alternate: {[names(s) for s in sites]}")
+        for s in sites:
+            f = next(f for f in s["frames"] if f.get("function") == "nofp_alternate")
+            with open(f["file"]) as src:
+                line = src.read().splitlines()[f["line"] - 1]
+            kept = "/* kept */" in line
+            check(kept or "/* mostly freed */" in line,
+                  f"nofp_alternate:{f['line']} is a call: {line}")
+            want = alt // 2 if kept else alt // 16  # the other keeps one in each run of 8
+            check_eq(s["allocs"], alt // 2, f"allocations made at the {'kept' if kept else 'other'} "
+                     f"site")
+            check_eq(s["outstanding_allocs"], want,
+                     f"allocations held by the {'kept' if kept else 'other'} site")
+            check_eq(s["outstanding_bytes"], want * size,
+                     f"bytes held by the {'kept' if kept else 'other'} site")
+        if extra:
+            check_eq(st["stack_cache_hits"] + st["stack_cache_misses"], 0,
+                     "no stack cache with --no-stack-cache")
+        else:
+            check(st["stack_cache_hits"] >= alt // 8,
+                  f"runs of one site are sent by id: {st}")
+            check(st["stack_cache_misses"] >= 1,
+                  f"a switch to the other site is caught by the checks: {st}")
+        tables.append(stack_table(p))
+    check_eq(tables[0], tables[1], "every stack, with the cache and without")

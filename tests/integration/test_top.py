@@ -137,3 +137,67 @@ def test_top_in_a_terminal(tmp):
         t.close()
         wl.kill()
         wl.wait()
+
+
+STATIC_BIN = os.path.join(os.environ.get("OUTPUT", os.path.join(os.path.dirname(__file__),
+                                                                "..", "..", ".output")),
+                          "static", "gpuleak")
+FAKE_SMI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_nvidia_smi")
+
+
+def test_static_top_in_a_terminal(tmp):
+    """The static binary copied onto GPU nodes draws top with its own ncurses: the GPU header
+    from nvidia-smi (a static gpuleak does not load NVML), the leaking stack, q quits with 0."""
+    check(os.access(STATIC_BIN, os.X_OK), f"the static build is there: {STATIC_BIN}")
+    wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "100", tmp=tmp)
+    wl.wait_ready()
+    nvml_file = os.path.join(tmp, "nvml.txt")
+    with open(nvml_file, "w") as f:
+        f.write(f"device {80 * GIB} {10 * GIB} GPU-fake-0\n")
+    command = (f"echo BEFORE; env GPULEAK_NVIDIA_SMI={FAKE_SMI} FAKE_NVML_FILE={nvml_file} "
+               f"TERM=screen {STATIC_BIN} top -i 300ms {wl.pid}; echo AFTER status=$?; "
+               "sleep 120")
+    t = Tmux(tmp, 80, 24, command)
+    try:
+        t.wait_screen(lambda s: True, "the static top's screen")
+        wl.go()
+        lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
+                              "the leaking stack")
+        check_layout(lines, 80, 24, wl.pid)
+        t.keys("q")
+        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
+                              whole=False)
+        check("AFTER status=0" in "\n".join(lines), f"the static top exits 0 on q: {lines}")
+    finally:
+        t.close()
+        wl.kill()
+        wl.wait()
+
+
+def test_top_on_a_terminal_it_cannot_drive(tmp):
+    """A TERM with no terminfo entry: one error naming TERM and what to do, exit status 1,
+    the target untouched; for the dynamic and the static binary alike."""
+    wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "100", tmp=tmp)
+    wl.wait_ready()
+    try:
+        for i, binary in enumerate((GPULEAK, STATIC_BIN)):
+            sub = os.path.join(tmp, str(i))
+            os.mkdir(sub)
+            out = os.path.join(sub, "out.txt")
+            command = (f"env TERM=gpuleak-no-such-term TERMINFO={tmp}/none "
+                       f"GPULEAK_NVIDIA_SMI={FAKE_SMI} {binary} top {wl.pid} 2>{out}; "
+                       f"echo AFTER status=$? >>{out}; sleep 120")
+            t = Tmux(sub, 80, 24, command)
+            try:
+                wait_until(lambda: os.path.exists(out) and "AFTER" in open(out).read(), 20,
+                           f"{binary} top to give up")
+            finally:
+                t.close()
+            text = open(out).read()
+            check("AFTER status=1" in text, f"{binary}: exit status 1: {text!r}")
+            check("cannot drive the terminal (TERM=gpuleak-no-such-term): no terminfo entry" in text and
+                  "set TERM" in text, f"{binary}: the message names TERM and the fix: {text!r}")
+        check(wl.proc.poll() is None, "the target runs on")
+    finally:
+        wl.kill()
+        wl.wait()

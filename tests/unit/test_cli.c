@@ -513,15 +513,6 @@ static void test_help_and_version(void **state)
 	usage("needs a shell", "completion");
 }
 
-/* The option row an .options word names: by .id where a row has one. */
-static const struct cli_option *option_named(const char *word)
-{
-	for (const struct cli_option *op = cli_options; op->name; op++)
-		if (!strcmp(op->id ? op->id : op->name, word))
-			return op;
-	return NULL;
-}
-
 /* The tables agree with themselves: a misspelt option name would silently drop it. */
 static void test_tables(void **state)
 {
@@ -529,12 +520,12 @@ static void test_tables(void **state)
 		char names[1024], *save = NULL;
 		int n = 0;
 
-		assert_true(!c->run != !c->main); /* one way to run it */
+		assert_non_null(c->run);
 		assert_non_null(c->summary);
 		assert_true(cli__command(c->name) == c);
 		snprintf(names, sizeof(names), "%s", c->options);
 		for (char *w = strtok_r(names, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-			if (!option_named(w))
+			if (!cli__option(w))
 				fail_msg("%s takes --%s, which is no option", c->name, w);
 			n++;
 		}
@@ -545,7 +536,7 @@ static void test_tables(void **state)
 	for (const struct cli_option *op = cli_options; op->name; op++) {
 		bool taken = false;
 
-		assert_true(op->id ? option_named(op->id) == op : cli__option(op->name) == op);
+		assert_true(cli__option(op->name) == op); /* one row per name */
 		assert_true(cli__option_of(op->key) == op); /* keys are unique */
 		for (const struct cli_command *c = cli_commands; c->name; c++)
 			taken |= cli__takes(c, op->name);
@@ -580,12 +571,9 @@ static void test_command_help(void **state)
 		*end = '\0';
 		for (const struct cli_option *op = cli_options; op->name; op++) {
 			char label[80];
-			bool listed, takes = false;
+			bool listed, takes;
 
-			/* census's --json flag and everyone's --json FILE share a name */
-			for (const struct cli_option *r = cli_options; r->name; r++)
-				takes |= !strcmp(r->name, op->name) && !r->hidden &&
-					 cli__offers(c, r);
+			takes = !op->hidden && cli__offers(c, op);
 
 			snprintf(label, sizeof(label), "--%s ", op->name);
 			listed = strstr(section, label) != NULL;
@@ -639,17 +627,33 @@ static void test_explain(void **state)
 	      "42");
 }
 
-/* census parses its own command line; the table documents it and attach's --census. */
+/* census is a row of the one table: --json FILE as everyone's, its caps, one PID. */
 static void test_census(void **state)
 {
 	const struct cli_command *c = cli__command("census");
 
 	assert_non_null(c);
-	assert_non_null(c->main);
-	assert_true(cli__takes(c, "census-json") && cli__takes(c, "no-pause") &&
+	assert_true(cli__takes(c, "json") && cli__takes(c, "no-pause") &&
 		    cli__takes(c, "max-objects") && cli__takes(c, "max-read") &&
 		    cli__takes(c, "max-time"));
-	assert_false(cli__offers(c, cli__option("json"))); /* not --json FILE */
+	ok("census", "42");
+	assert_int_equal(opts.cmd, CMD_CENSUS);
+	assert_int_equal(opts.pids[0], 42);
+	assert_false(opts.census_no_pause);
+	assert_null(opts.json_path);
+	assert_int_equal(opts.census_max_objects, 0); /* the defaults of census_cmd */
+	ok("census", "--json", "-", "--no-pause", "--max-objects", "2000", "--max-read", "64K",
+	   "--max-time", "1500ms", "42");
+	assert_string_equal(opts.json_path, "-");
+	assert_true(opts.census_no_pause);
+	assert_int_equal(opts.census_max_objects, 2000);
+	assert_int_equal(opts.census_max_read, 64 << 10);
+	assert_int_equal(opts.census_max_ms, 1500);
+	usage("--json needs a value", "census", "--json");
+	usage("census reads one process", "census");
+	usage("census reads one process", "census", "1", "2");
+	usage("invalid --max-read '1'", "census", "--max-read", "1", "42");
+	usage("-a is not an option of census", "census", "-a");
 	ok("attach", "--census", "42");
 	assert_true(opts.census);
 	usage("--census is not an option of run: it belongs to attach", "run", "--census",

@@ -205,6 +205,17 @@ static void test_stack_rejects(void **state)
 	s = make_stack(1, 1, 8);
 	s->api = GL_NR_APIS;
 	assert_int_equal(event__validate(s, s->hdr.size), -EINVAL);
+
+	/* a stack sent by cache id carries Python frames and nothing native */
+	s = make_stack(3, 0, 0);
+	s->cache_id = 7;
+	assert_int_equal(event__validate(s, s->hdr.size), GL_REC_STACK);
+	s = make_stack(3, 0, 64);
+	s->cache_id = 7;
+	assert_int_equal(event__validate(s, s->hdr.size), -EINVAL);
+	s = make_stack(3, 2, 0);
+	s->cache_id = 7;
+	assert_int_equal(event__validate(s, s->hdr.size), -EINVAL);
 }
 
 static void test_stack_view(void **state)

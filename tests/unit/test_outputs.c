@@ -213,6 +213,39 @@ static void test_svg_empty(void **state)
 	free(out);
 }
 
+/* attach --census: a section below the graph, each holder beside its allocation line. */
+static void test_svg_census(void **state)
+{
+	struct snap_census c = {
+		.pid = 4242, .valid = true, .tensors = 61, .storages = 61, .bytes = 61 << 20,
+		.orphan_tensors = 1, .orphan_bytes = 1 << 20, .paused = true, .pause_ns = 2500000,
+		.nrows = 2, .more_rows = 3,
+		.rows = { { "__main__.model.history", "list", 60, 60 << 20,
+			    "step (train.py:12)", true },
+			  { "__main__.w<&>", "global", 1, 4096, NULL, false } },
+	};
+	struct snapshot s = fx_snap;
+	size_t len;
+	char *out;
+
+	s.ncensus = 1;
+	s.census = &c;
+	out = CAPTURE(report__svg(f, &s, &(struct svg_opts){ 0 }), &len);
+	check_xml(out, len);
+	assert_non_null(strstr(out, "PID 4242: 61 tensors in 61 storages, 61.00 MiB (paused 2.5 ms); "
+				    "1 with no Python holder (1.00 MiB)"));
+	assert_non_null(strstr(out, "class=\"census leak\""));
+	assert_non_null(strstr(out, "60 tensors, 60.00 MiB, held by __main__.model.history (list) "
+				    "\xe2\x86\x90 allocated at step (train.py:12), judged to leak"));
+	assert_non_null(strstr(out, "held by __main__.w&lt;&amp;&gt; (global)</text>"));
+	assert_non_null(strstr(out, "and 3 more holders"));
+	free(out);
+	/* no census: no section */
+	out = CAPTURE(report__svg(f, &fx_snap, &(struct svg_opts){ 0 }), &len);
+	assert_null(strstr(out, "class=\"census"));
+	free(out);
+}
+
 static char tmpdir[64];
 
 static int make_tmpdir(void **state)
@@ -392,6 +425,7 @@ int main(void)
 		cmocka_unit_test(test_frame_names),
 		cmocka_unit_test(test_svg_frames),
 		cmocka_unit_test(test_svg_empty),
+		cmocka_unit_test(test_svg_census),
 		cmocka_unit_test(test_top_sort),
 		cmocka_unit_test(test_xml_escaping),
 		cmocka_unit_test_setup_teardown(test_outfile, make_tmpdir, remove_tmpdir),

@@ -112,6 +112,7 @@ static void build(void)
 		.nvml_bytes = 2048ULL << 20, .device_bytes = 1536ULL << 20,
 		.torch_reserved = 1024ULL << 20, .torch_allocated = 928ULL << 20,
 		.torch_cached = 96ULL << 20, .outside_torch = 512ULL << 20,
+		.blocks_in_seen = 928ULL << 20,
 		.largest_free = 2ULL << 20, .fragmentation = 1 - 2.0 / 96, .unseen = 512ULL << 20,
 		.pinned_host = 20ULL << 20, .managed = 1,
 	};
@@ -119,6 +120,7 @@ static void build(void)
 		.dev = 0, .nvml_valid = true, .nvml_bytes = 2048ULL << 20,
 		.device_bytes = 1536ULL << 20, .torch_reserved = 1024ULL << 20,
 		.torch_allocated = 928ULL << 20, .torch_cached = 96ULL << 20, .torch_blocks = 464,
+		.blocks_in_seen = 928ULL << 20,
 		.largest_free = 2ULL << 20, .nr_free = 48, .fragmentation = 1 - 2.0 / 96,
 		.outside_torch = 512ULL << 20, .nlibs = 2,
 		.libs = { { "nccl", 384ULL << 20 }, { "cublas", 128ULL << 20 } },
@@ -375,6 +377,38 @@ static void test_write_errors(void **state)
 	fclose(f);
 }
 
+/* Blocks in segments from before attach: no "reserved = allocated + cached" over a reserve
+ * smaller than its blocks; the reserve seen is split alone, the rest said to predate. */
+static void test_memory_reserve_before_attach(void **state)
+{
+	struct snap_proc p = { .pid = 9, .comm = "python3" };
+	struct snap_memory *m = &p.memory;
+	struct unit_mem mem;
+	char *text;
+
+	(void)state;
+	*m = (struct snap_memory){ .valid = true, .blocks_seen = true, .device_bytes = 8ULL << 20,
+				   .torch_reserved = 8ULL << 20, .torch_allocated = 26ULL << 20,
+				   .torch_cached = 4ULL << 20, .largest_free = 4ULL << 20,
+				   .blocks_outside = 22ULL << 20, .blocks_in_seen = 4ULL << 20 };
+	report__memory_text(unit_mem_open(&mem), &p, "");
+	text = unit_mem_close(&mem);
+	assert_null(strstr(text, "reserved ="));
+	assert_non_null(strstr(text, "PyTorch: 26.00 MiB allocated in blocks; part of its "
+				     "reserve predates the attach: 22.00 MiB of the blocks"));
+	assert_non_null(strstr(text, "of the reserve seen since attach: 8.00 MiB = 4.00 MiB "
+				     "allocated + 4.00 MiB cached"));
+	free(text);
+	/* no segment seen at all: nothing is split */
+	m->torch_reserved = m->device_bytes = m->torch_cached = m->blocks_in_seen = 0;
+	m->blocks_outside = m->torch_allocated;
+	report__memory_text(unit_mem_open(&mem), &p, "");
+	text = unit_mem_close(&mem);
+	assert_null(strstr(text, "allocated +"));
+	assert_non_null(strstr(text, "no segment of PyTorch's was seen allocated since attach"));
+	free(text);
+}
+
 static void test_memory_classes(void **state)
 {
 	assert_true(report__is_memory_class(GL_CLASS_DEVICE));
@@ -410,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_json_empty),
 		cmocka_unit_test(test_json_contract),
 		cmocka_unit_test(test_write_errors),
+		cmocka_unit_test(test_memory_reserve_before_attach),
 		cmocka_unit_test(test_memory_classes),
 		cmocka_unit_test(test_fmt_bytes),
 	};

@@ -34,6 +34,7 @@
 struct capture {
 	struct gl_stack rec;
 	uint8_t stack[GL_MAX_STACK_COPY];
+	uint32_t sink; /* keeps the chain's register values alive */
 };
 
 struct fixture {
@@ -107,7 +108,7 @@ FRAME static void chain_d(struct capture *c)
 	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
 	capture_entry(c);
 	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
-	c->rec.pad = (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
+	c->sink = (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
 }
 
 /* Holds MAGIC values in callee-saved registers: chain_d's save slots hold them. */
@@ -119,7 +120,7 @@ FRAME static void chain_c(struct capture *c)
 	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
 	chain_d(c);
 	__asm__ volatile("" : "+r"(a), "+r"(b), "+r"(d), "+r"(e), "+r"(f), "+r"(g));
-	c->rec.pad ^= (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
+	c->sink ^= (uint32_t)(a ^ b ^ d ^ e ^ f ^ g);
 }
 
 FRAME static void chain_b(struct capture *c)
@@ -217,6 +218,89 @@ static void test_repeat_is_a_hit(void **state)
 	assert_int_equal(st.hits, 1);
 	assert_int_equal(st.uncached, 0);
 	unwinder__free(u);
+}
+
+/* What the unwinder published to BPF's stack cache. */
+struct published {
+	int puts, drops;
+	struct gl_scache_key k;
+	struct gl_scache_val v;
+};
+
+static int pub_put(void *ctx, const struct gl_scache_key *k, const struct gl_scache_val *v)
+{
+	struct published *p = ctx;
+
+	p->puts++;
+	p->k = *k;
+	p->v = *v;
+	return 0;
+}
+
+static void pub_drop(void *ctx, int pid)
+{
+	struct published *p = ctx;
+
+	assert_int_equal(pid, getpid());
+	p->drops++;
+}
+
+/*
+ * An unwinding is published with the words it read, each as the copy has it;
+ * a record naming the id gets the same pcs without a copy; an id of another
+ * process, or one never given, gets no stack at all, never another's.
+ */
+static void test_published_entry_answers_its_id(void **state)
+{
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { 0 };
+	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	uint64_t ips[UNWIND_MAX_FRAMES], w;
+	struct gl_stack by_id = fx->cap.rec;
+	struct stack_view v = { .rec = &by_id };
+	struct stack_owner other = fx->proc;
+	struct unwind_stats st;
+
+	unwinder__set_publisher(u, &sp);
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	assert_int_equal(pub.puts, 1);
+	assert_int_equal(pub.k.ip, fx->cap.rec.ip);
+	assert_int_equal(pub.k.sp, fx->cap.rec.sp);
+	memcpy(&w, fx->cap.stack, sizeof(w));
+	assert_int_equal(pub.k.word0, w);
+	assert_int_not_equal(pub.v.id, 0);
+	assert_int_equal(pub.v.len, fx->cap.rec.stack_bytes);
+	assert_int_equal(pub.v.start_time, fx->cap.rec.hdr.start_time);
+	assert_true(pub.v.nr_checks > 0 && pub.v.nr_checks <= GL_SC_CHECKS);
+	for (uint32_t i = 0; i < pub.v.nr_checks; i++) {
+		assert_true(pub.v.checks[i].off + 8 <= pub.v.span);
+		memcpy(&w, fx->cap.stack + pub.v.checks[i].off, sizeof(w));
+		assert_int_equal(w, pub.v.checks[i].val);
+	}
+	/* every return address the result holds is among the words checked */
+	for (int i = 1; i < fx->nr_full; i++) {
+		bool seen = false;
+
+		for (uint32_t j = 0; j < pub.v.nr_checks; j++)
+			seen |= pub.v.checks[j].val == fx->full[i];
+		assert_true(seen);
+	}
+
+	by_id.cache_id = pub.v.id;
+	by_id.stack_bytes = 0;
+	memset(ips, 0, sizeof(ips));
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, UNWIND_MAX_FRAMES), fx->nr_full);
+	assert_memory_equal(ips, fx->full, fx->nr_full * sizeof(ips[0]));
+
+	other.start_time = fx->proc.start_time + 1; /* the PID, reused */
+	assert_int_equal(unwind__stack(u, &other, &v, ips, UNWIND_MAX_FRAMES), 0);
+	by_id.cache_id = pub.v.id + 1;
+	assert_int_equal(unwind__stack(u, &fx->proc, &v, ips, UNWIND_MAX_FRAMES), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.kernel_hits, 1);
+	assert_int_equal(st.kernel_bad, 2);
+	unwinder__free(u);
+	assert_int_equal(pub.drops, 0); /* at teardown the tracer goes first: nothing to drop */
 }
 
 /* The words at which the copy holds v, from byte offset from on. */
@@ -389,6 +473,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_own_stack_by_name),
 		cmocka_unit_test(test_repeat_is_a_hit),
+		cmocka_unit_test(test_published_entry_answers_its_id),
 		cmocka_unit_test(test_saved_registers_do_not_count),
 		cmocka_unit_test(test_changed_return_address_misses),
 		cmocka_unit_test(test_cut_copy_gives_prefix),

@@ -77,6 +77,8 @@ def build(truth):
     g["fn"] = make_closure()
     g["w"] = torch.ones(50, requires_grad=True)
     g["param"] = torch.nn.Parameter(torch.zeros(20))
+    g["unset"] = torch.ones(7, requires_grad=True)
+    g["unset"].requires_grad_(False)  # a leaf whose autograd metadata says no
     total = 0
     steps = []
     for i in range(STEPS):
@@ -97,6 +99,7 @@ def build(truth):
         "__main__.fn.__closure__[0].cell_contents": storage(g["fn"].__closure__[0].cell_contents),
         "__main__.w": storage(g["w"]),
         "__main__.param": storage(g["param"]),
+        "__main__.unset": storage(g["unset"]),
         "__main__.total": storage(g["total"]),
         "__main__.x": steps[-1],
     }
@@ -117,8 +120,8 @@ def main():
     th = None
     build(truth)
     if args.freed:
-        for name in ("model", "batches", "results", "base", "v1", "v2", "fn", "w", "param", "x",
-                     "total"):
+        for name in ("model", "batches", "results", "base", "v1", "v2", "fn", "w", "param",
+                     "unset", "x", "total"):
             del globals()[name]
         del sys.modules["census_cache"]
         truth = {"named": {}, "history": [], "batches": [], "graph_only": []}

@@ -15,6 +15,10 @@ The sites:
   callback  Python called back from C (libc qsort) calls the driver: two runs of Python
             frames, one per eval-loop call
   deep      a recursion deeper than gpuleak keeps (its innermost frames are compared)
+  churn-D-L with --churn N: N allocations at recursion depths D changing from one call
+            to the next, from two lines L (a, b) in turn, so that each call's Python frames
+            lie at the addresses of the last call's (CPython reuses a thread's frame
+            memory) while the stack differs; its native part is the same every time
 With --exec, the program allocates once and then execs itself (--after-exec): the new
 image sets CUDA up again, marks, allocates once at "warmup", waits --settle-ms and goes on
 with the sites above; its truth is what the new image did.
@@ -113,6 +117,32 @@ def recurse(depth):
     recurse(depth - 1)
 
 
+def churn_leaf(depth, line):
+    if line == "a":
+        alloc_leaf(CUDA, f"churn-{depth}-a", 1 << 16)
+    else:
+        alloc_leaf(CUDA, f"churn-{depth}-b", 1 << 17)
+
+
+def churn_down(depth, line, left):
+    if left == 0:
+        churn_leaf(depth, line)
+        return
+    churn_down(depth, line, left - 1)
+
+
+def alloc_churn(n):
+    for i in range(n):
+        depth = (i * 7) % 13
+        churn_down(depth, "a" if i % 2 else "b", depth)
+        # the tracer catches up (a busy machine may hold it back): later calls find what
+        # it learnt from the first ones
+        if i == 25:
+            time.sleep(0.5)
+        elif i % 16 == 15:
+            time.sleep(0.002)
+
+
 def main():
     global CUDA, PYCUDA
     ap = argparse.ArgumentParser()
@@ -122,6 +152,7 @@ def main():
     ap.add_argument("--hold", action="store_true")
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--depth", type=int, default=100)
+    ap.add_argument("--churn", type=int, default=0)
     ap.add_argument("--exec", action="store_true")
     ap.add_argument("--after-exec", action="store_true")
     ap.add_argument("--settle-ms", type=int, default=600)
@@ -158,6 +189,7 @@ def main():
     alloc_from_callback()
     if args.depth:
         recurse(args.depth)
+    alloc_churn(args.churn)
 
     if args.truth:
         libc = ctypes.CDLL(None)

@@ -14,12 +14,18 @@
  *   peak           blocks until a segment fails, at once
  *   preattach      48 MiB allocated before the tracer attaches; then blocks
  *                  until a segment fails
+ *   idle           48 MiB allocated before the tracer attaches; nothing after
+ *   torch_preattach  PyTorch's reserve from before attach: 3 segments of 8 MiB
+ *                  and 2 MiB of blocks in them before the tracer attaches;
+ *                  then 22 MiB of blocks in those segments and one segment of
+ *                  its own with 4 MiB of blocks (no failure)
  *
  * The capacity is 60 MiB (FAKECUDA_CAPACITY). On a failed segment it does what
  * PyTorch does: frees the segments it caches whole (none here) and asks
  * once more; that fails too and the workload stops. The truth adds the figures
- * the breakdown must show: "torch_reserved", "torch_allocated", "largest_free",
- * "outside_bytes", "pre_attach".
+ * the breakdown must show: "torch_reserved" (the segments allocated since attach),
+ * "torch_allocated", "largest_free", "outside_bytes", "pre_attach",
+ * "blocks_outside" (block bytes in segments from before attach).
  *
  * Options: --scenario NAME, --interval-ms N (leak only; default 30).
  */
@@ -50,8 +56,8 @@ static struct wl_site sites[] = {
 
 static CUdeviceptr segs[MAX_SEGS];
 static uint64_t seg_used[MAX_SEGS];
-static int nsegs, seg_rc;
-static long long allocated, outside, pre_attach;
+static int nsegs, seg_rc, pre_segs; /* pre_segs: of segs, from before attach */
+static long long allocated, outside, pre_attach, blocks_outside;
 
 WL_SITE static void explain_site_segment(void)
 {
@@ -94,6 +100,24 @@ WL_SITE static void *explain_site_block(uint64_t size)
 	return p;
 }
 
+/* Blocks in the segments from before attach (seen, their segments not), then a segment
+ * of its own. */
+static void torch_preattach(void)
+{
+	for (int s = 0; s < 3; s++) {
+		while (seg_used[s] + 2 * WL_MIB <= SEGMENT) {
+			faketorch_malloc((void *)(uintptr_t)(segs[s] + seg_used[s]), 0, 2 * WL_MIB,
+					 0);
+			seg_used[s] += 2 * WL_MIB;
+			allocated += 2 * WL_MIB;
+			blocks_outside += 2 * WL_MIB;
+		}
+	}
+	for (int i = 0; i < 2; i++)
+		if (!explain_site_block(2 * WL_MIB))
+			wl_die("a block in a segment of its own failed");
+}
+
 static void sleep_ms(unsigned long long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -133,23 +157,37 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!scenario)
-		wl_die("--scenario fragmentation|leak|library|peak|preattach is required");
+		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach is required");
 	wl_parse(&o, argc, argv, WL_OPT_INTERVAL);
 	n = snprintf(cap, sizeof(cap), "%llu", (unsigned long long)CAPACITY);
 	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
 		wl_die("cannot set FAKECUDA_CAPACITY");
 	wl_cuda_start(0);
-	if (!strcmp(scenario, "preattach")) {
+	if (!strcmp(scenario, "preattach") || !strcmp(scenario, "idle")) {
 		CUdeviceptr p;
 
 		wl_check(cuMemAlloc_v2(&p, 48 * WL_MIB), "cuMemAlloc_v2(before attach)");
 		pre_attach = 48 * WL_MIB;
 		wl_expect.pre_attach_device_bytes = pre_attach;
 	}
+	if (!strcmp(scenario, "torch_preattach")) {
+		/* the segments and 2 MiB of blocks before the tracer listens: none is seen */
+		for (; nsegs < 3; nsegs++)
+			wl_check(cuMemAlloc_v2(&segs[nsegs], SEGMENT), "cuMemAlloc_v2(segment)");
+		faketorch_malloc((void *)(uintptr_t)segs[0], 0, 2 * WL_MIB, 0);
+		seg_used[0] = 2 * WL_MIB;
+		pre_segs = nsegs;
+		pre_attach = 3 * SEGMENT;
+		wl_expect.pre_attach_device_bytes = pre_attach;
+	}
 	wl_ready(&o);
 	fakecuda_mark();
 	if (!strcmp(scenario, "fragmentation")) {
 		fragment();
+	} else if (!strcmp(scenario, "torch_preattach")) {
+		torch_preattach();
+	} else if (!strcmp(scenario, "idle")) {
+		/* no CUDA call while traced */
 	} else if (!strcmp(scenario, "library") || !strcmp(scenario, "peak") ||
 		   !strcmp(scenario, "preattach") || !strcmp(scenario, "leak")) {
 		if (!strcmp(scenario, "library")) {
@@ -166,9 +204,9 @@ int main(int argc, char **argv)
 	}
 	n = snprintf(extra, sizeof(extra),
 		     "\"torch_reserved\":%lld,\"torch_allocated\":%lld,\"outside_bytes\":%lld,"
-		     "\"pre_attach\":%lld,\"segment\":%llu",
-		     (long long)nsegs * SEGMENT, allocated, outside, pre_attach,
-		     (unsigned long long)SEGMENT);
+		     "\"pre_attach\":%lld,\"segment\":%llu,\"blocks_outside\":%lld",
+		     (long long)(nsegs - pre_segs) * SEGMENT, allocated, outside, pre_attach,
+		     (unsigned long long)SEGMENT, blocks_outside);
 	if (n < 0 || (size_t)n >= sizeof(extra))
 		wl_die("truth fields too long");
 	wl_finish(&o, fakecuda_truth_json, sites, WL_NSITES(sites), extra);

@@ -12,8 +12,14 @@
  * process had used by then).
  *
  * Options: --size BYTES (default 1 MiB), --iters N (default 100),
- * --depth N (frames of nofp_deep, 560 bytes of stack each; default 0).
+ * --depth N (frames of nofp_deep, 560 bytes of stack each; default 0),
+ * --alternate N (then N more allocations from two call sites of one function,
+ * in runs of 8: the first site's are kept, the second's freed but the first
+ * of each run; the two stacks
+ * agree on sp and on every word near it, and differ deeper down, in the return
+ * address into nofp_alternate).
  */
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -70,6 +76,33 @@ WL_FRAME static unsigned long long nofp_phase(const struct wl_opts *o, unsigned 
 	return now_ns() - t0;
 }
 
+static volatile unsigned long alt_sink;
+
+WL_FRAME static void nofp_alternate(const struct wl_opts *o, unsigned long depth, unsigned long n)
+{
+	CUdeviceptr p;
+
+	for (unsigned long i = 0; i < n; i++) {
+		if ((i / 8) % 2 == 0) {
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2"); /* kept */
+			wl_site_alloc(&sites[S_INNER], o->size);
+		} else {
+			alt_sink = i; /* keeps the compiler from merging the two calls */
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2"); /* mostly freed */
+			wl_site_alloc(&sites[S_INNER], o->size);
+			if (i % 8 == 0)
+				continue; /* the first of each run is kept */
+			wl_check(cuMemFree_v2(p), "cuMemFree_v2");
+			wl_site_free(&sites[S_INNER], o->size);
+		}
+		/* the tracer catches up: later calls find what it learnt from these */
+		if (i == 15)
+			usleep(300000);
+		else if (i % 8 == 7)
+			usleep(1000);
+	}
+}
+
 static unsigned long long cpu_ns(void)
 {
 	struct rusage ru;
@@ -84,10 +117,11 @@ int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 100, .size = WL_MIB };
 	unsigned long long loop_ns;
-	unsigned long depth;
+	unsigned long depth, alternate;
 	char extra[160];
 
 	depth = wl_take_num(&argc, argv, "--depth", 10000, 0);
+	alternate = wl_take_num(&argc, argv, "--alternate", 100000, 0);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE | WL_OPT_VERBOSE);
 	if (!o.size)
 		wl_die("--size must not be 0");
@@ -95,6 +129,7 @@ int main(int argc, char **argv)
 	wl_ready(&o);
 	fakecuda_mark();
 	loop_ns = nofp_phase(&o, depth);
+	nofp_alternate(&o, depth, alternate);
 	if (o.verbose)
 		fprintf(stderr, "%s: %llu alloc/free pairs at depth %lu: %.0f ns each\n", wl_prog,
 			o.iters, depth, o.iters ? (double)loop_ns / o.iters : 0);

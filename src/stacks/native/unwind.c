@@ -22,6 +22,14 @@
  * read derive from it (one call site on one thread has one sp; CFA
  * arithmetic is not assumed to be translation-invariant). The cache of a
  * process is dropped when its Dwfl is built again.
+ *
+ * The kernel's copy of the cache. An entry whose reads all lie in the copy
+ * is also published to BPF (struct gl_scache_val) under an id: BPF checks the
+ * same words on the live stack and, when all agree, sends the id instead of
+ * the copy, which the unwinder answers with the entry's pcs. Ids and their
+ * pcs stay for the unwinder's life (records naming one may still be in the
+ * ring buffer when the entry goes); a process's kernel entries are withdrawn
+ * with its cache.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +45,7 @@
 #define MAX_PROCS 64	       /* processes with a Dwfl and a cache; least recently used go */
 #define MAX_ENTRIES 4096       /* cached stacks per process; beyond, its cache starts over */
 #define CACHE_BYTES (64 << 20) /* all caches together; beyond, they all start over */
+#define MAX_KIDS (1 << 16)     /* ids published to BPF; beyond, no more are */
 /* re-reading a process's maps on an unknown pc: books.c's policy on the same fields */
 
 struct proc_key {
@@ -55,12 +64,16 @@ struct centry {
 	uint16_t nr_pcs;
 	uint16_t max; /* the unwinding stopped at max frames if nr_pcs == max */
 	uint32_t nr_checks;
+	uint32_t kid;	/* the id published to BPF, 0 = none */
+	bool in_kernel; /* the entry BPF holds for its key now */
 	struct dwarf_check *checks;
 	uint64_t *pcs;
 };
 
 /* What the unwinder keeps for one process. */
 struct uproc {
+	struct proc_key key;
+	bool published;		   /* entries of it were published to BPF */
 	struct dwarf_proc *dw;	   /* NULL: walk frame pointers */
 	const struct addr_map *am; /* dw was built from am at generation gen */
 	uint64_t gen;
@@ -70,8 +83,18 @@ struct uproc {
 	uint64_t used; /* LRU clock */
 };
 
+/* The pcs a published id stands for. */
+struct kstack {
+	struct proc_key proc;
+	uint16_t nr_pcs;
+	uint64_t *pcs;
+};
+
 struct unwinder {
 	struct modules *mods;
+	struct scache_publisher pub; /* .put NULL: nothing is published */
+	struct kstack *kids;	     /* id i at kids[i - 1] */
+	uint32_t nr_kids, cap_kids;
 	enum gl_stack_mode mode;
 	struct dwarf_ctx *dw; /* NULL: no CFI unwinding on this architecture */
 	struct dwarf_replay *replay;
@@ -128,6 +151,9 @@ static void cache_clear(struct unwinder *u, struct uproc *up)
 	if (up->cache)
 		htab__clear(up->cache);
 	up->nr_entries = 0;
+	if (up->published && u->pub.drop)
+		u->pub.drop(u->pub.ctx, (int)up->key.pid);
+	up->published = false;
 }
 
 static void uproc_free(struct unwinder *u, struct uproc *up)
@@ -160,9 +186,16 @@ void unwinder__free(struct unwinder *u)
 			  (unsigned long long)st->uncached, (unsigned long long)st->fp_walks,
 			  (unsigned long long)st->builds,
 			  st->builds ? st->build_ns / 1e6 / st->builds : 0);
+	u->pub = (struct scache_publisher){ 0 }; /* the tracer may be gone: its maps go with it */
+	if (u->nr_kids)
+		log_debug("unwinder: %u stacks published to BPF, %llu records answered by id",
+			  u->nr_kids, (unsigned long long)st->kernel_hits);
 	while (u->procs && (up = htab__next(u->procs, &it, NULL)))
 		uproc_free(u, *up);
 	htab__free(u->procs);
+	for (uint32_t i = 0; i < u->nr_kids; i++)
+		free(u->kids[i].pcs);
+	free(u->kids);
 	dwarf_ctx__free(u->dw);
 	dwarf_replay__free(u->replay);
 	free(u);
@@ -237,6 +270,7 @@ static struct uproc *uproc_get(struct unwinder *u, const struct stack_owner *pro
 		return NULL;
 	}
 	*slot = up;
+	up->key = k;
 	up->used = ++u->clock;
 	return up;
 }
@@ -283,8 +317,8 @@ static bool entry_matches(const struct centry *e, const struct dwarf_input *in, 
 }
 
 /* The cached pcs of in, moved to the front of its chain; NULL if none. */
-static const struct centry *cache_find(struct uproc *up, const struct cache_key *k,
-				       const struct dwarf_input *in, int max)
+static struct centry *cache_find(struct uproc *up, const struct cache_key *k,
+				 const struct dwarf_input *in, int max)
 {
 	struct centry **head = htab__lookup(up->cache, k), **pp, *e;
 
@@ -301,8 +335,125 @@ static const struct centry *cache_find(struct uproc *up, const struct cache_key 
 	return NULL;
 }
 
-static void cache_add(struct unwinder *u, struct uproc *up, const struct cache_key *k,
-		      const struct dwarf_deps *d, uint64_t bp, const uint64_t *pcs, int n, int max)
+void unwinder__set_publisher(struct unwinder *u, const struct scache_publisher *pub)
+{
+	u->pub = *pub;
+}
+
+/* A new id for pcs[0..n) of up's process; 0 when no more can be given. */
+static uint32_t kid_new(struct unwinder *u, const struct uproc *up, const uint64_t *pcs, int n)
+{
+	struct kstack *ks;
+
+	if (u->nr_kids >= MAX_KIDS)
+		return 0;
+	if (u->nr_kids == u->cap_kids) {
+		uint32_t cap = u->cap_kids ? 2 * u->cap_kids : 256;
+
+		ks = realloc(u->kids, cap * sizeof(*ks));
+		if (!ks)
+			return 0;
+		u->kids = ks;
+		u->cap_kids = cap;
+	}
+	ks = &u->kids[u->nr_kids];
+	ks->pcs = malloc((n ? n : 1) * sizeof(*pcs));
+	if (!ks->pcs)
+		return 0;
+	memcpy(ks->pcs, pcs, n * sizeof(*pcs));
+	ks->nr_pcs = n;
+	ks->proc = up->key;
+	return ++u->nr_kids;
+}
+
+/*
+ * The kernel's entry for e, found under k with a copy of len bytes: the words
+ * read in the copy, to be compared (a read that was not in the copy is not in
+ * any copy of that length at that sp, which the key fixes: no check). False
+ * when e cannot be checked by BPF.
+ */
+static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint32_t len,
+			 uint64_t start_time, struct gl_scache_key *kk, struct gl_scache_val *kv)
+{
+	uint32_t nr = 0, span = 8;
+
+	memset(kk, 0, sizeof(*kk));
+	memset(kv, 0, sizeof(*kv));
+	if (len < 8 || len > GL_MAX_STACK_COPY)
+		return false;
+	for (uint32_t i = 0; i < e->nr_checks; i++) {
+		const struct dwarf_check *c = &e->checks[i];
+		uint64_t off = c->addr - k->sp;
+
+		if (!c->ok)
+			continue; /* not in a copy of len bytes at sp: the key says so */
+		if (c->addr < k->sp || off > len - 8 || nr >= GL_SC_CHECKS)
+			return false;
+		kv->checks[nr].off = off;
+		kv->checks[nr].val = c->val;
+		if (off + 8 > span)
+			span = off + 8;
+		nr++;
+	}
+	kk->ip = k->ip;
+	kk->sp = k->sp;
+	kk->word0 = k->word0;
+	kv->start_time = start_time;
+	kv->bp = e->bp;
+	kv->need_bp = e->need_bp;
+	kv->id = e->kid;
+	kv->span = span;
+	kv->len = len;
+	kv->nr_checks = nr;
+	return true;
+}
+
+/*
+ * Publishes e (found under k for record r, from a copy of len bytes) to BPF,
+ * with an id if it has none. BPF checks the process by the start time its own
+ * records carry (user space may know the process by a coarser one, from /proc).
+ */
+static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
+		    const struct cache_key *k, const struct gl_stack *r, uint32_t len)
+{
+	struct gl_scache_key kk;
+	struct gl_scache_val *kv;
+	struct centry **head, *o;
+	int err;
+
+	/* records BPF sent before it had the entry: no need to write it again */
+	if (!u->pub.put || e->max != UNWIND_MAX_FRAMES || e->in_kernel)
+		return;
+	kv = malloc(sizeof(*kv));
+	if (!kv)
+		return;
+	if (kernel_entry(e, k, len, r->hdr.start_time, &kk, kv)) {
+		if (!e->kid)
+			e->kid = kv->id = kid_new(u, up, e->pcs, e->nr_pcs);
+		kk.tgid = (uint32_t)up->key.pid;
+		err = e->kid ? u->pub.put(u->pub.ctx, &kk, kv) : -ENOSPC;
+		if (!err) {
+			up->published = true;
+			u->st.published++;
+			/* it replaced whichever entry of its key BPF held */
+			head = htab__lookup(up->cache, k);
+			for (o = head ? *head : NULL; o; o = o->next)
+				o->in_kernel = false;
+			e->in_kernel = true;
+		}
+		log_msg(LOG_TRACE,
+			"stack cache: PID %d ip %#llx sp %#llx len %u: id %u, %u checks, "
+			"span %u: %s",
+			(int)up->key.pid, (unsigned long long)kk.ip, (unsigned long long)kk.sp,
+			kv->len, e->kid, kv->nr_checks, kv->span,
+			err ? strerror(-err) : "published");
+	}
+	free(kv);
+}
+
+static struct centry *cache_add(struct unwinder *u, struct uproc *up, const struct cache_key *k,
+				const struct dwarf_deps *d, uint64_t bp, const uint64_t *pcs, int n,
+				int max)
 {
 	size_t checks = d->nr_checks * sizeof(*d->checks), size = entry_size(d->nr_checks, n);
 	struct centry **head, *e;
@@ -317,11 +468,11 @@ static void cache_add(struct unwinder *u, struct uproc *up, const struct cache_k
 	}
 	e = malloc(size);
 	if (!e)
-		return;
+		return NULL;
 	head = htab__upsert(up->cache, k, NULL);
 	if (!head) {
 		free(e);
-		return;
+		return NULL;
 	}
 	e->checks = (struct dwarf_check *)(e + 1);
 	e->pcs = (uint64_t *)((char *)e->checks + checks);
@@ -332,10 +483,13 @@ static void cache_add(struct unwinder *u, struct uproc *up, const struct cache_k
 	e->max = max;
 	e->bp = bp;
 	e->need_bp = d->bp;
+	e->kid = 0;
+	e->in_kernel = false;
 	e->next = *head;
 	*head = e;
 	up->nr_entries++;
 	u->cache_bytes += size;
+	return e;
 }
 
 static bool all_resolved(const struct addr_map *am, const uint64_t *pcs, int n)
@@ -350,10 +504,12 @@ static bool all_resolved(const struct addr_map *am, const uint64_t *pcs, int n)
 
 /* A miss: libdwfl, the maps read again if a pc is unknown, then the cache. */
 static int dwarf_miss(struct unwinder *u, struct uproc *up, const struct stack_owner *proc,
-		      const struct dwarf_input *in, const struct cache_key *k, uint64_t ts,
-		      uint64_t *ips, int max)
+		      const struct dwarf_input *in, const struct cache_key *k,
+		      const struct gl_stack *r, uint64_t *ips, int max)
 {
+	uint64_t ts = r->hdr.ts;
 	struct dwarf_deps deps;
+	struct centry *e;
 	int n = dwarf_proc__unwind(up->dw, in, ips, max);
 
 	if (!all_resolved(proc->am, ips, n) && addr_map__refresh_after_miss(proc->am, ts)) {
@@ -365,10 +521,36 @@ static int dwarf_miss(struct unwinder *u, struct uproc *up, const struct stack_o
 		n = dwarf_proc__unwind(up->dw, in, ips, max);
 	}
 	u->st.misses++;
-	if (dwarf_replay__deps(u->replay, dwarf_proc__dwfl(up->dw), in, ips, n, max, &deps) == 0)
-		cache_add(u, up, k, &deps, in->bp, ips, n, max);
-	else
+	if (dwarf_replay__deps(u->replay, dwarf_proc__dwfl(up->dw), in, ips, n, max, &deps) == 0) {
+		e = cache_add(u, up, k, &deps, in->bp, ips, n, max);
+		if (e)
+			publish(u, up, e, k, r, in->len);
+	} else {
 		u->st.uncached++;
+	}
+	return n;
+}
+
+/* A record the kernel answered from its cache: the pcs its id stands for. */
+static int kernel_hit(struct unwinder *u, const struct stack_owner *proc, const struct gl_stack *r,
+		      uint64_t *ips, int max)
+{
+	const struct kstack *ks;
+	int n;
+
+	if (r->cache_id > u->nr_kids || !proc) {
+		u->st.kernel_bad++;
+		return 0;
+	}
+	ks = &u->kids[r->cache_id - 1];
+	if (ks->proc.pid != proc->pid || ks->proc.start_time != proc->start_time) {
+		u->st.kernel_bad++;
+		return 0;
+	}
+	n = ks->nr_pcs < max ? ks->nr_pcs : max;
+	memcpy(ips, ks->pcs, n * sizeof(*ips));
+	u->st.kernel_hits++;
+	u->st.hits++; /* answered from the cache, by the kernel's copy of it */
 	return n;
 }
 
@@ -382,7 +564,7 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 				  .stack = v->stack,
 				  .len = r->stack_bytes };
 	struct cache_key k = { .ip = r->ip, .sp = r->sp, .word0 = ~0ULL };
-	const struct centry *e;
+	struct centry *e;
 	struct uproc *up;
 	uint64_t t0 = now_ns();
 	int n;
@@ -390,6 +572,8 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 	if (max > UNWIND_MAX_FRAMES)
 		max = UNWIND_MAX_FRAMES;
 	u->st.stacks++;
+	if (r->cache_id)
+		return kernel_hit(u, proc, r, ips, max);
 	up = proc ? uproc_get(u, proc) : NULL;
 	if (up)
 		uproc_sync(u, up, proc);
@@ -406,10 +590,13 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 		n = e->nr_pcs < max ? e->nr_pcs : max;
 		memcpy(ips, e->pcs, n * sizeof(*ips));
 		u->st.hits++;
+		/* the kernel sent the copy: its entry for this key is another, or none */
+		if (max == UNWIND_MAX_FRAMES)
+			publish(u, up, e, &k, r, in.len);
 		u->st.hit_ns += now_ns() - t0;
 		return n;
 	}
-	n = dwarf_miss(u, up, proc, &in, &k, r->hdr.ts, ips, max);
+	n = dwarf_miss(u, up, proc, &in, &k, r, ips, max);
 	u->st.miss_ns += now_ns() - t0;
 	return n;
 }

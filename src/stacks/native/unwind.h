@@ -23,19 +23,37 @@ struct modules;
 
 /* What the unwinder did with DWARF records. */
 struct unwind_stats {
-	uint64_t stacks;   /* DWARF records unwound */
-	uint64_t hits;	   /* answered from the cache */
-	uint64_t misses;   /* unwound with libdwfl */
-	uint64_t uncached; /* misses whose result could not be cached */
-	uint64_t fp_walks; /* no CFI for the process (no address map, no module): rbp chain */
-	uint64_t builds;   /* per-process Dwfl built (first record, or the address map changed) */
+	uint64_t stacks;    /* DWARF records unwound */
+	uint64_t hits;	    /* answered from the cache (kernel_hits included) */
+	uint64_t misses;    /* unwound with libdwfl */
+	uint64_t uncached;  /* misses whose result could not be cached */
+	uint64_t fp_walks;  /* no CFI for the process (no address map, no module): rbp chain */
+	uint64_t builds;    /* per-process Dwfl built (first record, or the address map changed) */
+	uint64_t published; /* cache entries written to BPF's stack cache */
+	uint64_t kernel_hits;		    /* records BPF answered with a cache id (no copy) */
+	uint64_t kernel_bad;		    /* records naming an id unknown or of another process */
 	uint64_t hit_ns, miss_ns, build_ns; /* time spent in each */
+};
+
+/*
+ * Where the unwinder publishes the entries of its cache that BPF can check
+ * (gpuleak_abi.h, struct gl_scache_val), so that BPF sends an id in place of
+ * the stack copy.
+ */
+struct scache_publisher {
+	/* writes k -> v; returns 0 or -errno */
+	int (*put)(void *ctx, const struct gl_scache_key *k, const struct gl_scache_val *v);
+	/* withdraws every entry of process pid */
+	void (*drop)(void *ctx, int pid);
+	void *ctx;
 };
 
 /* NULL with errno on failure. m must outlive the unwinder. */
 struct unwinder *unwinder__new(struct modules *m, enum gl_stack_mode mode);
 /* Frees the unwinder and everything it caches; logs its statistics at debug level. */
 void unwinder__free(struct unwinder *u);
+/* Entries are published through pub (copied) from now on. */
+void unwinder__set_publisher(struct unwinder *u, const struct scache_publisher *pub);
 /* Copies the statistics so far to *out. */
 void unwinder__stats(const struct unwinder *u, struct unwind_stats *out);
 
