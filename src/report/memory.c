@@ -185,9 +185,13 @@ static void print_idle(FILE *f, const struct snap_proc *p)
 
 		if (!d->nvml_valid)
 			continue;
-		fprintf(f,
-			"  device %d: the process %s, other processes %s, free %s of %s (NVML)\n",
-			d->dev, B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
+		/* no allocation seen: its CUDA ordinal is not known, NVML's GPU is */
+		if (d->dev >= 0)
+			fprintf(f, "  device %d: ", d->dev);
+		else
+			fprintf(f, "  NVML GPU %d: ", d->nvml_index);
+		fprintf(f, "the process %s, other processes %s, free %s of %s (NVML)\n",
+			B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
 			fmt_bytes(d->nvml_total, (char[32]){ 0 }, 32));
 		if (d->nvml_total && d->nvml_others >= d->nvml_total / 4)
 			fprintf(f,
