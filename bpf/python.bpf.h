@@ -8,7 +8,10 @@
  * GIL holder, because PyTorch releases the GIL around its operators. It then
  * follows the frame chain and records (code object, instruction index) per
  * frame, innermost first. C-stack shim frames (3.12+) are skipped and mark
- * the frame before them as an entry frame. Everything read belongs to the
+ * the frame before them as an entry frame. A thread with no thread state (a
+ * runtime's worker, which never ran Python) gets the frames of the only other
+ * thread inside Python code at that moment, flagged GL_PY_INFERRED: the caller
+ * that most likely waits for it; with several such threads, none. Everything read belongs to the
  * target and may be garbage: every read is checked and every loop bounded.
  */
 #ifndef GPULEAK_PYTHON_BPF_H
@@ -48,6 +51,9 @@ struct py_walk {
 	__u64 interp;  /* interpreter whose threads are being looked at */
 	__u64 tstate;  /* next thread state to look at, 0 = go to the next interpreter */
 	__u64 frame;   /* next frame to look at */
+	__u64 other;   /* the current frame of another thread inside Python code */
+	__u32 busy;    /* other threads inside Python code: 0, 1, 2 for several */
+	__u32 fflags;  /* flags of every frame recorded (GL_PY_INFERRED) */
 	__u32 ns_tid;  /* this thread's id in its own PID namespace */
 	__u32 n;       /* frames recorded */
 	__u32 interps; /* interpreters looked at */
@@ -98,7 +104,7 @@ static long find_thread_step(__u32 i, void *data)
 {
 	struct py_walk *w = data;
 	const struct gl_py_proc *cfg = w->cfg;
-	__u64 thread_id, native;
+	__u64 thread_id, native, frame;
 
 	if (!w->tstate) {
 		if (!w->interp || w->interps >= GL_PY_MAX_INTERPS)
@@ -120,6 +126,15 @@ static long find_thread_step(__u32 i, void *data)
 		return 1;
 	}
 	w->tstate = win_u64(w->win, cfg->ts_next);
+	/* another thread: inside Python code if it has a current frame */
+	frame = win_u64(w->win, cfg->ts_frame);
+	if (frame && (cfg->flags & GL_PY_F_CFRAME))
+		frame = read_ptr(frame + cfg->cf_frame);
+	if (frame) {
+		/* 1 or 2 (several), never a count: the verifier's loop states stay few */
+		w->busy = w->other ? 2 : 1;
+		w->other = frame;
+	}
 	return 0;
 }
 
@@ -157,7 +172,7 @@ static long walk_frame_step(__u32 i, void *data)
 	code = win_u64(w->win, cfg->fr_code) & ~7ULL;
 	f = &w->out[n & (GL_MAX_PY_FRAMES - 1)];
 	f->code = code;
-	f->flags = 0;
+	f->flags = w->fflags;
 	if (cfg->flags & GL_PY_F_LASTI_INT) {
 		f->lasti = win_u32(w->win, cfg->fr_instr);
 	} else {
@@ -231,6 +246,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		if (!w.found) {
 			w.tstate = 0;
 			w.status = GL_PY_OK;
+			w.busy = 0; /* the full search below counts every other thread */
+			w.other = 0;
 		}
 	}
 	if (!w.found)
@@ -239,10 +256,18 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		inf->py_tstate = w.found ? w.tstate : 0;
 	if (!w.found) {
 		*status = w.status ?: (w.tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
-		return 0;
-	}
-	if ((cfg->flags & GL_PY_F_CFRAME) && w.frame)
+		if (*status != GL_PY_NO_THREAD || !w.busy)
+			return 0;
+		if (w.busy > 1) {
+			*status = GL_PY_AMBIGUOUS;
+			return 0;
+		}
+		/* the one thread inside Python code: its frames, flagged as inferred */
+		w.frame = w.other;
+		w.fflags = GL_PY_INFERRED;
+	} else if ((cfg->flags & GL_PY_F_CFRAME) && w.frame) {
 		w.frame = read_ptr(w.frame + cfg->cf_frame);
+	}
 	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
 	if (!w.status && w.frame)
 		w.status = GL_PY_LOOP;

@@ -371,20 +371,29 @@ enum gl_stat {
 
 /* gl_py_frame.flags */
 #define GL_PY_ENTRY 0x1 /* outermost frame run by one native call of the eval loop */
+/*
+ * The calling thread has no Python thread state (it never ran Python: a runtime's
+ * worker thread): the frames are those of the only other Python thread that was
+ * inside Python code at that moment, most likely waiting for this work. Inferred.
+ */
+#define GL_PY_INFERRED 0x2
 
 #define GL_PY_LASTI_NONE 0xffffffffu
 
 /* gl_stack.py_status: why the walk stopped. */
 enum gl_py_status {
 	GL_PY_OK = 0,		/* at the thread's first frame, or the process is not Python */
-	GL_PY_NO_THREAD = 1,	/* no thread state for this thread (it never ran Python) */
+	GL_PY_NO_THREAD = 1,	/* no thread state for this thread (it never ran Python), and
+				   no other thread inside Python code */
 	GL_PY_NO_RUNTIME = 2,	/* no interpreter yet, or _PyRuntime unreadable */
 	GL_PY_FAULT = 3,	/* a read failed: a frame torn down meanwhile, or wrong offsets */
 	GL_PY_TRUNCATED = 4,	/* GL_MAX_PY_FRAMES frames recorded and more remain */
 	GL_PY_LOOP = 5,		/* the frame chain did not end within GL_PY_MAX_STEPS */
 	GL_PY_MANY_THREADS = 6, /* no match within GL_PY_MAX_THREADS thread states */
 	GL_PY_STALE = 7,	/* configured for an earlier process with this PID */
-	GL_PY_NR_STATUS = 8,
+	GL_PY_AMBIGUOUS = 8,	/* no thread state for this thread, and more than one other
+				   thread inside Python code: no caller inferred */
+	GL_PY_NR_STATUS = 9,
 };
 
 /* gl_py_proc.flags */

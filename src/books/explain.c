@@ -46,7 +46,6 @@ const char *explain__library_group(const char *path, bool program)
 	} known[] = {
 		{ "libnccl", "nccl" },	       { "libcublasLt", "cublas" },
 		{ "libcublas", "cublas" },     { "libcudnn", "cudnn" },
-		{ "libxla", "xla" },	       { "xla_extension", "xla" },
 		{ "libcufft", "cufft" },       { "libcusparse", "cusparse" },
 		{ "libcusolver", "cusolver" },
 	};
@@ -57,7 +56,7 @@ const char *explain__library_group(const char *path, bool program)
 			return known[i].group;
 	if (strstr(path, "/cupy/") || strstr(path, "/cupy_backends/") || strstr(base, "cupy"))
 		return "cupy";
-	if (strstr(path, "/jaxlib/") || strstr(path, "/xla/"))
+	if (libcuda__is_xla_path(path))
 		return "xla";
 	return program ? "program" : base;
 }
@@ -239,7 +238,34 @@ static int account_alloc(struct dev_acc *acc, const struct htab *infos, const st
 	}
 	a->d.outside_torch += v->size;
 	add_lib(a, si->lib, v->size);
+	if (v->size > a->d.largest_alloc) {
+		a->d.largest_alloc = v->size;
+		a->d.largest_stack = v->stack;
+		a->d.largest_lib = si->lib;
+	}
 	return 0;
+}
+
+bool explain__is_pool(const char *lib, uint64_t bytes, uint64_t dev_total, const char **framework,
+		      const char **visible_with)
+{
+	bool xla = lib && !strcmp(lib, "xla");
+
+	*framework = NULL;
+	*visible_with = NULL;
+	if (dev_total ? bytes * 100 < dev_total * EXPLAIN_POOL_SHARE_PCT :
+			bytes < (xla ? EXPLAIN_POOL_XLA_MIN : EXPLAIN_POOL_MIN))
+		return false;
+	if (xla) {
+		*framework = "XLA";
+		*visible_with = "XLA_PYTHON_CLIENT_PREALLOCATE=false "
+				"XLA_PYTHON_CLIENT_ALLOCATOR=platform (each buffer its own "
+				"driver allocation, at the Python line that made it)";
+	} else {
+		*visible_with = "make the framework allocate on demand, not preallocate (its "
+				"own setting), so that each buffer is a driver allocation";
+	}
+	return true;
 }
 
 int explain__proc(const struct explain_src *src, struct proc *proc, uint64_t now,
@@ -362,6 +388,15 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 		    "a request outside PyTorch failed while PyTorch's cache held %s it had not "
 		    "handed out",
 		    B(cached, 0));
+		return;
+	}
+	if (f->top_lib && !strcmp(f->top_lib, "xla") &&
+	    matters(f->top_lib_bytes, f->request, f->held)) {
+		set(out, OOM_CAUSE_OUTSIDE_TORCH,
+		    "leave room beside XLA: XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX preallocates 75% "
+		    "of the device) or a smaller XLA_PYTHON_CLIENT_MEM_FRACTION",
+		    "%s held %s outside PyTorch's allocator (of %s outside it, %s in all)",
+		    f->top_lib, B(f->top_lib_bytes, 0), B(f->outside_torch, 1), B(f->held, 2));
 		return;
 	}
 	if (f->top_lib && matters(f->top_lib_bytes, f->request, f->held)) {

@@ -48,6 +48,10 @@ struct explain_dev {
 	uint32_t nlibs;
 	struct explain_lib libs[EXPLAIN_MAX_LIBS + 1]; /* of outside_torch, largest first */
 	uint64_t leak_bytes;			       /* held by stacks judged to leak */
+	/* the largest single allocation outside PyTorch's allocator: a pool's candidate */
+	uint64_t largest_alloc;
+	uint32_t largest_stack;
+	const char *largest_lib; /* its library group, as in libs */
 };
 
 struct explain {
@@ -78,6 +82,20 @@ const char *explain__library(const struct explain_src *src, uint32_t stack, bool
  * "xla"), "program" for the executable (program set), else the file name (borrowed).
  */
 const char *explain__library_group(const char *path, bool program);
+
+/*
+ * Whether one allocation of bytes made by library group lib is a framework's
+ * preallocated pool, whose sub-allocations make no driver call: at least
+ * EXPLAIN_POOL_SHARE_PCT of its device's dev_total (0: not known; then at least
+ * EXPLAIN_POOL_XLA_MIN for XLA, EXPLAIN_POOL_MIN otherwise). When it is, sets
+ * *framework ("XLA", or NULL when the library is not one known to preallocate)
+ * and *visible_with (how to make the buffers inside visible; static).
+ */
+#define EXPLAIN_POOL_SHARE_PCT 25
+#define EXPLAIN_POOL_XLA_MIN (1ULL << 30)
+#define EXPLAIN_POOL_MIN (4ULL << 30)
+bool explain__is_pool(const char *lib, uint64_t bytes, uint64_t dev_total, const char **framework,
+		      const char **visible_with);
 
 /* Whether a module's path is PyTorch's CUDA caching allocator (libc10_cuda.so). */
 bool explain__is_torch_allocator(const char *path);

@@ -112,6 +112,7 @@ static void fill_frame(struct books *b, struct symbolizer *sym, struct python *p
 		out->module = "libcuda";
 		break;
 	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
+	case FRAME_NOTE: out->function = frame_note__name(f->mod); break;
 	case FRAME_PYTHON:
 		out->kind = "python";
 		out->line = (int)f->addr;
@@ -126,13 +127,18 @@ static int fill_frames(struct books *b, struct symbolizer *sym, struct python *p
 		       struct snap_stack *st)
 {
 	const struct frame *frames = stacks__get(books__stacks(b), id, &st->nframes);
+	bool inferred = false;
 
 	st->id = id;
 	st->frames = calloc(st->nframes ? st->nframes : 1, sizeof(*st->frames));
 	if (!st->frames)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < st->nframes; i++)
+	for (uint32_t i = 0; i < st->nframes; i++) {
 		fill_frame(b, sym, py, &frames[i], &st->frames[i]);
+		if (frames[i].kind == FRAME_NOTE && frames[i].mod == NOTE_PY_INFERRED)
+			inferred = true;
+		st->frames[i].inferred = inferred && frames[i].kind == FRAME_PYTHON;
+	}
 	return 0;
 }
 
@@ -485,6 +491,47 @@ static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_proc
 	}
 }
 
+/* A device's memory as NVML says (its index taken as the CUDA ordinal); -1: the largest. */
+static uint64_t nvml_dev_total(const struct nvml_sample *n, int dev)
+{
+	uint64_t total = 0;
+
+	if (!n)
+		return 0;
+	if (dev >= 0)
+		return (uint32_t)dev < n->ndevices && dev < NVML_MAX_DEVICES ? n->devs[dev].total :
+									       0;
+	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++)
+		if (n->devs[i].total > total)
+			total = n->devs[i].total;
+	return total;
+}
+
+/* Whether a device's largest allocation outside PyTorch is a framework's pool: kept if so. */
+static void add_pool(const struct explain_dev *d, const struct nvml_sample *n,
+		     struct snap_memory *m)
+{
+	uint64_t total = nvml_dev_total(n, d->dev);
+	struct snap_pool *p;
+	const char *fw, *with;
+	uint32_t i;
+
+	if (!d->largest_alloc || m->npools == SNAP_MAX_POOLS ||
+	    !explain__is_pool(d->largest_lib, d->largest_alloc, total, &fw, &with))
+		return;
+	for (i = m->npools; i > 0 && m->pools[i - 1].bytes < d->largest_alloc; i--)
+		m->pools[i] = m->pools[i - 1];
+	p = &m->pools[i];
+	*p = (struct snap_pool){ .dev = d->dev,
+				 .bytes = d->largest_alloc,
+				 .dev_total = total,
+				 .stack = d->largest_stack,
+				 .library = d->largest_lib,
+				 .framework = fw,
+				 .visible_with = with };
+	m->npools++;
+}
+
 /* Where the process's device memory is: the books' breakdown beside NVML's figure. */
 static int fill_memory(struct books *b, struct proc *proc, const struct snapshot_opts *o,
 		       struct snap_proc *sp)
@@ -510,6 +557,7 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 		struct snap_mem_dev *d = &m->devs[m->ndevs++];
 
 		mem_dev_of(&e->devs[i], d);
+		add_pool(&e->devs[i], o->nvml, m);
 		m->device_bytes += d->device_bytes;
 		m->torch_reserved += d->torch_reserved;
 		m->torch_allocated += d->torch_allocated;

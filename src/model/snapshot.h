@@ -21,6 +21,7 @@ struct snap_frame {
 	uint64_t sym_off;     /* offset inside function */
 	uint64_t address;     /* absolute address when no module is known */
 	int line;
+	bool inferred; /* python: another thread's frame, the caller inferred (stacks.h) */
 };
 
 #define SNAP_MAX_DEVS 16 /* CUDA ordinals kept per process (PROC_MAX_DEVICES) */
@@ -112,6 +113,23 @@ struct snap_mem_dev {
 };
 
 /*
+ * One allocation outside PyTorch's allocator holding a large share of a device
+ * (explain__is_pool): a framework's preallocated pool. What the framework
+ * carves out of it makes no driver call: growth inside it is invisible.
+ */
+struct snap_pool {
+	int dev;		  /* -1: not known */
+	uint64_t bytes;		  /* the one allocation */
+	uint64_t dev_total;	  /* the device's memory (NVML); 0: not known */
+	uint32_t stack;		  /* its stack's id */
+	const char *library;	  /* the library group that asked ("xla", "cupy", ...) */
+	const char *framework;	  /* "XLA", or NULL: a pool of a framework not known */
+	const char *visible_with; /* the setting that makes its buffers visible (static) */
+};
+
+#define SNAP_MAX_POOLS 4
+
+/*
  * Where a process's device memory is. NVML's figure = torch_reserved +
  * outside_torch + unseen - unexplained (process totals).
  */
@@ -133,6 +151,8 @@ struct snap_memory {
 	uint64_t unseen;      /* NVML's figure minus what gpuleak saw: context, before attach */
 	uint64_t unexplained; /* gpuleak saw more than NVML's figure (NVML sampled apart) */
 	uint64_t pinned_host, managed;
+	uint32_t npools;
+	struct snap_pool pools[SNAP_MAX_POOLS]; /* largest first */
 };
 
 /* The GPU behind one CUDA ordinal of a process, as NVML names it. */

@@ -50,6 +50,7 @@ enum glr_frame_kind {
 	GLR_FRAME_UNKNOWN = 1, /* addr = absolute address */
 	GLR_FRAME_PYTHON = 2,  /* mod = Python code id, addr = line */
 	GLR_FRAME_API = 3,     /* mod = API id */
+	GLR_FRAME_NOTE = 5,    /* mod = a note on the Python caller (enum frame_note) */
 };
 
 struct recorder;

@@ -272,7 +272,7 @@ static bool dec_stack(struct rec_reader *r, struct dec *d, struct rr_item *it)
 		dec_u(d, 3);
 		f->mod = dec_u(d, 4);
 		f->addr = dec_u(d, 8);
-		if (f->kind > GLR_FRAME_API)
+		if (f->kind > GLR_FRAME_API && f->kind != GLR_FRAME_NOTE)
 			return false;
 	}
 	it->u.stack.frames = r->frames;

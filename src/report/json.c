@@ -28,6 +28,8 @@ static void write_frame(struct jsonw *w, const struct snap_frame *f)
 		jsonw__field_string(w, "file", f->file);
 	if (f->line)
 		jsonw__field_s64(w, "line", f->line);
+	if (f->inferred)
+		jsonw__field_bool(w, "inferred", true);
 	jsonw__end_object(w);
 }
 
@@ -158,6 +160,32 @@ static void write_torch_part(struct jsonw *w, bool blocks, uint64_t reserved, ui
 		jsonw__null(w);
 }
 
+/* Preallocated pools: one allocation whose sub-allocations gpuleak cannot see. */
+static void write_pools(struct jsonw *w, const struct snap_memory *m)
+{
+	jsonw__name(w, "pools");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < m->npools; i++) {
+		const struct snap_pool *p = &m->pools[i];
+
+		jsonw__start_object(w);
+		jsonw__field_s64(w, "device", p->dev);
+		jsonw__field_u64(w, "bytes", p->bytes);
+		field_u64_or_null(w, "device_total_bytes", p->dev_total != 0, p->dev_total);
+		jsonw__field_u64(w, "stack_id", p->stack);
+		jsonw__field_string(w, "library", p->library ? p->library : "other");
+		jsonw__name(w, "framework");
+		if (p->framework)
+			jsonw__string(w, p->framework);
+		else
+			jsonw__null(w);
+		jsonw__field_bool(w, "growth_inside_visible", false);
+		jsonw__field_string(w, "visible_with", p->visible_with);
+		jsonw__end_object(w);
+	}
+	jsonw__end_array(w);
+}
+
 static void write_memory(struct jsonw *w, const struct snap_memory *m)
 {
 	jsonw__name(w, "memory");
@@ -180,6 +208,7 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 	field_u64_or_null(w, "unexplained_bytes", m->nvml_valid, m->unexplained);
 	jsonw__field_u64(w, "pinned_host_bytes", m->pinned_host);
 	jsonw__field_u64(w, "managed_bytes", m->managed);
+	write_pools(w, m);
 	jsonw__name(w, "devices");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < m->ndevs; i++) {

@@ -64,6 +64,35 @@ static void print_torch(FILE *f, const struct snap_memory *m, const char *indent
 			indent);
 }
 
+/* A framework's preallocated pool: what gpuleak cannot see inside it, and how to see it. */
+static void print_pool(FILE *f, const struct snap_proc *p, const struct snap_pool *pl,
+		       const char *indent)
+{
+	char buf[2][32], site[160] = "";
+
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		if (p->stacks[i].id == pl->stack && p->stacks[i].nframes)
+			report__site(&p->stacks[i], site, sizeof(site));
+	if (pl->framework)
+		fprintf(f, "%s  pool: %s's preallocated pool, %s in one allocation", indent,
+			pl->framework, B(pl->bytes, 0));
+	else
+		fprintf(f, "%s  pool: one allocation of %s by %s, a large share of the device",
+			indent, B(pl->bytes, 0), pl->library ? pl->library : "a library");
+	if (pl->dev_total && pl->dev >= 0)
+		fprintf(f, " (%.0f%% of device %d's %s)", 100.0 * pl->bytes / pl->dev_total,
+			pl->dev, B(pl->dev_total, 1));
+	else if (pl->dev_total)
+		fprintf(f, " (%.0f%% of a %s device)", 100.0 * pl->bytes / pl->dev_total,
+			B(pl->dev_total, 1));
+	if (site[0])
+		fprintf(f, " at %s", site);
+	fprintf(f,
+		": growth inside it is invisible to gpuleak (what %s carves out of it makes no "
+		"driver call), so no leak can be named in it; to see each buffer: %s\n",
+		pl->framework ? pl->framework : "the framework", pl->visible_with);
+}
+
 void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 {
 	const struct snap_memory *m = &p->memory;
@@ -118,6 +147,8 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 	if (m->pinned_host || m->managed)
 		fprintf(f, "%s  apart: pinned host %s, managed %s\n", indent, B(m->pinned_host, 0),
 			B(m->managed, 1));
+	for (uint32_t i = 0; i < m->npools; i++)
+		print_pool(f, p, &m->pools[i], indent);
 }
 
 void report__oom_text(FILE *f, const struct snap_failure *fl, const char *indent)

@@ -446,6 +446,22 @@ static void memory_families(struct ctx *c)
 			}
 		}
 	}
+	fam = "gpuleak_process_preallocated_pool_bytes";
+	family(c, fam, "gauge",
+	       "One allocation outside PyTorch's allocator holding a large share of its "
+	       "device: a framework's preallocated pool (XLA's by default), growth inside "
+	       "which makes no driver call and is not seen.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_memory *m = &c->s->procs[i].memory;
+
+		if (!m->valid || c->s->procs[i].exited)
+			continue;
+		for (uint32_t k = 0; k < m->npools; k++) {
+			device_sample(c, fam, i, m->pools[k].dev, "library",
+				      m->pools[k].library ? m->pools[k].library : "other");
+			u64(c->f, m->pools[k].bytes);
+		}
+	}
 	torch_reserve_family(c, "gpuleak_process_torch_largest_free_extent_bytes",
 			     "The largest free extent of PyTorch's reserve (segments minus "
 			     "blocks): the largest request it can serve without a new segment.",

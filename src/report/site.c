@@ -75,8 +75,9 @@ void report__site(const struct snap_stack *st, char *buf, size_t len)
 	if (!f)
 		snprintf(buf, len, "[no stack]");
 	else if (f->kind[0] == 'p')
-		snprintf(buf, len, "%s:%d %s", basename_of(f->file) ? basename_of(f->file) : "?",
-			 f->line, f->function ? f->function : "?");
+		snprintf(buf, len, "%s:%d %s%s", basename_of(f->file) ? basename_of(f->file) : "?",
+			 f->line, f->function ? f->function : "?",
+			 f->inferred ? " (inferred)" : "");
 	else if (f->function)
 		snprintf(buf, len, "%s (%s)", f->function,
 			 basename_of(f->module) ? basename_of(f->module) : "?");

@@ -20,8 +20,12 @@ static void print_frame(FILE *f, uint32_t i, const struct snap_frame *fr)
 {
 	fprintf(f, "      #%-2u ", i);
 	if (fr->kind[0] == 'p') {
-		fprintf(f, "%s (%s:%d) [python]\n", fr->function ? fr->function : "?",
-			fr->file ? fr->file : "?", fr->line);
+		fprintf(f, "%s (%s:%d) [python%s]\n", fr->function ? fr->function : "?",
+			fr->file ? fr->file : "?", fr->line, fr->inferred ? ", inferred" : "");
+		return;
+	}
+	if (fr->function && fr->function[0] == '[' && !fr->module) { /* a note of gpuleak's */
+		fprintf(f, "%s\n", fr->function);
 		return;
 	}
 	if (fr->function)

@@ -194,3 +194,19 @@ int stacks__compact(struct stacks *s, const uint8_t *keep, uint32_t *remap)
 	stacks__free(n);
 	return 0;
 }
+
+const char *frame_note__name(uint32_t note)
+{
+	switch (note) {
+	case NOTE_PY_INFERRED:
+		return "[inferred caller: this thread runs no Python; below, the only Python thread "
+		       "inside Python code at that moment]";
+	case NOTE_PY_NONE:
+		return "[no Python caller: this thread runs no Python and no Python thread was "
+		       "inside Python code]";
+	case NOTE_PY_AMBIGUOUS:
+		return "[no Python caller: this thread runs no Python and several Python threads "
+		       "were inside Python code; none inferred]";
+	default: return NULL;
+	}
+}

@@ -18,7 +18,21 @@ enum frame_kind {
 	FRAME_PYTHON = 2,   /* mod = Python code id (python.h), addr = line number */
 	FRAME_API = 3,	    /* the traced libcuda function itself: mod = API id */
 	FRAME_OVERFLOW = 4, /* the stack table was full: stands for every stack past the cap */
+	FRAME_NOTE = 5,	    /* what is known of the Python caller: mod = enum frame_note */
 };
+
+/* Notes in Python processes' stacks of threads that run no Python. */
+enum frame_note {
+	/* the Python frames after it are another thread's: the only one inside Python then */
+	NOTE_PY_INFERRED = 1,
+	/* no Python frames: this thread runs no Python and no other thread was inside Python */
+	NOTE_PY_NONE = 2,
+	/* no Python frames: this thread runs no Python and several others were inside Python */
+	NOTE_PY_AMBIGUOUS = 3,
+};
+
+/* The note as a frame name ("[...]", static), or NULL for an unknown note. */
+const char *frame_note__name(uint32_t note);
 
 struct frame {
 	uint64_t addr;

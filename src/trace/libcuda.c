@@ -35,6 +35,16 @@ bool libcuda__is_driver_name(const char *path)
 	return !strncmp(base, "libcuda.so", 10) && (base[10] == '\0' || base[10] == '.');
 }
 
+bool libcuda__is_xla_path(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strncmp(base, "libxla", 6) || !strncmp(base, "xla_", 4) ||
+	       !strncmp(base, "libjax", 6) || strstr(path, "/jaxlib/") || strstr(path, "/xla/") ||
+	       strstr(path, "/jax_plugins/") || strstr(path, "/jax_cuda");
+}
+
 /* File offset of virtual address vaddr, from the PT_LOAD segment holding it. */
 static int vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *off)
 {

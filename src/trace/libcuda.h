@@ -27,6 +27,13 @@ struct cuda_lib {
 bool libcuda__is_driver_name(const char *path);
 
 /*
+ * Whether a mapped file is XLA's runtime: jaxlib's xla_extension, libxla*, or the
+ * CUDA plugins of newer JAX (jax_plugins/xla_cuda13/xla_cuda_plugin.so,
+ * jax_cuda13_plugin/...).
+ */
+bool libcuda__is_xla_path(const char *path);
+
+/*
  * Finds the libcuda mapped by pid. Returns 0 and fills lib (symbols resolved),
  * -ENOENT if pid maps none (yet), -ESRCH if pid is gone, -ENOEXEC with
  * lib->why if it maps one that cannot be read, or another -errno.

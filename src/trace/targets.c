@@ -56,6 +56,7 @@ struct target {
 	enum target_state state;
 	uint64_t gone_ns; /* when /proc said it was gone */
 	bool torch_done;  /* its libc10_cuda.so was found (attached or not) */
+	bool tried;	  /* its libcuda was looked for once */
 };
 
 struct targets {
@@ -191,14 +192,46 @@ static int attach_torch(struct targets *s, int pid)
 	return 1;
 }
 
+static int find_xla(const struct map_entry *e, void *ctx)
+{
+	const char **found = ctx;
+
+	if (!e->path[0] || !libcuda__is_xla_path(e->path))
+		return 0;
+	*found = strdup(e->path);
+	return 1;
+}
+
+/*
+ * A target that ran CUDA before gpuleak attached and has XLA loaded: JAX's
+ * default pool, preallocated at its start, was not seen. Said once, on stderr.
+ */
+static void warn_xla_before_attach(int pid)
+{
+	char *path = NULL;
+
+	if (procfs__for_each_map(pid, find_xla, &path) != 1 || !path)
+		goto cleanup;
+	log_warn("PID %d has XLA loaded (%s) and used CUDA before gpuleak attached: a pool XLA "
+		 "preallocated then (JAX's default: 75%% of each device in one block) is not "
+		 "seen, and growth inside such a pool never is; to see each buffer at its Python "
+		 "line, run the job with XLA_PYTHON_CLIENT_PREALLOCATE=false "
+		 "XLA_PYTHON_CLIENT_ALLOCATOR=platform",
+		 pid, path);
+cleanup:
+	free(path);
+}
+
 /* Looks for the target's libcuda; attaches when found. Returns 0, 1 (not yet) or -errno. */
 static int try_attach_target(struct targets *s, struct target *t)
 {
 	struct cuda_lib *lib = malloc(sizeof(*lib));
+	bool first = !t->tried; /* found now: it used CUDA before gpuleak started */
 	int err;
 
 	if (!lib)
 		return -ENOMEM;
+	t->tried = true;
 	err = libcuda__find_in_process(t->pid, lib);
 	if (err == -ENOENT) {
 		err = 1;
@@ -215,6 +248,8 @@ static int try_attach_target(struct targets *s, struct target *t)
 			err = attach_lib(s, lib, t->pid);
 		if (!err)
 			t->state = T_ATTACHED;
+		if (!err && first)
+			warn_xla_before_attach(t->pid);
 	} else if ((err == -EACCES || err == -EPERM) && has_cap_sys_ptrace()) {
 		log_error("cannot read /proc/%d/maps: Permission denied although gpuleak holds "
 			  "CAP_SYS_PTRACE: the machine hides this process (a security module such "

@@ -102,6 +102,20 @@ $(FAKECUDA_WL_OUT)/wl_ranks: $(FAKECUDA_NCCL_LIB)
 $(FAKECUDA_WL_OUT)/wl_ranks: FAKECUDA_WL_LIBS += $(FAKECUDA_NCCL_LIB) -Wl,-rpath,'$$ORIGIN'
 fakecuda: $(FAKECUDA_NCCL_LIB)
 
+# XLA's runtime as far as its allocation patterns go, named as jaxlib's is.
+FAKECUDA_XLA_LIB := $(FAKECUDA_WL_OUT)/jaxlib/xla_extension.so
+$(FAKECUDA_XLA_LIB): $(FAKECUDA_WL_SRC)/libxla_standin.c $(FAKECUDA_OUT)/libcuda.so
+	$(call fakecuda_msg,LD,$@)
+	$(FAKECUDA_Q)mkdir -p $(@D)
+	$(FAKECUDA_Q)$(CC) $(CFLAGS) $(FAKECUDA_WARN) -I$(FAKECUDA_SRC) -fPIC -shared -pthread \
+		-fvisibility=hidden -fno-omit-frame-pointer -fno-optimize-sibling-calls \
+		-Wl,-soname,xla_extension.so -o $@ $< \
+		-L$(FAKECUDA_OUT) -lcuda -Wl,-rpath,'$$ORIGIN/../../fakecuda'
+$(FAKECUDA_WL_OUT)/wl_frameworks: $(FAKECUDA_XLA_LIB)
+$(FAKECUDA_WL_OUT)/wl_frameworks: FAKECUDA_WL_LIBS += $(FAKECUDA_XLA_LIB) \
+	-Wl,-rpath,'$$ORIGIN/jaxlib'
+fakecuda: $(FAKECUDA_XLA_LIB)
+
 $(FAKECUDA_WL_OUT)/%: $(FAKECUDA_WL_SRC)/%.c $(FAKECUDA_WL_OUT)/wl.o $(FAKECUDA_OUT)/libcuda.so
 	$(call fakecuda_msg,CC,$@)
 	$(FAKECUDA_Q)$(CC) $(FAKECUDA_WL_CFLAGS) -o $@ $< $(FAKECUDA_WL_OUT)/wl.o \

@@ -3,8 +3,9 @@
 # tests/integration/python.mk - Python frames under every interpreter at hand.
 #
 #   make test-python-versions   runs the unit test test_python_proc and the integration
-#                               tests test_python.py and the census's walk (test_census's
-#                               stand-in) once per CPython 3.10+ found in
+#                               tests test_python.py, the inferred callers of threads
+#                               without Python (test_frameworks) and the census's walk
+#                               (test_census's stand-in) once per CPython 3.10+ found in
 #                               $(PYENV_ROOT)/versions (default ~/.pyenv) and once with
 #                               /usr/bin/python3; fails if any run fails or no interpreter
 #                               was found.
@@ -26,6 +27,8 @@ test-python-versions: deps
 			|| fails=$$((fails + 1)); \
 		GPULEAK_TEST_PYTHON=$$py GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(abspath $(OUTPUT)) \
 			$(PYTHON) tests/integration/run.py -k test_python || fails=$$((fails + 1)); \
+		GPULEAK_TEST_PYTHON=$$py GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(abspath $(OUTPUT)) \
+			$(PYTHON) tests/integration/run.py -k test_worker_thread || fails=$$((fails + 1)); \
 		GPULEAK_TEST_PYTHON=$$py GPULEAK=$(CURDIR)/gpuleak OUTPUT=$(abspath $(OUTPUT)) \
 			$(PYTHON) tests/integration/run.py -k census_walk_stand_in || fails=$$((fails + 1)); \
 	done; \

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include "books/explain.h"
 #include "model/pattern.h"
+#include "report/report.h"
 #include "unit.h"
 
 #define KIB (1ULL << 10)
@@ -141,6 +142,8 @@ static void test_library_groups(void **state)
 		  false },
 		{ "/venv/site-packages/jaxlib/xla_extension.so", "xla", false },
 		{ "/opt/xla/libxla_gpu.so", "xla", false },
+		{ "/venv/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so", "xla", false },
+		{ "/venv/site-packages/jax_cuda13_plugin/_triton.so", "xla", false },
 		{ "/srv/train", "program", true },
 		{ "/usr/lib/libfoo.so.1", "libfoo.so.1", false },
 	};
@@ -152,6 +155,68 @@ static void test_library_groups(void **state)
 	assert_true(explain__is_torch_allocator("/venv/torch/lib/libc10_cuda.so"));
 	assert_false(explain__is_torch_allocator("/venv/torch/lib/libc10.so"));
 	assert_false(explain__is_torch_allocator(NULL));
+}
+
+/* A framework's preallocated pool: one allocation of a large share of its device. */
+static void test_pools(void **state)
+{
+	const char *fw, *with;
+
+	(void)state;
+	/* JAX's default: 75 % of the device in one block, XLA named, its two settings given */
+	assert_true(explain__is_pool("xla", 60 * GIB, 80 * GIB, &fw, &with));
+	assert_string_equal(fw, "XLA");
+	assert_non_null(strstr(with, "XLA_PYTHON_CLIENT_PREALLOCATE=false"));
+	assert_non_null(strstr(with, "XLA_PYTHON_CLIENT_ALLOCATOR=platform"));
+	/* XLA_PYTHON_CLIENT_MEM_FRACTION=.25 still is one */
+	assert_true(explain__is_pool("xla", 20 * GIB, 80 * GIB, &fw, &with));
+	assert_false(explain__is_pool("xla", 19 * GIB, 80 * GIB, &fw, &with));
+	assert_null(fw);
+	/* another library: said generically */
+	assert_true(explain__is_pool("libfoo.so", 40 * GIB, 80 * GIB, &fw, &with));
+	assert_null(fw);
+	assert_non_null(strstr(with, "allocate on demand"));
+	/* no device total: a smaller floor for XLA than for an unknown library */
+	assert_true(explain__is_pool("xla", 2 * GIB, 0, &fw, &with));
+	assert_false(explain__is_pool("libfoo.so", 2 * GIB, 0, &fw, &with));
+	assert_true(explain__is_pool("libfoo.so", 5 * GIB, 0, &fw, &with));
+	assert_false(explain__is_pool(NULL, 512 * MIB, 80 * GIB, &fw, &with));
+}
+
+static struct snap_frame fr_pool[] = {
+	{ .kind = "native", .function = "cuMemAlloc_v2", .module = "/usr/lib/libcuda.so.1" },
+	{ .kind = "native", .function = "BFCAllocator::Init", .module = "/j/xla_extension.so" },
+	{ .kind = "python", .function = "<module>", .file = "/srv/jax_job.py", .line = 7 },
+};
+
+/* The text names the pool, its share, its line and both settings. */
+static void test_pool_text(void **state)
+{
+	struct snap_stack st = { .id = 3, .cls = GL_CLASS_DEVICE, .outstanding_bytes = 60 * GIB,
+				 .outstanding_allocs = 1, .verdict = "steady", .nframes = 3,
+				 .frames = fr_pool };
+	struct snap_proc p = { .pid = 7, .nstacks = 1, .stacks = &st };
+	struct unit_mem m;
+	FILE *f = unit_mem_open(&m);
+	const char *with;
+	const char *fw;
+
+	(void)state;
+	assert_true(explain__is_pool("xla", 60 * GIB, 80 * GIB, &fw, &with));
+	p.memory = (struct snap_memory){ .valid = true, .device_bytes = 60 * GIB,
+					 .outside_torch = 60 * GIB, .npools = 1 };
+	p.memory.pools[0] = (struct snap_pool){ .dev = 0, .bytes = 60 * GIB,
+						.dev_total = 80 * GIB, .stack = 3,
+						.library = "xla", .framework = fw,
+						.visible_with = with };
+	report__memory_text(f, &p, "  ");
+	unit_mem_close(&m);
+	assert_non_null(strstr(m.buf, "pool: XLA's preallocated pool, 60.00 GiB in one allocation "
+				      "(75% of device 0's 80.00 GiB) at jax_job.py:7"));
+	assert_non_null(strstr(m.buf, "growth inside it is invisible to gpuleak"));
+	assert_non_null(strstr(m.buf, "XLA_PYTHON_CLIENT_PREALLOCATE=false "
+				      "XLA_PYTHON_CLIENT_ALLOCATOR=platform"));
+	free(m.buf);
 }
 
 /* Each cause from facts as the books would have them; the lines in expected/. */
@@ -178,6 +243,12 @@ static void test_oom_causes(void **state)
 				     .held = 60 * MIB, .torch_reserved = 20 * MIB,
 				     .torch_allocated = 20 * MIB, .outside_torch = 40 * MIB,
 				     .top_lib = "nccl", .top_lib_bytes = 40 * MIB } },
+		/* PyTorch beside JAX in one process: XLA's preallocation holds the device */
+		{ "outside_torch_xla", { .request = 8 * MIB, .torch_request = true,
+					 .blocks_seen = true, .held = 60 * MIB,
+					 .torch_reserved = 12 * MIB, .torch_allocated = 12 * MIB,
+					 .outside_torch = 48 * MIB, .top_lib = "xla",
+					 .top_lib_bytes = 48 * MIB } },
 		{ "other_processes", { .request = 8 * MIB, .torch_request = true, .held = 20 * MIB,
 				       .torch_reserved = 20 * MIB, .nvml = true,
 				       .proc_listed = true, .proc_used = 20 * MIB,
@@ -285,6 +356,8 @@ int main(void)
 		cmocka_unit_test(test_block_across_two_segments),
 		cmocka_unit_test(test_overlapping_segments_merge),
 		cmocka_unit_test(test_library_groups),
+		cmocka_unit_test(test_pools),
+		cmocka_unit_test(test_pool_text),
 		cmocka_unit_test(test_oom_causes),
 		cmocka_unit_test(test_leak_patterns),
 	};

@@ -69,7 +69,10 @@ static void setup_snapshot(void)
 		.nvml_bytes = 4000, .device_bytes = 3500, .torch_reserved = 3000,
 		.torch_allocated = 1000, .torch_cached = 2000, .outside_torch = 500,
 		.largest_free = 500, .fragmentation = 0.75, .unseen = 500, .pinned_host = 70,
+		.npools = 1,
 	};
+	procs[0].memory.pools[0] = (struct snap_pool){ .dev = 3, .bytes = 400, .library = "xla",
+						       .framework = "XLA" };
 	procs[0].memory.devs[0] = (struct snap_mem_dev){
 		.dev = 3, .device_bytes = 3500, .outside_torch = 500, .nlibs = 1,
 		.libs = { { "nccl", 500 } },
@@ -172,6 +175,8 @@ static void test_process_samples(void **state)
 	/* every per-device series carries the GPU's gpu and UUID labels */
 	assert_line(t, "gpuleak_process_outside_torch_bytes{" LBL ",cuda_device=\"3\",gpu=\"2\","
 		       "UUID=\"GPU-dddd\",library=\"nccl\"} 500");
+	assert_line(t, "gpuleak_process_preallocated_pool_bytes{" LBL ",cuda_device=\"3\",gpu=\"2\","
+		       "UUID=\"GPU-dddd\",library=\"xla\"} 400");
 	assert_line(t, "gpuleak_process_torch_largest_free_extent_bytes{" LBL "} 500");
 	assert_line(t, "gpuleak_process_torch_fragmentation_ratio{" LBL "} 0.75");
 	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"fragmentation\"} 2");

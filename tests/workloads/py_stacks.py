@@ -15,6 +15,9 @@ The sites:
   callback  Python called back from C (libc qsort) calls the driver: two runs of Python
             frames, one per eval-loop call
   deep      a recursion deeper than gpuleak keeps (its innermost frames are compared)
+  worker    (--worker LIB) the XLA runtime stand-in's worker thread, which runs no Python,
+            allocates while the main thread waits in the call: the frames gpuleak should
+            infer for it are the main thread's at that call
   churn-D-L with --churn N: N allocations at recursion depths D changing from one call
             to the next, from two lines L (a, b) in turn, so that each call's Python frames
             lie at the addresses of the last call's (CPython reuses a thread's frame
@@ -110,6 +113,16 @@ def alloc_from_callback():
     libc.qsort(values, len(values), ctypes.sizeof(ctypes.c_int), cmp_type(sort_callback))
 
 
+def alloc_on_worker(path, n):
+    lib = ctypes.CDLL(path)
+    ptrs = (ctypes.c_ulonglong * n)()
+    frames = expected_stack(sys._getframe(), True)
+    check(lib.xla_standin_worker_alloc(ctypes.c_size_t(6 << 20), n, ptrs),
+          "xla_standin_worker_alloc")
+    for _ in range(n):
+        book("worker", 6 << 20, frames)
+
+
 def recurse(depth):
     if depth == 0:
         alloc_leaf(CUDA, "deep", 5 << 20)
@@ -156,6 +169,7 @@ def main():
     ap.add_argument("--exec", action="store_true")
     ap.add_argument("--after-exec", action="store_true")
     ap.add_argument("--settle-ms", type=int, default=600)
+    ap.add_argument("--worker", help="the XLA runtime stand-in (jaxlib/xla_extension.so)")
     ap.add_argument("--idle-threads", type=int, default=0,
                     help="Python threads that only wait (listed before the main thread)")
     args = ap.parse_args()
@@ -189,6 +203,8 @@ def main():
     alloc_from_callback()
     if args.depth:
         recurse(args.depth)
+    if args.worker:
+        alloc_on_worker(args.worker, args.iters)
     alloc_churn(args.churn)
 
     if args.truth:

@@ -67,6 +67,7 @@ struct python {
 	struct code_name *names; /* index = code id - 1 */
 	uint32_t nr_names, cap_names;
 	uint64_t status[GL_PY_NR_STATUS];
+	uint64_t inferred; /* walks that took another thread's frames */
 };
 
 void python__set_publisher(struct python *py, const struct py_publisher *pub)
@@ -112,6 +113,11 @@ void python__free(struct python *py)
 			(unsigned long long)py->status[GL_PY_LOOP],
 			(unsigned long long)py->status[GL_PY_MANY_THREADS],
 			(unsigned long long)py->status[GL_PY_STALE]);
+	if (py->status[GL_PY_AMBIGUOUS] || py->inferred)
+		log_debug("python: callers of threads without Python: inferred %llu, several "
+			  "candidates %llu",
+			  (unsigned long long)py->inferred,
+			  (unsigned long long)py->status[GL_PY_AMBIGUOUS]);
 	while (py->procs && (pp = htab__next(py->procs, &it, NULL)))
 		free(*pp);
 	it = 0;
@@ -410,6 +416,18 @@ int python__merge_frames(const struct frame *native, const bool *is_eval, int n,
 	return k;
 }
 
+/* A thread of a Python process that runs no Python: why its stack has no Python caller. */
+static int note_no_caller(uint16_t status, struct frame *frames, int n, int max)
+{
+	uint32_t note = status == GL_PY_NO_THREAD ? NOTE_PY_NONE :
+			status == GL_PY_AMBIGUOUS ? NOTE_PY_AMBIGUOUS :
+						    0;
+
+	if (note && n < max && n < MAX_MERGED)
+		frames[n++] = (struct frame){ .mod = note, .kind = FRAME_NOTE };
+	return n;
+}
+
 int python__merge(struct python *py, const struct stack_owner *proc, const struct stack_view *v,
 		  struct frame *frames, int n, int max)
 {
@@ -423,8 +441,10 @@ int python__merge(struct python *py, const struct stack_owner *proc, const struc
 	pp = proc_lookup(py, proc->pid);
 	if (pp && !pp->python)
 		retry_attach(py, pp, now_ns());
-	if (!pp || !pp->python || !npy || npy > GL_MAX_PY_FRAMES || n > MAX_MERGED)
+	if (!pp || !pp->python || npy > GL_MAX_PY_FRAMES || n > MAX_MERGED)
 		return n;
+	if (!npy)
+		return note_no_caller(v->rec->py_status, frames, n, max);
 	for (int i = 0; i < npy; i++) {
 		const struct gl_py_frame *f = &v->py[i];
 		const struct code_val *cv = code_of(py, pp, proc, f->code);
@@ -438,10 +458,19 @@ int python__merge(struct python *py, const struct stack_owner *proc, const struc
 					 .kind = FRAME_PYTHON };
 		flags[i] = f->flags;
 	}
-	for (int i = 0; i < n; i++)
-		is_eval[i] = is_eval_frame(py, pp, &frames[i]);
 	if (max > MAX_MERGED)
 		max = MAX_MERGED;
+	if (flags[0] & GL_PY_INFERRED) {
+		/* another thread's frames: after this thread's own, behind the note */
+		py->inferred++;
+		if (n < max)
+			frames[n++] = (struct frame){ .mod = NOTE_PY_INFERRED, .kind = FRAME_NOTE };
+		for (int i = 0; i < npy && n < max; i++)
+			frames[n++] = pyf[i];
+		return n;
+	}
+	for (int i = 0; i < n; i++)
+		is_eval[i] = is_eval_frame(py, pp, &frames[i]);
 	k = python__merge_frames(frames, is_eval, n, pyf, flags, npy, out, max);
 	memcpy(frames, out, k * sizeof(*out));
 	return k;
