@@ -443,7 +443,7 @@ void oom__classify(const struct oom_facts *f, struct oom_explain *out)
 	}
 	set(out, OOM_CAUSE_PEAK,
 	    "a smaller batch or sequence, activation checkpointing, or a larger device",
-	    "nothing above explains it: the working set (%s held, %s requested) is larger than the "
-	    "%s the device had",
-	    B(f->held, 0), B(f->request, 1), B(f->dev_total, 2));
+	    "nothing above explains it: the working set (%s held, %s requested) does not fit the "
+	    "device, which had %s free of %s (the rest: contexts and memory from before attach)",
+	    B(f->held, 0), B(f->request, 1), B(f->dev_free, 2), B(f->dev_total, 3));
 }

@@ -41,6 +41,7 @@
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/procfs.h"
+#include "util/pyfile.h"
 
 #define SNAPSHOT_ATTEMPTS 3
 #define SNAPSHOT_RETRY_US 20000
@@ -127,21 +128,34 @@ static void on_proc_new(void *ctx, struct proc *proc)
 }
 
 /* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
-/* The innermost Python frame of a stack, "function (file:line)"; false if it has none. */
+/*
+ * The site of a stack, "function (file:line)": its innermost Python frame in the program's
+ * own code, else its innermost Python frame (as report__site_frame chooses); false if it
+ * has none.
+ */
 static bool python_site(struct session *s, const struct frame *fr, uint32_t n, char *buf,
 			size_t len)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		const char *fn, *file;
+	const char *fn = NULL, *file = NULL;
+	int first = -1, own = -1;
 
+	for (uint32_t i = 0; i < n && own < 0; i++) {
 		if (fr[i].kind != FRAME_PYTHON)
 			continue;
+		if (first < 0)
+			first = (int)i;
 		python__code_info(s->python, fr[i].mod, &fn, &file);
-		snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
-			 (unsigned long long)fr[i].addr);
-		return true;
+		if (!pyfile__is_library(file))
+			own = (int)i;
 	}
-	return false;
+	if (first < 0)
+		return false;
+	if (own < 0)
+		own = first;
+	python__code_info(s->python, fr[own].mod, &fn, &file);
+	snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
+		 (unsigned long long)fr[own].addr);
+	return true;
 }
 
 void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "report.h"
+#include "util/pyfile.h"
 
 bool report__is_memory_class(uint8_t cls)
 {
@@ -37,14 +38,6 @@ static bool is_plumbing(const struct snap_frame *f)
 }
 
 /* Python frames of installed packages and of the standard library are not the user's. */
-static bool is_library_python(const struct snap_frame *f)
-{
-	const char *file = f->file ? f->file : "";
-
-	return strstr(file, "/site-packages/") || strstr(file, "/dist-packages/") ||
-	       strstr(file, "/lib/python3") || !strncmp(file, "<frozen ", 8);
-}
-
 const struct snap_frame *report__site_frame(const struct snap_stack *st)
 {
 	const struct snap_frame *native = NULL, *python = NULL;
@@ -53,7 +46,7 @@ const struct snap_frame *report__site_frame(const struct snap_stack *st)
 		const struct snap_frame *f = &st->frames[i];
 
 		if (f->kind[0] == 'p') {
-			if (!is_library_python(f))
+			if (!pyfile__is_library(f->file))
 				return f;
 			if (!python)
 				python = f;

@@ -9,9 +9,10 @@ It initializes CUDA, says "ready <pid>", waits for the file --go (the tracer att
 between), runs the case, writes its own figures (torch.cuda.memory_stats, the steps done,
 the error) as JSON to --result, says "done" and sleeps until killed. Cases:
   leak         2 GiB kept per step (10 steps/s) in a list until the device is full [leak]
-  frag         1200 MiB segments, each split into two 600 MiB tensors of which one is freed:
-               the reserve grows split in halves until a 1200 MiB request fails although
-               half the reserve is free [fragmentation]
+  frag         1200 MiB segments, each split into two 600 MiB tensors of which one is freed
+               (the next step's 600 MiB reuses that half): when the device is full, a
+               1200 MiB request fails although the reserve has 1200 MiB free in two split
+               halves [fragmentation]; with expandable segments nothing stays stranded
   libraries    cuBLAS (a matmul) and CuPy (256 MiB through its pool) beside PyTorch [no OOM;
                memory outside PyTorch by library]
 Run frag with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to see it avoided.
