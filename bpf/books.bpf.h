@@ -156,11 +156,45 @@ static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
 }
 
 /*
+ * Whether allocation v went with a teardown of its context: booked before the
+ * teardown's time, which a later allocation in a new context at the same
+ * address is not.
+ */
+static __always_inline bool went_with_ctx(struct gl_call_ctx *c, const struct gl_alloc_val *v)
+{
+	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = v->ctx };
+	__u64 *dead;
+
+	if (!v->ctx)
+		return false;
+	dead = bpf_map_lookup_elem(&ctx_dead, &k);
+	return dead && *dead > v->ns;
+}
+
+/*
+ * A full memory barrier, between a write to one map and a read of another that
+ * another CPU does the other way round (an atomic that fetches: lock-prefixed
+ * on x86, acquire-release on arm64). A hash map's update ends with a plain
+ * store, which a later load may pass.
+ */
+static __always_inline void full_barrier(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero), v;
+
+	if (!n)
+		return;
+	v = __sync_fetch_and_add(n, 0);
+	asm volatile("" : : "r"(v) : "memory");
+}
+
+/*
  * A successful allocation: key gains size bytes of class cls. When its context
  * was torn down while it was in flight, the driver dropped it with the
  * context: the allocation is inserted before ctx_dead is read, and the
- * teardown writes ctx_dead before it walks allocs, so either the walk takes it
- * or this call sees the teardown and takes it out itself.
+ * teardown writes ctx_dead before it walks allocs (a full barrier on each
+ * side), so either the walk takes it or this call sees the teardown and takes
+ * it out itself.
  */
 static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
 				       __u8 cls, __s16 dev)
@@ -171,7 +205,8 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				  .refs = 1,
 				  .cls = cls,
 				  .dev = dev,
-				  .id = next_alloc_id() };
+				  .id = next_alloc_id(),
+				  .ns = bpf_ktime_get_ns() };
 	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
 	__u16 flags = 0;
 
@@ -195,6 +230,7 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 		}
 	} else {
 		count(c->st, cls, size, 1);
+		full_barrier();
 		if (kind_in_ctx(kind) && ctx_gone(c, c->ctx) &&
 		    bpf_map_delete_elem(&allocs, &k) == 0) {
 			count(c->st, cls, -(__s64)size, -1);
@@ -206,43 +242,74 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 }
 
 /*
+ * Takes (tgid, kind, key) out of allocs into *k, *v; with last_only, only a
+ * handle down to its last reference. Returns the enum gl_claim.
+ */
+static __always_inline __u32 take_key(struct gl_alloc_key *k, struct gl_alloc_val *v, __u32 tgid,
+				      __u32 kind, __u64 key, bool last_only)
+{
+	struct gl_alloc_val *cur;
+
+	if (!key)
+		return GL_CLAIM_NONE;
+	k->tgid = tgid;
+	k->kind = kind;
+	k->key = key;
+	cur = bpf_map_lookup_elem(&allocs, k);
+	if (!cur)
+		return GL_CLAIM_ABSENT;
+	if (last_only && cur->refs > 1)
+		return GL_CLAIM_NONE; /* the return takes one reference */
+	*v = *cur;
+	/* two threads freeing one key at once: one of them takes it */
+	return bpf_map_delete_elem(&allocs, k) ? GL_CLAIM_ABSENT : GL_CLAIM_TAKEN;
+}
+
+/*
  * At a free's entry: take its key out of allocs, so that an allocation that
  * gets the same address back on another thread before this free returns is
  * booked apart; the return books what was taken (book_free()), or puts it
- * back when the free failed (unclaim()).
+ * back when the free failed (unclaim()). A release takes a handle down to its
+ * last reference; an unmap takes the mapping at its start, and that mapping's
+ * handle when it is down to its last reference (the unmap frees it).
  */
 static __always_inline void claim_key(struct gl_slot *slot, __u32 tgid, const struct gl_api_desc *d)
 {
-	struct gl_alloc_val *v;
-	__u64 key;
+	__u64 key = (d->flags & GL_API_V1) ? (__u32)slot->args[0] : slot->args[0];
 
 	slot->claim = GL_CLAIM_NONE;
-	if (d->role != GL_ROLE_FREE && d->role != GL_ROLE_VA_FREE)
-		return;
-	key = (d->flags & GL_API_V1) ? (__u32)slot->args[0] : slot->args[0];
-	if (!key)
-		return;
-	slot->claimed_key.tgid = tgid;
-	slot->claimed_key.kind = d->kind;
-	slot->claimed_key.key = key;
-	v = bpf_map_lookup_elem(&allocs, &slot->claimed_key);
-	if (!v) {
-		slot->claim = GL_CLAIM_ABSENT;
-		return;
+	slot->claim_aux = GL_CLAIM_NONE;
+	switch (d->role) {
+	case GL_ROLE_FREE:
+	case GL_ROLE_VA_FREE:
+		slot->claim =
+			take_key(&slot->claimed_key, &slot->claimed, tgid, d->kind, key, false);
+		break;
+	case GL_ROLE_VMM_RELEASE:
+		slot->claim = take_key(&slot->claimed_key, &slot->claimed, tgid, GL_KIND_HANDLE,
+				       key, true);
+		break;
+	case GL_ROLE_VMM_UNMAP:
+		slot->claim = take_key(&slot->claimed_key, &slot->claimed, tgid, GL_KIND_MAPPING,
+				       key, false);
+		if (slot->claim == GL_CLAIM_TAKEN)
+			slot->claim_aux = take_key(&slot->aux_key, &slot->aux, tgid, GL_KIND_HANDLE,
+						   slot->claimed.handle, true);
+		break;
 	}
-	slot->claimed = *v;
-	/* two threads freeing one key at once: one of them takes it */
-	slot->claim = bpf_map_delete_elem(&allocs, &slot->claimed_key) ? GL_CLAIM_ABSENT :
-									 GL_CLAIM_TAKEN;
 }
 
-/* A claimed key goes back into the books: its free failed or never returned. */
+/* Claimed keys go back into the books: their call failed or never returned. */
 static __noinline void unclaim(struct gl_slot *slot)
 {
 	if (slot->claim == GL_CLAIM_TAKEN &&
 	    bpf_map_update_elem(&allocs, &slot->claimed_key, &slot->claimed, BPF_NOEXIST))
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
+	if (slot->claim_aux == GL_CLAIM_TAKEN &&
+	    bpf_map_update_elem(&allocs, &slot->aux_key, &slot->aux, BPF_NOEXIST))
+		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
 	slot->claim = GL_CLAIM_NONE;
+	slot->claim_aux = GL_CLAIM_NONE;
 }
 
 /* The allocation under (kind, key) is gone. */
@@ -281,19 +348,29 @@ static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 k
 }
 
 /*
- * A free failed: what its entry took goes back, unless its context was torn
- * down during the call (the driver dropped it with the context: a teardown).
+ * A free failed: what its entry took goes back, unless it went with a teardown
+ * of its context (the driver dropped it with the context; the free came after).
+ * The teardown's walk of allocs does not see a key a free has taken out, nor
+ * one put back after the walk passed it: a teardown whose time is written
+ * before the key is back is seen here, and the key taken out again (by this
+ * call or by the walk, whichever deletes it: one of them counts it).
  */
 static __always_inline __u16 book_failed_free(struct gl_call_ctx *c)
 {
 	struct gl_alloc_val *v = &c->slot->claimed;
 
-	if (c->slot->claim != GL_CLAIM_TAKEN || !kind_in_ctx(c->slot->claimed_key.kind) ||
-	    !ctx_gone(c, v->ctx)) {
+	if (c->slot->claim != GL_CLAIM_TAKEN || !kind_in_ctx(c->slot->claimed_key.kind)) {
 		unclaim(c->slot);
 		return 0;
 	}
-	c->slot->claim = GL_CLAIM_NONE;
+	if (went_with_ctx(c, v)) {
+		c->slot->claim = GL_CLAIM_NONE;
+	} else {
+		unclaim(c->slot);
+		full_barrier();
+		if (!went_with_ctx(c, v) || bpf_map_delete_elem(&allocs, &c->slot->claimed_key))
+			return 0;
+	}
 	c->st = proc_stats(c->task, tgid_of(c));
 	if (c->st) {
 		__sync_fetch_and_add(&c->st->ctx_drops, 1);
@@ -353,6 +430,36 @@ static long unmap_one(__u32 i, void *data)
 	handle_unref(w->c, handle);
 	w->cur += size;
 	return 0;
+}
+
+/*
+ * The mapping an unmap's entry took (claim_key()): its handle loses that
+ * reference (freed from what the entry took when it was the last), and the
+ * walk goes on after it. No mapping at the start at entry: nothing of this
+ * unmap is in the books (a mapping there now is another thread's).
+ */
+static __always_inline void unmap_claimed(struct gl_call_ctx *c, struct unmap_walk *w)
+{
+	struct gl_slot *s = c->slot;
+	__u64 handle = s->claimed.handle;
+
+	if (s->claim != GL_CLAIM_TAKEN) {
+		s->claim = GL_CLAIM_NONE;
+		s->claim_aux = GL_CLAIM_NONE;
+		w->cur = w->end;
+		return;
+	}
+	w->cur += s->claimed.size ? s->claimed.size : w->end - w->cur;
+	if (s->claim_aux == GL_CLAIM_TAKEN) {
+		s->claimed_key = s->aux_key;
+		s->claimed = s->aux;
+		s->claim_aux = GL_CLAIM_NONE;
+		book_free(c, GL_KIND_HANDLE, handle);
+		return;
+	}
+	s->claim = GL_CLAIM_NONE;
+	s->claim_aux = GL_CLAIM_NONE;
+	handle_unref(c, handle);
 }
 
 static __always_inline __u64 array_elem_size(__u32 format)
@@ -446,6 +553,7 @@ static __always_inline bool ctx_is_primary_of(__u32 tgid, __u64 ctx, __s32 dev)
 static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
 		     struct drop_walk *w)
 {
+	__u64 size = v->size;
 	__u8 cls = v->cls;
 
 	if (k->tgid != w->tgid)
@@ -459,12 +567,14 @@ static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_allo
 		if (v->ctx && w->dev >= 0 && !ctx_is_primary_of(w->tgid, v->ctx, w->dev))
 			return 0;
 	}
+	/* a free's entry (claim_key()) or return (book_failed_free()) took it first */
+	if (bpf_map_delete_elem(map, k))
+		return 0;
 	if (cls < GL_NR_CLASSES && k->kind != GL_KIND_MAPPING) {
-		w->bytes[class_slot(cls)] += v->size;
+		w->bytes[class_slot(cls)] += size;
 		w->allocs[class_slot(cls)] += 1;
 	}
 	w->n++;
-	bpf_map_delete_elem(map, k);
 	return 0;
 }
 
@@ -516,6 +626,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
 	else
 		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
+	full_barrier();
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
 	r = reserve_call(c);
@@ -686,7 +797,14 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 		book_alloc(c, kind, read_user_u64(a[0], false), a[1], cls, dev);
 		break;
 	}
-	case GL_ROLE_VMM_RELEASE: handle_unref(c, a[0]); break;
+	case GL_ROLE_VMM_RELEASE:
+		/* more than one reference at entry: the return takes one; else what the entry
+		 * took (or found absent) is freed */
+		if (c->slot->claim == GL_CLAIM_NONE)
+			handle_unref(c, a[0]);
+		else
+			book_free(c, GL_KIND_HANDLE, a[0]);
+		break;
 	case GL_ROLE_VMM_MAP: {
 		struct gl_alloc_key k = { .tgid = tgid_of(c),
 					  .kind = GL_KIND_MAPPING,
@@ -706,6 +824,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 	case GL_ROLE_VMM_UNMAP: {
 		struct unmap_walk w = { .c = c, .cur = a[0], .end = a[0] + a[1] };
 
+		unmap_claimed(c, &w);
 		bpf_loop(1 << 16, unmap_one, &w, 0);
 		break;
 	}

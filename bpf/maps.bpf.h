@@ -76,6 +76,7 @@ struct gl_alloc_val {
 	__u8 pad;
 	__s16 dev;
 	__u64 id; /* the allocation's number (gl_call.id) */
+	__u64 ns; /* when it was booked (bpf_ktime_get_ns, before it went into allocs) */
 };
 
 /* What a free's entry took out of the books (gl_slot.claim). */
@@ -95,6 +96,11 @@ struct gl_slot {
 	__u32 claim; /* enum gl_claim */
 	struct gl_alloc_key claimed_key;
 	struct gl_alloc_val claimed;
+	/* cuMemUnmap: the handle of the mapping claimed, when this unmap frees it */
+	__u32 claim_aux; /* enum gl_claim */
+	__u32 pad;
+	struct gl_alloc_key aux_key;
+	struct gl_alloc_val aux;
 };
 
 /* Per-thread calls in flight; freed by the kernel when the thread exits. */
@@ -140,11 +146,12 @@ struct gl_ctx_key {
 
 /*
  * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
- * teardown's books were dropped). A call that entered before that time and
- * returns after it acted on a context the driver has since destroyed with
- * everything it held; one that entered after it acts on a new context at the
- * same address. Least recently used entries go first: only calls in flight at
- * the teardown need one.
+ * teardown's books were dropped). An allocation booked before that time in
+ * that context went with it, whether the teardown's walk of allocs met it or a
+ * free in flight had taken it out; one booked after it belongs to a new
+ * context at the same address. A call that entered before that time and
+ * returns after it acted on a context the driver has since destroyed. Least
+ * recently used entries go first: only calls in flight at the teardown need one.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

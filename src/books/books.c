@@ -16,6 +16,7 @@
 #include "analysis.h"
 #include "books.h"
 #include "explain.h"
+#include "failures.h"
 #include "proc_int.h"
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
@@ -23,8 +24,6 @@
 #include "trace/probes.h"
 #include "util/log.h"
 #include "util/procfs.h"
-
-#define CUDA_ERROR_OUT_OF_MEMORY 2
 
 struct books {
 	struct modules *mods;
@@ -379,9 +378,6 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 	series__add(a->series, ts, a->bytes);
 }
 
-static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
-		       uint64_t bytes, bool alloc);
-
 static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_key *k,
 			 const struct alloc_val *v, uint64_t ts)
 {
@@ -483,7 +479,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
 	if (proc->retry_open)
-		retry_note(b, proc, stack, c->cls, c->bytes, true);
+		failures__retry_note(b, proc, stack, c->cls, c->bytes, true);
 	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
 	    ctx_gone(proc, c->ctx, entry_ns(c))) {
 		/* made in flight while its context was torn down: dropped with it */
@@ -530,137 +526,12 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	copy = *v;
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
 	if (proc->retry_open)
-		retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
-}
-
-/* The stacks holding the most memory of the failing call's class, largest first. */
-static void top_holders(struct proc *proc, struct failure *f)
-{
-	const struct agg_key *k;
-	struct agg *a;
-	size_t it = 0;
-
-	f->nr_holders = 0;
-	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
-		uint32_t i;
-
-		if (!a->bytes || k->cls != f->cls)
-			continue;
-		for (i = f->nr_holders; i > 0 && f->holders[i - 1].bytes < a->bytes; i--)
-			if (i < FAILURE_HOLDERS)
-				f->holders[i] = f->holders[i - 1];
-		if (i >= FAILURE_HOLDERS)
-			continue;
-		f->holders[i] = (struct holder){ k->stack, k->cls, a->bytes, a->allocs };
-		if (f->nr_holders < FAILURE_HOLDERS)
-			f->nr_holders++;
-	}
-}
-
-/* The failure awaiting PyTorch's retry, or NULL (none, or overwritten in the ring since). */
-static struct failure *retry_awaited(struct proc *proc)
-{
-	if (!proc->retry_open || proc->nr_fails - proc->retry_open >= PROC_MAX_FAILURES)
-		return NULL;
-	return &proc->fails[(proc->retry_open - 1) % PROC_MAX_FAILURES];
-}
-
-/* After a failure of PyTorch's allocator: a segment freed (its cache) or allocated (the retry). */
-static void retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
-		       uint64_t bytes, bool alloc)
-{
-	struct explain_src src = books__explain_src(b);
-	struct failure *f = retry_awaited(proc);
-	bool torch;
-
-	if (!f || cls != GL_CLASS_DEVICE)
-		return;
-	explain__library(&src, stack, &torch);
-	if (!torch)
-		return;
-	if (!alloc) {
-		f->retry_freed += bytes;
-		return;
-	}
-	f->retry = RETRY_SUCCEEDED;
-	proc->retry_open = 0;
-}
-
-/* Where the device's memory was when an allocation ran out of it; PyTorch's retry. */
-static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *c,
-		      struct failure *f)
-{
-	struct explain_src src = books__explain_src(b);
-	struct oom_facts *o = &f->facts;
-	struct explain *e = malloc(sizeof(*e));
-	struct failure *prev = retry_awaited(proc);
-
-	*o = (struct oom_facts){ .request = c->bytes, .dev = c->dev };
-	explain__library(&src, f->stack, &o->torch_request);
-	if (o->torch_request) {
-		if (prev && prev != f) {
-			prev->retry = RETRY_FAILED;
-			f->is_retry = true;
-			proc->retry_open = 0;
-		} else {
-			f->retry = RETRY_PENDING;
-			proc->retry_open = proc->nr_fails;
-		}
-	}
-	if (!e || explain__proc(&src, proc, c->hdr.ts, e)) {
-		free(e);
-		return; /* no memory: the failure keeps its holders, without an explanation */
-	}
-	o->blocks_seen = e->blocks_seen;
-	for (uint32_t i = 0; i < e->ndevs; i++) {
-		const struct explain_dev *d = &e->devs[i];
-
-		/* the failing device, or every device when it is not known */
-		if (o->dev >= 0 && d->dev != o->dev && d->dev >= 0)
-			continue;
-		o->held += d->device_bytes;
-		o->torch_reserved += d->torch_reserved;
-		o->torch_allocated += d->torch_allocated;
-		o->free_extents += d->ext.free_bytes;
-		o->nr_free += d->ext.nr_free;
-		if (d->ext.largest_free > o->largest_free)
-			o->largest_free = d->ext.largest_free;
-		o->blocks_outside += d->ext.outside_bytes;
-		o->leak_bytes += d->leak_bytes;
-		o->outside_torch += d->outside_torch;
-		if (d->nlibs && d->libs[0].bytes > o->top_lib_bytes) {
-			o->top_lib = d->libs[0].name;
-			o->top_lib_bytes = d->libs[0].bytes;
-		}
-	}
-	free(e);
-	if (b->hooks.oom_nvml)
-		b->hooks.oom_nvml(b->hooks.ctx, proc->t.pid, o->dev, o);
-	f->has_facts = true;
+		failures__retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
 }
 
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
-
-	proc->t.failures++;
-	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
-		proc->t.oom_failures++;
-	*f = (struct failure){
-		.ts = c->hdr.ts,
-		.bytes = c->bytes,
-		.stack = take_stack(b, proc, c),
-		.api = c->api,
-		.cls = c->cls,
-		.rc = c->rc,
-		.held_device = proc->t.bytes[GL_CLASS_DEVICE],
-	};
-	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
-		top_holders(proc, f);
-	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY && c->cls == GL_CLASS_DEVICE)
-		oom_facts(b, proc, c, f);
-	if (b->hooks.failure)
-		b->hooks.failure(b->hooks.ctx, proc, f);
+	failures__record(b, proc, c, take_stack(b, proc, c));
 }
 
 static bool ctx_is_primary_of(const struct proc *proc, uint16_t idx, int dev)
@@ -799,6 +670,17 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	}
 }
 
+void books__note_unheld(struct books *b, const struct gl_proc *r)
+{
+	struct proc *proc = proc_of(b, &r->hdr);
+
+	if (!proc)
+		return;
+	proc->t.unheld++;
+	memcpy(proc->t.unheld_lib, r->lib.name, sizeof(r->lib.name));
+	proc->t.unheld_lib[sizeof(r->lib.name)] = '\0';
+}
+
 void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stats *final,
 		   uint64_t ts)
 {
@@ -850,92 +732,6 @@ int books__apply(struct books *b, const void *data, size_t size)
 	if (b->hooks.applied)
 		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
 	return 0;
-}
-
-static void mark_stacks(struct proc *proc, uint8_t *keep)
-{
-	const struct agg_key *k;
-	struct alloc_val *v;
-	struct pending *pd;
-	size_t it = 0;
-
-	while (htab__next(proc->aggs, &it, (const void **)&k))
-		keep[k->stack] = 1;
-	it = 0;
-	while (proc->allocs && (v = htab__next(proc->allocs, &it, NULL)))
-		keep[v->stack] = 1;
-	it = 0;
-	while (proc->pending && (pd = htab__next(proc->pending, &it, NULL)))
-		keep[pd->stack] = 1;
-	for (uint32_t i = 0; i < PROC_MAX_FAILURES && i < proc->nr_fails; i++) {
-		keep[proc->fails[i].stack] = 1;
-		for (uint32_t h = 0; h < proc->fails[i].nr_holders; h++)
-			keep[proc->fails[i].holders[h].stack] = 1;
-	}
-}
-
-/* Rewrites a process's stack ids; aggregates are re-keyed into a new table. */
-static int remap_stacks(struct proc *proc, const uint32_t *remap)
-{
-	struct htab *aggs = htab__new(sizeof(struct agg_key), sizeof(struct agg));
-	const struct agg_key *k;
-	struct alloc_val *v;
-	struct pending *pd;
-	struct agg *a, *na;
-	size_t it = 0;
-
-	if (!aggs)
-		return -ENOMEM;
-	while ((a = htab__next(proc->aggs, &it, (const void **)&k))) {
-		struct agg_key nk = { .stack = remap[k->stack], .cls = k->cls };
-
-		na = htab__upsert(aggs, &nk, NULL);
-		if (!na) {
-			htab__free(aggs);
-			return -ENOMEM;
-		}
-		*na = *a;
-	}
-	htab__free(proc->aggs); /* the series moved to the new table */
-	proc->aggs = aggs;
-	it = 0;
-	while (proc->allocs && (v = htab__next(proc->allocs, &it, NULL)))
-		v->stack = remap[v->stack];
-	it = 0;
-	while (proc->pending && (pd = htab__next(proc->pending, &it, NULL)))
-		pd->stack = remap[pd->stack];
-	for (uint32_t i = 0; i < PROC_MAX_FAILURES && i < proc->nr_fails; i++) {
-		proc->fails[i].stack = remap[proc->fails[i].stack];
-		for (uint32_t h = 0; h < proc->fails[i].nr_holders; h++)
-			proc->fails[i].holders[h].stack = remap[proc->fails[i].holders[h].stack];
-	}
-	return 0;
-}
-
-int books__compact_stacks(struct books *b)
-{
-	uint32_t count = stacks__count(b->stacks) + 1, after;
-	uint8_t *keep = calloc(count, 1);
-	uint32_t *remap = calloc(count, sizeof(*remap));
-	struct proc *proc;
-	int err = -ENOMEM;
-
-	if (!keep || !remap)
-		goto cleanup;
-	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
-		mark_stacks(proc, keep);
-	err = stacks__compact(b->stacks, keep, remap);
-	if (err)
-		goto cleanup;
-	for (uint32_t i = 0; (proc = procs__at(b->procs, i)); i++)
-		if (remap_stacks(proc, remap))
-			log_warn("out of memory renumbering the stacks of PID %d", proc->t.pid);
-	after = stacks__count(b->stacks);
-	err = (int)(count - 1 - after);
-cleanup:
-	free(keep);
-	free(remap);
-	return err;
 }
 
 int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)

@@ -96,6 +96,13 @@ void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64
  */
 void books__prefetch_maps(struct books *b, int pid);
 
+/*
+ * The process of r (a GL_PROC_LIBLOAD record) mapped a library that could not
+ * be held until its probes were in: its first calls may be missing, and its
+ * figures say so (proc_totals.unheld).
+ */
+void books__note_unheld(struct books *b, const struct gl_proc *r);
+
 struct procs *books__procs(struct books *b);
 struct stacks *books__stacks(struct books *b);
 struct modules *books__modules(struct books *b);

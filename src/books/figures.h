@@ -115,7 +115,9 @@ struct proc_totals {
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees;
 	uint64_t failed_frees, dropped_bytes, no_stack;
 	uint64_t ctx_drops; /* teardowns as the kernel counts them (gl_proc_stats.ctx_drops) */
-	struct gl_proc_stats final; /* BPF's books at exit */
+	uint32_t unheld;    /* libraries mapped that could not be held until attached */
+	char unheld_lib[sizeof(((struct gl_libmap *)0)->name) + 1]; /* the last of them */
+	struct gl_proc_stats final;				    /* BPF's books at exit */
 	bool has_final;
 };
 

@@ -104,6 +104,7 @@ static void defaults(struct gl_opts *o)
 	o->profile_every_ms = 60000;
 	o->profile_keep = 10;
 	o->max_procs = 8192;
+	o->max_held = 4096;
 	o->max_stacks = 16384;
 	o->keep_max = 2ULL << 30;
 }
@@ -238,6 +239,10 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return 0;
 	case OPT_MAX_PROCS:
 		if (parse_u32(arg, 1, 1 << 20, &o->max_procs))
+			return bad_value(c, arg, "1 to 1048576");
+		return 0;
+	case OPT_MAX_HELD:
+		if (parse_u32(arg, 1, 1 << 20, &o->max_held))
 			return bad_value(c, arg, "1 to 1048576");
 		return 0;
 	case OPT_MAX_STACKS:

@@ -153,7 +153,17 @@ const struct cli_option cli_options[] = {
 	  "profiles kept on disk, oldest removed first\n"
 	  "(10)",
 	  "24" },
-	{ "max-procs", OPT_MAX_PROCS, "N", "processes tracked at once (8192)", "16384" },
+	{ "max-procs", OPT_MAX_PROCS, "N",
+	  "processes kept in the books (8192; attach\n"
+	  "and run keep exited ones for the report); past\n"
+	  "it, new processes are left out and the report\n"
+	  "says so",
+	  "16384" },
+	{ "max-held", OPT_MAX_HELD, "N",
+	  "processes stopped at once at a library's\n"
+	  "mapping until its probes are in (4096); one past\n"
+	  "it runs on, is named, and the report says so",
+	  "8192" },
 	{ "census", OPT_CENSUS, NULL,
 	  "after the final report, the census of every PID\n"
 	  "still alive (as gpuleak census: tensors and\n"
@@ -196,8 +206,8 @@ const struct cli_option cli_options[] = {
 #define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution ranks-from-env imbalance bench-floor bench-torch-lib "         \
-	"no-stack-cache "
+	"tensor-duty resolution max-held ranks-from-env imbalance bench-floor "                \
+	"bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 
@@ -213,7 +223,7 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid libcuda interval census " TRACE_OPTS
+		.options = "all pid libcuda interval census max-procs " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
@@ -234,7 +244,7 @@ const struct cli_command cli_commands[] = {
 			"command, 126 when it cannot be run). Options end at CMD: what follows is CMD's own. Children "
 			"are traced too; the report shows the processes that used CUDA and "
 			"counts the others in one line.",
-		.options = "libcuda interval " TRACE_OPTS
+		.options = "libcuda interval max-procs " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak run -- python3 train.py --epochs 3\t"
 			    "trace a training job from its first call\n"

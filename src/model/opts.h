@@ -98,6 +98,7 @@ struct gl_opts {
 	uint64_t profile_every_ms; /* 0: no profiles on disk */
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
+	uint32_t max_held;	   /* processes held at once at a library's mapping */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool ranks_env;		   /* --ranks-from-env: RANK, LOCAL_RANK, WORLD_SIZE only */
 	uint32_t imbalance_pct;	   /* --imbalance: a GPU or rank at this % of its peer (150) */

@@ -68,8 +68,8 @@ static int on_record(void *ctx, const void *data, size_t size)
 	const struct gl_proc *r = data;
 
 	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
-	    r->event == GL_PROC_LIBLOAD)
-		targets__lib_mapped(s->targets, r);
+	    r->event == GL_PROC_LIBLOAD && targets__lib_mapped(s->targets, r))
+		books__note_unheld(s->books, r);
 	books__apply(s->books, data, size);
 	return 0;
 }
@@ -397,6 +397,7 @@ static int setup(struct session *s)
 		.ringbuf_bytes = o->ringbuf_bytes,
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
+		.max_held = o->max_held,
 		.bench_floor = o->bench_floor,
 		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
@@ -437,6 +438,8 @@ static int setup(struct session *s)
 	s->sym = s->mods ? symbolizer__new(s->mods) : NULL;
 	s->python = s->mods ? python__new(s->mods) : NULL;
 	s->books = s->unwinder ? books__new(s->mods, s->stacks, s->unwinder, s->python, &bo) : NULL;
+	if (s->books)
+		procs__set_max(books__procs(s->books), o->max_procs); /* -a: a host's worth */
 	if (!s->mods || !s->stacks || !s->unwinder || !s->sym || !s->python || !s->books) {
 		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
@@ -535,6 +538,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
 		.imbalance_ratio = s->o->imbalance_pct / 100.0,
+		.cap_procs = s->o->max_procs,
 	};
 	struct snapshot *snap = NULL;
 

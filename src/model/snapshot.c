@@ -762,6 +762,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->dropped_bytes = t->dropped_bytes;
 	sp->failed_frees = t->failed_frees;
 	sp->ctx_drops = t->ctx_drops;
+	sp->unheld = t->unheld;
+	memcpy(sp->unheld_lib, t->unheld_lib, sizeof(sp->unheld_lib));
 	if (t->has_final) {
 		sp->bpf = t->final;
 		sp->bpf_valid = true;
@@ -818,6 +820,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->ring_stack_bytes = o->ring_stack_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;
+	s->cap_procs = o->cap_procs;
+	s->procs_refused = procs__refused(procs);
 	s->stack_overflows = stacks__overflows(books__stacks(b));
 	if (o->tensors) {
 		s->tensors_buf = *o->tensors;
@@ -828,7 +832,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		goto fail;
 	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
 		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
-		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0;
+		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
+		      s->procs_refused == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		struct snap_proc *sp = &s->procs[s->nprocs++];
 
@@ -839,7 +844,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 			s->untracked_allocs += sp->bpf.untracked_allocs;
 			s->untracked_bytes += sp->bpf.untracked_bytes;
 		}
-		if (!sp->consistent)
+		if (!sp->consistent || sp->unheld)
 			s->complete = false;
 	}
 	proc_imbalances(s, o->imbalance_ratio);

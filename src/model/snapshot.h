@@ -204,7 +204,9 @@ struct snap_proc {
 	uint64_t unknown_dev_bytes; /* device class, device not known */
 	uint64_t alloc_calls, free_calls, failures, oom_failures, unmatched_frees, dropped_bytes;
 	uint64_t failed_frees;
-	uint64_t ctx_drops;	       /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint64_t ctx_drops; /* context teardowns applied (compared with bpf.ctx_drops) */
+	uint32_t unheld;    /* libraries mapped that could not be held until attached */
+	char unheld_lib[sizeof(((struct gl_libmap *)0)->name) + 1]; /* the last of them */
 	uint64_t torch_reserved_bytes; /* device bytes under PyTorch's caching allocator */
 	bool bpf_valid;		       /* bpf below holds BPF's own books */
 	struct gl_proc_stats bpf;
@@ -323,6 +325,8 @@ struct snapshot {
 	uint64_t untracked_bytes;  /* their bytes */
 	uint32_t cap_stacks;	   /* distinct stacks kept (--max-stacks), 0: no cap */
 	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
+	uint32_t cap_procs;	   /* processes in the books (--max-procs), 0: no cap */
+	uint64_t procs_refused;	   /* records of processes past it: dropped, in no figure */
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
@@ -363,6 +367,7 @@ struct snapshot_opts {
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
 	uint32_t cap_stacks;
 	double imbalance_ratio; /* --imbalance: hi >= ratio x peer; 0: the default */
+	uint32_t cap_procs;
 };
 
 /*

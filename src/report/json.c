@@ -304,6 +304,12 @@ static void write_caps(struct jsonw *w, const struct snapshot *s)
 	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
 	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
 	jsonw__end_object(w);
+	jsonw__name(w, "max_procs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->cap_procs);
+	jsonw__field_bool(w, "reached", s->procs_refused != 0);
+	jsonw__field_u64(w, "refused_records", s->procs_refused);
+	jsonw__end_object(w);
 	jsonw__end_object(w);
 	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }
@@ -415,6 +421,7 @@ static void write_proc(struct jsonw *w, const struct snapshot *s, const struct s
 	jsonw__field_u64(w, "failed_frees", p->failed_frees);
 	jsonw__field_u64(w, "unmatched_frees", p->unmatched_frees);
 	jsonw__field_u64(w, "context_dropped_bytes", p->dropped_bytes);
+	jsonw__field_u64(w, "unheld_mappings", p->unheld);
 	jsonw__field_double(w, "observed_s", p->duration_ns / 1e9);
 	jsonw__field_double(w, "device_growth_bytes_per_s", p->device_growth_bytes_per_s);
 	jsonw__name(w, "projected_oom_s");

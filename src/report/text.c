@@ -166,6 +166,11 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 			(unsigned long long)p->bpf.untracked_allocs,
 			p->bpf.untracked_allocs == 1 ? "" : "s",
 			fmt_bytes(p->bpf.untracked_bytes, b, sizeof(b)));
+	if (p->unheld)
+		fprintf(f,
+			"  WARNING: %u mapping%s of a library (the last: %s) could not be held "
+			"until the probes were in: the first calls after it may be missing\n",
+			p->unheld, p->unheld == 1 ? "" : "s", p->unheld_lib);
 	if (p->totals_from_kernel)
 		fprintf(f,
 			"  WARNING: these books differ from the kernel's exact counters: "
@@ -184,8 +189,18 @@ static const char *plural(uint64_t n)
 	return n == 1 ? "" : "s";
 }
 
+/* The first process that mapped a library it could not be held at, or NULL. */
+static const struct snap_proc *first_unheld(const struct snapshot *s)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		if (s->procs[i].unheld)
+			return &s->procs[i];
+	return NULL;
+}
+
 char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 {
+	const struct snap_proc *p;
 	const uint64_t *st = s->stats;
 	char b[32];
 	int n = 0;
@@ -214,6 +229,12 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     "(%s) are in no figure; raise --max-allocs",
 			     (unsigned long long)s->untracked_allocs, plural(s->untracked_allocs),
 			     fmt_bytes(s->untracked_bytes, b, sizeof(b)));
+	else if (s->procs_refused)
+		n = snprintf(buf, len,
+			     "more processes than --max-procs %u: %llu record%s of processes past "
+			     "it dropped, those processes are in no figure; raise --max-procs",
+			     s->cap_procs, (unsigned long long)s->procs_refused,
+			     plural(s->procs_refused));
 	else if (st[GL_STAT_INFLIGHT_FULL] || st[GL_STAT_NESTED_OVERFLOW])
 		n = snprintf(buf, len,
 			     "%llu call%s could not be followed (%llu with no room for "
@@ -224,6 +245,12 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     plural(st[GL_STAT_INFLIGHT_FULL] + st[GL_STAT_NESTED_OVERFLOW]),
 			     (unsigned long long)st[GL_STAT_INFLIGHT_FULL],
 			     (unsigned long long)st[GL_STAT_NESTED_OVERFLOW], GL_MAX_NEST);
+	else if ((p = first_unheld(s)))
+		n = snprintf(buf, len,
+			     "PID %d (%s) mapped %s and could not be held until its probes were "
+			     "in (more than --max-held processes held at once, or the signal "
+			     "was refused): its first calls may be missing from the figures",
+			     p->pid, p->comm, p->unheld_lib);
 	else if (s->malformed)
 		n = snprintf(buf, len,
 			     "%llu malformed record%s dropped; figures are "

@@ -162,6 +162,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	err = err ?: bpf_map__set_max_entries(s->maps.allocs, o->max_allocs);
 	err = err ?: bpf_map__set_max_entries(s->maps.procs, o->max_procs);
 	err = err ?: bpf_map__set_max_entries(s->maps.targets, o->max_procs);
+	err = err ?: bpf_map__set_max_entries(s->maps.held, o->max_held ? o->max_held : 4096);
 	return err;
 }
 
@@ -190,7 +191,8 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 /*
  * Ends holding: key 0 in the held map tells BPF to hold no more processes
  * (its programs may run a little after the tracer is gone), then SIGCONT to
- * every process held, each once (its entry is taken first).
+ * every process held, each once (its entry is taken first). A full map makes
+ * room for key 0 by releasing one first.
  */
 static void release_all(int held_fd)
 {
@@ -198,7 +200,10 @@ static void release_all(int held_fd)
 	__u64 zero = 0;
 	bool first = true;
 
-	bpf_map_update_elem(held_fd, &key, &zero, BPF_ANY);
+	while (bpf_map_update_elem(held_fd, &key, &zero, BPF_ANY) &&
+	       !bpf_map_get_next_key(held_fd, NULL, &next))
+		if (next && !bpf_map_delete_elem(held_fd, &next))
+			kill(next, SIGCONT);
 	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
 		first = false;
 		key = next;

@@ -25,6 +25,7 @@ struct tracer_opts {
 	uint64_t ringbuf_bytes; /* power of two */
 	uint32_t max_allocs;	/* BPF allocation table size */
 	uint32_t max_procs;
+	uint32_t max_held;     /* processes held at once (0: 4096) */
 	bool bench_floor;      /* attach the do-nothing floor programs (benchmarks) */
 	bool no_hold;	       /* never stop a target at a library's mapping */
 	bool stack_cache;      /* DWARF mode: BPF sends ids of stacks published (scache.h) */

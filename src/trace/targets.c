@@ -5,9 +5,7 @@
  * process with -a; finding their libcuda, PyTorch and Python and attaching
  * to them, including libraries mapped later; liveness of the targets.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <linux/capability.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -15,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "loader.h"
 #include "probes.h"
+#include "reasons.h"
 #include "stacks/python/python.h"
 #include "targets.h"
 #include "util/clock.h"
@@ -29,7 +27,6 @@
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
 /* A held process is stopped as its mmap returns: waited for at most this long. */
 #define HOLD_STOP_NS 200000000ULL
 
@@ -79,17 +76,6 @@ struct targets {
 	int nr_bad_libs;
 	bool hold_eperm; /* attaching for a held process was refused: stop */
 };
-
-/* Whether gpuleak's effective capabilities hold CAP_SYS_PTRACE. */
-static bool has_cap_sys_ptrace(void)
-{
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = {};
-
-	if (syscall(SYS_capget, &hdr, data))
-		return false;
-	return data[CAP_SYS_PTRACE / 32].effective & (1U << (CAP_SYS_PTRACE % 32));
-}
 
 static struct target *find_target(struct targets *s, int pid)
 {
@@ -250,18 +236,8 @@ static int try_attach_target(struct targets *s, struct target *t)
 			t->state = T_ATTACHED;
 		if (!err && first)
 			warn_xla_before_attach(t->pid);
-	} else if ((err == -EACCES || err == -EPERM) && has_cap_sys_ptrace()) {
-		log_error("cannot read /proc/%d/maps: Permission denied although gpuleak holds "
-			  "CAP_SYS_PTRACE: the machine hides this process (a security module such "
-			  "as Yama's ptrace_scope 3, /proc mounted with hidepid=, or another user "
-			  "namespace)",
-			  t->pid);
-		err = -EACCES;
 	} else if (err == -EACCES || err == -EPERM) {
-		log_error("cannot read /proc/%d/maps: Permission denied (needs CAP_SYS_PTRACE, or "
-			  "to run as the target's user)",
-			  t->pid);
-		err = -EPERM;
+		err = reasons__maps_refused(t->pid);
 	} else if (err == -ENOEXEC) {
 		unreadable_lib(s, t->pid, lib);
 	} else if (err != -ESRCH) {
@@ -276,55 +252,6 @@ static bool target_alive(const struct target *t)
 	uint64_t ticks;
 
 	return procfs__start_ticks(t->pid, &ticks) == 0 && ticks == t->start_ticks;
-}
-
-/* Entries of /proc/PID/task: the threads not yet reaped. */
-static int nr_threads(int pid)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "%s/%d/task", procfs_root, pid);
-	d = opendir(path);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-/*
- * What cannot be traced whatever it loads: gpuleak itself, a kernel thread, a
- * zombie. Says why and returns false for those.
- */
-static bool traceable(int pid)
-{
-	uint64_t flags = 0;
-	char state = '?';
-	int ppid = 0;
-
-	if (pid == getpid()) {
-		log_error("PID %d is gpuleak itself: name the process that uses CUDA", pid);
-		return false;
-	}
-	/* a leader that called pthread_exit() is a zombie too, while its threads run */
-	if (procfs__stat(pid, &ppid, &state) == 0 && (state == 'Z' || state == 'X') &&
-	    nr_threads(pid) <= 1) {
-		log_error("PID %d has exited: a zombie waiting for its parent (PID %d) to reap it, "
-			  "with nothing left to trace",
-			  pid, ppid);
-		return false;
-	}
-	if (procfs__flags(pid, &flags) == 0 && (flags & PF_KTHREAD)) {
-		log_error("PID %d is a kernel thread: it has no user space, and never loads "
-			  "libcuda",
-			  pid);
-		return false;
-	}
-	return true;
 }
 
 static int add_targets(struct targets *s)
@@ -345,7 +272,7 @@ static int add_targets(struct targets *s)
 				t->pid);
 			return -EIO;
 		}
-		if (!traceable(t->pid))
+		if (!reasons__traceable(t->pid))
 			return -EIO;
 		err = tracer__add_target(s->tracer, t->pid);
 		if (err) {
@@ -521,20 +448,22 @@ static void wait_stopped(int pid)
  * record). When BPF holds it (stopped at that mapping), it is attached here
  * and released at once; otherwise it is scanned at the next step.
  */
-void targets__lib_mapped(struct targets *s, const struct gl_proc *r)
+bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 {
 	int pid = r->hdr.pid, err;
 	uint64_t t0 = now_ns(), since;
 	char name[sizeof(r->lib.name) + 1];
 	bool found;
 
-	if (r->lib.held == 2)
+	if (r->lib.held == 2) {
 		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
-			 "than 4096 held at once, or the signal was refused): its first calls may "
-			 "be missed",
+			 "than --max-held held at once, or the signal was refused): its first "
+			 "calls may be missed, and its figures say so",
 			 pid, r->comm, (int)sizeof(r->lib.name), r->lib.name);
+		return true; /* the books' hook schedules a scan */
+	}
 	if (r->lib.held != 1)
-		return; /* the books' hook schedules a scan */
+		return false; /* the books' hook schedules a scan */
 	memcpy(name, r->lib.name, sizeof(r->lib.name));
 	name[sizeof(r->lib.name)] = '\0';
 	wait_stopped(pid);
@@ -543,19 +472,23 @@ void targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		s->hold_eperm = true;
 	/* an unreadable library was said already */
 	found = r->lib.kind == GL_LIB_CUDA ? err == 1 || err == -ENOEXEC : maps_torch(pid);
-	/* attached or not, this file holds no process again */
-	tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
+	/* attached, or one that cannot be: this file holds no process again. One not in
+	 * the maps (its mmap failed after the hold, or was undone at once) holds the next
+	 * process that maps it, this one included */
+	if (found || err == -EPERM)
+		tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
 	if (tracer__held_since(s->tracer, pid, &since))
 		since = t0;
 	if (!tracer__release(s->tracer, pid))
-		return;
+		return false;
 	if (found)
 		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
 			  pid, (now_ns() - since) / 1e6, name);
 	else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0)
-		log_warn("PID %d (%s) maps %s, but gpuleak could not find it in /proc/%d/maps: "
-			 "released without its probes; its calls are not traced",
-			 pid, r->comm, name, pid);
+		log_debug("PID %d (%s) mapped %s, which is not in /proc/%d/maps (the mapping "
+			  "failed or was undone): released; its next mapping of it is held again",
+			  pid, r->comm, name, pid);
+	return false;
 }
 
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */

@@ -57,9 +57,10 @@ bool targets__step(struct targets *tg, uint64_t now, int *err);
 void targets__libs_changed(struct targets *tg, int pid);
 /*
  * A GL_PROC_LIBLOAD record, before the books see it: a process BPF holds at
- * that mapping is attached and released.
+ * that mapping is attached and released. Returns true when BPF could not hold
+ * the process at a library not attached yet (its first calls may be missed).
  */
-void targets__lib_mapped(struct targets *tg, const struct gl_proc *r);
+bool targets__lib_mapped(struct targets *tg, const struct gl_proc *r);
 /* pid exited: a named target is done. */
 void targets__exited(struct targets *tg, int pid, const char *comm);
 /* Whether scans are pending (the caller then polls more often). */

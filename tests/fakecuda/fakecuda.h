@@ -26,8 +26,10 @@
  *                      them: a freed device pointer or pinned host buffer
  *                      (cuMemHostAlloc, cuMemAllocHost*) goes to the next allocation
  *                      of its kind that fits, on any thread, most recently freed
- *                      first (context teardown frees them too).
- *   FAKECUDA_RETURN_DELAY_US  device and pinned host allocations and frees sleep this
+ *                      first (context teardown frees them too); so does the value
+ *                      of a freed cuMemCreate handle, to the next cuMemCreate.
+ *   FAKECUDA_RETURN_DELAY_US  device and pinned host allocations and frees, and
+ *                      cuMemCreate, cuMemRelease and cuMemUnmap, sleep this
  *                      long after their books are done, before they return (the
  *                      real driver's work after its bookkeeping): calls of other
  *                      threads, a context teardown among them, land in between.

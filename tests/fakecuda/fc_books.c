@@ -287,9 +287,11 @@ static int keep_hole(const struct fc_rec *r)
 {
 	enum fc_pool pool;
 
-	if (!fc.reuse || (r->kind != FC_K_DPTR && r->kind != FC_K_HOST))
+	if (!fc.reuse || (r->kind != FC_K_DPTR && r->kind != FC_K_HOST && r->kind != FC_K_HANDLE))
 		return 0;
-	if (r->kind == FC_K_HOST)
+	if (r->kind == FC_K_HANDLE)
+		pool = FC_POOL_HANDLE; /* handle values are reused as addresses are */
+	else if (r->kind == FC_K_HOST)
 		pool = FC_POOL_HOST;
 	else
 		pool = r->key < FC_LIMIT_DPTR_V1 ? FC_POOL_DPTR_V1 : FC_POOL_DPTR;

@@ -142,7 +142,7 @@ void fc_set_dev(struct fc_rec *r, int dev);
 void fc_remove(struct fc_rec *r, enum fc_why why);
 
 /* Address pools of FAKECUDA_REUSE. */
-enum fc_pool { FC_POOL_DPTR, FC_POOL_DPTR_V1, FC_POOL_HOST, FC_NR_POOLS };
+enum fc_pool { FC_POOL_DPTR, FC_POOL_DPTR_V1, FC_POOL_HOST, FC_POOL_HANDLE, FC_NR_POOLS };
 
 /*
  * With FAKECUDA_REUSE=1: an address of pool freed earlier, on any thread, that

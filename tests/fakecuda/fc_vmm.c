@@ -120,15 +120,17 @@ static CUresult location_class(const CUmemAllocationProp *prop, int *cls)
 	}
 }
 
-/* A new handle with one reference (lock held). */
+/* A new handle with one reference, a released one's value first (lock held). */
 static struct fc_rec *new_handle(uint64_t size, int cls)
 {
+	uint64_t key = fc_reuse(FC_POOL_HANDLE, 0, NULL);
 	struct fc_rec *r;
 
-	r = fc_insert(FC_K_HANDLE, fc.next_handle, size, cls, NULL);
+	r = fc_insert(FC_K_HANDLE, key ? key : fc.next_handle, size, cls, NULL);
 	if (r) {
 		r->refs = 1;
-		fc.next_handle++;
+		if (!key)
+			fc.next_handle++;
 	}
 	return r;
 }
@@ -162,6 +164,7 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 cleanup:
 	fc_count_alloc_result(rc);
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(__func__, rc, "size=%zu cls=%d -> 0x%llx", size, cls,
 		 r ? (unsigned long long)r->key : 0ULL);
 	return rc;
@@ -195,6 +198,7 @@ cleanup:
 	if (rc)
 		fc_count_free_failure();
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(__func__, rc, "0x%llx refs=%d", handle, refs);
 	return rc;
 }
@@ -259,6 +263,7 @@ FC_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 	rc = CUDA_SUCCESS;
 cleanup:
 	pthread_mutex_unlock(&fc_lock);
+	fc_return_delay();
 	fc_trace(__func__, rc, "0x%llx size=%zu", ptr, size);
 	return rc;
 }

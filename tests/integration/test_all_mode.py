@@ -46,3 +46,30 @@ def test_all_finds_a_library_mapped_later(tmp):
     wl.wait()
     rep = tr.report()
     check_books(rep, process(rep, wl.pid), truth)
+
+
+def test_all_caps_the_processes_it_keeps(tmp):
+    """attach -a --max-procs 2, then more CUDA processes than that: the books keep two, and
+    the report names the cap with what it left out."""
+    cap, n = 2, 4
+    tr = Tracer(["attach", "-a", "-i", "0", "--max-procs", str(cap), "--libcuda", FAKECUDA], tmp)
+    tr.wait_attached()
+    pids = []
+    for i in range(n):
+        truth_path = os.path.join(tmp, f"basic{i}.json")
+        subprocess.run([os.path.join(WORKLOADS, "wl_basic"), "--no-wait", "--truth", truth_path],
+                       check=True, timeout=30, stdout=subprocess.DEVNULL)
+        with open(truth_path) as f:
+            pids.append(json.load(f)["pid"])
+    tr.stop()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep = tr.report()
+    caps = rep["caps"]["max_procs"]
+    check_eq(caps["limit"], cap, "the cap in force")
+    check(caps["reached"] and caps["refused_records"] > 0, f"the cap is reported reached: {caps}")
+    check(len(rep["processes"]) <= cap, f"{len(rep['processes'])} processes in the books")
+    missing = [pid for pid in pids if pid not in {p["pid"] for p in rep["processes"]}]
+    check(len(missing) >= n - cap, f"processes past the cap are left out: {missing}")
+    check_eq(rep["complete"], False, "the report is not complete")
+    check(f"--max-procs {cap}" in rep["incomplete_why"], rep["incomplete_why"])
+    check(f"--max-procs {cap}" in tr.stderr(), f"stderr names the cap:\n{tr.stderr()}")

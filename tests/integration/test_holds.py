@@ -49,6 +49,67 @@ def test_attach_then_dlopen_and_call_at_once(tmp):
     check(f"PID {wl.pid} was held" in tr.stderr(), f"the process was held: {tr.stderr()}")
 
 
+def test_hold_at_a_mapping_that_fails(tmp):
+    """The first mmap of the library fails inside the kernel (after the hold); the process
+    loads it for real right after and allocates at once: that load is held too."""
+    lib = _late_copy(tmp)
+    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", "--failed-map", "1", tmp=tmp)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "-vv", str(wl.pid)], tmp)
+    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    err = tr.stderr()
+    check("which is not in /proc/" in err, f"the failed mapping was held and released:\n{err}")
+    check(f"PID {wl.pid} was held" in err, f"the real load was held:\n{err}")
+    check_books(rep, p, truth)
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "every allocation seen")
+    check_eq(p["unheld_mappings"], 0, "no mapping went unheld")
+    check(rep["complete"], f"complete: {rep['incomplete_why']}")
+
+
+def test_process_that_cannot_be_held_is_named(tmp):
+    """--max-held 1, and the tracer busy (stopped) while two processes map libraries it has
+    not attached: the first is held, the second cannot be and runs on; its report says so."""
+    wls = []
+    for name in ("a", "b"):
+        lib = os.path.join(tmp, name, "libcuda.so.1")
+        os.makedirs(os.path.dirname(lib))
+        shutil.copy(FAKECUDA, lib)
+        wls.append(Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp))
+    a, b = wls
+    for wl in wls:
+        wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--max-held", "1", str(a.pid), str(b.pid)], tmp)
+    wait_until(lambda: tr.stderr().count("has not loaded libcuda yet") == 2, 20,
+               "gpuleak to wait for both")
+    tr.proc.send_signal(signal.SIGSTOP)
+    try:
+        a.go()
+        wait_until(lambda: _state(a.pid) == "T", 10, "the first process to be held")
+        b.go()
+        truth_b = b.truth()  # not held: it runs to its end while the tracer is stopped
+    finally:
+        tr.proc.send_signal(signal.SIGCONT)
+    truth_a = a.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the targets exited)")
+    rep = tr.report()
+    pa, pb = process(rep, a.pid), process(rep, b.pid)
+    check_books(rep, pa, truth_a)
+    check_eq(pa["unheld_mappings"], 0, "the held process")
+    check(pb["unheld_mappings"] >= 1, f"the process that could not be held: {pb}")
+    check(truth_b["alloc_calls"] > 0, "it made calls")
+    check_eq(rep["complete"], False, "the report is not complete")
+    check(f"PID {b.pid}" in rep["incomplete_why"] and "could not be held" in rep["incomplete_why"],
+          rep["incomplete_why"])
+    check(f"PID {b.pid} (wl_dlopen) maps libcuda.so.1, not attached yet, and could not be held"
+          in tr.stderr(), tr.stderr())
+    check("could not be held" in tr.stdout(), "the text report says so")
+
+
 def _run_wrapped(tmp, script, truth_path):
     tr = Tracer(["run", "-i", "0", "--", "sh", "-c", script], tmp)
     check_eq(tr.wait(60), 0, "gpuleak run exit status")

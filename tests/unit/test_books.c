@@ -514,6 +514,26 @@ static void test_processes_separate(void **state)
 	fx_free(f);
 }
 
+/* A library mapped where BPF could not hold the process: its figures say so. */
+static void test_unheld_mapping_noted(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct gl_proc r = { .hdr = { .pid = PID, .start_time = START }, .event = GL_PROC_LIBLOAD };
+	const struct proc_totals *t;
+
+	fx_hdr(f, &r.hdr, GL_REC_PROC, sizeof(r));
+	r.lib.held = 2;
+	memset(r.lib.name, 'x', sizeof(r.lib.name)); /* no NUL: the name is cut at its size */
+	memcpy(r.lib.name, "libcuda.so.1", 12);
+	books__note_unheld(f->b, &r);
+	books__note_unheld(f->b, &r);
+	t = proc__totals(fx_proc(f));
+	assert_int_equal(t->unheld, 2);
+	assert_int_equal(strlen(t->unheld_lib), sizeof(r.lib.name));
+	assert_memory_equal(t->unheld_lib, "libcuda.so.1xx", 14);
+	fx_free(f);
+}
+
 static void test_malformed_counted(void **state)
 {
 	struct fx *f = fx_new(true);
@@ -911,6 +931,7 @@ int main(void)
 		cmocka_unit_test(test_exit_keeps_comm_when_record_has_none),
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_processes_separate),
+		cmocka_unit_test(test_unheld_mapping_noted),
 		cmocka_unit_test(test_malformed_counted),
 		cmocka_unit_test(test_counters_and_clock),
 		cmocka_unit_test(test_no_proc_files),

@@ -276,6 +276,29 @@ static void test_text_lost_and_empty(void **state)
 	free(out);
 }
 
+/* A process that could not be held at a library's mapping: named, with the library. */
+static void test_text_unheld(void **state)
+{
+	struct snap_proc p = { .pid = 42, .comm = "job", .consistent = true, .unheld = 1,
+			       .unheld_lib = "libcuda.so.1" };
+	struct snapshot s = { .complete = false, .procs = &p, .nprocs = 1 };
+	char why[512];
+
+	assert_string_equal(report__incomplete_why(&s, why, sizeof(why)),
+			    "PID 42 (job) mapped libcuda.so.1 and could not be held until its "
+			    "probes were in (more than --max-held processes held at once, or the "
+			    "signal was refused): its first calls may be missing from the figures");
+	s.lost_events = 1; /* lost events come first */
+	assert_non_null(strstr(report__incomplete_why(&s, why, sizeof(why)), "events were lost"));
+	/* the cap on processes is named with what it dropped */
+	s.lost_events = 0;
+	s.cap_procs = 2;
+	s.procs_refused = 7;
+	assert_string_equal(report__incomplete_why(&s, why, sizeof(why)),
+			    "more processes than --max-procs 2: 7 records of processes past it "
+			    "dropped, those processes are in no figure; raise --max-procs");
+}
+
 static void test_json_full(void **state)
 {
 	char *out;
@@ -305,7 +328,8 @@ static void test_json_contract(void **state)
 		"pid", "comm", "state", "device_bytes", "managed_bytes", "host_pinned_bytes",
 		"address_space_bytes", "outstanding_allocs", "peak_device_bytes", "alloc_calls",
 		"free_calls", "failures", "oom_failures", "unmatched_frees",
-		"context_dropped_bytes", "consistent", "bpf", "stacks", "failures_list",
+		"context_dropped_bytes", "unheld_mappings", "consistent", "bpf", "stacks",
+		"failures_list",
 	};
 	static const char *const stack[] = {
 		"memory", "outstanding_bytes", "outstanding_allocs", "allocs", "frees", "verdict",
@@ -439,6 +463,7 @@ int main(void)
 		cmocka_unit_test(test_text_limits),
 		cmocka_unit_test(test_text_summary),
 		cmocka_unit_test(test_text_more_stacks_count),
+		cmocka_unit_test(test_text_unheld),
 		cmocka_unit_test(test_text_lost_and_empty),
 		cmocka_unit_test(test_json_full),
 		cmocka_unit_test(test_json_empty),

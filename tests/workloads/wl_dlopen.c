@@ -11,11 +11,17 @@
  *
  * Options: --lib PATH, --size BYTES (default 1 MiB), --late-ms N: the first load
  * comes only after "go", N ms later (a tracer attached to a process that has not
- * loaded the driver yet), and its calls follow at once.
+ * loaded the driver yet), and its calls follow at once. --failed-map 1: just
+ * before that first load, one mmap(2) of the library that the kernel refuses
+ * once the address space is locked (MAP_FIXED_NOREPLACE over a mapping of its
+ * own): a tracer that stops the process at that mmap finds no library mapped.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "wl.h"
@@ -129,6 +135,23 @@ static int write_sum(FILE *f, const char *extra)
 	return drv.truth_write(f, &t, extra);
 }
 
+/* An executable mapping of path that fails with EEXIST inside the kernel's mmap. */
+static void failed_map(const char *path)
+{
+	size_t len = 4096;
+	void *own = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p;
+
+	if (own == MAP_FAILED || fd < 0)
+		wl_die("cannot prepare the failing mapping of %s", path);
+	p = mmap(own, len, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_FIXED_NOREPLACE, fd, 0);
+	if (p != MAP_FAILED || errno != EEXIST)
+		wl_die("mmap of %s over a mapping did not fail with EEXIST", path);
+	close(fd);
+	munmap(own, len);
+}
+
 /* ../fakecuda/libcuda.so.1 relative to the executable's directory. */
 static void default_lib(char *buf, size_t len)
 {
@@ -154,6 +177,7 @@ int main(int argc, char **argv)
 	struct wl_opts o = { .size = WL_MIB };
 	char lib[PATH_MAX + 32];
 	unsigned long late_ms = wl_take_num(&argc, argv, "--late-ms", 60000, ULONG_MAX);
+	unsigned long fail_map = wl_take_num(&argc, argv, "--failed-map", 1, 0);
 
 	wl_parse(&o, argc, argv, WL_OPT_LIB | WL_OPT_SIZE);
 	if (!o.size)
@@ -168,6 +192,8 @@ int main(int argc, char **argv)
 	} else {
 		wl_ready(&o);
 		usleep(late_ms * 1000);
+		if (fail_map)
+			failed_map(o.lib);
 		load(o.lib);
 	}
 	drv.mark();

@@ -7,10 +7,13 @@
  * it with FAKECUDA_REUSE=1: the stand-in then hands an address freed on one
  * thread to the next allocation on another, often before the free has
  * returned, as the real driver does. What the rings hold at the end stays
- * outstanding.
+ * outstanding. With --vmm 1 the rings hold handles (cuMemCreate) mapped
+ * (cuMemMap) in each thread's reservation, given back by cuMemUnmap then
+ * cuMemRelease (the release frees) or the other way round (the unmap frees):
+ * the stand-in hands a released handle's value to the next cuMemCreate.
  *
  * Options: --threads N, --iters N (seconds), --size N (largest allocation,
- * default 64 KiB), --pinned 0|1.
+ * default 64 KiB), --pinned 0|1, --vmm 0|1.
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -20,6 +23,8 @@
 #include "wl.h"
 
 #define RING 8
+/* --vmm: one slot of a reservation holds the largest allocation */
+#define SLOT_BYTES (o.size + 512)
 
 struct worker {
 	pthread_t tid;
@@ -27,11 +32,13 @@ struct worker {
 	CUcontext ctx;
 	unsigned long long calls;
 	uint64_t ring[RING];
+	size_t sizes[RING];
+	CUdeviceptr va; /* --vmm: the thread's reservation, RING slots */
 	unsigned int next;
 };
 
 static struct wl_opts o = { .threads = 32, .iters = 8, .size = 64 * 1024 };
-static unsigned long pinned;
+static unsigned long pinned, vmm;
 static struct timespec deadline;
 
 static uint64_t next_rand(uint64_t *s)
@@ -71,14 +78,47 @@ WL_SITE void reuse_site(struct worker *w, size_t size)
 	w->calls += 2;
 }
 
+/* --vmm: the oldest handle of the ring unmapped and released, a new one mapped in its place. */
+WL_SITE void reuse_vmm_site(struct worker *w, size_t size)
+{
+	unsigned int n = w->next++, i = n % RING;
+	CUdeviceptr va = w->va + (CUdeviceptr)i * SLOT_BYTES;
+	CUmemAllocationProp prop = { 0 };
+	CUmemGenericAllocationHandle h = 0;
+
+	if (w->ring[i] && (n / RING) % 2) {
+		wl_check(cuMemUnmap(va, w->sizes[i]), "cuMemUnmap");
+		wl_check(cuMemRelease(w->ring[i]), "cuMemRelease");
+	} else if (w->ring[i]) {
+		wl_check(cuMemRelease(w->ring[i]), "cuMemRelease");
+		wl_check(cuMemUnmap(va, w->sizes[i]), "cuMemUnmap");
+	}
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	wl_check(cuMemCreate(&h, size, &prop, 0), "cuMemCreate");
+	wl_check(cuMemMap(va, size, 0, h, 0), "cuMemMap");
+	w->ring[i] = h;
+	w->sizes[i] = size;
+	w->calls += 4;
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
 
 	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	if (vmm)
+		wl_check(cuMemAddressReserve(&w->va, (size_t)RING * SLOT_BYTES, 0, 0, 0),
+			 "cuMemAddressReserve");
 	while (!past_deadline())
-		for (int i = 0; i < 64; i++)
-			reuse_site(w, 512 + next_rand(&w->seed) % o.size);
+		for (int i = 0; i < 64; i++) {
+			size_t size = 512 + next_rand(&w->seed) % o.size;
+
+			if (vmm)
+				reuse_vmm_site(w, size);
+			else
+				reuse_site(w, size);
+		}
 	return NULL;
 }
 
@@ -90,6 +130,7 @@ int main(int argc, char **argv)
 	CUcontext ctx;
 
 	pinned = wl_take_num(&argc, argv, "--pinned", 1, 0);
+	vmm = wl_take_num(&argc, argv, "--vmm", 1, 0);
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
