@@ -248,8 +248,9 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 	else if ((p = first_unheld(s)))
 		n = snprintf(buf, len,
 			     "PID %d (%s) mapped %s and could not be held until its probes were "
-			     "in (more than --max-held processes held at once, or the signal "
-			     "was refused): its first calls may be missing from the figures",
+			     "in (more than --max-held processes held at once, the signal was "
+			     "refused, or it was continued by another tracer or a SIGCONT): its "
+			     "first calls may be missing from the figures",
 			     p->pid, p->comm, p->unheld_lib);
 	else if (s->malformed)
 		n = snprintf(buf, len,

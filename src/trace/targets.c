@@ -431,16 +431,35 @@ static bool maps_torch(int pid)
 	return !libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino);
 }
 
-/* Waits until pid is stopped (or gone), at most HOLD_STOP_NS: its mapping is then complete. */
-static void wait_stopped(int pid)
+/* pid's state letter from /proc/PID/stat, or 'X' once it is gone. */
+static char proc_state(int pid)
 {
-	uint64_t until = now_ns() + HOLD_STOP_NS;
-	char state = '?';
+	char state = 'X';
 	int ppid;
 
-	while (!procfs__stat(pid, &ppid, &state) && state != 'T' && state != 't' && state != 'Z' &&
-	       now_ns() < until)
+	return procfs__stat(pid, &ppid, &state) ? 'X' : state;
+}
+
+/* Whether a state is stopped (by our SIGSTOP, or by a tracer's ptrace), or over. */
+static bool still(char state)
+{
+	return state == 'T' || state == 't' || state == 'Z' || state == 'X';
+}
+
+/*
+ * Waits until pid is stopped (or gone), at most HOLD_STOP_NS: its mapping is then
+ * complete. Returns whether it is.
+ */
+static bool wait_stopped(int pid)
+{
+	uint64_t until = now_ns() + HOLD_STOP_NS;
+
+	while (!still(proc_state(pid))) {
+		if (now_ns() >= until)
+			return false;
 		usleep(200);
+	}
+	return true;
 }
 
 /*
@@ -453,7 +472,7 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 	int pid = r->hdr.pid, err;
 	uint64_t t0 = now_ns(), since;
 	char name[sizeof(r->lib.name) + 1];
-	bool found;
+	bool found, stopped;
 
 	if (r->lib.held == 2) {
 		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
@@ -466,8 +485,11 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		return false; /* the books' hook schedules a scan */
 	memcpy(name, r->lib.name, sizeof(r->lib.name));
 	name[sizeof(r->lib.name)] = '\0';
-	wait_stopped(pid);
+	stopped = wait_stopped(pid);
 	err = scan_pid(s, pid);
+	/* continued before its probes were in (another tracer's release, a SIGCONT sent to
+	 * it), or never stopped: its code may have run untraced */
+	stopped = stopped && still(proc_state(pid));
 	if (err == -EPERM)
 		s->hold_eperm = true;
 	/* an unreadable library was said already */
@@ -481,6 +503,13 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		since = t0;
 	if (!tracer__release(s->tracer, pid))
 		return false;
+	if (found && !stopped) {
+		log_warn("PID %d (%s) maps %s and was held, but ran on before its probes were in "
+			 "(continued by another tracer or a SIGCONT): its first calls may be "
+			 "missed, and its figures say so",
+			 pid, r->comm, name);
+		return true;
+	}
 	if (found)
 		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
 			  pid, (now_ns() - since) / 1e6, name);

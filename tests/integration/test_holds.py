@@ -110,6 +110,37 @@ def test_process_that_cannot_be_held_is_named(tmp):
     check("could not be held" in tr.stdout(), "the text report says so")
 
 
+def test_process_continued_before_its_probes_is_named(tmp):
+    """A held process continued by someone else (another tracer's release, a SIGCONT)
+    while gpuleak is busy (stopped): it ran before its probes were in, so its first calls
+    are missing; the report must say so instead of calling itself complete."""
+    lib = _late_copy(tmp)
+    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
+    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    tr.proc.send_signal(signal.SIGSTOP)
+    try:
+        wl.go()
+        wait_until(lambda: _state(wl.pid) == "T", 10, "the process to be held")
+        os.kill(wl.pid, signal.SIGCONT)
+        truth = wl.truth()  # it runs its calls while the tracer is stopped
+    finally:
+        tr.proc.send_signal(signal.SIGCONT)
+    check(truth["alloc_calls"] > 0, "it made calls")
+    wait_until(lambda: "ran on before its probes were in" in tr.stderr() or
+               tr.proc.poll() is not None, 20, "gpuleak to find it continued")
+    wl.release()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    check(p["unheld_mappings"] >= 1, f"the mapping counted as not held: {p}")
+    check_eq(rep["complete"], False, "the report is not complete")
+    check(f"PID {wl.pid}" in rep["incomplete_why"], rep["incomplete_why"])
+    check(f"PID {wl.pid} (wl_dlopen) maps libcuda.so.1 and was held, but ran on before its "
+          "probes were in" in tr.stderr(), tr.stderr())
+
+
 def _run_wrapped(tmp, script, truth_path):
     tr = Tracer(["run", "-i", "0", "--", "sh", "-c", script], tmp)
     check_eq(tr.wait(60), 0, "gpuleak run exit status")
