@@ -195,6 +195,23 @@ uint64_t books__now(const struct books *b)
 	return b->now;
 }
 
+/* The job's ranks from the launcher's variables (torchrun, mp.spawn by hand, Slurm wrappers). */
+static void read_ranks(struct proc *proc)
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE" };
+	int v[3];
+	int err = procfs__environ_ints(proc->t.pid, names, v, 3);
+
+	if (err) {
+		log_debug("PID %d: cannot read its environment for RANK: %s", proc->t.pid,
+			  strerror(-err));
+		return;
+	}
+	proc->t.rank = v[0];
+	proc->t.local_rank = v[1];
+	proc->t.world_size = v[2];
+}
+
 static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 {
 	struct proc *proc, *old;
@@ -217,6 +234,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		/* whatever has this PID now is not the process of these records */
 		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
 		proc->t.ns_pid = 0;
+		proc->t.ppid = 0;
 	} else {
 		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
 
@@ -352,6 +370,9 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 		return;
 	a->bytes += bytes;
 	a->allocs += n;
+	if ((cls == GL_CLASS_DEVICE || cls == GL_CLASS_TORCH_BLOCK) && dev >= 0 &&
+	    dev < PROC_MAX_DEVICES)
+		a->dev_bytes[dev] += bytes;
 	if (a->bytes > a->peak_bytes)
 		a->peak_bytes = a->bytes;
 	series__add(a->series, ts, a->bytes);
@@ -592,6 +613,13 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	if (!proc || !proc->allocs)
 		return;
 	proc->t.last_ns = c->hdr.ts;
+	if (b->opts.rank_env && !b->opts.no_proc_files && !proc->ranks_read) {
+		/* at its first call, after any exec: a launcher's child before its exec
+		 * still has the launcher's environment */
+		proc->ranks_read = true;
+		if (procfs__same_process(proc->t.pid, proc->t.start_time))
+			read_ranks(proc);
+	}
 	switch (c->op) {
 	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
 	case GL_OP_FREE: apply_free(b, proc, c); break;

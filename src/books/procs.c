@@ -79,6 +79,7 @@ void procs__free(struct procs *p)
 static struct proc *proc_new(int pid, uint64_t start_time)
 {
 	struct proc *proc = calloc(1, sizeof(*proc));
+	char state;
 
 	if (!proc)
 		return NULL;
@@ -94,6 +95,9 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 	if (procfs__comm(pid, proc->t.comm, sizeof(proc->t.comm)))
 		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
 	proc->t.ns_pid = procfs__ns_pid(pid);
+	if (procfs__stat(pid, &proc->t.ppid, &state))
+		proc->t.ppid = 0;
+	proc->t.rank = proc->t.local_rank = proc->t.world_size = -1;
 	return proc;
 }
 
@@ -291,9 +295,14 @@ static struct alloc_val *unknown_alloc(struct proc *proc, const struct unknown_d
 
 static void set_device(struct proc *proc, struct alloc_val *v, int dev)
 {
+	struct agg_key k = { .stack = v->stack, .cls = v->cls };
+	struct agg *a = htab__lookup(proc->aggs, &k);
+
 	v->dev = (int8_t)dev;
 	proc->t.unknown_dev_bytes -= v->size;
 	proc->t.dev_bytes[dev] += v->size;
+	if (a)
+		a->dev_bytes[dev] += v->size; /* its stack's share of the device, as of now */
 }
 
 void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)

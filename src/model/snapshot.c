@@ -80,6 +80,7 @@ void snapshot__free(struct snapshot *s)
 		free(p->failures_list);
 	}
 	free(s->procs);
+	free(s->jobs);
 	free(s);
 }
 
@@ -264,6 +265,7 @@ static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *pro
 			.growth_bytes_per_s = vi.growth_bytes_per_s,
 			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
 		};
+		memcpy(st->dev_bytes, a->dev_bytes, sizeof(st->dev_bytes));
 		st->why = strdup(vi.why);
 		if (st->torch_segment) /* of every stack, shown or not */
 			sp->torch_reserved_bytes += a->bytes;
@@ -356,6 +358,7 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 
 	*m = (struct snap_mem_dev){
 		.dev = d->dev,
+		.nvml_index = -1,
 		.device_bytes = d->device_bytes,
 		.torch_reserved = d->torch_reserved,
 		.torch_allocated = d->torch_allocated,
@@ -373,21 +376,108 @@ static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
 		m->libs[m->nlibs++] = (struct snap_lib){ d->libs[i].name, d->libs[i].bytes };
 }
 
-/* The devices NVML lists the process on and gpuleak saw nothing of: rows of their own. */
-static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_memory *m)
+/* Whether NVML lists pid on device i, and what it uses there (NVML_UNKNOWN: not told). */
+static bool nvml_lists(const struct nvml_sample *n, int pid, uint32_t i, uint64_t *used)
 {
+	const struct nvml_device *d = &n->devs[i];
+
+	for (uint32_t j = 0; j < d->nprocs && j < NVML_MAX_PROCS; j++) {
+		if (d->procs[j].pid == (uint32_t)pid) {
+			*used = d->procs[j].used;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Whether ordinal ord may be NVML's device whose figure for the process is used. */
+static bool fits(const struct snap_proc *sp, int ord, uint64_t used)
+{
+	return used == NVML_UNKNOWN || sp->dev_bytes[ord] <= used;
+}
+
+/*
+ * Which NVML device each CUDA ordinal of the process is. CUDA numbers the
+ * devices CUDA_VISIBLE_DEVICES lets it see (an environment gpuleak does not
+ * read), in its own order: an ordinal names a GPU only when the counts match,
+ * one for one (basis "one"), or in ascending order on both sides when every
+ * ordinal's bytes fit under NVML's figure for its GPU ("order"), or, for two,
+ * in the only order the bytes allow ("bytes").
+ */
+static void map_gpus(const struct nvml_sample *n, int pid, struct snap_proc *sp)
+{
+	int ords[SNAP_MAX_DEVS], nords = 0;
+	uint32_t gpus[SNAP_MAX_DEVS], ngpus = 0;
+	uint64_t used[SNAP_MAX_DEVS];
+	bool ascending = true, swapped;
+
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		if (sp->dev_bytes[d])
+			ords[nords++] = d;
+	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++) {
+		uint64_t u;
+
+		if (!nvml_lists(n, pid, i, &u))
+			continue;
+		if (ngpus == SNAP_MAX_DEVS)
+			return;
+		used[ngpus] = u;
+		gpus[ngpus++] = i;
+	}
+	if (!nords || (uint32_t)nords != ngpus)
+		return;
+	for (int k = 0; k < nords; k++)
+		ascending = ascending && fits(sp, ords[k], used[k]);
+	swapped = nords == 2 && !ascending && fits(sp, ords[0], used[1]) &&
+		  fits(sp, ords[1], used[0]);
+	if (!ascending && !swapped)
+		return;
+	for (int k = 0; k < nords; k++) {
+		uint32_t g = gpus[swapped ? 1 - k : k];
+
+		sp->gpus[ords[k]].nvml_index = (int)g;
+		snprintf(sp->gpus[ords[k]].uuid, sizeof(sp->gpus[ords[k]].uuid), "%s",
+			 n->devs[g].uuid);
+	}
+	sp->gpu_basis = nords == 1 ? "one" : swapped ? "bytes" : "order";
+}
+
+/* The ordinal NVML's device i was matched to, or -1. */
+static int ordinal_of(const struct snap_proc *sp, uint32_t i)
+{
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		if (sp->gpus[d].nvml_index == (int)i)
+			return d;
+	return -1;
+}
+
+/*
+ * NVML's figure on each row of the breakdown: the row of the ordinal the
+ * device was matched to, or a row of its own (device not known) beside it.
+ */
+static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_proc *sp)
+{
+	struct snap_memory *m = &sp->memory;
+
+	map_gpus(n, pid, sp);
+	for (uint32_t j = 0; j < m->ndevs; j++)
+		if (m->devs[j].dev >= 0 && m->devs[j].dev < SNAP_MAX_DEVS)
+			m->devs[j].nvml_index = sp->gpus[m->devs[j].dev].nvml_index;
 	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++) {
 		uint64_t used, others;
 		struct snap_mem_dev *row = NULL;
+		int ord;
 
-		if (!nvml_sample__proc_on(n, pid, i, &used, &others) || used == NVML_UNKNOWN)
+		if (!nvml_lists(n, pid, i, &used) || used == NVML_UNKNOWN ||
+		    !nvml_sample__proc_on(n, pid, i, &used, &others))
 			continue;
-		for (uint32_t j = 0; j < m->ndevs; j++)
-			if (m->devs[j].dev == (int)i)
+		ord = ordinal_of(sp, i);
+		for (uint32_t j = 0; ord >= 0 && j < m->ndevs; j++)
+			if (m->devs[j].dev == ord)
 				row = &m->devs[j];
 		if (!row && m->ndevs < sizeof(m->devs) / sizeof(m->devs[0])) {
 			row = &m->devs[m->ndevs++];
-			*row = (struct snap_mem_dev){ .dev = (int)i };
+			*row = (struct snap_mem_dev){ .dev = ord, .nvml_index = (int)i };
 		}
 		if (!row)
 			continue;
@@ -482,9 +572,9 @@ static int fill_memory(struct books *b, struct proc *proc, const struct snapshot
 	free(e);
 	m->fragmentation = free_sum ? 1.0 - (double)m->largest_free / (double)free_sum : 0;
 	if (o->nvml && !t->exited) {
-		add_nvml_devs(o->nvml, t->pid, m);
+		add_nvml_devs(o->nvml, t->pid, sp);
 		if (!m->nvml_valid && t->ns_pid > 0 && t->ns_pid != t->pid)
-			add_nvml_devs(o->nvml, t->ns_pid, m);
+			add_nvml_devs(o->nvml, t->ns_pid, sp);
 	}
 	if (m->nvml_valid) {
 		if (m->nvml_bytes >= m->device_bytes)
@@ -641,6 +731,14 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 
 	sp->pid = t->pid;
 	sp->ns_pid = t->ns_pid;
+	sp->ppid = t->ppid;
+	sp->ranked = t->rank >= 0;
+	sp->rank = t->rank;
+	sp->local_rank = t->local_rank;
+	sp->world_size = t->world_size;
+	sp->job = -1;
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		sp->gpus[d].nvml_index = -1;
 	memcpy(sp->comm, t->comm, sizeof(sp->comm));
 	sp->exited = t->exited;
 	sp->start_time = t->start_time;
@@ -686,6 +784,12 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	if (fill_memory(b, proc, o, sp) || fill_stacks(b, sym, proc, o, sp))
 		return -ENOMEM;
 	return fill_failures(b, sym, proc, o, sp);
+}
+
+static void proc_imbalances(struct snapshot *s, double ratio)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		snapshot__proc_imbalance(&s->procs[i], i, ratio);
 }
 
 struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
@@ -743,6 +847,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		if (!sp->consistent || sp->unheld)
 			s->complete = false;
 	}
+	proc_imbalances(s, o->imbalance_ratio);
 	return s;
 fail:
 	snapshot__free(s);
@@ -780,12 +885,19 @@ static void fill_target(struct snap_proc *p, int pid, const struct nvml_sample *
 {
 	struct snap_memory *m = &p->memory;
 
-	*p = (struct snap_proc){ .pid = pid, .ns_pid = pid };
+	*p = (struct snap_proc){ .pid = pid,
+				 .ns_pid = pid,
+				 .rank = -1,
+				 .local_rank = -1,
+				 .world_size = -1,
+				 .job = -1 };
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		p->gpus[d].nvml_index = -1;
 	if (procfs__comm(pid, p->comm, sizeof(p->comm)))
 		snprintf(p->comm, sizeof(p->comm), "?");
 	m->valid = true;
 	if (nvml)
-		add_nvml_devs(nvml, pid, m);
+		add_nvml_devs(nvml, pid, p);
 	m->unseen = m->nvml_bytes;
 }
 
