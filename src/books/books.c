@@ -195,23 +195,6 @@ uint64_t books__now(const struct books *b)
 	return b->now;
 }
 
-/* The job's ranks from the launcher's variables (torchrun, mp.spawn by hand, Slurm wrappers). */
-static void read_ranks(struct proc *proc)
-{
-	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE" };
-	int v[3];
-	int err = procfs__environ_ints(proc->t.pid, names, v, 3);
-
-	if (err) {
-		log_debug("PID %d: cannot read its environment for RANK: %s", proc->t.pid,
-			  strerror(-err));
-		return;
-	}
-	proc->t.rank = v[0];
-	proc->t.local_rank = v[1];
-	proc->t.world_size = v[2];
-}
-
 static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 {
 	struct proc *proc, *old;
@@ -613,13 +596,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	if (!proc || !proc->allocs)
 		return;
 	proc->t.last_ns = c->hdr.ts;
-	if (b->opts.rank_env && !b->opts.no_proc_files && !proc->ranks_read) {
-		/* at its first call, after any exec: a launcher's child before its exec
-		 * still has the launcher's environment */
-		proc->ranks_read = true;
-		if (procfs__same_process(proc->t.pid, proc->t.start_time))
-			read_ranks(proc);
-	}
+	if (b->opts.rank_env && !b->opts.no_proc_files)
+		proc__read_ranks(proc);
 	switch (c->op) {
 	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
 	case GL_OP_FREE: apply_free(b, proc, c); break;

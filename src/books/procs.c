@@ -2,7 +2,8 @@
 /*
  * procs.c - process table. Processes live in an array (creation order, for
  * stable reports) with a hash index on (pid, start time). Also the devices a
- * process's allocations are on, where BPF could not tell.
+ * process's allocations are on, where BPF could not tell, and the job's ranks
+ * from the launcher's variables.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "analysis.h"
 #include "proc_int.h"
 #include "procs.h"
+#include "util/log.h"
 #include "util/procfs.h"
 
 struct proc_key {
@@ -406,4 +408,32 @@ const struct failure *proc__failure(const struct proc *proc, uint32_t i)
 const struct series *proc__device_series(const struct proc *proc)
 {
 	return proc->device_series;
+}
+
+/* The job's ranks from the launcher's variables (torchrun, mp.spawn by hand, Slurm wrappers). */
+static void read_ranks(struct proc *proc)
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE" };
+	int v[3];
+	int err = procfs__environ_ints(proc->t.pid, names, v, 3);
+
+	if (err) {
+		log_debug("PID %d: cannot read its environment for RANK: %s", proc->t.pid,
+			  strerror(-err));
+		return;
+	}
+	proc->t.rank = v[0];
+	proc->t.local_rank = v[1];
+	proc->t.world_size = v[2];
+}
+
+void proc__read_ranks(struct proc *proc)
+{
+	if (proc->ranks_read)
+		return;
+	/* at its first call, after any exec: a launcher's child before its exec
+	 * still has the launcher's environment */
+	proc->ranks_read = true;
+	if (procfs__same_process(proc->t.pid, proc->t.start_time))
+		read_ranks(proc);
 }
