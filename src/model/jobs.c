@@ -45,7 +45,8 @@ static bool per_device_class(uint8_t cls)
 	return cls == GL_CLASS_DEVICE || cls == GL_CLASS_TORCH_BLOCK;
 }
 
-void snapshot__proc_imbalance(struct snap_proc *sp, uint32_t proc, double ratio)
+/* sp->imbalance from the per-device figures of sp and its stacks (proc: sp's index). */
+static void proc_imbalance(struct snap_proc *sp, uint32_t proc, double ratio)
 {
 	struct snap_imbalance *im = &sp->imbalance;
 	int hi = -1, peer = -1, used = 0;
@@ -78,6 +79,12 @@ void snapshot__proc_imbalance(struct snap_proc *sp, uint32_t proc, double ratio)
 		if (per_device_class(st->cls) && st->dev_bytes[hi] > st->dev_bytes[peer])
 			keep_stack(im, proc, i, st->dev_bytes[hi] - st->dev_bytes[peer]);
 	}
+}
+
+void snapshot__proc_imbalances(struct snapshot *s, double ratio)
+{
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		proc_imbalance(&s->procs[i], i, ratio);
 }
 
 /* What the same stack (id and class) holds in another process. */

@@ -567,6 +567,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		errno = ENOMEM;
 		snap = NULL;
 	}
+	if (snap)
+		snapshot__proc_imbalances(snap, so.imbalance_ratio);
 	if (snap && snapshot__group_jobs(snap, so.imbalance_ratio)) {
 		snapshot__free(snap);
 		snap = NULL;

@@ -217,12 +217,6 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	return snap_failures__fill(b, sym, proc, o, sp);
 }
 
-static void proc_imbalances(struct snapshot *s, double ratio)
-{
-	for (uint32_t i = 0; i < s->nprocs; i++)
-		snapshot__proc_imbalance(&s->procs[i], i, ratio);
-}
-
 struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 				 const struct snapshot_opts *o)
 {
@@ -278,7 +272,6 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		if (!sp->consistent || sp->unheld)
 			s->complete = false;
 	}
-	proc_imbalances(s, o->imbalance_ratio);
 	return s;
 fail:
 	snapshot__free(s);

@@ -399,10 +399,10 @@ void snapshot__hide_idle(struct snapshot *s);
 #define SNAP_IMBALANCE_MIN (16ULL << 20) /* bytes hi must hold beyond peer */
 
 /*
- * Sets sp->imbalance from the per-device figures of sp and its stacks (proc:
- * sp's index in snapshot.procs, for the stacks' references).
+ * Sets each process's imbalance from its per-device figures and its stacks (after
+ * snapshot__build, before snapshot__group_jobs).
  */
-void snapshot__proc_imbalance(struct snap_proc *sp, uint32_t proc, double ratio);
+void snapshot__proc_imbalances(struct snapshot *s, double ratio);
 /*
  * Groups s's reported processes (procs[0..nprocs)) into jobs: two or more of
  * one parent that run the same program (comm), or share a WORLD_SIZE, and sets

@@ -33,6 +33,14 @@ static void dp_proc(struct snap_proc *p, struct snap_stack *st, uint64_t gathere
 	p->bytes[GL_CLASS_DEVICE] = p->dev_bytes[0] + p->dev_bytes[1];
 }
 
+/* The imbalance of p alone, as snapshot__proc_imbalances sets it in a snapshot. */
+static void proc_imbalance(struct snap_proc *p, double ratio)
+{
+	struct snapshot s = { .nprocs = 1, .procs = p };
+
+	snapshot__proc_imbalances(&s, ratio);
+}
+
 static void test_proc_imbalance_names_the_gathering_stack(void **state)
 {
 	struct snap_stack st[2];
@@ -40,7 +48,7 @@ static void test_proc_imbalance_names_the_gathering_stack(void **state)
 
 	(void)state;
 	dp_proc(&p, st, 96 * MIB);
-	snapshot__proc_imbalance(&p, 0, 0);
+	proc_imbalance(&p, 0);
 	assert_true(p.imbalance.found);
 	assert_int_equal(p.imbalance.hi, 0);
 	assert_int_equal(p.imbalance.peer, 1);
@@ -50,7 +58,7 @@ static void test_proc_imbalance_names_the_gathering_stack(void **state)
 	assert_int_equal(p.imbalance.stacks[0].stack, 1);
 	assert_int_equal(p.imbalance.stacks[0].bytes, 96 * MIB);
 	/* 2.5x: not at 3x */
-	snapshot__proc_imbalance(&p, 0, 3.0);
+	proc_imbalance(&p, 3.0);
 	assert_false(p.imbalance.found);
 }
 
@@ -61,16 +69,16 @@ static void test_proc_imbalance_needs_bytes_and_two_devices(void **state)
 
 	(void)state;
 	dp_proc(&p, st, 8 * MIB); /* 1.125x */
-	snapshot__proc_imbalance(&p, 0, 0);
+	proc_imbalance(&p, 0);
 	assert_false(p.imbalance.found);
 	dp_proc(&p, st, 12 * MIB);
 	p.dev_bytes[0] = 12 * MIB; /* 12 MiB against 0: the ratio is there, the bytes not */
 	p.dev_bytes[1] = 0;
-	snapshot__proc_imbalance(&p, 0, 0);
+	proc_imbalance(&p, 0);
 	assert_false(p.imbalance.found);
 	p.dev_bytes[1] = 0;
 	p.dev_bytes[0] = 512 * MIB; /* one device only */
-	snapshot__proc_imbalance(&p, 0, 0);
+	proc_imbalance(&p, 0);
 	assert_false(p.imbalance.found);
 }
 
