@@ -217,6 +217,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		/* whatever has this PID now is not the process of these records */
 		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
 		proc->t.ns_pid = 0;
+		proc->t.ppid = 0;
 	} else {
 		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
 
@@ -352,6 +353,9 @@ static void account(struct proc *proc, struct agg *a, uint8_t cls, int dev, int6
 		return;
 	a->bytes += bytes;
 	a->allocs += n;
+	if ((cls == GL_CLASS_DEVICE || cls == GL_CLASS_TORCH_BLOCK) && dev >= 0 &&
+	    dev < PROC_MAX_DEVICES)
+		a->dev_bytes[dev] += bytes;
 	if (a->bytes > a->peak_bytes)
 		a->peak_bytes = a->bytes;
 	series__add(a->series, ts, a->bytes);
@@ -457,8 +461,11 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 	account(proc, a, c->cls, dev, c->bytes, 1, c->hdr.ts);
 	if (c->kind == GL_KIND_TORCH && proc->nr_unknown)
 		proc__learn_device(proc, c->key, c->dev);
-	if (proc->retry_open)
-		failures__retry_note(b, proc, stack, c->cls, c->bytes, true);
+	if (proc->retry_open) {
+		struct explain_src src = books__explain_src(b);
+
+		failures__retry_note(&src, proc, stack, c->cls, c->bytes, true);
+	}
 	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
 	    ctx_gone(proc, c->ctx, entry_ns(c))) {
 		/* made in flight while its context was torn down: dropped with it */
@@ -504,13 +511,22 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	copy = *v;
 	remove_alloc(b, proc, &k, &copy, c->hdr.ts);
-	if (proc->retry_open)
-		failures__retry_note(b, proc, copy.stack, copy.cls, copy.size, false);
+	if (proc->retry_open) {
+		struct explain_src src = books__explain_src(b);
+
+		failures__retry_note(&src, proc, copy.stack, copy.cls, copy.size, false);
+	}
 }
 
 static void apply_failure(struct books *b, struct proc *proc, const struct gl_call *c)
 {
-	failures__record(b, proc, c, take_stack(b, proc, c));
+	struct explain_src src = books__explain_src(b);
+	struct failure *f = failures__record(&src, proc, c, take_stack(b, proc, c));
+
+	if (f->has_facts && b->hooks.oom_nvml)
+		b->hooks.oom_nvml(b->hooks.ctx, proc->t.pid, f->facts.dev, &f->facts);
+	if (b->hooks.failure)
+		b->hooks.failure(b->hooks.ctx, proc, f);
 }
 
 static bool ctx_is_primary_of(const struct proc *proc, uint16_t idx, int dev)
@@ -580,6 +596,8 @@ static void apply_call(struct books *b, const struct gl_call *c)
 	if (!proc || !proc->allocs)
 		return;
 	proc->t.last_ns = c->hdr.ts;
+	if (b->opts.rank_env && !b->opts.no_proc_files)
+		proc__read_ranks(proc);
 	switch (c->op) {
 	case GL_OP_ALLOC: apply_alloc(b, proc, c); break;
 	case GL_OP_FREE: apply_free(b, proc, c); break;

@@ -20,6 +20,8 @@ struct books_opts {
 	uint64_t series_width_ns; /* initial resolution of per-stack history */
 	bool no_proc_files;	  /* do not read /proc (offline report) */
 	uint64_t sample_bytes;	  /* tensor-block stacks sampled (tiers.bpf.h); 0: all */
+	bool rank_env;		  /* read RANK, LOCAL_RANK and WORLD_SIZE (no other variable) from a
+			  process's /proc/PID/environ at its first call: --ranks-from-env */
 };
 
 struct books_counters {

@@ -6,7 +6,6 @@
  * (explain.h); PyTorch's retry after it freed its cache.
  */
 #include <stdlib.h>
-#include "books.h"
 #include "explain.h"
 #include "failures.h"
 #include "proc_int.h"
@@ -46,16 +45,15 @@ static struct failure *retry_awaited(struct proc *proc)
 }
 
 /* After a failure of PyTorch's allocator: a segment freed (its cache) or allocated (the retry). */
-void failures__retry_note(struct books *b, struct proc *proc, uint32_t stack, uint8_t cls,
-			  uint64_t bytes, bool alloc)
+void failures__retry_note(const struct explain_src *src, struct proc *proc, uint32_t stack,
+			  uint8_t cls, uint64_t bytes, bool alloc)
 {
-	struct explain_src src = books__explain_src(b);
 	struct failure *f = retry_awaited(proc);
 	bool torch;
 
 	if (!f || cls != GL_CLASS_DEVICE)
 		return;
-	explain__library(&src, stack, &torch);
+	explain__library(src, stack, &torch);
 	if (!torch)
 		return;
 	if (!alloc) {
@@ -67,17 +65,15 @@ void failures__retry_note(struct books *b, struct proc *proc, uint32_t stack, ui
 }
 
 /* Where the device's memory was when an allocation ran out of it; PyTorch's retry. */
-static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *c,
+static void oom_facts(const struct explain_src *src, struct proc *proc, const struct gl_call *c,
 		      struct failure *f)
 {
-	const struct books_hooks *h = books__hooks(b);
-	struct explain_src src = books__explain_src(b);
 	struct oom_facts *o = &f->facts;
 	struct explain *e = malloc(sizeof(*e));
 	struct failure *prev = retry_awaited(proc);
 
 	*o = (struct oom_facts){ .request = c->bytes, .dev = c->dev };
-	explain__library(&src, f->stack, &o->torch_request);
+	explain__library(src, f->stack, &o->torch_request);
 	if (o->torch_request) {
 		if (prev && prev != f) {
 			prev->retry = RETRY_FAILED;
@@ -88,7 +84,7 @@ static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *
 			proc->retry_open = proc->nr_fails;
 		}
 	}
-	if (!e || explain__proc(&src, proc, c->hdr.ts, e)) {
+	if (!e || explain__proc(src, proc, c->hdr.ts, e)) {
 		free(e);
 		return; /* no memory: the failure keeps its holders, without an explanation */
 	}
@@ -115,14 +111,12 @@ static void oom_facts(struct books *b, struct proc *proc, const struct gl_call *
 		}
 	}
 	free(e);
-	if (h->oom_nvml)
-		h->oom_nvml(h->ctx, proc->t.pid, o->dev, o);
 	f->has_facts = true;
 }
 
-void failures__record(struct books *b, struct proc *proc, const struct gl_call *c, uint32_t stack)
+struct failure *failures__record(const struct explain_src *src, struct proc *proc,
+				 const struct gl_call *c, uint32_t stack)
 {
-	const struct books_hooks *h = books__hooks(b);
 	struct failure *f = &proc->fails[proc->nr_fails++ % PROC_MAX_FAILURES];
 
 	proc->t.failures++;
@@ -140,7 +134,6 @@ void failures__record(struct books *b, struct proc *proc, const struct gl_call *
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY && c->cls == GL_CLASS_DEVICE)
-		oom_facts(b, proc, c, f);
-	if (h->failure)
-		h->failure(h->ctx, proc, f);
+		oom_facts(src, proc, c, f);
+	return f;
 }

@@ -45,14 +45,18 @@ struct agg_key {
 	uint32_t cls;
 };
 
+#define PROC_MAX_DEVICES 16
+
 /* What one (stack, class) holds and has done. */
 struct agg {
 	uint64_t bytes, allocs;		    /* outstanding */
 	uint64_t total_allocs, total_frees; /* calls */
 	uint64_t alloc_bytes, free_bytes;   /* cumulative */
 	uint64_t peak_bytes;
-	uint64_t first_ns, last_ns; /* first and last allocation */
-	struct series *series;	    /* outstanding bytes over time (analysis.h) */
+	uint64_t first_ns, last_ns;	      /* first and last allocation */
+	struct series *series;		      /* outstanding bytes over time (analysis.h) */
+	uint64_t dev_bytes[PROC_MAX_DEVICES]; /* outstanding per CUDA ordinal (device memory
+						 and tensor blocks whose device is known) */
 };
 
 #define FAILURE_HOLDERS 5
@@ -90,13 +94,14 @@ enum failure_retry {
 	RETRY_FAILED,	 /* it failed too: PyTorch raised its out-of-memory error */
 };
 
-#define PROC_MAX_DEVICES 16
-
 /* What a process is, holds and did: read-only outside books/ (proc__totals()). */
 struct proc_totals {
 	int pid;
 	int ns_pid;
-	uint64_t start_time; /* boot-time ns */
+	int ppid;			  /* parent at the first record; 0: not known */
+	int rank, local_rank, world_size; /* RANK, LOCAL_RANK, WORLD_SIZE (books_opts.rank_env),
+					     -1: not known */
+	uint64_t start_time;		  /* boot-time ns */
 	char comm[16];
 	bool exited;
 	uint64_t first_ns, last_ns, exit_ns;

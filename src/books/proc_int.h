@@ -58,6 +58,7 @@ struct proc {
 
 	struct failure fails[PROC_MAX_FAILURES]; /* the most recent failures, a ring */
 	uint32_t nr_fails;
+	bool ranks_read;     /* books_opts.rank_env: the environment was read (first call) */
 	uint32_t retry_open; /* nr_fails when a failure awaiting PyTorch's retry was booked, or 0 */
 };
 

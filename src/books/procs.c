@@ -2,7 +2,8 @@
 /*
  * procs.c - process table. Processes live in an array (creation order, for
  * stable reports) with a hash index on (pid, start time). Also the devices a
- * process's allocations are on, where BPF could not tell.
+ * process's allocations are on, where BPF could not tell, and the job's ranks
+ * from the launcher's variables.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "analysis.h"
 #include "proc_int.h"
 #include "procs.h"
+#include "util/log.h"
 #include "util/procfs.h"
 
 struct proc_key {
@@ -79,6 +81,7 @@ void procs__free(struct procs *p)
 static struct proc *proc_new(int pid, uint64_t start_time)
 {
 	struct proc *proc = calloc(1, sizeof(*proc));
+	char state;
 
 	if (!proc)
 		return NULL;
@@ -94,6 +97,9 @@ static struct proc *proc_new(int pid, uint64_t start_time)
 	if (procfs__comm(pid, proc->t.comm, sizeof(proc->t.comm)))
 		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
 	proc->t.ns_pid = procfs__ns_pid(pid);
+	if (procfs__stat(pid, &proc->t.ppid, &state))
+		proc->t.ppid = 0;
+	proc->t.rank = proc->t.local_rank = proc->t.world_size = -1;
 	return proc;
 }
 
@@ -291,9 +297,14 @@ static struct alloc_val *unknown_alloc(struct proc *proc, const struct unknown_d
 
 static void set_device(struct proc *proc, struct alloc_val *v, int dev)
 {
+	struct agg_key k = { .stack = v->stack, .cls = v->cls };
+	struct agg *a = htab__lookup(proc->aggs, &k);
+
 	v->dev = (int8_t)dev;
 	proc->t.unknown_dev_bytes -= v->size;
 	proc->t.dev_bytes[dev] += v->size;
+	if (a)
+		a->dev_bytes[dev] += v->size; /* its stack's share of the device, as of now */
 }
 
 void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size)
@@ -397,4 +408,32 @@ const struct failure *proc__failure(const struct proc *proc, uint32_t i)
 const struct series *proc__device_series(const struct proc *proc)
 {
 	return proc->device_series;
+}
+
+/* The job's ranks from the launcher's variables (torchrun, mp.spawn by hand, Slurm wrappers). */
+static void read_ranks(struct proc *proc)
+{
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE" };
+	int v[3];
+	int err = procfs__environ_ints(proc->t.pid, names, v, 3);
+
+	if (err) {
+		log_debug("PID %d: cannot read its environment for RANK: %s", proc->t.pid,
+			  strerror(-err));
+		return;
+	}
+	proc->t.rank = v[0];
+	proc->t.local_rank = v[1];
+	proc->t.world_size = v[2];
+}
+
+void proc__read_ranks(struct proc *proc)
+{
+	if (proc->ranks_read)
+		return;
+	/* at its first call, after any exec: a launcher's child before its exec
+	 * still has the launcher's environment */
+	proc->ranks_read = true;
+	if (procfs__same_process(proc->t.pid, proc->t.start_time))
+		read_ranks(proc);
 }

@@ -96,5 +96,12 @@ void proc__note_unknown_dev(struct proc *proc, uint64_t addr, uint64_t size);
  * the context's device is kept for later allocations.
  */
 void proc__learn_device(struct proc *proc, uint64_t block, int dev);
+/*
+ * The job's ranks (rank, local rank, world size of proc__totals()) from the
+ * launcher's variables in the process's environment, read once: at its first
+ * call, after any exec. An environment that cannot be read is logged at debug
+ * level and leaves them as they were.
+ */
+void proc__read_ranks(struct proc *proc);
 
 #endif /* GL_PROCS_H */

@@ -87,6 +87,7 @@ static void defaults(struct gl_opts *o)
 	o->interval_ms = 10000;
 	o->wait_ms = 30000;
 	o->resolution_ms = 1000;
+	o->imbalance_pct = 150;
 	o->tensor_duty_pct = 2;
 #if defined(__x86_64__)
 	o->stack_mode = GL_STACK_DWARF; /* the record's stack copy is unwound for x86-64 */
@@ -279,6 +280,11 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		o->bench_torch_lib = arg;
 		return 0;
 	case OPT_BENCH_FLOOR: o->bench_floor = true; return 0;
+	case OPT_RANKS_ENV: o->ranks_env = true; return 0;
+	case OPT_IMBALANCE:
+		if (parse_u32(arg, 101, 100000, &o->imbalance_pct))
+			return bad_value(c, arg, "a percentage from 101 to 100000");
+		return 0;
 	case OPT_NO_STACK_CACHE: o->no_stack_cache = true; return 0;
 	case 'o':
 		if (!*arg)

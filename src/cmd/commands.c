@@ -104,6 +104,13 @@ const struct cli_option cli_options[] = {
 	  "one at once",
 	  "5" },
 	{ "resolution", OPT_RESOLUTION, "T", "time resolution of leak verdicts (1s)", "500ms" },
+	{ "ranks-from-env", OPT_RANKS_ENV, NULL,
+	  "read RANK, LOCAL_RANK and WORLD_SIZE (no other\n"
+	  "variable) from each process's environment" },
+	{ "imbalance", OPT_IMBALANCE, "PCT",
+	  "say a GPU or rank is unbalanced when it holds\n"
+	  "PCT % of its largest peer and 16 MiB more (150)",
+	  "200" },
 	{ "sort", OPT_SORT, "KEY",
 	  "top: order of stacks and processes: growth\n"
 	  "(default), bytes or name",
@@ -199,7 +206,8 @@ const struct cli_option cli_options[] = {
 #define TRACE_OPTS                                                                             \
 	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution max-held bench-floor bench-torch-lib no-stack-cache "
+	"tensor-duty resolution max-held ranks-from-env imbalance bench-floor "                \
+	"bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"
 

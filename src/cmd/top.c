@@ -199,12 +199,21 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 				p->device_growth_bytes_per_s * p->unknown_dev_bytes / held;
 		}
 		for (int d = 0; d < MAX_GPUS; d++) {
+			/* with NVML, the row is the GPU the ordinal was matched to */
+			int row = !nv ? d : snap_gpu_named(p, d) ? p->gpus[d].nvml_index : -1;
+			double share = p->device_growth_bytes_per_s * p->dev_bytes[d] / held;
+
 			if (!p->dev_bytes[d])
 				continue;
-			traced[d] += p->dev_bytes[d];
-			growth[d] += p->device_growth_bytes_per_s * p->dev_bytes[d] / held;
-			if (d + 1 > ndev)
-				ndev = d + 1;
+			if (row < 0 || row >= MAX_GPUS) {
+				unknown += p->dev_bytes[d];
+				unknown_growth += share;
+				continue;
+			}
+			traced[row] += p->dev_bytes[d];
+			growth[row] += share;
+			if (row + 1 > ndev)
+				ndev = row + 1;
 		}
 	}
 	if (nv && (int)nv->ndevices > ndev)
@@ -230,7 +239,9 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 	if (unknown && shown < max_lines) {
 		fmt_bytes(unknown, c, sizeof(c));
 		fmt_rate(unknown_growth, g, sizeof(g));
-		line(y + shown++, A_BOLD, "GPU? traced %s  growth %s  (device not known)", c, g);
+		line(y + shown++, A_BOLD,
+		     "GPU? traced %s  growth %s  (device not known, or not matched to NVML's)", c,
+		     g);
 	}
 	if (!shown && max_lines > 0) {
 		line(y, A_BOLD, "GPU: no device memory seen yet");
@@ -239,17 +250,29 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 	return shown;
 }
 
+/* A line per job (ranks of one launcher): its memory and the rank out of balance. */
+static int draw_jobs(int y, int max_lines, const struct snapshot *s)
+{
+	char buf[400];
+	int shown = 0;
+
+	for (uint32_t i = 0; i < s->njobs && shown < max_lines; i++, shown++)
+		line(y + shown, A_BOLD, "%s", report__job_line(s, &s->jobs[i], buf, sizeof(buf)));
+	return shown;
+}
+
 static void proc_line(int y, int attr, const struct row *r)
 {
-	char d[32], t[32], g[32];
+	char d[32], t[32], g[32], gs[160];
 	const struct snap_proc *p = r->p;
 
 	fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d));
 	fmt_bytes(p->bytes[GL_CLASS_TORCH_BLOCK], t, sizeof(t));
 	fmt_rate(report__proc_growth(p), g, sizeof(g));
 	if (COLS >= 80)
-		line(y, attr, "%7d %-15.15s %11s %11s %12s %7llu %s", p->pid, p->comm, d, t, g,
-		     (unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running");
+		line(y, attr, "%7d %-15.15s %11s %11s %12s %7llu %s%s", p->pid, p->comm, d, t, g,
+		     (unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running",
+		     report__gpus_short(p, gs, sizeof(gs)));
 	else
 		line(y, attr, "%7d %-12.12s %10s %11s %s", p->pid, p->comm, d, g,
 		     p->exited ? "exited" : "run");
@@ -349,6 +372,7 @@ static void draw(struct view *v, const struct snapshot *s, const struct nvml_sam
 	     v->only_pid ? "  (one process)" : "");
 	/* every line but the status line: GPUs take at most a quarter */
 	y += draw_gpus(y, LINES / 4 > 0 ? LINES / 4 : 1, s, nv);
+	y += draw_jobs(y, LINES / 8, s);
 	avail = LINES - y - 1 - 2; /* the status line, two list headers */
 	proc_rows = (int)v->nprocs < avail / 3 ? (int)v->nprocs : avail / 3;
 	if (proc_rows < 1)

@@ -100,6 +100,8 @@ struct gl_opts {
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_held;	   /* processes held at once at a library's mapping */
 	uint32_t max_stacks;	   /* distinct stacks interned */
+	bool ranks_env;		   /* --ranks-from-env: RANK, LOCAL_RANK, WORLD_SIZE only */
+	uint32_t imbalance_pct;	   /* --imbalance: a GPU or rank at this % of its peer (150) */
 	bool bench_floor;    /* hidden --bench-floor: do-nothing programs, to measure the floor */
 	bool no_stack_cache; /* hidden: copy every native stack (tests, bench/) */
 	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */

@@ -403,7 +403,8 @@ static int setup(struct session *s)
 		.sample_bytes = o->tensor_sample_bytes,
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
-				 .sample_bytes = o->tensor_sample_bytes };
+				 .sample_bytes = o->tensor_sample_bytes,
+				 .rank_env = o->ranks_env };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -536,6 +537,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
+		.imbalance_ratio = s->o->imbalance_pct / 100.0,
 		.cap_procs = s->o->max_procs,
 	};
 	struct snapshot *snap = NULL;
@@ -564,6 +566,13 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		snapshot__free(snap);
 		errno = ENOMEM;
 		snap = NULL;
+	}
+	if (snap)
+		snapshot__proc_imbalances(snap, so.imbalance_ratio);
+	if (snap && snapshot__group_jobs(snap, so.imbalance_ratio)) {
+		snapshot__free(snap);
+		snap = NULL;
+		errno = ENOMEM;
 	}
 	return snap;
 }

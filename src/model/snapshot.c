@@ -1,48 +1,25 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * snapshot.c - copies the books into a snapshot: per process totals,
- * the comparison with BPF's exact counters, stacks ranked most suspicious
- * first with their verdicts, and symbolized frames.
+ * snapshot.c - copies the books into a snapshot: the run's counters, per
+ * process totals and growth, the comparison with BPF's exact counters (and
+ * BPF's totals where records were lost), idle processes set apart, targets
+ * the books never heard of. A process's stacks, memory and failures are
+ * filled by snap_stacks.c, snap_memory.c and snap_failures.c.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "books/analysis.h"
 #include "books/books.h"
-#include "books/explain.h"
 #include "gpu/nvml.h"
-#include "pattern.h"
-#include "snapshot.h"
-#include "stacks/native/symbolize.h"
-#include "stacks/python/python.h"
-#include "trace/probes.h"
+#include "snapshot_int.h"
 #include "util/procfs.h"
 
 static const uint8_t checked_classes[] = {
 	GL_CLASS_DEVICE,  GL_CLASS_MANAGED,	GL_CLASS_HOST_PINNED,
 	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
 };
-
-/* Whether a device stack passes through the caching allocator: one of its segments. */
-static bool torch_segment(struct books *b, uint32_t id)
-{
-	uint32_t n;
-	const struct frame *frames = stacks__get(books__stacks(b), id, &n);
-
-	for (uint32_t i = 0; frames && i < n; i++) {
-		const struct module_info *mi;
-
-		if (frames[i].kind != FRAME_NATIVE)
-			continue;
-		mi = modules__info(books__modules(b), frames[i].mod);
-		if (mi && explain__is_torch_allocator(mi->path))
-			return true;
-	}
-	return false;
-}
 
 void snapshot__free(struct snapshot *s)
 {
@@ -80,465 +57,9 @@ void snapshot__free(struct snapshot *s)
 		free(p->failures_list);
 	}
 	free(s->procs);
+	free(s->jobs);
 	free(s);
 }
-
-static void fill_frame(struct books *b, struct symbolizer *sym, struct python *py,
-		       const struct frame *f, struct snap_frame *out)
-{
-	const struct module_info *mi;
-	struct sym_result r;
-
-	memset(out, 0, sizeof(*out));
-	out->kind = "native";
-	switch (f->kind) {
-	case FRAME_NATIVE:
-		mi = modules__info(books__modules(b), f->mod);
-		out->offset = f->addr;
-		if (mi) {
-			out->module = mi->path;
-			out->build_id = mi->build_id[0] ? mi->build_id : NULL;
-		}
-		if (sym && symbolizer__lookup(sym, f->mod, f->addr, &r) == 0) {
-			out->function = r.function;
-			out->sym_off = r.sym_off;
-			out->file = r.file;
-			out->line = r.line;
-		}
-		break;
-	case FRAME_API:
-		out->function = probe__name(f->mod);
-		out->module = "libcuda";
-		break;
-	case FRAME_OVERFLOW: out->function = "[stack table full]"; break;
-	case FRAME_NOTE: out->function = frame_note__name(f->mod); break;
-	case FRAME_PYTHON:
-		out->kind = "python";
-		out->line = (int)f->addr;
-		if (py)
-			python__code_info(py, f->mod, &out->function, &out->file);
-		break;
-	default: out->address = f->addr; break;
-	}
-}
-
-static int fill_frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
-		       struct snap_stack *st)
-{
-	const struct frame *frames = stacks__get(books__stacks(b), id, &st->nframes);
-	bool inferred = false;
-
-	st->id = id;
-	st->frames = calloc(st->nframes ? st->nframes : 1, sizeof(*st->frames));
-	if (!st->frames)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < st->nframes; i++) {
-		fill_frame(b, sym, py, &frames[i], &st->frames[i]);
-		if (frames[i].kind == FRAME_NOTE && frames[i].mod == NOTE_PY_INFERRED)
-			inferred = true;
-		st->frames[i].inferred = inferred && frames[i].kind == FRAME_PYTHON;
-	}
-	return 0;
-}
-
-static int verdict_rank(const char *v)
-{
-	return !strcmp(v, "leak") ? 0 : !strcmp(v, "unknown") ? 1 : 2;
-}
-
-/*
- * Most suspicious first: leaks, then unknown, then steady; within a verdict,
- * by growth, then bytes. Where PyTorch's blocks are traced, the caching
- * allocator's segments come after the other stacks of their verdict: they hold
- * the same memory as the blocks, and the blocks' stacks name the code.
- */
-static int cmp_stack(const void *a, const void *b, void *demote_segments)
-{
-	const struct snap_stack *x = a, *y = b;
-	int rx = verdict_rank(x->verdict), ry = verdict_rank(y->verdict);
-
-	if (rx != ry)
-		return rx - ry;
-	if (*(bool *)demote_segments && x->torch_segment != y->torch_segment)
-		return x->torch_segment ? 1 : -1;
-	if (x->growth_bytes_per_s != y->growth_bytes_per_s)
-		return x->growth_bytes_per_s > y->growth_bytes_per_s ? -1 : 1;
-	if (x->outstanding_bytes != y->outstanding_bytes)
-		return x->outstanding_bytes > y->outstanding_bytes ? -1 : 1;
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-struct est_slot {
-	uint32_t stack, idx;
-};
-
-static int cmp_est(const void *x, const void *y)
-{
-	const struct est_slot *a = x, *b = y;
-
-	return a->stack < b->stack ? -1 : a->stack > b->stack;
-}
-
-/*
- * Sampled tensor-block stacks: each outstanding block of size s that drew a
- * stack stands for 1 / (1 - exp(-s / R)) blocks of its size (Horvitz-Thompson:
- * an unbiased estimate of the stack's blocks, sampled or not). The blocks that
- * drew none keep their exact figures under the probe's own one-frame stack.
- */
-static int estimate_sampled(struct books *b, struct proc *proc, uint64_t sample_bytes,
-			    struct snap_proc *sp, size_t n)
-{
-	struct frame api = { .mod = GL_API_pytorch_malloc, .kind = FRAME_API };
-	uint32_t unsampled = stacks__intern(books__stacks(b), &api, 1);
-	struct est_slot *slots = calloc(n ? n : 1, sizeof(*slots)), key, *hit;
-	const struct alloc_key *k;
-	const struct alloc_val *v;
-	size_t it = 0, m = 0;
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct snap_stack *st = &sp->stacks[i];
-
-		if (st->cls != GL_CLASS_TORCH_BLOCK)
-			continue;
-		st->unsampled = st->id == unsampled;
-		st->estimated = !st->unsampled;
-		slots[m++] = (struct est_slot){ st->id, (uint32_t)i };
-	}
-	qsort(slots, m, sizeof(*slots), cmp_est);
-	while ((v = proc__next_alloc(proc, &it, &k))) {
-		double p;
-
-		if (k->kind != GL_KIND_TORCH || v->stack == unsampled)
-			continue;
-		key.stack = v->stack;
-		hit = bsearch(&key, slots, m, sizeof(*slots), cmp_est);
-		if (!hit)
-			continue;
-		p = -expm1(-(double)v->size / (double)sample_bytes);
-		if (p <= 0)
-			continue;
-		sp->stacks[hit->idx].estimated_bytes += v->size / p;
-		sp->stacks[hit->idx].estimated_allocs += 1 / p;
-	}
-	free(slots);
-	return 0;
-}
-
-static int fill_stacks(struct books *b, struct symbolizer *sym, struct proc *proc,
-		       const struct snapshot_opts *o, struct snap_proc *sp)
-{
-	const struct proc_totals *t = proc__totals(proc);
-	const struct agg_key *k;
-	const struct agg *a;
-	size_t it = 0, n = 0, cap = proc__nr_aggs(proc);
-	uint64_t now = t->exited ? t->exit_ns : o->now_ns, tensor_now = now;
-	struct verdict_info vi;
-	bool blocks = false;
-
-	sp->stacks = calloc(cap ? cap : 1, sizeof(*sp->stacks));
-	if (!sp->stacks)
-		return -ENOMEM;
-	while ((a = proc__next_agg(proc, &it, &k))) {
-		struct snap_stack *st = &sp->stacks[n];
-
-		if (!o->all_stacks && a->allocs == 0)
-			continue;
-		/* blocks are seen in windows only: judge them as of the last one's end */
-		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
-			tensor_now = o->tensors->until_ns;
-		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
-		*st = (struct snap_stack){
-			.id = k->stack,
-			.cls = k->cls,
-			.outstanding_bytes = a->bytes,
-			.outstanding_allocs = a->allocs,
-			.allocs = a->total_allocs,
-			.frees = a->total_frees,
-			.alloc_bytes = a->alloc_bytes,
-			.peak_bytes = a->peak_bytes,
-			.first_ns = a->first_ns,
-			.last_ns = a->last_ns,
-			.verdict = verdict__name(vi.verdict),
-			.growth_bytes_per_s = vi.growth_bytes_per_s,
-			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
-		};
-		st->why = strdup(vi.why);
-		if (st->torch_segment) /* of every stack, shown or not */
-			sp->torch_reserved_bytes += a->bytes;
-		if (k->cls == GL_CLASS_TORCH_BLOCK)
-			blocks = true;
-		n++;
-	}
-	if (blocks && proc__live(proc) && o->tensors && o->tensors->sample_bytes &&
-	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
-		return -ENOMEM;
-	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
-	if (o->max_stacks && n > o->max_stacks) {
-		for (size_t i = o->max_stacks; i < n; i++)
-			free((char *)sp->stacks[i].why);
-		n = o->max_stacks;
-	}
-	sp->nstacks = n;
-	for (size_t i = 0; i < n; i++) {
-		struct snap_stack *st = &sp->stacks[i];
-		char ev[256];
-
-		if (fill_frames(b, sym, o->python, st->id, st))
-			return -ENOMEM;
-		st->pattern = pattern__of(st, ev, sizeof(ev));
-		if (st->pattern && !(st->evidence = strdup(ev)))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static const char *retry_name(uint8_t r)
-{
-	switch (r) {
-	case RETRY_PENDING: return "pending";
-	case RETRY_SUCCEEDED: return "succeeded";
-	case RETRY_FAILED: return "failed";
-	default: return NULL;
-	}
-}
-
-static int fill_oom(const struct failure *f, struct snap_failure *sf)
-{
-	const struct oom_facts *o = &f->facts;
-	struct oom_explain ex;
-	struct snap_oom *so = calloc(1, sizeof(*so));
-
-	if (!so)
-		return -ENOMEM;
-	oom__classify(o, &ex);
-	*so = (struct snap_oom){
-		.cause = oom__cause_name(ex.cause),
-		.why = strdup(ex.why),
-		.action = ex.action,
-		.dev = o->dev,
-		.torch_request = o->torch_request,
-		.blocks_seen = o->blocks_seen,
-		.held = o->held,
-		.torch_reserved = o->torch_reserved,
-		.torch_allocated = o->torch_allocated,
-		.free_extents = o->free_extents,
-		.largest_free = o->largest_free,
-		.nr_free = o->nr_free,
-		.leak_bytes = o->leak_bytes,
-		.outside_torch = o->outside_torch,
-		.top_lib = o->top_lib,
-		.top_lib_bytes = o->top_lib_bytes,
-		.nvml = o->nvml,
-		.dev_total = o->dev_total,
-		.dev_free = o->dev_free,
-		.others_used = o->others_used,
-		.retry = retry_name(f->retry),
-		.is_retry = f->is_retry,
-		.retry_freed = f->retry_freed,
-	};
-	sf->oom = so;
-	return so->why ? 0 : -ENOMEM;
-}
-
-static void mem_dev_of(const struct explain_dev *d, struct snap_mem_dev *m)
-{
-	/* expandable segments' blocks lie in no known segment: their free part is what the
-	 * handles hold beyond them, counted as one extent (their mappings can grow) */
-	uint64_t vmm_free =
-		d->torch_vmm > d->ext.outside_bytes ? d->torch_vmm - d->ext.outside_bytes : 0;
-	uint64_t cached = d->ext.free_bytes + vmm_free;
-	uint64_t largest = d->ext.largest_free > vmm_free ? d->ext.largest_free : vmm_free;
-	/* blocks that fit in no segment or handle seen lie in segments from before attach */
-	uint64_t outside =
-		d->ext.outside_bytes > d->torch_vmm ? d->ext.outside_bytes - d->torch_vmm : 0;
-
-	*m = (struct snap_mem_dev){
-		.dev = d->dev,
-		.device_bytes = d->device_bytes,
-		.torch_reserved = d->torch_reserved,
-		.torch_allocated = d->torch_allocated,
-		.torch_cached = cached,
-		.torch_blocks = d->torch_blocks,
-		.largest_free = largest,
-		.nr_free = d->ext.nr_free + (vmm_free > 0),
-		.blocks_outside = outside,
-		.blocks_in_seen = d->torch_allocated - outside,
-		.fragmentation = cached ? 1.0 - (double)largest / (double)cached : 0,
-		.outside_torch = d->outside_torch,
-		.leak_bytes = d->leak_bytes,
-	};
-	for (uint32_t i = 0; i < d->nlibs && i < SNAP_MAX_LIBS; i++)
-		m->libs[m->nlibs++] = (struct snap_lib){ d->libs[i].name, d->libs[i].bytes };
-}
-
-/* The devices NVML lists the process on and gpuleak saw nothing of: rows of their own. */
-static void add_nvml_devs(const struct nvml_sample *n, int pid, struct snap_memory *m)
-{
-	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++) {
-		uint64_t used, others;
-		struct snap_mem_dev *row = NULL;
-
-		if (!nvml_sample__proc_on(n, pid, i, &used, &others) || used == NVML_UNKNOWN)
-			continue;
-		for (uint32_t j = 0; j < m->ndevs; j++)
-			if (m->devs[j].dev == (int)i)
-				row = &m->devs[j];
-		if (!row && m->ndevs < sizeof(m->devs) / sizeof(m->devs[0])) {
-			row = &m->devs[m->ndevs++];
-			*row = (struct snap_mem_dev){ .dev = (int)i };
-		}
-		if (!row)
-			continue;
-		row->nvml_valid = true;
-		row->nvml_bytes = used;
-		row->nvml_total = n->devs[i].total;
-		row->nvml_free = n->devs[i].free;
-		row->nvml_others = others;
-		m->nvml_valid = true;
-		m->nvml_bytes += used;
-	}
-}
-
-/* A device's memory as NVML says (its index taken as the CUDA ordinal); -1: the largest. */
-static uint64_t nvml_dev_total(const struct nvml_sample *n, int dev)
-{
-	uint64_t total = 0;
-
-	if (!n)
-		return 0;
-	if (dev >= 0)
-		return (uint32_t)dev < n->ndevices && dev < NVML_MAX_DEVICES ? n->devs[dev].total :
-									       0;
-	for (uint32_t i = 0; i < n->ndevices && i < NVML_MAX_DEVICES; i++)
-		if (n->devs[i].total > total)
-			total = n->devs[i].total;
-	return total;
-}
-
-/* Whether a device's largest allocation outside PyTorch is a framework's pool: kept if so. */
-static void add_pool(const struct explain_dev *d, const struct nvml_sample *n,
-		     struct snap_memory *m)
-{
-	uint64_t total = nvml_dev_total(n, d->dev);
-	struct snap_pool *p;
-	const char *fw, *with;
-	uint32_t i;
-
-	if (!d->largest_alloc || m->npools == SNAP_MAX_POOLS ||
-	    !explain__is_pool(d->largest_lib, d->largest_alloc, total, &fw, &with))
-		return;
-	for (i = m->npools; i > 0 && m->pools[i - 1].bytes < d->largest_alloc; i--)
-		m->pools[i] = m->pools[i - 1];
-	p = &m->pools[i];
-	*p = (struct snap_pool){ .dev = d->dev,
-				 .bytes = d->largest_alloc,
-				 .dev_total = total,
-				 .stack = d->largest_stack,
-				 .library = d->largest_lib,
-				 .framework = fw,
-				 .visible_with = with };
-	m->npools++;
-}
-
-/* Where the process's device memory is: the books' breakdown beside NVML's figure. */
-static int fill_memory(struct books *b, struct proc *proc, const struct snapshot_opts *o,
-		       struct snap_proc *sp)
-{
-	const struct proc_totals *t = proc__totals(proc);
-	struct explain_src src = books__explain_src(b);
-	struct snap_memory *m = &sp->memory;
-	struct explain *e;
-	uint64_t free_sum = 0;
-
-	if (!proc__live(proc))
-		return 0; /* retired: the allocation table is gone */
-	e = malloc(sizeof(*e));
-	if (!e || explain__proc(&src, proc, t->exited ? t->exit_ns : o->now_ns, e)) {
-		free(e);
-		return -ENOMEM;
-	}
-	m->valid = true;
-	m->blocks_seen = e->blocks_seen;
-	m->pinned_host = e->pinned_host;
-	m->managed = e->managed;
-	for (uint32_t i = 0; i < e->ndevs && m->ndevs < sizeof(m->devs) / sizeof(m->devs[0]); i++) {
-		struct snap_mem_dev *d = &m->devs[m->ndevs++];
-
-		mem_dev_of(&e->devs[i], d);
-		add_pool(&e->devs[i], o->nvml, m);
-		m->device_bytes += d->device_bytes;
-		m->torch_reserved += d->torch_reserved;
-		m->torch_allocated += d->torch_allocated;
-		m->torch_cached += d->torch_cached;
-		m->outside_torch += d->outside_torch;
-		m->blocks_outside += d->blocks_outside;
-		m->blocks_in_seen += d->blocks_in_seen;
-		free_sum += d->torch_cached;
-		if (d->largest_free > m->largest_free)
-			m->largest_free = d->largest_free;
-	}
-	free(e);
-	m->fragmentation = free_sum ? 1.0 - (double)m->largest_free / (double)free_sum : 0;
-	if (o->nvml && !t->exited) {
-		add_nvml_devs(o->nvml, t->pid, m);
-		if (!m->nvml_valid && t->ns_pid > 0 && t->ns_pid != t->pid)
-			add_nvml_devs(o->nvml, t->ns_pid, m);
-	}
-	if (m->nvml_valid) {
-		if (m->nvml_bytes >= m->device_bytes)
-			m->unseen = m->nvml_bytes - m->device_bytes;
-		else
-			m->unexplained = m->device_bytes - m->nvml_bytes;
-	}
-	return 0;
-}
-
-static int fill_failures(struct books *b, struct symbolizer *sym, struct proc *proc,
-			 const struct snapshot_opts *o, struct snap_proc *sp)
-{
-	uint32_t n = proc__nr_failures(proc);
-
-	sp->failures_list = calloc(n ? n : 1, sizeof(*sp->failures_list));
-	if (!sp->failures_list)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct failure *f = proc__failure(proc, i);
-		struct snap_failure *sf = &sp->failures_list[i];
-
-		sf->ts = f->ts;
-		sf->bytes = f->bytes;
-		sf->held_device = f->held_device;
-		sf->api = probe__name(f->api);
-		sf->error = cuda__error_name(f->rc);
-		sf->rc = f->rc;
-		sf->cls = f->cls;
-		sf->stack = calloc(1, sizeof(*sf->stack));
-		if (!sf->stack || fill_frames(b, sym, o->python, f->stack, sf->stack))
-			return -ENOMEM;
-		sp->nfailures++;
-		if (f->has_facts && fill_oom(f, sf))
-			return -ENOMEM;
-		if (!f->nr_holders)
-			continue;
-		sf->holders = calloc(f->nr_holders, sizeof(*sf->holders));
-		if (!sf->holders)
-			return -ENOMEM;
-		for (uint32_t h = 0; h < f->nr_holders; h++) {
-			struct snap_stack *hs = &sf->holders[h];
-
-			hs->cls = f->holders[h].cls;
-			hs->outstanding_bytes = f->holders[h].bytes;
-			hs->outstanding_allocs = f->holders[h].allocs;
-			sf->nholders++;
-			if (fill_frames(b, sym, o->python, f->holders[h].stack, hs))
-				return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
 /* Growth of the process's device memory; with NVML, what it held unseen and when it fills up. */
 static void fill_growth(const struct proc *proc, const struct snapshot_opts *o, uint64_t end,
 			struct snap_proc *sp)
@@ -641,6 +162,14 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 
 	sp->pid = t->pid;
 	sp->ns_pid = t->ns_pid;
+	sp->ppid = t->ppid;
+	sp->ranked = t->rank >= 0;
+	sp->rank = t->rank;
+	sp->local_rank = t->local_rank;
+	sp->world_size = t->world_size;
+	sp->job = -1;
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		sp->gpus[d].nvml_index = -1;
 	memcpy(sp->comm, t->comm, sizeof(sp->comm));
 	sp->exited = t->exited;
 	sp->start_time = t->start_time;
@@ -683,9 +212,9 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	if (sp->bpf_valid && !sp->consistent)
 		use_kernel_totals(sp);
 	fill_growth(proc, o, end, sp);
-	if (fill_memory(b, proc, o, sp) || fill_stacks(b, sym, proc, o, sp))
+	if (snap_memory__fill(b, proc, o, sp) || snap_stacks__fill(b, sym, proc, o, sp))
 		return -ENOMEM;
-	return fill_failures(b, sym, proc, o, sp);
+	return snap_failures__fill(b, sym, proc, o, sp);
 }
 
 struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
@@ -780,12 +309,19 @@ static void fill_target(struct snap_proc *p, int pid, const struct nvml_sample *
 {
 	struct snap_memory *m = &p->memory;
 
-	*p = (struct snap_proc){ .pid = pid, .ns_pid = pid };
+	*p = (struct snap_proc){ .pid = pid,
+				 .ns_pid = pid,
+				 .rank = -1,
+				 .local_rank = -1,
+				 .world_size = -1,
+				 .job = -1 };
+	for (int d = 0; d < SNAP_MAX_DEVS; d++)
+		p->gpus[d].nvml_index = -1;
 	if (procfs__comm(pid, p->comm, sizeof(p->comm)))
 		snprintf(p->comm, sizeof(p->comm), "?");
 	m->valid = true;
 	if (nvml)
-		add_nvml_devs(nvml, pid, m);
+		snap_memory__add_nvml(nvml, pid, p);
 	m->unseen = m->nvml_bytes;
 }
 

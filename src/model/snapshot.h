@@ -24,6 +24,8 @@ struct snap_frame {
 	bool inferred; /* python: another thread's frame, the caller inferred (stacks.h) */
 };
 
+#define SNAP_MAX_DEVS 16 /* CUDA ordinals kept per process (PROC_MAX_DEVICES) */
+
 struct snap_stack {
 	uint32_t id;
 	uint8_t cls; /* enum gl_class */
@@ -41,6 +43,8 @@ struct snap_stack {
 	bool estimated; /* the estimates below are set: a sampled stack */
 	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */
 	double estimated_bytes, estimated_allocs; /* outstanding, scaled by 1 / P(sampled) */
+	uint64_t dev_bytes[SNAP_MAX_DEVS];	  /* outstanding per CUDA ordinal (device memory and
+					      tensor blocks of a live process) */
 	uint32_t nframes;
 	struct snap_frame *frames;
 };
@@ -90,8 +94,9 @@ struct snap_lib {
 /* One device of a process's breakdown (dev -1: allocations whose device is not known). */
 struct snap_mem_dev {
 	int dev;
-	bool nvml_valid;			     /* NVML listed the process on this device */
-	uint64_t nvml_bytes;			     /* what NVML says the process uses on it */
+	int nvml_index;	     /* the NVML device of this row; -1: not known */
+	bool nvml_valid;     /* NVML listed the process on this device */
+	uint64_t nvml_bytes; /* what NVML says the process uses on it */
 	uint64_t nvml_total, nvml_free, nvml_others; /* the device, its other processes */
 	uint64_t device_bytes; /* what gpuleak saw allocated: torch_reserved + outside_torch */
 	uint64_t torch_reserved, torch_allocated, torch_cached, torch_blocks;
@@ -150,8 +155,42 @@ struct snap_memory {
 	struct snap_pool pools[SNAP_MAX_POOLS]; /* largest first */
 };
 
+/* The GPU behind one CUDA ordinal of a process, as NVML names it. */
+struct snap_gpu {
+	int nvml_index; /* -1: not known */
+	char uuid[96];	/* "": not known */
+};
+
+#define SNAP_IMB_STACKS 3
+
+/*
+ * One GPU of a process, or one rank of a job, holding much more than its
+ * peers: hi against the largest of the others (peer), and the stacks that
+ * make the difference (their bytes on hi minus on peer, largest first).
+ */
+struct snap_imbalance {
+	bool found;
+	int hi, peer; /* CUDA ordinals (a process), positions in the members (a job) */
+	uint64_t hi_bytes, peer_bytes;
+	uint32_t nstacks;
+	struct {
+		uint32_t proc;	/* a job's: index into snapshot.procs of the stack's process */
+		uint32_t stack; /* index into that process's stacks */
+		uint64_t bytes; /* on hi minus on peer */
+	} stacks[SNAP_IMB_STACKS];
+};
+
 struct snap_proc {
 	int pid, ns_pid;
+	int ppid;			     /* 0: not known */
+	bool ranked;			     /* RANK was read (--ranks-from-env): rank is set */
+	int rank, local_rank, world_size;    /* -1: not known */
+	int job;			     /* index into snapshot.jobs; -1: none (snap_job_of) */
+	struct snap_gpu gpus[SNAP_MAX_DEVS]; /* per CUDA ordinal; only with gpu_basis */
+	const char *gpu_basis; /* how ordinals were matched to NVML's GPUs: "one" (one ordinal,
+				  one GPU), "order" (ordinals and GPUs in ascending order),
+				  "bytes" (the only order the bytes allow); NULL: not matched */
+	struct snap_imbalance imbalance; /* between its GPUs */
 	char comm[16];
 	bool exited;
 	uint64_t start_time;
@@ -186,6 +225,25 @@ struct snap_proc {
 	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
 	struct snap_memory memory;
 };
+
+#define SNAP_MAX_MEMBERS 64
+
+/* Processes of one job: children of one launcher, as ranks or by their parent alone. */
+struct snap_job {
+	int id;		   /* the launcher's PID (the members' parent) */
+	const char *basis; /* "environment" (RANK of every member), "parent" */
+	int world_size;	   /* -1: not known */
+	uint32_t nmembers;
+	uint32_t members[SNAP_MAX_MEMBERS]; /* indices into snapshot.procs, by rank, then PID */
+	uint64_t device_bytes;
+	struct snap_imbalance imbalance; /* between its members */
+};
+
+/* Whether ordinal d of p was matched to an NVML GPU. */
+static inline bool snap_gpu_named(const struct snap_proc *p, int d)
+{
+	return p->gpu_basis && d >= 0 && d < SNAP_MAX_DEVS && p->gpus[d].nvml_index >= 0;
+}
 
 /* Where a snapshot rebuilt from a recording (gpuleak report) came from, and what it lacks. */
 struct snap_recording {
@@ -272,6 +330,8 @@ struct snapshot {
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
+	uint32_t njobs;
+	struct snap_job *jobs;
 	const char *stack_mode;
 	uint32_t nr_probes;
 	uint64_t ring_stack_records,
@@ -306,6 +366,7 @@ struct snapshot_opts {
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
 	uint32_t cap_stacks;
+	double imbalance_ratio; /* --imbalance: hi >= ratio x peer; 0: the default */
 	uint32_t cap_procs;
 };
 
@@ -318,6 +379,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 
 /* NULL is a no-op. */
 void snapshot__free(struct snapshot *s);
+/* The job of p, or NULL. */
+const struct snap_job *snap_job_of(const struct snapshot *s, const struct snap_proc *p);
 /*
  * Adds a process for each of pids that the books have not heard of (it made
  * no CUDA call since attach): its memory is NVML's figure alone, all counted
@@ -331,5 +394,20 @@ int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
  * nprocs_idle, where no report looks.
  */
 void snapshot__hide_idle(struct snapshot *s);
+
+#define SNAP_IMBALANCE_RATIO 1.5
+#define SNAP_IMBALANCE_MIN (16ULL << 20) /* bytes hi must hold beyond peer */
+
+/*
+ * Sets each process's imbalance from its per-device figures and its stacks (after
+ * snapshot__build, before snapshot__group_jobs).
+ */
+void snapshot__proc_imbalances(struct snapshot *s, double ratio);
+/*
+ * Groups s's reported processes (procs[0..nprocs)) into jobs: two or more of
+ * one parent that run the same program (comm), or share a WORLD_SIZE, and sets
+ * each job's imbalance between its members. Returns 0 or -ENOMEM (no jobs).
+ */
+int snapshot__group_jobs(struct snapshot *s, double ratio);
 
 #endif /* GL_SNAPSHOT_H */

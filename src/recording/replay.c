@@ -405,6 +405,7 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 	snap = snapshot__build(b, rp->sym, &so);
 	if (!snap)
 		return NULL;
+	snapshot__proc_imbalances(snap, so.imbalance_ratio);
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		struct snap_proc *p = &snap->procs[i];
 

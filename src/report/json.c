@@ -72,6 +72,20 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 	}
 	if (st->unsampled)
 		jsonw__field_bool(w, "unsampled", true);
+	if (st->cls == GL_CLASS_DEVICE || st->cls == GL_CLASS_TORCH_BLOCK) {
+		/* outstanding per CUDA ordinal (a live process's) */
+		jsonw__name(w, "devices");
+		jsonw__start_array(w);
+		for (int d = 0; d < SNAP_MAX_DEVS; d++) {
+			if (!st->dev_bytes[d])
+				continue;
+			jsonw__start_object(w);
+			jsonw__field_s64(w, "cuda_device", d);
+			jsonw__field_u64(w, "bytes", st->dev_bytes[d]);
+			jsonw__end_object(w);
+		}
+		jsonw__end_array(w);
+	}
 	jsonw__field_u64(w, "stack_id", st->id);
 	if (st->nframes) {
 		char site[256];
@@ -202,6 +216,11 @@ static void write_memory(struct jsonw *w, const struct snap_memory *m)
 
 		jsonw__start_object(w);
 		jsonw__field_s64(w, "device", d->dev);
+		jsonw__name(w, "nvml_index"); /* the NVML device whose figure this row has */
+		if (d->nvml_valid && d->nvml_index >= 0)
+			jsonw__s64(w, d->nvml_index);
+		else
+			jsonw__null(w);
 		field_u64_or_null(w, "nvml_bytes", d->nvml_valid, d->nvml_bytes);
 		jsonw__field_u64(w, "seen_bytes", d->device_bytes);
 		write_torch_part(w, m->blocks_seen, d->torch_reserved, d->torch_allocated,
@@ -359,7 +378,8 @@ static void write_tensors(struct jsonw *w, const struct snap_tensors *t)
 	jsonw__end_object(w);
 }
 
-static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct snap_tensors *t)
+static void write_proc(struct jsonw *w, const struct snapshot *s, const struct snap_proc *p,
+		       const struct snap_tensors *t)
 {
 	jsonw__start_object(w);
 	jsonw__field_s64(w, "pid", p->pid);
@@ -393,6 +413,7 @@ static void write_proc(struct jsonw *w, const struct snap_proc *p, const struct 
 		jsonw__end_object(w);
 	}
 	jsonw__end_array(w);
+	report__gpus_json(w, s, p);
 	jsonw__field_u64(w, "alloc_calls", p->alloc_calls);
 	jsonw__field_u64(w, "free_calls", p->free_calls);
 	jsonw__field_u64(w, "failures", p->failures);
@@ -517,8 +538,9 @@ int report__json(FILE *f, const struct snapshot *s)
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)
-		write_proc(w, &s->procs[i], s->tensors);
+		write_proc(w, s, &s->procs[i], s->tensors);
 	jsonw__end_array(w);
+	report__jobs_json(w, s);
 	jsonw__end_object(w);
 	return jsonw__free(w);
 }

@@ -125,7 +125,9 @@ void report__memory_text(FILE *f, const struct snap_proc *p, const char *indent)
 			fprintf(f, "%s  device not known: %s", indent, B(d->device_bytes, 0));
 		else
 			fprintf(f, "%s  device %d: %s", indent, d->dev, B(d->device_bytes, 0));
-		if (d->nvml_valid)
+		if (d->nvml_valid && d->nvml_index >= 0)
+			fprintf(f, " (NVML GPU %d: %s)", d->nvml_index, B(d->nvml_bytes, 0));
+		else if (d->nvml_valid)
 			fprintf(f, " (NVML %s)", B(d->nvml_bytes, 0));
 		fprintf(f, ", PyTorch %s, outside PyTorch %s\n", B(d->torch_reserved, 0),
 			B(d->outside_torch, 1));
@@ -214,9 +216,13 @@ static void print_idle(FILE *f, const struct snap_proc *p)
 
 		if (!d->nvml_valid)
 			continue;
-		fprintf(f,
-			"  device %d: the process %s, other processes %s, free %s of %s (NVML)\n",
-			d->dev, B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
+		/* no allocation seen: its CUDA ordinal is not known, NVML's GPU is */
+		if (d->dev >= 0)
+			fprintf(f, "  device %d: ", d->dev);
+		else
+			fprintf(f, "  NVML GPU %d: ", d->nvml_index);
+		fprintf(f, "the process %s, other processes %s, free %s of %s (NVML)\n",
+			B(d->nvml_bytes, 0), B(d->nvml_others, 1), B(d->nvml_free, 2),
 			fmt_bytes(d->nvml_total, (char[32]){ 0 }, 32));
 		if (d->nvml_total && d->nvml_others >= d->nvml_total / 4)
 			fprintf(f,
@@ -250,6 +256,7 @@ int report__explain(FILE *f, const struct snapshot *s)
 			fprintf(f, "  memory: no device memory seen allocated since attach, and no "
 				   "NVML figure\n");
 		report__memory_text(f, p, "  ");
+		report__gpus_text(f, s, p);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
 			const struct snap_failure *fl = &p->failures_list[j];
 

@@ -9,7 +9,9 @@
  * UUID labels where NVML names the GPU), growth and projected time to a full
  * GPU. Then the agent's health.
  * Each family is written whole (HELP, TYPE, every sample) before the next.
- * No stacks, command lines or environment ever become labels.
+ * No stacks, command lines or environment ever become labels, but the ranks
+ * (rank, local_rank) that --ranks-from-env read. Then the jobs, the
+ * imbalances between GPUs and between ranks.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -112,6 +114,14 @@ static void proc_sample_n(struct ctx *c, const char *name, uint32_t i, const cha
 		label(c->f, &first, "pod", id->pod);
 		label(c->f, &first, "container", id->container);
 	}
+	if (p->ranked) {
+		snprintf(pid, sizeof(pid), "%d", p->rank);
+		label(c->f, &first, "rank", pid);
+	}
+	if (p->ranked && p->local_rank >= 0) {
+		snprintf(pid, sizeof(pid), "%d", p->local_rank);
+		label(c->f, &first, "local_rank", pid);
+	}
 	for (int k = 0; k < nx; k++)
 		label(c->f, &first, x[2 * k], x[2 * k + 1]);
 	fputs("} ", c->f);
@@ -133,19 +143,35 @@ static void proc_sample(struct ctx *c, const char *name, uint32_t i, const char 
 
 /*
  * A device series: cuda_device (the process's CUDA ordinal) always; gpu (NVML
- * index) and UUID where NVML names the one GPU the process uses, spelled as
- * dcgm-exporter spells them so that `* on(UUID)` joins need no label_replace.
+ * index) and UUID where the snapshot matched the ordinal to NVML's GPU, or
+ * where the agent names the one GPU a process uses, spelled as dcgm-exporter
+ * spells them so that `* on(UUID)` joins need no label_replace. One more
+ * label pair (xn, xv) when xn is not NULL.
  */
-static void device_sample(struct ctx *c, const char *name, uint32_t i, int ordinal)
+static void device_sample(struct ctx *c, const char *name, uint32_t i, int ordinal, const char *xn,
+			  const char *xv)
 {
+	const struct snap_proc *p = &c->s->procs[i];
 	const struct metrics_gpu *g = c->o->gpus ? &c->o->gpus[i] : NULL;
-	bool named = g && g->index >= 0 && g->uuid && g->uuid[0];
+	const struct snap_gpu *sg = snap_gpu_named(p, ordinal) ? &p->gpus[ordinal] : NULL;
+	bool matched = sg && sg->uuid[0];
+	bool named = matched || (ordinal >= 0 && g && g->index >= 0 && g->uuid && g->uuid[0]);
 	char cuda[16], index[16];
-	const char *x[] = { "cuda_device", cuda, "gpu", index, "UUID", named ? g->uuid : NULL };
+	const char *x[8] = { "cuda_device", cuda,   "gpu",
+			     index,	    "UUID", matched ? sg->uuid : named ? g->uuid : NULL };
+	int n = named ? 3 : 1;
 
-	snprintf(cuda, sizeof(cuda), "%d", ordinal);
-	snprintf(index, sizeof(index), "%d", named ? g->index : -1);
-	proc_sample_n(c, name, i, x, named ? 3 : 1);
+	if (ordinal >= 0)
+		snprintf(cuda, sizeof(cuda), "%d", ordinal);
+	else
+		snprintf(cuda, sizeof(cuda), "unknown");
+	snprintf(index, sizeof(index), "%d", matched ? sg->nvml_index : named ? g->index : -1);
+	if (xn) {
+		x[2 * n] = xn;
+		x[2 * n + 1] = xv;
+		n++;
+	}
+	proc_sample_n(c, name, i, x, n);
 }
 
 static void u64(FILE *f, uint64_t v)
@@ -290,7 +316,7 @@ static void process_families(struct ctx *c)
 		for (int d = 0; d < 16; d++) {
 			if (!p->dev_bytes[d])
 				continue;
-			device_sample(c, fam, i, d);
+			device_sample(c, fam, i, d, NULL, NULL);
 			u64(c->f, p->dev_bytes[d]);
 		}
 		if (p->unknown_dev_bytes) {
@@ -414,11 +440,8 @@ static void memory_families(struct ctx *c)
 			continue;
 		for (uint32_t d = 0; d < m->ndevs; d++) {
 			for (uint32_t l = 0; l < m->devs[d].nlibs; l++) {
-				char gpu[16];
-
-				snprintf(gpu, sizeof(gpu), "%d", m->devs[d].dev);
-				proc_sample2(c, lfam, i, "library", m->devs[d].libs[l].name,
-					     "cuda_device", m->devs[d].dev < 0 ? "unknown" : gpu);
+				device_sample(c, lfam, i, m->devs[d].dev, "library",
+					      m->devs[d].libs[l].name);
 				u64(c->f, m->devs[d].libs[l].bytes);
 			}
 		}
@@ -434,12 +457,8 @@ static void memory_families(struct ctx *c)
 		if (!m->valid || c->s->procs[i].exited)
 			continue;
 		for (uint32_t k = 0; k < m->npools; k++) {
-			char gpu[16];
-
-			snprintf(gpu, sizeof(gpu), "%d", m->pools[k].dev);
-			proc_sample2(c, fam, i, "library",
-				     m->pools[k].library ? m->pools[k].library : "other",
-				     "cuda_device", m->pools[k].dev < 0 ? "unknown" : gpu);
+			device_sample(c, fam, i, m->pools[k].dev, "library",
+				      m->pools[k].library ? m->pools[k].library : "other");
 			u64(c->f, m->pools[k].bytes);
 		}
 	}
@@ -474,6 +493,68 @@ static void memory_families(struct ctx *c)
 			proc_sample(c, fam, i, "cause", causes[k]);
 			u64(c->f, n);
 		}
+	}
+}
+
+/* A process's GPUs out of balance, and the jobs: their memory and their ranks out of balance. */
+static void balance_families(struct ctx *c)
+{
+	const char *fam = "gpuleak_process_device_imbalance_bytes";
+	char id[16], peer[16];
+
+	family(c, fam, "gauge",
+	       "How much more device memory a process holds on its fullest GPU "
+	       "(cuda_device, gpu, UUID) than on the next (peer_cuda_device), when that is "
+	       "--imbalance or more; no sample otherwise.");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_imbalance *im = &c->s->procs[i].imbalance;
+
+		if (c->s->procs[i].exited || !im->found)
+			continue;
+		snprintf(peer, sizeof(peer), "%d", im->peer);
+		device_sample(c, fam, i, im->hi, "peer_cuda_device", peer);
+		u64(c->f, im->hi_bytes - im->peer_bytes);
+	}
+	fam = "gpuleak_job_device_memory_bytes";
+	family(c, fam, "gauge",
+	       "Device memory the processes of a job hold (job: the launcher's PID; "
+	       "grouped_by: environment when every member's RANK was read, else parent).");
+	for (uint32_t j = 0; j < c->s->njobs; j++) {
+		bool first = true;
+
+		snprintf(id, sizeof(id), "%d", c->s->jobs[j].id);
+		fprintf(c->f, "%s{", fam);
+		label(c->f, &first, "job", id);
+		label(c->f, &first, "grouped_by", c->s->jobs[j].basis);
+		fputs("} ", c->f);
+		u64(c->f, c->s->jobs[j].device_bytes);
+	}
+	fam = "gpuleak_process_job_info";
+	family(c, fam, "gauge",
+	       "1 for each process in a job, to join its series with the job's (job: the "
+	       "launcher's PID).");
+	for (uint32_t i = 0; i < c->s->nprocs; i++) {
+		const struct snap_job *job = snap_job_of(c->s, &c->s->procs[i]);
+
+		if (c->s->procs[i].exited || !job)
+			continue;
+		snprintf(id, sizeof(id), "%d", job->id);
+		proc_sample(c, fam, i, "job", id);
+		u64(c->f, 1);
+	}
+	fam = "gpuleak_job_imbalance_bytes";
+	family(c, fam, "gauge",
+	       "How much more device memory the fullest process of a job (pid, rank) "
+	       "holds than the next, when that is --imbalance or more; no sample otherwise.");
+	for (uint32_t j = 0; j < c->s->njobs; j++) {
+		const struct snap_job *jb = &c->s->jobs[j];
+		const struct snap_imbalance *im = &jb->imbalance;
+
+		if (!im->found || c->s->procs[jb->members[im->hi]].exited)
+			continue;
+		snprintf(id, sizeof(id), "%d", jb->id);
+		proc_sample(c, fam, jb->members[im->hi], "job", id);
+		u64(c->f, im->hi_bytes - im->peer_bytes);
 	}
 }
 
@@ -623,6 +704,7 @@ int report__metrics(FILE *f, const struct snapshot *s, const struct metrics_opts
 	}
 	process_families(&c);
 	memory_families(&c);
+	balance_families(&c);
 	health_families(&c);
 	return ferror(f) ? -EIO : 0;
 }

@@ -45,6 +45,22 @@ const struct snap_frame *report__site_frame(const struct snap_stack *st);
 /* That frame as one short line ("train.py:42 forward", "leak_site (app)"). */
 void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
+
+struct jsonw;
+/*
+ * gpus.c: a process's job, rank and GPUs (ordinal, NVML index and UUID) and the
+ * imbalance between its GPUs, as text lines (nothing for a process on one
+ * unnamed GPU outside any job) and as the fields of its JSON object.
+ */
+void report__gpus_text(FILE *f, const struct snapshot *s, const struct snap_proc *p);
+void report__gpus_json(struct jsonw *w, const struct snapshot *s, const struct snap_proc *p);
+/* The jobs: one block of text each (nothing without jobs), or the "jobs" array. */
+void report__jobs_text(FILE *f, const struct snapshot *s);
+void report__jobs_json(struct jsonw *w, const struct snapshot *s);
+/* "  cuda0=GPU1 80.00 MiB cuda1 16.00 MiB" for a process on two GPUs or more, else "". */
+char *report__gpus_short(const struct snap_proc *p, char *buf, size_t len);
+/* One line for job j (top): its members, memory and imbalance, into buf. Returns buf. */
+char *report__job_line(const struct snapshot *s, const struct snap_job *j, char *buf, size_t len);
 /*
  * Why the snapshot is not complete, as one sentence that names the cause and
  * what to do (a cap reached names the cap and what it cost), into buf

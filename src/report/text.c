@@ -341,6 +341,7 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		if (o->summary)
 			continue;
 		print_proc_notes(f, p);
+		report__gpus_text(f, s, p);
 		print_tensors(f, p, s->tensors);
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			if (!report__is_memory_class(p->stacks[j].cls))
@@ -358,6 +359,8 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		print_failures(f, p);
 		fputc('\n', f);
 	}
+	if (!o->summary)
+		report__jobs_text(f, s);
 	if (!s->nprocs)
 		fprintf(f, "no CUDA allocations seen\n");
 	if (s->nprocs_idle)

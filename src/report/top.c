@@ -85,16 +85,17 @@ static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts 
 		"MANAGED", "PINNED", "TORCH", "GROWTH", "ALLOCS", "STATE");
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = order[i];
-		char d[32], m[32], h[32], t[32], g[32];
+		char d[32], m[32], h[32], t[32], g[32], gs[160];
 
 		fmt_rate(report__proc_growth(p), g, sizeof(g));
-		fprintf(f, "%8d %-16.16s %11s %11s %11s %11s %12s %7llu %s%s\n", p->pid, p->comm,
+		fprintf(f, "%8d %-16.16s %11s %11s %11s %11s %12s %7llu %s%s%s\n", p->pid, p->comm,
 			fmt_bytes(p->bytes[GL_CLASS_DEVICE], d, sizeof(d)),
 			fmt_bytes(p->bytes[GL_CLASS_MANAGED], m, sizeof(m)),
 			fmt_bytes(p->bytes[GL_CLASS_HOST_PINNED], h, sizeof(h)),
 			fmt_bytes(p->bytes[GL_CLASS_TORCH_BLOCK], t, sizeof(t)), g,
 			(unsigned long long)p->outstanding_allocs, p->exited ? "exited" : "running",
-			p->consistent ? "" : " (incomplete)");
+			p->consistent ? "" : " (incomplete)",
+			report__gpus_short(p, gs, sizeof(gs)));
 	}
 	free(order);
 	return 0;
@@ -114,6 +115,12 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o)
 				"growth");
 	if (print_procs(f, s, o))
 		return -ENOMEM;
+	for (uint32_t i = 0; i < s->njobs; i++) {
+		char job[400];
+
+		fprintf(f, "%s%s\n", i ? "" : "\n",
+			report__job_line(s, &s->jobs[i], job, sizeof(job)));
+	}
 	for (uint32_t i = 0; i < s->nprocs; i++)
 		cap += s->procs[i].nstacks;
 	r = calloc(cap ? cap : 1, sizeof(*r));

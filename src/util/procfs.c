@@ -256,3 +256,66 @@ int procfs__for_each_pid(int (*cb)(int pid, void *ctx), void *ctx)
 	closedir(d);
 	return ret;
 }
+
+/* The value of name in one NUL-terminated "NAME=value" entry, or NULL. */
+static const char *env_value(const char *entry, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (len <= n || strncmp(entry, name, n) || entry[n] != '=')
+		return NULL;
+	return entry + n + 1;
+}
+
+#define ENVIRON_MAX (1 << 20)
+
+int procfs__environ_ints(int pid, const char *const *names, int *vals, int n)
+{
+	char path[64], *buf = NULL;
+	size_t len = 0;
+	int fd = -1, err = 0;
+
+	for (int i = 0; i < n; i++)
+		vals[i] = -1;
+	if (snprintf(path, sizeof(path), "%s/%d/environ", procfs_root, pid) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	buf = malloc(ENVIRON_MAX + 1);
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	while (len < ENVIRON_MAX) {
+		ssize_t r = read(fd, buf + len, ENVIRON_MAX - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (!r)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	for (size_t off = 0; off < len;) {
+		size_t elen = strnlen(buf + off, len - off);
+
+		for (int i = 0; i < n; i++) {
+			const char *v = env_value(buf + off, elen, names[i]);
+			uint32_t x;
+
+			if (v && !parse_u32(v, 0, INT32_MAX, &x))
+				vals[i] = (int)x;
+		}
+		off += elen + 1;
+	}
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return err;
+}

@@ -37,6 +37,13 @@ int procfs__start_ticks(int pid, uint64_t *ticks);
 int procfs__flags(int pid, uint64_t *flags);
 /* Parent pid and state letter from /proc/PID/stat. */
 int procfs__stat(int pid, int *ppid, char *state);
+/*
+ * The values of the variables names[0..n) in pid's initial environment
+ * (/proc/PID/environ) as non-negative integers: vals[i] = -1 where a variable is
+ * absent or not a number below 2^31. No other variable is kept or copied.
+ * Returns 0 or -errno (-EACCES: another user's process without CAP_SYS_PTRACE).
+ */
+int procfs__environ_ints(int pid, const char *const *names, int *vals, int n);
 /* Whether pid is the process that started at start_ns (boot-time nanoseconds). */
 bool procfs__same_process(int pid, uint64_t start_ns);
 /* The PID of pid in its own (innermost) PID namespace, from NSpid; 0 if unknown. */

@@ -180,6 +180,7 @@ CUresult cuCtxDestroy(CUcontext ctx);
 CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuCtxSetCurrent(CUcontext ctx);
 CUresult cuCtxGetCurrent(CUcontext *pctx);
+CUresult cuCtxGetDevice(CUdevice *dev); /* the current context's; 201 without one */
 CUresult cuCtxPushCurrent(CUcontext ctx);
 CUresult cuCtxPushCurrent_v2(CUcontext ctx);
 CUresult cuCtxPopCurrent(CUcontext *pctx);
@@ -272,9 +273,15 @@ enum fakecuda_class {
 	FAKECUDA_NR_CLASSES = 3,
 };
 
+#define FAKECUDA_TRUTH_DEVICES 16
+
 struct fakecuda_truth {
 	/* outstanding, allocations made after the mark */
 	uint64_t bytes[FAKECUDA_NR_CLASSES];
+	/* device memory of those per device ordinal (the context's, or cuMemCreate's
+	 * location); in the truth JSON as "device_bytes_by_device": [per ordinal] */
+	uint64_t dev_bytes[FAKECUDA_TRUTH_DEVICES];
+	int ndevices;
 	uint64_t allocs[FAKECUDA_NR_CLASSES];
 	/* outstanding, all allocations including those made before the mark */
 	uint64_t total_bytes[FAKECUDA_NR_CLASSES];

@@ -98,6 +98,8 @@ $(FAKECUDA_NCCL_LIB): $(FAKECUDA_WL_SRC)/libnccl_standin.c $(FAKECUDA_OUT)/libcu
 $(FAKECUDA_WL_OUT)/wl_explain: $(FAKECUDA_TORCH_LIB) $(FAKECUDA_NCCL_LIB)
 $(FAKECUDA_WL_OUT)/wl_explain: FAKECUDA_WL_LIBS += -L$(OUTPUT)/faketorch -lc10_cuda \
 	-Wl,-rpath,'$$ORIGIN/../faketorch' $(FAKECUDA_NCCL_LIB) -Wl,-rpath,'$$ORIGIN'
+$(FAKECUDA_WL_OUT)/wl_ranks: $(FAKECUDA_NCCL_LIB)
+$(FAKECUDA_WL_OUT)/wl_ranks: FAKECUDA_WL_LIBS += $(FAKECUDA_NCCL_LIB) -Wl,-rpath,'$$ORIGIN'
 fakecuda: $(FAKECUDA_NCCL_LIB)
 
 # XLA's runtime as far as its allocation patterns go, named as jaxlib's is.

@@ -180,6 +180,7 @@ struct fc_rec *fc_insert(int kind, uint64_t key, uint64_t size, int cls, struct 
 	r->size = size;
 	r->cls = cls;
 	r->ctx = ctx;
+	r->dev = -1;
 	r->epoch = fc.epoch;
 	r->next = *b;
 	*b = r;
@@ -195,12 +196,25 @@ struct fc_rec *fc_insert(int kind, uint64_t key, uint64_t size, int cls, struct 
 			fc.t.allocs[cls]++;
 		}
 		fc.t.alloc_calls++;
+		if (ctx)
+			fc_set_dev(r, ctx->dev);
 	} else if (cls == FC_CLS_IMPORTED) {
 		fc.t.imported_bytes += size;
 	} else if (cls == FC_CLS_ADDRESS) {
 		fc.t.reserved_bytes += size;
 	}
 	return r;
+}
+
+void fc_set_dev(struct fc_rec *r, int dev)
+{
+	int tallied = r->cls == FAKECUDA_DEVICE && seen(r);
+
+	if (tallied && r->dev >= 0 && r->dev < FAKECUDA_TRUTH_DEVICES)
+		fc.t.dev_bytes[r->dev] -= r->size;
+	r->dev = dev;
+	if (tallied && dev >= 0 && dev < FAKECUDA_TRUTH_DEVICES)
+		fc.t.dev_bytes[dev] += r->size;
 }
 
 static void unlink_rec(struct fc_rec *r)
@@ -242,6 +256,8 @@ static void account_removal(const struct fc_rec *r, enum fc_why why)
 	if (seen(r)) {
 		fc.t.bytes[cls] -= r->size;
 		fc.t.allocs[cls]--;
+		if (cls == FAKECUDA_DEVICE && r->dev >= 0 && r->dev < FAKECUDA_TRUTH_DEVICES)
+			fc.t.dev_bytes[r->dev] -= r->size;
 	}
 	if (why == FC_FREED && seen(r)) {
 		fc.t.free_calls++;
@@ -389,6 +405,7 @@ FC_EXPORT void fakecuda_mark(void)
 	pthread_mutex_lock(&fc_lock);
 	fc.epoch++;
 	memset(t->bytes, 0, sizeof(t->bytes));
+	memset(t->dev_bytes, 0, sizeof(t->dev_bytes));
 	memset(t->allocs, 0, sizeof(t->allocs));
 	t->alloc_calls = t->free_calls = t->unmatched_frees = 0;
 	t->oom_failures = t->other_failures = t->free_failures = 0;
@@ -401,6 +418,7 @@ FC_EXPORT void fakecuda_truth(struct fakecuda_truth *t)
 {
 	pthread_mutex_lock(&fc_lock);
 	*t = fc.t;
+	t->ndevices = fc.ndevices;
 	pthread_mutex_unlock(&fc_lock);
 	t->pid = (int)getpid();
 }
@@ -417,10 +435,13 @@ FC_EXPORT int fakecuda_truth_write(FILE *f, const struct fakecuda_truth *t, cons
 		    (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2],
 		    (unsigned long long)(a[0] + a[1] + a[2]), (unsigned long long)a[0],
 		    (unsigned long long)a[1], (unsigned long long)a[2]);
-	if (n < 0)
+	if (n < 0 || fprintf(f, "\"device_bytes_by_device\":[") < 0)
 		return -1;
+	for (int d = 0; d < t->ndevices && d < FAKECUDA_TRUTH_DEVICES; d++)
+		if (fprintf(f, "%s%llu", d ? "," : "", (unsigned long long)t->dev_bytes[d]) < 0)
+			return -1;
 	n = fprintf(f,
-		    "\"pre_attach_device_bytes\":%llu,\"pre_attach_managed_bytes\":%llu,"
+		    "],\"pre_attach_device_bytes\":%llu,\"pre_attach_managed_bytes\":%llu,"
 		    "\"pre_attach_host_pinned_bytes\":%llu,\"pre_attach_allocs\":%llu,",
 		    (unsigned long long)(tb[0] - b[0]), (unsigned long long)(tb[1] - b[1]),
 		    (unsigned long long)(tb[2] - b[2]),

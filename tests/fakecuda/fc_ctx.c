@@ -303,6 +303,24 @@ FC_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 	return rc;
 }
 
+FC_EXPORT CUresult cuCtxGetDevice(CUdevice *dev)
+{
+	struct fc_ctx *ctx;
+	CUresult rc;
+
+	pthread_mutex_lock(&fc_lock);
+	rc = fc_need_init();
+	if (!rc && !dev)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	ctx = rc ? NULL : fc_current();
+	if (!rc && !ctx)
+		rc = CUDA_ERROR_INVALID_CONTEXT;
+	if (!rc)
+		*dev = ctx->dev;
+	pthread_mutex_unlock(&fc_lock);
+	return rc;
+}
+
 static CUresult ctx_push(const char *api, CUcontext handle)
 {
 	struct fc_ctx *ctx = (struct fc_ctx *)handle;

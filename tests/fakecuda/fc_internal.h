@@ -72,6 +72,7 @@ struct fc_rec {
 	void *host;	      /* HOST: the memory handed out */
 	int kind;
 	int cls;
+	int dev;  /* device memory: the device it is on, -1 if none */
 	int refs; /* HANDLE */
 };
 
@@ -133,6 +134,8 @@ struct fc_rec *fc_find(int kind, uint64_t key);
  * charged class). Returns the record, or NULL when out of host memory.
  */
 struct fc_rec *fc_insert(int kind, uint64_t key, uint64_t size, int cls, struct fc_ctx *ctx);
+/* A record made without a context (a VMM handle) is on device dev (lock held). */
+void fc_set_dev(struct fc_rec *r, int dev);
 
 /* Removes the record, updates the books for why, frees r and r->host (or keeps the
  * address for reuse, see fc_reuse()). */

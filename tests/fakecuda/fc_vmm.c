@@ -155,6 +155,8 @@ FC_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 	if (rc)
 		goto cleanup;
 	r = new_handle(size, cls);
+	if (r && cls == FAKECUDA_DEVICE)
+		fc_set_dev(r, prop->location.id);
 	if (r)
 		*handle = r->key;
 	else

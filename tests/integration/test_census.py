@@ -286,7 +286,7 @@ def test_attach_census_joins_books(tmp):
     block: the census says the join cannot be made for them, and why."""
     truth_path = os.path.join(tmp, "join.json")
     wl = subprocess.Popen([PYTHON, JOIN_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
-                           "--truth", truth_path], stdin=subprocess.PIPE,
+                           "--truth", truth_path, "--libdir", tmp], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         line = _readline(wl.stdout, 60, "py_census_join.py to say ready")

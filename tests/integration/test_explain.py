@@ -271,7 +271,7 @@ def test_explain_idle_process(tmp):
     check_text(out, f"PID {pid} (wl_explain)",
                "no CUDA allocation, free or failure seen since attach",
                "memory: NVML 48.00 MiB, all allocated before attach or the CUDA context",
-               "device 0: the process 48.00 MiB, other processes 0 B, free 52.00 MiB of "
+               "NVML GPU 0: the process 48.00 MiB, other processes 0 B, free 52.00 MiB of "
                "100.00 MiB (NVML)", "an out-of-memory failure now: cause unknown")
 
 

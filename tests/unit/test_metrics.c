@@ -172,10 +172,11 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL
 		       ",part=\"context_and_pre_attach\"} 500");
 	assert_line(t, "gpuleak_process_memory_breakdown_bytes{" LBL ",part=\"pinned_host\"} 70");
-	assert_line(t, "gpuleak_process_outside_torch_bytes{" LBL ",library=\"nccl\",cuda_device=\"3\"} "
-		       "500");
-	assert_line(t, "gpuleak_process_preallocated_pool_bytes{" LBL ",library=\"xla\","
-		       "cuda_device=\"3\"} 400");
+	/* every per-device series carries the GPU's gpu and UUID labels */
+	assert_line(t, "gpuleak_process_outside_torch_bytes{" LBL ",cuda_device=\"3\",gpu=\"2\","
+		       "UUID=\"GPU-dddd\",library=\"nccl\"} 500");
+	assert_line(t, "gpuleak_process_preallocated_pool_bytes{" LBL ",cuda_device=\"3\",gpu=\"2\","
+		       "UUID=\"GPU-dddd\",library=\"xla\"} 400");
 	assert_line(t, "gpuleak_process_torch_largest_free_extent_bytes{" LBL "} 500");
 	assert_line(t, "gpuleak_process_torch_fragmentation_ratio{" LBL "} 0.75");
 	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"fragmentation\"} 2");

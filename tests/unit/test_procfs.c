@@ -381,6 +381,32 @@ static void test_read_small_file(void **state)
 	assert_int_equal(read_small_file(root, buf, sizeof(buf)), -EISDIR);
 }
 
+/* RANK, LOCAL_RANK and WORLD_SIZE out of a NUL-separated environment; nothing else. */
+static void test_environ_ints(void **state)
+{
+	static const char env[] = "PATH=/bin\0RANKX=9\0RANK=1\0LOCAL_RANK=x1\0"
+				  "MY_RANK=7\0WORLD_SIZE=4\0WORLD_SIZE";
+	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE", "HOME" };
+	char path[128];
+	int v[4];
+	FILE *f;
+
+	(void)state;
+	put_file(77, "comm", "x\n");
+	snprintf(path, sizeof(path), "%s/77/environ", root);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(env, 1, sizeof(env) - 1, f), sizeof(env) - 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(procfs__environ_ints(77, names, v, 4), 0);
+	assert_int_equal(v[0], 1);  /* RANK, not RANKX nor MY_RANK */
+	assert_int_equal(v[1], -1); /* not a number */
+	assert_int_equal(v[2], 4);  /* the last entry has no '=': ignored */
+	assert_int_equal(v[3], -1); /* absent */
+	assert_int_equal(procfs__environ_ints(78, names, v, 4), -ENOENT);
+	assert_int_equal(v[0], -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -396,6 +422,7 @@ int main(void)
 		cmocka_unit_test(test_ns_pid),
 		cmocka_unit_test(test_for_each_pid),
 		cmocka_unit_test(test_read_small_file),
+		cmocka_unit_test(test_environ_ints),
 	};
 
 	return cmocka_run_group_tests_name("procfs", tests, setup, teardown);

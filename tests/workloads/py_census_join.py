@@ -6,6 +6,10 @@ stand-in's pytorch:malloc probe, on the line after the tensor is made; then keep
 a list, a leak that grows every --interval-ms. The census joins each tensor's storage
 with the block by its data pointer: the line that "allocated" it beside the holder.
 
+The declaration goes through a helper module installed in a site-packages folder under
+--libdir, as an allocation goes through torch.nn: the line named must be grow()'s call, the
+program's own innermost frame, not the library's.
+
 Also: `early`, declared before the tracer attached (its probe fired for no one), and
 `plain`, never declared: neither is in the books.
 
@@ -33,10 +37,29 @@ def declare(lib, t):
                                          else t.storage().nbytes()), 0)
 
 
-def grow(lib, steps, interval):
+LIBRARY = """import ctypes
+
+
+def declare(lib, t, nbytes):
+    lib.faketorch_malloc(ctypes.c_void_p(t.data_ptr()), 0, ctypes.c_uint64(nbytes), 0)
+"""
+
+
+def install_library(libdir):
+    """A module in DIR/site-packages (a library's file, as gpuleak tells them apart)."""
+    d = os.path.join(libdir, "site-packages")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "blockdecl.py"), "w") as f:
+        f.write(LIBRARY)
+    sys.path.insert(0, d)
+    import blockdecl
+    return blockdecl
+
+
+def grow(lib, decl, steps, interval):
     for i in range(steps):
         t = torch.full((4096,), float(i))
-        lib.faketorch_malloc(ctypes.c_void_p(t.data_ptr()), 0, ctypes.c_uint64(4096 * 4), 0)
+        decl.declare(lib, t, 4096 * 4)  # the allocating line
         HISTORY.append(t)
         time.sleep(interval)
 
@@ -47,9 +70,11 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--torch-lib", required=True)
     ap.add_argument("--truth", required=True)
+    ap.add_argument("--libdir", required=True)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--interval-ms", type=int, default=50)
     args = ap.parse_args()
+    decl = install_library(args.libdir)
     cuda = ctypes.CDLL(args.lib)
     lib = ctypes.CDLL(args.torch_lib)
     ctx = ctypes.c_void_p()
@@ -63,13 +88,13 @@ def main():
     code = grow.__code__
     src = open(code.co_filename).read().splitlines()
     line = next(i for i in range(code.co_firstlineno, len(src) + 1)
-                if "faketorch_malloc" in src[i - 1])
+                if "# the allocating line" in src[i - 1])
     with open(args.truth, "w") as f:
         json.dump({"alloc_site": f"grow ({code.co_filename}:{line})",
                    "early": g["early"].data_ptr(), "plain": g["plain"].data_ptr()}, f)
     print(f"ready {os.getpid()}", flush=True)
     sys.stdin.readline()
-    grow(lib, args.steps, args.interval_ms / 1000)
+    grow(lib, decl, args.steps, args.interval_ms / 1000)
     print("grown", flush=True)
     sys.stdin.read()
 

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * snapshot_int.h - the parts of one process's snapshot that snapshot.c has
+ * filled by the files beside it: stacks and frames (snap_stacks.c), the memory
+ * breakdown and NVML's GPUs (snap_memory.c), failed allocations
+ * (snap_failures.c). Private to model/: everyone else goes through snapshot.h.
+ * Each int function returns 0 or -ENOMEM; what it allocates hangs off sp (or
+ * st) and is freed by snapshot__free(), also after a failure.
+ */
+#ifndef GL_SNAPSHOT_INT_H
+#define GL_SNAPSHOT_INT_H
+
+#include <stdint.h>
+#include "snapshot.h"
+
+struct books;
+struct proc;
+struct python;
+struct symbolizer;
+struct nvml_sample;
+
+/* Stack id's frames into st (id, nframes, frames), symbolized where sym and py allow. */
+int snap_stacks__frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
+			struct snap_stack *st);
+/* The process's stacks into sp->stacks, ranked, cut to o->max_stacks, with frames. */
+int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc,
+		      const struct snapshot_opts *o, struct snap_proc *sp);
+
+/* The memory breakdown of a live process into sp->memory, with o->nvml's figures. */
+int snap_memory__fill(struct books *b, struct proc *proc, const struct snapshot_opts *o,
+		      struct snap_proc *sp);
+/* NVML's figures for pid into sp->memory's rows, and sp->gpus matched where they can be. */
+void snap_memory__add_nvml(const struct nvml_sample *n, int pid, struct snap_proc *sp);
+
+/* The process's failed allocations into sp->failures_list, with stacks and OOM facts. */
+int snap_failures__fill(struct books *b, struct symbolizer *sym, struct proc *proc,
+			const struct snapshot_opts *o, struct snap_proc *sp);
+
+#endif /* GL_SNAPSHOT_INT_H */
