@@ -350,7 +350,7 @@ def test_serve_census_endpoint(tmp):
     try:
         agent.wait_serving()
         wl = subprocess.Popen(["/usr/bin/python3", script, "--lib", FAKECUDA, "--torch-lib",
-                               faketorch, "--truth", truth_path, "--steps", "20",
+                               faketorch, "--truth", truth_path, "--libdir", tmp, "--steps", "20",
                                "--interval-ms", "20"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE)
