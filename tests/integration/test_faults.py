@@ -17,8 +17,13 @@ SIZE = 64 * 1024
 
 def _alloc_entries_of(tracer_pid, pid):
     """Entries of the tracer's kernel allocation table that belong to pid."""
+    def name(map_id):
+        out = subprocess.run(["bpftool", "-j", "map", "show", "id", str(map_id)],
+                             capture_output=True, timeout=20, check=True)
+        return json.loads(out.stdout).get("name")
+
     allocs = [m for m in bpf_objects(tracer_pid)["maps"]
-              if m["type"] == 1 and m["key_size"] == 16 and m["value_size"] == 40]
+              if m["type"] == 1 and m["key_size"] == 16 and name(m["id"]) == "allocs"]
     check_eq(len(allocs), 1, "the tracer holds one allocation table")
     out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(allocs[0]["id"])],
                          capture_output=True, timeout=20, check=True)
