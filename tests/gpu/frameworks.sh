@@ -34,12 +34,14 @@ echo "frameworks: gpuleak $("$gl" version 2>&1 | head -1), output in $out"
 # fw_raw is built in the background while the first cases run
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 cuda_root=$(dirname "$(dirname "$nvcc")")
-libcuda=-lcuda # the driver itself where it is, else the toolkit's stub to link against
+# the driver itself where it is (nvcc takes no file named .so.1: the host linker gets it),
+# else the toolkit's stub to link against
+libcuda=(-lcuda)
 for f in /usr/local/nvidia/lib64/libcuda.so.1 /usr/lib/x86_64-linux-gnu/libcuda.so.1; do
-	[ -e "$f" ] && { libcuda=$f; break; }
+	[ -e "$f" ] && { libcuda=(-Xlinker "$f"); break; }
 done
 (cd "$out" && "$nvcc" -O2 -Xcompiler -fomit-frame-pointer -o fw_raw "$here/fw_raw.cu" \
-	-L"$cuda_root/lib64/stubs" -L"$cuda_root/targets/x86_64-linux/lib/stubs" "$libcuda" \
+	-L"$cuda_root/lib64/stubs" -L"$cuda_root/targets/x86_64-linux/lib/stubs" "${libcuda[@]}" \
 	> nvcc.log 2>&1) &
 nvcc_pid=$!
 
