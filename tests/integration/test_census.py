@@ -229,8 +229,9 @@ def test_census_changing_heap(tmp):
         rep = census(wl.pid)
         for i, want in enumerate(wl.truth["history"]):
             check_storage(held_by(rep, f"__main__.model.history[{i}]"), want, f"history[{i}]")
-        # a tensor the churning thread has just made may sit on its evaluation stack only
-        orphans = {t["data"] for t in rep["tensors"] if not t["holders"]}
+        # a tensor the churning thread has just made may sit on its evaluation stack only,
+        # or be caught half made, with no storage yet (then no figures are given for it)
+        orphans = {t["data"] for t in rep["tensors"] if not t["holders"] and "data" in t}
         check({g["data"] for g in wl.truth["graph_only"]} <= orphans,
               f"paused: the graph's tensors have no Python holder: {orphans}")
         wl.finish()
