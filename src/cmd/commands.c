@@ -286,7 +286,7 @@ const struct cli_command cli_commands[] = {
 			"terminal, a progress line on stderr shows the time, events, file size "
 			"and lost events. An existing FILE is kept: record refuses to replace "
 			"it without --force. With -- CMD it exits with CMD's status, as run.",
-		.options = "output force max-size all pid libcuda " TRACE_OPTS
+		.options = "output force max-size all pid libcuda json " TRACE_OPTS
 			   "keep-modules keep-modules-max " LOG_OPTS,
 		.examples = "sudo gpuleak record -o job.glr -- python3 train.py\t"
 			    "record a job; gpuleak report job.glr later\n"
