@@ -360,3 +360,39 @@ def test_report_keeps_the_tensor_windows(tmp):
     check_eq(stacks, _torch_stacks(lp), "tensor-block stacks and verdicts against the live")
     check("tensor blocks: windowed: as of the end of window 2" in text,
           f"the text report says what the tensor figures cover:\n{text[-1500:]}")
+
+
+def test_report_of_sampled_tensor_stacks_equals_the_live(tmp):
+    """--tensors sampled: the recording keeps the mode and the sample's mean, so that its
+    report estimates each sampled stack's blocks as the live report does."""
+    wl = Workload("wl_torch", "--iters", "200", "--size", str(256 * 1024), tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec = os.path.join(tmp, "sampled.glr")
+    tr = Tracer(["record", "-o", rec, "--tensors", "sampled", "--tensor-sample",
+                 str(1 << 20), str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    wl.release()
+    wl.wait()
+    live = tr.report()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    p, lp = process(rep, wl.pid), process(live, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "exact tensor total")
+    check_eq(p["tensor_level"], lp["tensor_level"], "tensor_level against the live report")
+    check_eq((p["tensor_level"]["mode"], p["tensor_level"]["coverage"],
+              p["tensor_level"]["sample_bytes"]), ("sampled", "sampled", 1 << 20),
+             "mode, coverage, sample")
+
+    def estimates(proc):
+        return sorted((s["outstanding_bytes"], s.get("sampled", False),
+                       s.get("estimated_outstanding_bytes"), s.get("unsampled", False))
+                      for s in proc["stacks"] if s["memory"] == "torch_block")
+    est = estimates(p)
+    check(any(e[1] and e[2] for e in est), f"the report estimates sampled stacks: {est}")
+    check_eq(est, estimates(lp), "sampled stacks and their estimates against the live report")
+    check_eq(_torch_stacks(p), _torch_stacks(lp), "tensor-block stacks and verdicts")
+    check("sampled stack: about" in text, "the text report names the estimates")

@@ -498,6 +498,42 @@ static void test_malformed_tensor_records(void **state)
 	replayed_free(&r);
 }
 
+/* Each recorded mode reads back as the live view names it; windows are for windowed only. */
+static void test_tensor_modes(void **state)
+{
+	static const char *const want[][2] = { { "off", "none" },
+					       { "windowed", "complete" }, /* open from the start */
+					       { "sampled", "sampled" },
+					       { "full", "complete" } };
+
+	for (unsigned int mode = 0; mode < GLR_TENSORS_NR; mode++) {
+		uint8_t buf[256] = {}, *p = buf + GLR_HDR_SIZE + GLR_CHUNK_HDR, *rec = p, *f;
+		struct replayed r;
+
+		f = put_record(rec, GLR_TENSORS, 16);
+		f[0] = mode;
+		glr_put(f + 8, mode == GLR_TENSORS_SAMPLED ? 1 << 20 : 0, 8);
+		rec = f + 16;
+		f = put_record(rec, GLR_WINDOW, 16); /* ignored but in windowed mode */
+		glr_put(f, 5000000000ULL, 8);
+		f[8] = GLR_WINDOW_OPEN;
+		f[9] = 1;
+		rec = f + 16;
+		record__file_header(buf);
+		record__chunk_header(p - GLR_CHUNK_HDR, 0, rec - p, rec - p, p);
+		assert_int_equal(replay_of(buf, rec - buf, &r), 0);
+		assert_int_equal(r.info->bad_records, 0);
+		assert_non_null(r.snap->tensors);
+		assert_string_equal(r.snap->tensors->mode, want[mode][0]);
+		assert_string_equal(r.snap->tensors->mode, record__tensor_mode_name(mode));
+		assert_string_equal(r.snap->tensors->coverage, want[mode][1]);
+		assert_int_equal(r.snap->tensors->windows_total, mode == GLR_TENSORS_WINDOWED);
+		assert_int_equal(r.snap->tensors->armed, mode != GLR_TENSORS_OFF);
+		replayed_free(&r);
+	}
+	assert_null(record__tensor_mode_name(GLR_TENSORS_NR));
+}
+
 static void test_never_through_a_symlink(void **state)
 {
 	char target[160], sym[160], hard[160];
@@ -689,6 +725,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tensor_windows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_tensor_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_through_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_books_replay_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command_lines, setup, teardown),
