@@ -265,14 +265,13 @@ const struct snap_tensors *tiers__view(struct tiers *t, uint64_t now)
 
 void tiers__set_hook(struct tiers *t, const struct tier_hook *hook)
 {
-	const struct winlog *w = &t->log;
-	enum winlog_phase ph = winlog__phase(w);
-	uint32_t i = (winlog__total(w) + SNAP_MAX_WINDOWS - 1) % SNAP_MAX_WINDOWS;
+	enum tier_why why;
+	uint64_t start;
 
 	t->hook = *hook;
-	if (ph != WINLOG_ARMED && ph != WINLOG_TAIL)
+	if (!winlog__current(&t->log, &start, &why))
 		return;
-	tell(t, TIER_OPEN, w->win_why[i], w->win_start[i], false);
-	if (ph == WINLOG_TAIL)
-		tell(t, TIER_TAIL, TIER_WHY_START, w->win_start[i], false);
+	tell(t, TIER_OPEN, why, start, false);
+	if (winlog__phase(&t->log) == WINLOG_TAIL)
+		tell(t, TIER_TAIL, TIER_WHY_START, start, false);
 }

@@ -97,6 +97,15 @@ uint64_t winlog__last_end(const struct winlog *w)
 	return w->last_end;
 }
 
+bool winlog__current(const struct winlog *w, uint64_t *start, enum tier_why *why)
+{
+	if (w->phase != WINLOG_ARMED && w->phase != WINLOG_TAIL)
+		return false;
+	*start = w->win_start[newest(w)];
+	*why = w->win_why[newest(w)];
+	return true;
+}
+
 uint64_t winlog__total(const struct winlog *w)
 {
 	return w->windows_total;

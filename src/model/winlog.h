@@ -9,6 +9,7 @@
 #ifndef GL_WINLOG_H
 #define GL_WINLOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "snapshot.h"
 
@@ -62,6 +63,8 @@ void winlog__stop(struct winlog *w);
 enum winlog_phase winlog__phase(const struct winlog *w);
 /* End of the last closed window (0: none). */
 uint64_t winlog__last_end(const struct winlog *w);
+/* Whether a window is open (in its tail too); then when it opened and why. */
+bool winlog__current(const struct winlog *w, uint64_t *start, enum tier_why *why);
 /* Windows opened so far. */
 uint64_t winlog__total(const struct winlog *w);
 /* What the tensor level covers at now, into *out (its strings are static). */
