@@ -445,6 +445,33 @@ static void test_memory_classes(void **state)
 	assert_false(report__is_memory_class(255));
 }
 
+/* A program linked with the static CUDA runtime: its site is its own function. */
+static void test_site_skips_the_static_runtime(void **state)
+{
+	struct snap_frame frames[] = {
+		{ .kind = "native", .function = "cuMemAlloc_v2", .module = "libcuda.so.1" },
+		{ .kind = "native", .function = "libcudart_static_5382377d5c77",
+		  .module = "/opt/app/fw_raw" },
+		{ .kind = "native", .function = "cudaMalloc", .module = "/opt/app/fw_raw" },
+		{ .kind = "native", .function = "leak_malloc(unsigned long)",
+		  .module = "/opt/app/fw_raw" },
+		{ .kind = "native", .function = "main", .module = "/opt/app/fw_raw" },
+	};
+	struct snap_stack st = { .nframes = 5, .frames = frames };
+	char buf[128];
+
+	(void)state;
+	assert_ptr_equal(report__site_frame(&st), &frames[3]);
+	report__site(&st, buf, sizeof(buf));
+	assert_string_equal(buf, "leak_malloc(unsigned long) (fw_raw)");
+	/* a program's own function whose name only begins with "cuda" is the program's */
+	frames[3].function = "cudata_load";
+	assert_ptr_equal(report__site_frame(&st), &frames[3]);
+	/* nothing but the runtime: the innermost frame */
+	st.nframes = 3;
+	assert_ptr_equal(report__site_frame(&st), &frames[0]);
+}
+
 static void test_fmt_bytes(void **state)
 {
 	char b[32];
@@ -472,6 +499,7 @@ int main(void)
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_memory_reserve_before_attach),
 		cmocka_unit_test(test_memory_classes),
+		cmocka_unit_test(test_site_skips_the_static_runtime),
 		cmocka_unit_test(test_fmt_bytes),
 	};
 
