@@ -171,16 +171,22 @@ def graphs(c):
 
 
 def compile_case(c):
+    """The pool's growth is put at the line that called the compiled model; the graph
+    trees grow the pool in a few segments to the largest shape, so a verdict is not
+    asked for (it is printed)."""
     d = c.done
     sts = c.stacks_at("run_new_shape")
-    got = sum(s["outstanding_bytes"] for s in sts)
-    c.check(any(s["verdict"] == "leak" for s in sts),
-            f"the graphs recorded per shape grow at run_new_shape: "
-            f"{[(s['memory'], mib(s['outstanding_bytes']), s['verdict']) for s in sts][:4]}; "
-            f"gpuleak {mib(got)} there vs the reserve's growth {mib(d['growth_bytes'])} "
-            f"({d['backend']}{', Inductor failed: ' + d['inductor_error'] if d['inductor_error'] else ''})")
-    if not any(s["verdict"] == "leak" for s in sts):
-        c.show_top()
+    got = sum(s["outstanding_bytes"] for s in sts if s["memory"] == "device")
+    sites = sorted({s.get("site") for s in sts if s["memory"] == "device"})
+    c.check(got >= 0.75 * d["growth_bytes"] and
+            all(x.startswith("fw_compile.py:") for x in sites),
+            f"the pool's growth at run_new_shape: gpuleak {mib(got)} of the reserve's growth "
+            f"{mib(d['growth_bytes'])} after the first shape, sites {sites}, verdicts "
+            f"{[(mib(s['outstanding_bytes']), s['verdict']) for s in sts if s['memory'] == 'device']}"
+            f" ({d['backend']}{', Inductor failed: ' + d['inductor_error'] if d['inductor_error'] else ''})")
+    rest = [(s.get("site"), mib(s["outstanding_bytes"]), s["verdict"]) for s in c.p["stacks"]
+            if s["memory"] == "device" and s not in sts]
+    c.figures(other_device_stacks=rest[:6])
     st = c.stacks_at("run_steady")
     c.check(all(s["verdict"] != "leak" for s in st),
             f"no leak at run_steady (the first shape's warm-up and recording): "

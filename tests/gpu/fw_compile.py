@@ -5,8 +5,8 @@ whose recordings allocate from one private memory pool. The model is first run a
 at one shape (warm-up, then the recording: steady replays after that), then at a new batch
 size each step with automatic dynamic shapes off, so that every step compiles and records
 one more graph, kept for its replays (the real-world pattern: a graph per input shape).
-gpuleak must put the pool's growth at run_new_shape, the caller's line, and agree with
-memory_reserved(). If Inductor cannot compile here, the cudagraphs backend (graph trees
+gpuleak must put the pool's growth at run_new_shape, the caller's line (not in the code
+Inductor generated), and agree with memory_reserved(). If Inductor cannot compile here, the cudagraphs backend (graph trees
 without Inductor) stands in and the figures say so. Protocol: fw_common.py."""
 import fw_common
 
