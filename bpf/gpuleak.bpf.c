@@ -250,8 +250,9 @@ int BPF_USDT(torch_free, void *ptr)
 
 /*
  * The tensor tier's window boundary, run by user space (BPF_PROG_RUN) while
- * the allocator probes are detached: drops every tensor block from allocs and
- * from its process's counters (tiers.bpf.h).
+ * the allocator probes are detached: drops every tensor block (of the process
+ * tiers_forget_tgid names, or of all) from allocs and from its process's
+ * counters (tiers.bpf.h).
  */
 SEC("syscall")
 int forget_tensors(void *ctx)

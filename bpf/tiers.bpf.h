@@ -21,6 +21,8 @@
 
 /* What forget_tensors did, read back by user space. */
 __u64 tiers_forgotten = 0;
+/* The process whose blocks forget_tensors drops, set by user space first; 0: every process. */
+__u32 tiers_forget_tgid = 0;
 
 static long forget_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
 		       void *unused)
@@ -28,7 +30,7 @@ static long forget_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_al
 	struct gl_proc_stats *st;
 	__u32 tgid = k->tgid;
 
-	if (k->kind != GL_KIND_TORCH)
+	if (k->kind != GL_KIND_TORCH || (tiers_forget_tgid && tgid != tiers_forget_tgid))
 		return 0;
 	st = bpf_map_lookup_elem(&procs, &tgid);
 	if (st && v->cls < GL_NR_CLASSES) {

@@ -740,6 +740,12 @@ int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
 
 int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten)
 {
+	return books__forget_kind_pid(b, kind, 0, ts, forgotten);
+}
+
+int books__forget_kind_pid(struct books *b, uint8_t kind, int pid, uint64_t ts,
+			   uint64_t *forgotten)
+{
 	uint64_t n_all = 0;
 
 	for (uint32_t i = 0; i < procs__count(b->procs); i++) {
@@ -751,7 +757,7 @@ int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *for
 		struct agg *a;
 		size_t it = 0, n = 0;
 
-		if (!proc || !proc->allocs || proc->t.exited)
+		if (!proc || !proc->allocs || proc->t.exited || (pid > 0 && proc->t.pid != pid))
 			continue;
 		drop = malloc((htab__count(proc->allocs) + 1) * sizeof(*drop));
 		if (!drop)

@@ -122,6 +122,9 @@ int books__compact_stacks(struct books *b);
  * -ENOMEM.
  */
 int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *forgotten);
+/* As books__forget_kind, for the running process pid alone (0: every process). */
+int books__forget_kind_pid(struct books *b, uint8_t kind, int pid, uint64_t ts,
+			   uint64_t *forgotten);
 /*
  * PyTorch's blocks stop being traced (a tensor window closes): from now on the
  * books' blocks are not the allocator's whole map, and the reserve's free extents

@@ -97,11 +97,12 @@ static void on_applied(void *ctx, const void *data, size_t size, uint32_t stack)
 		rc->next.applied(rc->next.ctx, data, size, stack);
 }
 
-static void on_window(void *ctx, enum tier_event ev, enum tier_why why, uint64_t ts, bool forgot)
+static void on_window(void *ctx, int pid, enum tier_event ev, enum tier_why why, uint64_t ts,
+		      bool forgot)
 {
 	struct rec_cmd *rc = ctx;
 
-	recorder__window(rc->rec, ev, ev == TIER_OPEN ? why : 0, ts, forgot);
+	recorder__window(rc->rec, pid, ev, ev == TIER_OPEN ? why : 0, ts, forgot);
 }
 
 static void code_info(void *ctx, uint32_t id, const char **function, const char **file)
@@ -275,7 +276,7 @@ int record_cmd__run(const struct gl_opts *o)
 	tl = session__tensors(s);
 	if (tl)
 		recorder__tensor_level(rc.rec, tl->mode, tl->sample_bytes);
-	session__set_tier_hook(s, &tier_hook); /* the first window, open now, is told at once */
+	session__set_tier_hook(s, &tier_hook); /* the first windows, open now, are told at once */
 	status = record_loop(s, &rc, o);
 	if (!recorder__failed(rc.rec) && finish(s, &rc, o) && status == EXIT_OK)
 		status = EXIT_RUNTIME;

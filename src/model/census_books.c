@@ -78,7 +78,7 @@ static int collect_sites(struct session *s, const struct proc *proc, struct htab
 int session__census_books(struct session *s, int pid, struct census_books *out)
 {
 	struct proc *proc = procs__find_pid(books__procs(s->books), pid);
-	const struct snap_tensors *tv = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL;
+	struct snap_tensors view, *tv = s->tiers ? &view : NULL;
 	struct htab *refs = NULL;
 	const struct alloc_key *k;
 	const struct alloc_val *v;
@@ -89,6 +89,8 @@ int session__census_books(struct session *s, int pid, struct census_books *out)
 	if (!proc || !proc__live(proc))
 		return 0; /* never seen, or its tables are gone: not traced */
 	out->traced = true;
+	if (tv)
+		tiers__proc_view(s->tiers, pid, now_ns(), tv);
 	out->blocks_windowed = tv && tv->mode && !strcmp(tv->mode, "windowed");
 	out->window_open = tv && tv->armed;
 	refs = htab__new(sizeof(uint32_t), sizeof(struct site_ref));

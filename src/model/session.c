@@ -398,6 +398,8 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.max_held = o->max_held,
+		/* tensor windows are per process */
+		.torch_per_pid = !o->no_torch && !o->tensors_full && !o->tensors_sampled,
 		.bench_floor = o->bench_floor,
 		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
@@ -513,6 +515,11 @@ int session__start(struct session *s)
 	return status;
 }
 
+static void proc_tensors(void *ctx, int pid, uint64_t now, struct snap_tensors *out)
+{
+	tiers__proc_view(ctx, pid, now, out);
+}
+
 static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 {
 	return tracer__proc_stats(ctx, pid, out);
@@ -553,6 +560,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		tracer__api_calls(s->tracer, calls);
 		so.now_ns = now_ns();
 		so.tensors = s->tiers ? tiers__view(s->tiers, so.now_ns) : NULL;
+		so.proc_tensors = s->tiers ? proc_tensors : NULL;
+		so.tensors_ctx = s->tiers;
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
 		if (!snap || snap->complete || snap->lost_events)

@@ -198,8 +198,8 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		if (!o->all_stacks && a->allocs == 0)
 			continue;
 		/* blocks are seen in windows only: judge them as of the last one's end */
-		if (o->tensors && o->tensors->until_ns && o->tensors->until_ns < now)
-			tensor_now = o->tensors->until_ns;
+		if (sp->tensors_known && sp->tensors.until_ns && sp->tensors.until_ns < now)
+			tensor_now = sp->tensors.until_ns;
 		series__classify(a->series, k->cls == GL_CLASS_TORCH_BLOCK ? tensor_now : now, &vi);
 		*st = (struct snap_stack){
 			.id = k->stack,
@@ -224,8 +224,8 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 			blocks = true;
 		n++;
 	}
-	if (blocks && proc__live(proc) && o->tensors && o->tensors->sample_bytes &&
-	    estimate_sampled(b, proc, o->tensors->sample_bytes, sp, n))
+	if (blocks && proc__live(proc) && sp->tensors_known && sp->tensors.sample_bytes &&
+	    estimate_sampled(b, proc, sp->tensors.sample_bytes, sp, n))
 		return -ENOMEM;
 	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
 	if (o->max_stacks && n > o->max_stacks) {

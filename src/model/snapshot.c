@@ -212,6 +212,13 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	if (sp->bpf_valid && !sp->consistent)
 		use_kernel_totals(sp);
 	fill_growth(proc, o, end, sp);
+	if (o->proc_tensors) {
+		o->proc_tensors(o->tensors_ctx, t->pid, o->now_ns, &sp->tensors);
+		sp->tensors_known = true;
+	} else if (o->tensors) {
+		sp->tensors = *o->tensors;
+		sp->tensors_known = true;
+	}
 	if (snap_memory__fill(b, proc, o, sp) || snap_stacks__fill(b, sym, proc, o, sp))
 		return -ENOMEM;
 	return snap_failures__fill(b, sym, proc, o, sp);

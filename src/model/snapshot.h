@@ -180,6 +180,27 @@ struct snap_imbalance {
 	} stacks[SNAP_IMB_STACKS];
 };
 
+/* A window in which PyTorch's allocator probes were attached (tiers.h). */
+struct snap_window {
+	double start_s, end_s; /* since tracing started; end_s < 0: still open */
+	const char *why;       /* "start", "duty", "growth", "capacity", "request" */
+};
+
+#define SNAP_MAX_WINDOWS 16
+
+/* What the tensor-level figures (class torch_block) cover. */
+struct snap_tensors {
+	const char *mode;      /* --tensors: "windowed", "sampled", "full" or "off" */
+	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
+	const char *coverage;  /* "complete" (every block since tracing started), "windowed" */
+	bool armed;	       /* the probes are attached now */
+	uint64_t until_ns;     /* windowed and disarmed: the figures are as of this; else 0 */
+	double armed_s;	       /* time attached, all windows */
+	uint64_t windows_total;
+	uint32_t nwindows; /* the latest windows, oldest first */
+	struct snap_window windows[SNAP_MAX_WINDOWS];
+};
+
 struct snap_proc {
 	int pid, ns_pid;
 	int ppid;			     /* 0: not known */
@@ -193,6 +214,8 @@ struct snap_proc {
 	struct snap_imbalance imbalance; /* between its GPUs */
 	char comm[16];
 	bool exited;
+	bool tensors_known;	     /* tensors holds its tensor level's windows */
+	struct snap_tensors tensors; /* (a copy: procs[] may be moved) */
 	uint64_t start_time;
 	uint64_t duration_ns; /* observed */
 	uint64_t bytes[GL_CLASS_SLOTS];
@@ -261,26 +284,6 @@ struct snap_recording {
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
-/* A window in which PyTorch's allocator probes were attached (tiers.h). */
-struct snap_window {
-	double start_s, end_s; /* since tracing started; end_s < 0: still open */
-	const char *why;       /* "start", "duty", "growth", "capacity", "request" */
-};
-
-#define SNAP_MAX_WINDOWS 16
-
-/* What the tensor-level figures (class torch_block) cover. */
-struct snap_tensors {
-	const char *mode;      /* --tensors: "windowed", "sampled", "full" or "off" */
-	uint64_t sample_bytes; /* stacks for a byte-weighted sample of this mean; 0: all */
-	const char *coverage;  /* "complete" (every block since tracing started), "windowed" */
-	bool armed;	       /* the probes are attached now */
-	uint64_t until_ns;     /* windowed and disarmed: the figures are as of this; else 0 */
-	double armed_s;	       /* time attached, all windows */
-	uint64_t windows_total;
-	uint32_t nwindows; /* the latest windows, oldest first */
-	struct snap_window windows[SNAP_MAX_WINDOWS];
-};
 
 /* One holder of a census (attach --census) as the reports show it. */
 struct snap_census_row {
@@ -364,6 +367,9 @@ struct snapshot_opts {
 	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
+	/* a process's own windows into *out; NULL: each process has the session's (tensors) */
+	void (*proc_tensors)(void *ctx, int pid, uint64_t now_ns, struct snap_tensors *out);
+	void *tensors_ctx;
 	uint32_t cap_allocs; /* the caps in force, reported with what they cost (0: unknown) */
 	uint32_t cap_stacks;
 	double imbalance_ratio; /* --imbalance: hi >= ratio x peer; 0: the default */

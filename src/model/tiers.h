@@ -5,15 +5,18 @@
  * The driver level (segments, VMM, pinned host memory) is traced always and
  * exactly: a training step makes a fraction of a driver call. PyTorch's
  * allocator probes fire for every tensor block, hundreds of times a step, so
- * by default (--tensors windowed) they are attached only in windows: the
- * first when tracing starts, then when a process's driver-level memory grows
- * past its high-water mark, when a device nears its capacity, on request
- * (SIGUSR1, serve's POST /tensors/arm), and on a duty cycle, with automatic
- * windows bounded to --tensor-duty of the time. A window traces both probes
+ * by default (--tensors windowed) they are attached only in windows, each
+ * process's its own (the tracer's links for its PID: the other processes'
+ * semaphores stay 0): its first when it is found (tracing starts, or later in
+ * a host-wide session), then when its driver-level memory grows past its
+ * high-water mark, when its device nears its capacity, and on its own duty
+ * cycle, with its automatic windows bounded to --tensor-duty of the time; a
+ * request (SIGUSR1, serve's POST /tensors/arm) opens one in every process
+ * (each as soon as it is between windows). A window traces both probes
  * for --tensor-window, then frees only for a short tail (blocks in flight at
  * its end are given back), then neither: detached, the USDT semaphores drop
- * to 0 and PyTorch skips the probes. The next window forgets the blocks the
- * last one left (their frees were not seen) and starts over. --tensors full
+ * to 0 and PyTorch skips the probes. The process's next window forgets the
+ * blocks its last one left (their frees were not seen) and starts over. --tensors full
  * keeps both probes attached all the time; --tensors off never attaches them.
  */
 #ifndef GL_TIERS_H
@@ -35,9 +38,10 @@ enum tier_event {
 	TIER_STOP,     /* windows stopped (the kernel's books could not be reset) */
 };
 
-/* Told of every window event, in the order the books saw them. */
+/* Told of every window event (of process pid's windows), in the order the books saw them. */
 struct tier_hook {
-	void (*window)(void *ctx, enum tier_event ev, enum tier_why why, uint64_t ts, bool forgot);
+	void (*window)(void *ctx, int pid, enum tier_event ev, enum tier_why why, uint64_t ts,
+		       bool forgot);
 	void *ctx;
 };
 
@@ -48,11 +52,17 @@ void tiers__free(struct tiers *t);
 int tiers__step(struct tiers *t, uint64_t now_ns);
 /* Asks for a window now (async-signal-safe: the next step opens it). */
 void tiers__request(struct tiers *t);
-/* What the tensor level covers now, for a snapshot (valid until the next step). */
+/*
+ * What the tensor level covers now over the session (valid until the next
+ * step): the mode, whether any process is armed, every process's windows
+ * counted (the list of windows is each process's: tiers__proc_view).
+ */
 const struct snap_tensors *tiers__view(struct tiers *t, uint64_t now_ns);
+/* What it covers now in process pid (none of its own: nothing traced yet), into *out. */
+void tiers__proc_view(struct tiers *t, int pid, uint64_t now_ns, struct snap_tensors *out);
 /*
  * Tells hook (copied) of every window event from now on, and at once of the
- * window open now, if any (as opened with nothing forgotten: the hook saw
+ * windows open now (as opened with nothing forgotten: the hook saw
  * nothing before it). Its calls come after the books have applied every
  * record the tracer had drained before the event.
  */

@@ -36,7 +36,9 @@
  *     WINDOW    u64 ts, u8 event (1 open, 2 tail, 3 close, 4 stop), u8 why it
  *               opened (0 start, 1 duty, 2 growth, 3 capacity, 4 request; 0
  *               for other events), u8 flags (1: the books forgot every tensor
- *               block of the last window as it opened), 5 x u8 0
+ *               block of the last window as it opened), 5 x u8 0, u32 PID
+ *               whose window it is, u32 0 (recordings before the PID: a
+ *               window of every process)
  *   str: u16 length (at most 4095), the bytes, no terminator.
  *
  * Definitions come before their first use. Readers skip record types they do
@@ -606,8 +608,8 @@ void recorder__tensor_level(struct recorder *r, const char *mode, uint64_t sampl
 	add_enc(r, GLR_TENSORS, &e, false);
 }
 
-void recorder__window(struct recorder *r, unsigned int event, unsigned int why, uint64_t ts,
-		      bool forgot)
+void recorder__window(struct recorder *r, int pid, unsigned int event, unsigned int why,
+		      uint64_t ts, bool forgot)
 {
 	struct enc e = scratch(r);
 
@@ -618,6 +620,8 @@ void recorder__window(struct recorder *r, unsigned int event, unsigned int why, 
 	enc_u(&e, why, 1);
 	enc_u(&e, forgot ? GLR_WINDOW_FORGOT : 0, 1);
 	enc_u(&e, 0, 5);
+	enc_u(&e, pid > 0 ? (uint32_t)pid : 0, 4);
+	enc_u(&e, 0, 4);
 	add_enc(r, GLR_WINDOW, &e, false);
 }
 

@@ -138,12 +138,13 @@ int recorder__tick(struct recorder *r, uint64_t now_ns, const uint64_t *stats);
  */
 void recorder__tensor_level(struct recorder *r, const char *mode, uint64_t sample_bytes);
 /*
- * A tensor window's event (enum glr_window_event) at ts, why it opened (OPEN;
- * else 0) and whether the books forgot the last window's blocks then. Written
- * in the order of the call records around it, as the books applied them.
+ * A tensor window's event (enum glr_window_event) of process pid at ts, why
+ * it opened (OPEN; else 0) and whether the books forgot its last window's
+ * blocks then. Written in the order of the call records around it, as the
+ * books applied them.
  */
-void recorder__window(struct recorder *r, unsigned int event, unsigned int why, uint64_t ts,
-		      bool forgot);
+void recorder__window(struct recorder *r, int pid, unsigned int event, unsigned int why,
+		      uint64_t ts, bool forgot);
 /* The name of a recorded mode as snap_tensors.mode has it; NULL out of range. */
 const char *record__tensor_mode_name(unsigned int mode);
 /* BPF's books of a process still running at the end (before recorder__finish). */

@@ -375,6 +375,8 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 		it->u.window.why = dec_u(&d, 1);
 		it->u.window.flags = dec_u(&d, 1) & GLR_WINDOW_FORGOT;
 		dec_u(&d, 5);
+		/* a recording before the PID: a window of every process (0) */
+		it->u.window.pid = d.len - d.pos >= 8 ? (uint32_t)dec_u(&d, 4) : 0;
 		ok = it->u.window.event >= GLR_WINDOW_OPEN && it->u.window.event < GLR_WINDOW_NR &&
 		     it->u.window.why < GLR_WHY_NR;
 		break;

@@ -78,6 +78,7 @@ struct rr_item {
 			uint8_t event; /* enum glr_window_event (checked) */
 			uint8_t why;   /* < GLR_WHY_NR (checked) */
 			uint8_t flags; /* GLR_WINDOW_FORGOT; unknown bits cleared */
+			uint32_t pid;  /* whose window; 0: every process's (older recordings) */
 		} window;
 	} u;
 };

@@ -64,8 +64,15 @@ struct replay {
 	char host[GLR_STR_MAX + 1];
 	char *file;
 	struct snap_recording info;
-	struct winlog windows; /* valid when have_tensors */
+	struct winlog windows; /* valid when have_tensors: every process's (older recordings) */
 	bool have_tensors;
+	const char *tensor_mode; /* static */
+	uint64_t tensor_sample;
+	struct pid_winlog {
+		int pid;
+		struct winlog log;
+	} *pwins; /* each process's own windows */
+	uint32_t nr_pwins, cap_pwins;
 	struct snap_tensors tensors;
 	struct frame frames[GLR_FRAMES_MAX]; /* a stack being translated */
 };
@@ -150,6 +157,7 @@ void replay__free(struct replay *rp)
 		free(rp->codes[i].file);
 	}
 	free(rp->codes);
+	free(rp->pwins);
 	free(rp->file);
 	free(rp);
 }
@@ -272,34 +280,86 @@ static void on_tensors(struct replay *rp, const char *mode, uint64_t sample_byte
 	if (rp->have_tensors)
 		return;
 	rp->have_tensors = true;
+	rp->tensor_mode = mode;
+	rp->tensor_sample = sample_bytes;
 	winlog__init(&rp->windows, mode, sample_bytes, rp->have_session ? rp->start_ns : 0);
+}
+
+static struct winlog *pid_log(struct replay *rp, int pid)
+{
+	for (uint32_t i = 0; i < rp->nr_pwins; i++)
+		if (rp->pwins[i].pid == pid)
+			return &rp->pwins[i].log;
+	return NULL;
+}
+
+/* Process pid's log of windows (its first window: a new one, as the live tiers start it). */
+static struct winlog *window_log(struct replay *rp, int pid, bool first)
+{
+	struct winlog *w = pid_log(rp, pid);
+
+	if (w && !first)
+		return w;
+	if (!w) {
+		if (rp->nr_pwins == rp->cap_pwins) {
+			uint32_t cap = rp->cap_pwins ? 2 * rp->cap_pwins : 16;
+			struct pid_winlog *np = realloc(rp->pwins, cap * sizeof(*np));
+
+			if (!np)
+				return NULL;
+			rp->pwins = np;
+			rp->cap_pwins = cap;
+		}
+		rp->pwins[rp->nr_pwins].pid = pid;
+		w = &rp->pwins[rp->nr_pwins++].log;
+	}
+	winlog__init(w, rp->tensor_mode, rp->tensor_sample, rp->have_session ? rp->start_ns : 0);
+	return w;
 }
 
 static int on_window(struct replay *rp, const struct rr_item *it)
 {
 	struct books *b = books_of(rp);
 	uint64_t ts = it->u.window.ts;
+	int pid = (int)it->u.window.pid;
+	struct winlog *w = &rp->windows;
 
 	if (!b)
 		return -ENOMEM;
 	on_tensors(rp, "windowed", 0);
 	see_ts(rp, ts);
+	if (pid > 0) {
+		w = window_log(rp, pid,
+			       it->u.window.event == GLR_WINDOW_OPEN &&
+				       it->u.window.why == TIER_WHY_START);
+		if (!w)
+			return -ENOMEM;
+	}
 	switch (it->u.window.event) {
 	case GLR_WINDOW_OPEN:
 		/* as the live books did: the last window's blocks go, with their history */
 		if ((it->u.window.flags & GLR_WINDOW_FORGOT) &&
-		    books__forget_kind(b, GL_KIND_TORCH, ts, NULL))
+		    books__forget_kind_pid(b, GL_KIND_TORCH, pid, ts, NULL))
 			return -ENOMEM;
-		winlog__open(&rp->windows, ts, it->u.window.why);
+		winlog__open(w, ts, it->u.window.why);
 		break;
 	case GLR_WINDOW_TAIL:
 		books__torch_map_partial(b);
-		winlog__tail(&rp->windows);
+		winlog__tail(w);
 		break;
-	case GLR_WINDOW_CLOSE: winlog__close(&rp->windows, ts); break;
-	default: winlog__stop(&rp->windows); break;
+	case GLR_WINDOW_CLOSE: winlog__close(w, ts); break;
+	default: winlog__stop(w); break;
 	}
 	return 0;
+}
+
+/* A process's windows in the snapshot: its own, or (none, older recordings) every process's. */
+static void proc_tensors(void *ctx, int pid, uint64_t now, struct snap_tensors *out)
+{
+	struct replay *rp = ctx;
+	struct winlog *w = pid_log(rp, pid);
+
+	winlog__view(w ? w : &rp->windows, now, out);
 }
 
 static void on_session(struct replay *rp, const struct rr_item *it)
@@ -453,7 +513,19 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 		/* the windows count from the session's start, known or not when the mode came */
 		winlog__set_start(&rp->windows, so.start_ns);
 		winlog__view(&rp->windows, so.now_ns, &rp->tensors);
+		for (uint32_t i = 0; i < rp->nr_pwins; i++) {
+			struct snap_tensors one;
+
+			/* the session's, as the live tiers count it: every process's windows */
+			winlog__set_start(&rp->pwins[i].log, so.start_ns);
+			winlog__view(&rp->pwins[i].log, so.now_ns, &one);
+			rp->tensors.armed |= one.armed;
+			rp->tensors.windows_total += one.windows_total;
+			rp->tensors.armed_s += one.armed_s;
+		}
 		so.tensors = &rp->tensors;
+		so.proc_tensors = proc_tensors;
+		so.tensors_ctx = rp;
 	}
 	snap = snapshot__build(b, rp->sym, &so);
 	if (!snap)

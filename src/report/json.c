@@ -538,7 +538,8 @@ int report__json(FILE *f, const struct snapshot *s)
 	jsonw__name(w, "processes");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < s->nprocs; i++)
-		write_proc(w, s, &s->procs[i], s->tensors);
+		write_proc(w, s, &s->procs[i],
+			   s->procs[i].tensors_known ? &s->procs[i].tensors : NULL);
 	jsonw__end_array(w);
 	report__jobs_json(w, s);
 	jsonw__end_object(w);

@@ -342,7 +342,7 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 			continue;
 		print_proc_notes(f, p);
 		report__gpus_text(f, s, p);
-		print_tensors(f, p, s->tensors);
+		print_tensors(f, p, p->tensors_known ? &p->tensors : NULL);
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			if (!report__is_memory_class(p->stacks[j].cls))
 				continue;

@@ -225,7 +225,9 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 	t->fn_ctx = ctx;
 	t->guard_fd = -1;
 	t->bench_floor = opts->bench_floor;
-	t->torch_armed[0] = t->torch_armed[1] = true;
+	t->torch_per_pid = opts->torch_per_pid;
+	/* per process: no global links; each process's are made as it is found */
+	t->torch_armed[0] = t->torch_armed[1] = !opts->torch_per_pid;
 	libbpf_set_print(libbpf_log);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error(
@@ -297,15 +299,26 @@ void tracer__free(struct tracer *t)
 	for (int i = 0; i < t->nr_torch; i++)
 		for (int j = 0; j < 2; j++)
 			bpf_link__destroy(t->torch[i].links[j]);
+	for (int p = 0; p < t->nr_torch_pids; p++)
+		for (int j = 0; j < 2; j++)
+			bpf_link__destroy(t->torch_pids[p].links[j]);
+	free(t->torch_pids);
+	free(t->torch_found_ns);
 	gpuleak__destroy(t->skel);
 	free(t);
 }
 
 int tracer__forget_tensors(struct tracer *t, uint64_t *forgotten)
 {
+	return tracer__forget_tensors_pid(t, 0, forgotten);
+}
+
+int tracer__forget_tensors_pid(struct tracer *t, int pid, uint64_t *forgotten)
+{
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	int err;
 
+	t->skel->bss->tiers_forget_tgid = pid > 0 ? (uint32_t)pid : 0;
 	err = bpf_prog_test_run_opts(bpf_program__fd(t->skel->progs.forget_tensors), &opts);
 	if (err)
 		return -errno;

@@ -31,6 +31,7 @@ struct tracer_opts {
 	bool stack_cache;      /* DWARF mode: BPF sends ids of stacks published (scache.h) */
 	uint64_t sample_bytes; /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
+	bool torch_per_pid;    /* PyTorch's probes attached per process (tensor windows) */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
@@ -72,11 +73,28 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
  */
 int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on);
 /*
+ * With torch_per_pid, PyTorch's probes are attached per process instead,
+ * links that plant breakpoints (and raise the USDT semaphores) in that process
+ * only: tracer__torch_found says a process maps the PyTorch library dev, ino
+ * (attached by tracer__attach_torch; again later: nothing); a process new to
+ * the tracer has both probes attached at once in that library, and is queued
+ * for tracer__torch_next_found (its pid and when it was found). Without
+ * torch_per_pid both do nothing.
+ */
+void tracer__torch_found(struct tracer *t, int pid, dev_t dev, ino_t ino);
+bool tracer__torch_next_found(struct tracer *t, int *pid, uint64_t *found_ns);
+/* As tracer__arm_torch, for pid alone (torch_per_pid). Returns 0 or the first -errno. */
+int tracer__arm_torch_pid(struct tracer *t, int pid, bool malloc_on, bool free_on);
+/* pid exited: its links go, and a process found later with its pid is new. */
+void tracer__torch_forget_pid(struct tracer *t, int pid);
+/*
  * Drops every tensor block from BPF's books (allocs and the per-process
  * counters); call it with the allocator probes detached. *forgotten (may be
  * NULL): how many. Returns 0 or -errno.
  */
 int tracer__forget_tensors(struct tracer *t, uint64_t *forgotten);
+/* As tracer__forget_tensors, for pid's blocks alone (its probes detached). */
+int tracer__forget_tensors_pid(struct tracer *t, int pid, uint64_t *forgotten);
 
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);

@@ -16,6 +16,7 @@
 #include "gpuleak.skel.h"
 #include "loader_int.h"
 #include "probes.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
@@ -181,33 +182,52 @@ bool tracer__has_torch(const struct tracer *t, dev_t dev, ino_t ino)
 	return false;
 }
 
-/* Attaches (on) or detaches one allocator probe of tl. Returns 0 or -errno. */
-static int torch_link(struct tracer *t, struct torch_lib *tl, int which, bool on)
+/*
+ * Attaches (on) or detaches one allocator probe of tl into *link: in every
+ * process (pid -1) or in pid alone. Returns 0 or -errno.
+ */
+static int torch_link(struct tracer *t, struct torch_lib *tl, struct bpf_link **link, int pid,
+		      int which, bool on)
 {
 	static const char *const names[2] = { "malloc", "free" };
 	struct bpf_program *prog;
 
 	if (!on) {
 		/* the link's last reference: the uprobe and its semaphore count go */
-		bpf_link__destroy(tl->links[which]);
-		tl->links[which] = NULL;
+		bpf_link__destroy(*link);
+		*link = NULL;
 		return 0;
 	}
-	if (tl->links[which])
+	if (*link)
 		return 0;
 	if (t->bench_floor)
 		prog = which ? t->skel->progs.floor_torch_free : t->skel->progs.floor_torch_malloc;
 	else
 		prog = which ? t->skel->progs.torch_free : t->skel->progs.torch_malloc;
-	/* libbpf reads the .note.stapsdt notes and raises the semaphores */
-	tl->links[which] =
-		bpf_program__attach_usdt(prog, -1, tl->path, "pytorch", names[which], NULL);
-	if (!tl->links[which]) {
+	/*
+	 * libbpf reads the .note.stapsdt notes and raises the semaphores. With a
+	 * pid, the uprobes are that process's only: the kernel plants their
+	 * breakpoints and counts their semaphores in its address space alone. The
+	 * path needs no resolving in pid's maps (BPF cookies name the spec), so
+	 * a library reached through another process's /proc entries serves.
+	 */
+	*link = bpf_program__attach_usdt(prog, pid, tl->path, "pytorch", names[which], NULL);
+	if (!*link) {
 		int err = -errno;
 
 		return err == -EACCES ? -EPERM : err;
 	}
 	return 0;
+}
+
+/* The links of a process's probes as it wants them. Returns 0 or the first -errno. */
+static int torch_pid_link(struct tracer *t, struct torch_pid *tp)
+{
+	struct torch_lib *tl = &t->torch[tp->lib];
+	int e0 = torch_link(t, tl, &tp->links[0], tp->pid, 0, tp->armed[0]);
+	int e1 = torch_link(t, tl, &tp->links[1], tp->pid, 1, tp->armed[1]);
+
+	return e0 ?: e1;
 }
 
 int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino)
@@ -228,10 +248,10 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 	/* disarmed: attach once all the same, so that a library without the probes
 	 * (or without the permission) is known now, then detach */
 	for (int i = 0; i < 2 && !err; i++)
-		err = torch_link(t, tl, i, probe_only || t->torch_armed[i]);
+		err = torch_link(t, tl, &tl->links[i], -1, i, probe_only || t->torch_armed[i]);
 	if (err || probe_only) {
-		torch_link(t, tl, 0, false);
-		torch_link(t, tl, 1, false);
+		torch_link(t, tl, &tl->links[0], -1, 0, false);
+		torch_link(t, tl, &tl->links[1], -1, 1, false);
 	}
 	if (err)
 		return err;
@@ -248,10 +268,93 @@ int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on)
 	t->torch_armed[0] = malloc_on;
 	t->torch_armed[1] = free_on;
 	for (int i = 0; i < t->nr_torch; i++) {
-		int e0 = torch_link(t, &t->torch[i], 0, malloc_on);
-		int e1 = torch_link(t, &t->torch[i], 1, free_on);
+		struct torch_lib *tl = &t->torch[i];
+		int e0 = torch_link(t, tl, &tl->links[0], -1, 0, malloc_on);
+		int e1 = torch_link(t, tl, &tl->links[1], -1, 1, free_on);
 
 		err = err ?: e0 ?: e1;
 	}
 	return err;
+}
+
+static struct torch_pid *find_pid(struct tracer *t, int pid)
+{
+	for (int p = 0; p < t->nr_torch_pids; p++)
+		if (t->torch_pids[p].pid == pid)
+			return &t->torch_pids[p];
+	return NULL;
+}
+
+void tracer__torch_found(struct tracer *t, int pid, dev_t dev, ino_t ino)
+{
+	struct torch_pid *tp;
+	int lib = -1, err;
+
+	for (int i = 0; i < t->nr_torch; i++)
+		if (t->torch[i].dev == dev && t->torch[i].ino == ino)
+			lib = i;
+	if (!t->torch_per_pid || pid <= 0 || lib < 0 || find_pid(t, pid))
+		return;
+	if (t->nr_torch_pids == t->cap_torch_pids) {
+		int cap = t->cap_torch_pids ? 2 * t->cap_torch_pids : 16;
+		struct torch_pid *np = realloc(t->torch_pids, cap * sizeof(*np));
+		uint64_t *nf = np ? realloc(t->torch_found_ns, cap * sizeof(*nf)) : NULL;
+
+		if (np)
+			t->torch_pids = np;
+		if (!np || !nf) {
+			log_warn("out of memory: PID %d's tensor blocks are not traced", pid);
+			return;
+		}
+		t->torch_found_ns = nf;
+		t->cap_torch_pids = cap;
+	}
+	tp = &t->torch_pids[t->nr_torch_pids];
+	memset(tp, 0, sizeof(*tp));
+	tp->pid = pid;
+	tp->lib = lib;
+	tp->armed[0] = tp->armed[1] = true; /* its first window, from now */
+	t->torch_found_ns[t->nr_torch_pids++] = now_ns();
+	err = torch_pid_link(t, tp);
+	if (err)
+		log_warn("failed to attach PyTorch's allocator probes for PID %d: %s", pid,
+			 strerror(-err));
+}
+
+bool tracer__torch_next_found(struct tracer *t, int *pid, uint64_t *found_ns)
+{
+	if (t->torch_found_next >= t->nr_torch_pids)
+		return false;
+	*pid = t->torch_pids[t->torch_found_next].pid;
+	*found_ns = t->torch_found_ns[t->torch_found_next++];
+	return true;
+}
+
+int tracer__arm_torch_pid(struct tracer *t, int pid, bool malloc_on, bool free_on)
+{
+	struct torch_pid *tp = find_pid(t, pid);
+
+	if (!tp)
+		return 0; /* no PyTorch library of its own known: nothing to attach */
+	tp->armed[0] = malloc_on;
+	tp->armed[1] = free_on;
+	return torch_pid_link(t, tp);
+}
+
+void tracer__torch_forget_pid(struct tracer *t, int pid)
+{
+	struct torch_pid *tp = find_pid(t, pid);
+	int p;
+
+	if (!tp)
+		return;
+	tracer__arm_torch_pid(t, pid, false, false);
+	p = (int)(tp - t->torch_pids);
+	/* keep the entries not yet taken by next_found after those taken */
+	if (p < t->torch_found_next)
+		t->torch_found_next--;
+	memmove(tp, tp + 1, (t->nr_torch_pids - p - 1) * sizeof(*tp));
+	memmove(&t->torch_found_ns[p], &t->torch_found_ns[p + 1],
+		(t->nr_torch_pids - p - 1) * sizeof(*t->torch_found_ns));
+	t->nr_torch_pids--;
 }

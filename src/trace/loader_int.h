@@ -39,6 +39,14 @@ struct torch_lib {
 	char path[PATH_MAX];
 };
 
+/* A process's own links to PyTorch's probes (torch_per_pid). */
+struct torch_pid {
+	int pid;
+	int lib;		   /* the torch[] entry it maps */
+	bool armed[2];		   /* pytorch:malloc, pytorch:free wanted attached */
+	struct bpf_link *links[2]; /* NULL: detached */
+};
+
 struct tracer {
 	struct gpuleak *skel;
 	pid_t guard;  /* releases held processes if the tracer dies; 0 if none */
@@ -55,6 +63,11 @@ struct tracer {
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
 	bool bench_floor;
 	bool torch_armed[2];		       /* pytorch:malloc, pytorch:free wanted attached */
+	bool torch_per_pid;		       /* links per process (torch_pids), none global */
+	struct torch_pid *torch_pids;
+	int nr_torch_pids, cap_torch_pids;
+	int torch_found_next; /* torch_pids[] from here on: not yet taken by next_found */
+	uint64_t *torch_found_ns; /* per torch_pids[]: when found */
 	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
 };
 

@@ -70,8 +70,10 @@ int targets__attach_torch(struct targets *s, int pid)
 		return 1;
 	if (libcuda__find_torch(pid, path, sizeof(path), display, sizeof(display), &dev, &ino))
 		return 0;
-	if (tracer__has_torch(s->tracer, dev, ino))
+	if (tracer__has_torch(s->tracer, dev, ino)) {
+		tracer__torch_found(s->tracer, pid, dev, ino);
 		return 1;
+	}
 	for (int i = 0; i < s->nr_torch_denied; i++)
 		if (s->torch_denied[i].dev == dev && s->torch_denied[i].ino == ino)
 			return 1;
@@ -103,6 +105,8 @@ int targets__attach_torch(struct targets *s, int pid)
 	else
 		log_info("attached PyTorch's allocator probes in %s (tensor blocks: torch_block)",
 			 display);
+	if (!err)
+		tracer__torch_found(s->tracer, pid, dev, ino);
 	return 1;
 }
 

@@ -7,8 +7,8 @@ import os
 import signal
 import time
 
-from harness import (attach_workload, bpf_objects, check, check_books, check_eq, finish_attached, process,
-                     wait_until)
+from harness import (FAKECUDA, Tracer, Workload, attach_workload, bpf_objects, check, check_books,
+                     check_eq, finish_attached, process, wait_until)
 
 
 def _attach(tmp, *tracer_args, wl_args=()):
@@ -229,3 +229,63 @@ def test_default_mode_names_a_tensor_leak_within_its_first_window(tmp):
     check(leak and leak[0]["verdict"] == "leak", f"the leaking site's verdict: {leak}")
     check(p["stacks"][0] is leak[0], "the leak ranks first")
     check(elapsed < 60, f"attach to verdict in {elapsed:.0f} s")
+
+
+def test_tensor_windows_are_each_process_s_own(tmp):
+    """attach -a, two PyTorch processes: driver-level growth in one opens a window for it
+    alone. The other's probes stay detached (its semaphore at 0 while it runs, none of its
+    steps traced) and its tensor_level lists its first window only; each process's JSON
+    names its own windows."""
+    tr = Tracer(["attach", "-a", "-i", "0", "--libcuda", FAKECUDA, "--tensor-window", "2s",
+                 "--tensor-duty", "50", "--resolution", "50ms"], tmp)
+    tr.wait_attached()
+    # a grows: a new segment every few steps; b's segment is allocated before it is held,
+    # so that its steps make no driver call
+    a = Workload("wl_torch", "--iters", "300", "--interval-ms", "20", tmp=tmp, hold=True)
+    b = Workload("wl_torch", "--warm", "1", "--iters", "30", "--interval-ms", "10",
+                 "--size", "64", tmp=tmp, hold=True)
+    a.wait_ready()
+    b.wait_ready()
+    for wl in (a, b):
+        _wait_log(tr, f"PID {wl.pid}: tensor window 1 closed")
+    a.go()
+    _wait_log(tr, f"PID {a.pid}: tensor window 2 (growth)")
+    b.go()  # while a's window is open
+    truth_b = b.truth()
+    b.release()  # before its duty cycle opens it a window
+    b.wait()
+    # b ran inside a's window: it is still open (a window lasts 2 s, b's steps 0.3 s)
+    err = tr.stderr()
+    check(f"PID {a.pid}: tensor window 2 closed" not in err,
+          f"b's steps ran while a's second window was open:\n{err[-2000:]}")
+    truth_a = a.truth()
+    tr.stop()
+    a.release()
+    a.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep = tr.report()
+    pa, pb = process(rep, a.pid), process(rep, b.pid)
+    check_books(rep, pa, truth_a)
+    check_books(rep, pb, truth_b)
+    # another host-wide tracer (attach -a, serve) may hold b's probes itself
+    if not _other_host_wide_tracers(tr.proc.pid):
+        check_eq(truth_b["semaphore_max"], 0, "b's semaphore while a's window was open")
+        check_eq(truth_b["traced_steps"], 0, "b's steps traced")
+    check_eq(truth_a["semaphore_max"], 1, "a's semaphore in its windows")
+    ta, tb = pa["tensor_level"], pb["tensor_level"]
+    whys_a = [w["why"] for w in ta["windows"]]
+    check(whys_a[:2] == ["start", "growth"], f"a's windows: {ta}")
+    check_eq(ta["windows_total"], len(whys_a), "a's windows_total")
+    check_eq([w["why"] for w in tb["windows"]], ["start"], "b's windows")
+    check_eq(tb["windows_total"], 1, "b's windows_total")
+    check_eq(tb["armed"], False, "b's probes at the end")
+    check_eq(tb["coverage"], "windowed", "b's coverage")
+    check(tb["windows"][0]["end_s"] is not None and
+          tb["windows"][0]["end_s"] <= ta["windows"][1]["start_s"],
+          f"b's window closed before a's second opened: {tb} {ta}")
+    # b's blocks came while its probes were detached: none in its books, nor in BPF's
+    check_eq(pb["torch_blocks"], 0, "b's tensor blocks")
+    check_eq(pb["bpf"]["torch_allocated_bytes"], 0, "b's tensor bytes in BPF's books")
+    check(pa["torch_blocks"] > 0, "a's blocks of its windows")
+    check_eq(pa["bpf"]["torch_allocated_bytes"], pa["torch_allocated_bytes"],
+             "a's tensor bytes: BPF's books agree")

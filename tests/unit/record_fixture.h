@@ -83,9 +83,9 @@ static inline void rf_windows(struct recorder *r, uint64_t *ts, uint32_t stack)
 		rf_call(r, RF_PID, RF_START, ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
 			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
 			.seq = 100 + i }, stack);
-	recorder__window(r, GLR_WINDOW_TAIL, 0, *ts += 1000000, false);
-	recorder__window(r, GLR_WINDOW_CLOSE, 0, *ts += 1000000, false);
-	recorder__window(r, GLR_WINDOW_OPEN, 4, *ts += 1000000, true);
+	recorder__window(r, RF_PID, GLR_WINDOW_TAIL, 0, *ts += 1000000, false);
+	recorder__window(r, RF_PID, GLR_WINDOW_CLOSE, 0, *ts += 1000000, false);
+	recorder__window(r, RF_PID, GLR_WINDOW_OPEN, 4, *ts += 1000000, true);
 	for (int i = 0; i < RF_BLOCKS2; i++)
 		rf_call(r, RF_PID, RF_START, ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
 			.op = GL_OP_ALLOC, .key = 0x10180000 + i * RF_BLOCK, .bytes = RF_BLOCK,
@@ -136,7 +136,7 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 	recorder__begin(r, m, s, RF_REC_START, 1000000000ULL);
 	if (o->windows) {
 		recorder__tensor_level(r, "windowed", 0);
-		recorder__window(r, GLR_WINDOW_OPEN, 0, RF_REC_START, false);
+		recorder__window(r, RF_PID, GLR_WINDOW_OPEN, 0, RF_REC_START, false);
 	}
 	p.t.first_ns = ts;
 	snprintf(p.t.comm, sizeof(p.t.comm), "train");

@@ -390,8 +390,17 @@ static void test_tensor_windows(void **state)
 	assert_int_equal(replay_of(NULL, 0, &r), 0);
 	assert_true(r.info->complete);
 	assert_int_equal(r.info->unknown_records, 0);
+	/* the session's: every process's windows counted, each process has its list */
 	tl = r.snap->tensors;
 	assert_non_null(tl);
+	assert_string_equal(tl->mode, "windowed");
+	assert_true(tl->armed);
+	assert_int_equal(tl->windows_total, 2);
+	assert_int_equal(tl->nwindows, 0);
+	p = find_proc(r.snap, RF_PID);
+	assert_non_null(p);
+	assert_true(p->tensors_known);
+	tl = &p->tensors;
 	assert_string_equal(tl->mode, "windowed");
 	assert_string_equal(tl->coverage, "windowed");
 	assert_true(tl->armed);
@@ -404,12 +413,17 @@ static void test_tensor_windows(void **state)
 	assert_true(tl->windows[1].start_s > tl->windows[0].end_s);
 	assert_true(tl->windows[1].end_s < 0); /* still open at the end */
 	assert_true(tl->armed_s > tl->windows[0].end_s);
-	p = find_proc(r.snap, RF_PID);
-	assert_non_null(p);
 	assert_int_equal(p->bytes[GL_CLASS_TORCH_BLOCK], RF_BLOCKS2 * RF_BLOCK);
 	assert_int_equal(p->nallocs[GL_CLASS_TORCH_BLOCK], RF_BLOCKS2);
 	assert_int_equal(p->bytes[GL_CLASS_DEVICE], RF_DEVICE_BYTES);
 	assert_false(p->memory.blocks_seen); /* the first window's tail ended the whole map */
+	/* the other process had no window of its own: none of RF_PID's is its */
+	p = find_proc(r.snap, RF_PID2);
+	assert_non_null(p);
+	assert_true(p->tensors_known);
+	assert_int_equal(p->tensors.windows_total, 0);
+	assert_int_equal(p->tensors.nwindows, 0);
+	assert_false(p->tensors.armed);
 	assert_int_equal(report__text(unit_mem_open(&m), r.snap, &to), 0);
 	text = unit_mem_close(&m);
 	assert_non_null(strstr(text, "tensor blocks: windowed: traced now, in window 2"));
@@ -420,6 +434,65 @@ static void test_tensor_windows(void **state)
 				     "\"windowed\",\"armed\":true"));
 	assert_non_null(strstr(text, "\"why\":\"request\"}]}"));
 	free(text);
+	replayed_free(&r);
+}
+
+/*
+ * Windows are each process's: one process's window opening forgets its own
+ * blocks only, and its windows are in its tensor level alone.
+ */
+static void test_tensor_windows_per_process(void **state)
+{
+	struct recorder_opts ro = { .stack_mode = GL_STACK_FP, .host = "h" };
+	struct modules *m = modules__new();
+	struct stacks *s = stacks__new();
+	struct recorder *rec = recorder__new(path, &ro);
+	struct proc pa = { .t = { .pid = RF_PID, .start_time = RF_START } };
+	struct proc pb = { .t = { .pid = RF_PID2, .start_time = RF_START2 } };
+	uint64_t ts = RF_REC_START, stats[GL_NR_STATS] = {};
+	const struct snap_proc *a, *b;
+	struct replayed r;
+
+	assert_non_null(rec);
+	recorder__begin(rec, m, s, RF_REC_START, 1000000000ULL);
+	recorder__tensor_level(rec, "windowed", 0);
+	recorder__proc_new(rec, &pa);
+	recorder__proc_new(rec, &pb);
+	recorder__window(rec, RF_PID, GLR_WINDOW_OPEN, 0, ts, false);
+	recorder__window(rec, RF_PID2, GLR_WINDOW_OPEN, 0, ts, false);
+	for (int i = 0; i < 3; i++) {
+		rf_call(rec, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 1 + i }, 0);
+		rf_call(rec, RF_PID2, RF_START2, &ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 1 + i }, 0);
+	}
+	/* RF_PID's window ends; its next (growth) forgets its blocks, not RF_PID2's */
+	recorder__window(rec, RF_PID, GLR_WINDOW_TAIL, 0, ts += 1000000, false);
+	recorder__window(rec, RF_PID, GLR_WINDOW_CLOSE, 0, ts += 1000000, false);
+	recorder__window(rec, RF_PID, GLR_WINDOW_OPEN, 2 /* growth */, ts += 1000000, true);
+	rf_call(rec, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+		.op = GL_OP_ALLOC, .key = 0x10200000, .bytes = RF_BLOCK, .seq = 9 }, 0);
+	assert_int_equal(recorder__finish(rec, ts + 1000000, stats, 0, 2), 0);
+	recorder__free(rec);
+	stacks__free(s);
+	modules__free(m);
+
+	assert_int_equal(replay_of(NULL, 0, &r), 0);
+	a = find_proc(r.snap, RF_PID);
+	b = find_proc(r.snap, RF_PID2);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(a->nallocs[GL_CLASS_TORCH_BLOCK], 1);
+	assert_int_equal(b->nallocs[GL_CLASS_TORCH_BLOCK], 3);
+	assert_int_equal(a->tensors.windows_total, 2);
+	assert_string_equal(a->tensors.windows[1].why, "growth");
+	assert_string_equal(a->tensors.coverage, "windowed");
+	assert_int_equal(b->tensors.windows_total, 1);
+	assert_string_equal(b->tensors.windows[0].why, "start");
+	assert_string_equal(b->tensors.coverage, "complete"); /* its first window, still open */
+	assert_int_equal(r.snap->tensors->windows_total, 3);
 	replayed_free(&r);
 }
 
@@ -723,6 +796,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_and_malformed_records, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_windows_per_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_tensor_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_modes, setup, teardown),

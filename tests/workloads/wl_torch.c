@@ -16,10 +16,12 @@
  * blocks' device tells gpuleak where both are.
  *
  * Options: --iters N steps (default 40), --size N block bytes (256 KiB),
- * --device N (0), --interval-ms N between steps (0). The truth also says in how
+ * --device N (0), --interval-ms N between steps (0), --warm 1 (the workspace and the
+ * first segment before it says ready: its steps then make no driver call). The truth also says in how
  * many steps a tracer held the probes' semaphore (traced_steps, untraced_steps) and
  * its least and greatest value (one per tracer attached: semaphore_min, _max).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -99,14 +101,21 @@ int main(int argc, char **argv)
 	long long traced = 0, untraced = 0, sem_min = 1 << 16, sem_max = -1;
 	char extra[256];
 	CUcontext ctx;
+	bool warm;
 
 	device = (int)wl_take_num(&argc, argv, "--device", 63, 0);
+	warm = wl_take_num(&argc, argv, "--warm", 1, 0);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE | WL_OPT_INTERVAL);
 	ctx = wl_cuda_start(device);
-	wl_ready(&o);
+	if (!warm)
+		wl_ready(&o);
 	fakecuda_mark();
 	wl_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 	torch_site_workspace();
+	if (warm) {
+		faketorch_grow(torch_site_segment);
+		wl_ready(&o);
+	}
 	for (unsigned long long i = 0; i < o.iters; i++) {
 		/* whether a tracer held the probes' semaphore during this step */
 		if (faketorch_traced())
