@@ -743,8 +743,7 @@ int books__forget_kind(struct books *b, uint8_t kind, uint64_t ts, uint64_t *for
 	return books__forget_kind_pid(b, kind, 0, ts, forgotten);
 }
 
-int books__forget_kind_pid(struct books *b, uint8_t kind, int pid, uint64_t ts,
-			   uint64_t *forgotten)
+int books__forget_kind_pid(struct books *b, uint8_t kind, int pid, uint64_t ts, uint64_t *forgotten)
 {
 	uint64_t n_all = 0;
 

@@ -284,7 +284,6 @@ struct snap_recording {
 	uint32_t modules, modules_missing; /* module files not found: frames unsymbolized */
 };
 
-
 /* One holder of a census (attach --census) as the reports show it. */
 struct snap_census_row {
 	char *holder;	  /* the container or name holding the tensors (owned) */

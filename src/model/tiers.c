@@ -27,11 +27,11 @@
 /* A process's windows: its probes are its own (the tracer's links for its PID). */
 struct pwin {
 	int pid;
-	struct winlog log;     /* the phase and the windows the reports name */
-	uint64_t phase_end;    /* ARMED, TAIL: when the phase ends */
-	uint64_t mark;	       /* its driver-level device bytes when its last window ended */
-	bool requested;	       /* a request came: a window when it is idle */
-	bool gone;	       /* exited: its links are gone, its log stays for the reports */
+	struct winlog log;  /* the phase and the windows the reports name */
+	uint64_t phase_end; /* ARMED, TAIL: when the phase ends */
+	uint64_t mark;	    /* its driver-level device bytes when its last window ended */
+	bool requested;	    /* a request came: a window when it is idle */
+	bool gone;	    /* exited: its links are gone, its log stays for the reports */
 };
 
 struct tiers {

@@ -71,7 +71,7 @@ struct replay {
 	struct pid_winlog {
 		int pid;
 		struct winlog log;
-	} *pwins; /* each process's own windows */
+	} * pwins; /* each process's own windows */
 	uint32_t nr_pwins, cap_pwins;
 	struct snap_tensors tensors;
 	struct frame frames[GLR_FRAMES_MAX]; /* a stack being translated */

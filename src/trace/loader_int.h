@@ -62,11 +62,11 @@ struct tracer {
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */
 	bool bench_floor;
-	bool torch_armed[2];		       /* pytorch:malloc, pytorch:free wanted attached */
-	bool torch_per_pid;		       /* links per process (torch_pids), none global */
+	bool torch_armed[2]; /* pytorch:malloc, pytorch:free wanted attached */
+	bool torch_per_pid;  /* links per process (torch_pids), none global */
 	struct torch_pid *torch_pids;
 	int nr_torch_pids, cap_torch_pids;
-	int torch_found_next; /* torch_pids[] from here on: not yet taken by next_found */
+	int torch_found_next;	  /* torch_pids[] from here on: not yet taken by next_found */
 	uint64_t *torch_found_ns; /* per torch_pids[]: when found */
 	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
 };
