@@ -260,7 +260,8 @@ static int step_one(struct tiers *t, struct pwin *p, uint64_t now, bool check,
 
 	if (p->gone)
 		return 0;
-	if ((proc && proc__totals(proc)->exited) || (kill(p->pid, 0) && errno == ESRCH)) {
+	/* gone from the books, or (at each growth check) from the system */
+	if ((proc && proc__totals(proc)->exited) || (check && kill(p->pid, 0) && errno == ESRCH)) {
 		/* its probes went with it; a process found later with its PID is new */
 		if (winlog__phase(&p->log) == WINLOG_ARMED || winlog__phase(&p->log) == WINLOG_TAIL)
 			close_window(t, p, now);
