@@ -21,6 +21,18 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
+/*
+ * The CUDA runtime linked into the program (nvcc's default, libcudart_static.a): its
+ * entry points (cudaMalloc, cudaMallocAsync, ...) and its internals, whose symbols nvcc
+ * names libcudart_static_<hash>, lie in the program's own file.
+ */
+static bool is_static_runtime(const char *fn)
+{
+	return !strncmp(fn, "libcudart_static_", 17) || !strncmp(fn, "__cuda", 6) ||
+	       !strncmp(fn, "cudart::", 8) ||
+	       (!strncmp(fn, "cuda", 4) && fn[4] >= 'A' && fn[4] <= 'Z');
+}
+
 /* Frames of the CUDA stack itself (driver, runtime, PyTorch's allocator) say little. */
 static bool is_plumbing(const struct snap_frame *f)
 {
@@ -29,7 +41,7 @@ static bool is_plumbing(const struct snap_frame *f)
 					    "libcublas",  "libcublasLt",      "libnccl.so" };
 	const char *base = basename_of(f->module);
 
-	if (!base)
+	if (!base || (f->function && is_static_runtime(f->function)))
 		return true;
 	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
 		if (!strncmp(base, libs[i], strlen(libs[i])))
