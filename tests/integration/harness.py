@@ -10,6 +10,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -222,6 +223,52 @@ def finish_attached(wl, tr):
     wl.wait()
     check_eq(tr.returncode, 0, "gpuleak exit status")
     return truth, tr.report()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Agent:
+    """gpuleak serve with the stand-in as its libcuda, its stderr in a file of tmp."""
+
+    def __init__(self, tmp, args, env=None):
+        self.err_path = os.path.join(tmp, f"serve.{time.monotonic_ns()}.err")
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([GPULEAK, "serve", "--libcuda", FAKECUDA] + args,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._err, env=env)
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait_said(self, phrase, what):
+        """Waits until serve's stderr says phrase (or serve exits), then checks it runs."""
+        wait_until(lambda: phrase in self.stderr() or self.proc.poll() is not None, 20, what)
+        check(self.proc.poll() is None, f"serve runs: {self.stderr()}")
+
+    def wait_serving(self):
+        def serving():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}:\n"
+                                     f"{self.stderr()}")
+            return "serving http://" in self.stderr()
+        wait_until(serving, 20, "gpuleak serve to listen")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = "hung"
+        self._err.close()
+        return rc
 
 
 def run_gpuleak(args, timeout=30, env=None):

@@ -20,8 +20,9 @@ import urllib.request
 
 import yaml
 
-from harness import FAKECUDA, OUTPUT, ROOT, WORKLOADS, check, check_eq, wait_until
-from test_serve import PROMTOOL, Agent, free_port, get, query, start_prometheus
+from harness import (FAKECUDA, OUTPUT, ROOT, WORKLOADS, Agent, check, check_eq, free_port,
+                     wait_until)
+from test_serve import PROMTOOL, get, query, start_prometheus
 
 DEPLOY = os.path.join(ROOT, "deploy")
 IMAGE = os.path.join(OUTPUT, "image")

@@ -6,13 +6,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, check, check_books,
-                     check_eq, process, wait_until)
+from harness import (FAKECUDA, WORKLOADS, Agent, Tracer, Workload, check, check_books,
+                     check_eq, free_port, process, wait_until)
 
 
 def _late_copy(tmp):
@@ -213,12 +212,6 @@ def test_torch_probes_in_before_run_child_runs(tmp):
     check(rep["complete"], "complete")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _loader_probe_holders():
     """PIDs holding a uprobe link on a dynamic loader (ld-linux*), from /proc/*/fdinfo."""
     holders = set()
@@ -290,19 +283,12 @@ def test_host_wide_discovery_leaves_other_processes_alone(tmp):
     _check_leaves_host_alone(tr.proc.pid)
     tr.stop()
     check_eq(tr.returncode, 0, "gpuleak exit status")
-    err_path = os.path.join(tmp, "serve.err")
-    with open(err_path, "wb") as ef:
-        agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
-                                  "--libcuda", FAKECUDA], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=ef)
-        try:
-            wait_until(lambda: "serving http://" in open(err_path).read() or
-                       agent.poll() is not None, 20, "gpuleak serve to listen")
-            check(agent.poll() is None, f"serve runs: {open(err_path).read()}")
-            _check_leaves_host_alone(agent.pid)
-        finally:
-            agent.send_signal(signal.SIGTERM)
-            agent.wait(15)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{free_port()}"])
+    try:
+        agent.wait_said("serving http://", "gpuleak serve to listen")
+        _check_leaves_host_alone(agent.proc.pid)
+    finally:
+        check(agent.stop() != "hung", "serve stops on SIGTERM")
 
 
 def test_held_process_released_when_the_tracer_is_killed(tmp):
@@ -342,15 +328,9 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
     wl = os.path.join(shared, "wl_dlopen")
     shutil.copy(os.path.join(WORKLOADS, "wl_dlopen"), wl)
     os.chmod(wl, 0o755)
-    err_path = os.path.join(tmp, "serve.err")
-    with open(err_path, "wb") as ef:
-        agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
-                                  "--libcuda", FAKECUDA], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=ef)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{free_port()}"])
     try:
-        wait_until(lambda: "capabilities kept" in open(err_path).read() or
-                   agent.poll() is not None, 20, "gpuleak serve to give up capabilities")
-        check(agent.poll() is None, f"serve runs: {open(err_path).read()}")
+        agent.wait_said("capabilities kept", "gpuleak serve to give up capabilities")
         truth_path = os.path.join(shared, "t.json")
 
         def as_nobody():
@@ -360,8 +340,7 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
                             "--truth", truth_path], preexec_fn=as_nobody, timeout=30,
                            capture_output=True, start_new_session=True)
         check_eq(p.returncode, 0, f"the other user's workload ({p.stderr!r})")
-        wait_until(lambda: f"functions in {lib}" in open(err_path).read(), 10,
+        wait_until(lambda: f"functions in {lib}" in agent.stderr(), 10,
                    "serve to attach the copy")
     finally:
-        agent.send_signal(signal.SIGTERM)
-        agent.wait(15)
+        check(agent.stop() != "hung", "serve stops on SIGTERM")

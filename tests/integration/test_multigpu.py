@@ -10,10 +10,11 @@ import re
 import signal
 import subprocess
 
-from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, attach_workload, check, check_books,
-                     check_eq, check_sites, finish_attached, process, site_bytes, wait_until)
+from harness import (FAKECUDA, GPULEAK, WORKLOADS, Agent, Tracer, Workload, attach_workload, check,
+                     check_books, check_eq, check_sites, finish_attached, free_port, process,
+                     site_bytes, wait_until)
 from test_fleet import build_fake_nvml
-from test_serve import Agent, free_port, get
+from test_serve import get
 
 
 def dp_checks(p, truth):

@@ -32,6 +32,25 @@ def recorder(tmp, name, *args):
     return rec, Tracer(["record", "-o", rec, *args], tmp, json_report=False)
 
 
+def record_py_stacks(tmp, name, *wl_args):
+    """py_stacks.py (test_python) recorded to tmp/name, then reported; returns the workload,
+    its truth and the report's JSON and text, each exit status checked."""
+    from test_python import PyWorkload
+    wl = PyWorkload(tmp, *wl_args)
+    try:
+        wl.wait_ready()
+        rec, tr = recorder(tmp, name, str(wl.pid))
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    finally:
+        check_eq(wl.finish(), 0, "workload exit status")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    return wl, truth, rep, text
+
+
 def stack_view(proc):
     """Stacks as comparable values: class, figures and every frame's name and place."""
     return sorted((s["memory"], s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"],
@@ -260,19 +279,8 @@ def test_symlink_at_output_is_not_followed(tmp):
 def test_python_frames_recorded_resolved(tmp):
     """Python frames are recorded with their function, file and line: the report names
     them without the interpreter, which is gone."""
-    from test_python import PyWorkload, check_site
-    wl = PyWorkload(tmp)
-    try:
-        wl.wait_ready()
-        rec, tr = recorder(tmp, "py.glr", str(wl.pid))
-        tr.wait_attached()
-        wl.go()
-        truth = wl.truth()
-        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    finally:
-        check_eq(wl.finish(), 0, "workload exit status")
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    from test_python import check_site
+    wl, truth, rep, text = record_py_stacks(tmp, "py.glr")
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check(truth["py_sites"], "the workload has Python sites")
