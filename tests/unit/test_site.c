@@ -9,34 +9,48 @@
 
 #define STACK(fr) ((struct snap_stack){ .nframes = sizeof(fr) / sizeof(fr[0]), .frames = fr })
 
-static const struct snap_frame driver = { .kind = "native", .function = "cuMemAlloc_v2",
+static const struct snap_frame driver = { .kind = "native",
+					  .function = "cuMemAlloc_v2",
 					  .module = "/usr/lib/x86_64-linux-gnu/libcuda.so.1" };
-static const struct snap_frame runtime = { .kind = "native", .function = "cudaMalloc",
+static const struct snap_frame runtime = { .kind = "native",
+					   .function = "cudaMalloc",
 					   .module = "/usr/lib/libcudart.so.12" };
-static const struct snap_frame allocator = { .kind = "native", .function = "c10_malloc",
+static const struct snap_frame allocator = { .kind = "native",
+					     .function = "c10_malloc",
 					     .module = "/opt/torch/lib/libc10_cuda.so" };
-static const struct snap_frame ffi = { .kind = "native", .function = "ffi_call_unix64",
+static const struct snap_frame ffi = { .kind = "native",
+				       .function = "ffi_call_unix64",
 				       .module = "/usr/lib/libffi.so.8" };
 static const struct snap_frame torch_py = {
-	.kind = "python", .function = "Linear.forward", .line = 116,
+	.kind = "python",
+	.function = "Linear.forward",
+	.line = 116,
 	.file = "/usr/lib/python3/dist-packages/torch/nn/modules/linear.py"
 };
 static const struct snap_frame venv_py = {
-	.kind = "python", .function = "Module._call_impl", .line = 1501,
+	.kind = "python",
+	.function = "Module._call_impl",
+	.line = 1501,
 	.file = "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py"
 };
-static const struct snap_frame frozen_py = { .kind = "python", .function = "_call_with_frames",
-					     .file = "<frozen importlib._bootstrap>", .line = 241 };
-static const struct snap_frame user_py = { .kind = "python", .function = "Model.forward",
-					   .file = "/home/u/model.py", .line = 17 };
-static const struct snap_frame main_py = { .kind = "python", .function = "<module>",
-					   .file = "/home/u/train.py", .line = 40 };
-static const struct snap_frame nameless = { .kind = "native", .module = "/opt/app/bin/app",
+static const struct snap_frame frozen_py = { .kind = "python",
+					     .function = "_call_with_frames",
+					     .file = "<frozen importlib._bootstrap>",
+					     .line = 241 };
+static const struct snap_frame user_py = { .kind = "python",
+					   .function = "Model.forward",
+					   .file = "/home/u/model.py",
+					   .line = 17 };
+static const struct snap_frame main_py = { .kind = "python",
+					   .function = "<module>",
+					   .file = "/home/u/train.py",
+					   .line = 40 };
+static const struct snap_frame nameless = { .kind = "native",
+					    .module = "/opt/app/bin/app",
 					    .offset = 0x1234 };
 static const struct snap_frame note = { .kind = "native", .function = "[no Python frames]" };
 
-static void check_pick(const struct snap_stack *st, const struct snap_frame *want,
-		       const char *line)
+static void check_pick(const struct snap_stack *st, const struct snap_frame *want, const char *line)
 {
 	char buf[128];
 
@@ -48,8 +62,8 @@ static void check_pick(const struct snap_stack *st, const struct snap_frame *wan
 /* The program's own innermost Python frame, past the library frames inside it. */
 static void test_own_python(void **state)
 {
-	struct snap_frame fr[] = { driver, runtime, allocator, ffi, torch_py, venv_py,
-				   frozen_py, user_py, main_py };
+	struct snap_frame fr[] = { driver,  runtime,   allocator, ffi,	  torch_py,
+				   venv_py, frozen_py, user_py,	  main_py };
 	struct snap_stack st = STACK(fr);
 
 	(void)state;
@@ -101,8 +115,9 @@ static void test_innermost(void **state)
 /* The API frame of a stack with no native frames is named as the reports always named it. */
 static void test_api_only(void **state)
 {
-	struct snap_frame fr[] = { { .kind = "native", .function = "cuMemHostAlloc",
-				     .module = "libcuda" } };
+	struct snap_frame fr[] = {
+		{ .kind = "native", .function = "cuMemHostAlloc", .module = "libcuda" }
+	};
 	struct snap_stack st = STACK(fr), empty = { 0 };
 	char buf[32];
 
