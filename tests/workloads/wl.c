@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * wl.c - command line, ready/wait handshake, site books and truth file of the
- * test workloads (the protocol is described in wl.h).
+ * test workloads (the protocol is described in wl.h), and what their threaded
+ * loops share: a random sequence, a deadline, starting and joining the threads.
  *
  * It owns the workload-side books: bytes and allocations outstanding per site,
  * calls made, and the expectations the workload states. It calls no driver
@@ -310,4 +311,83 @@ void wl_finish(const struct wl_opts *o, wl_truth_fn fn, const struct wl_site *si
 		wl_write_truth(o->truth, fn, sites, nsites, extra);
 	if (o->hold)
 		wait_line();
+}
+
+uint64_t wl_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+struct timespec wl_deadline(unsigned long long seconds)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += (time_t)seconds;
+	return t;
+}
+
+bool wl_past(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline->tv_sec ||
+	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static struct wl_worker *worker_at(void *workers, unsigned int i, size_t size)
+{
+	return (struct wl_worker *)((char *)workers + (size_t)i * size);
+}
+
+void *wl_workers_new(unsigned int n, size_t size, CUcontext ctx)
+{
+	void *workers = calloc(n ? n : 1, size);
+
+	if (!workers)
+		wl_die("out of memory");
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+
+		w->index = i;
+		w->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+		w->ctx = ctx;
+	}
+	return workers;
+}
+
+void wl_workers_start(void *workers, unsigned int n, size_t size, void *(*fn)(void *))
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+		int err = pthread_create(&w->tid, NULL, fn, w);
+
+		if (err)
+			wl_die("pthread_create failed: %s", strerror(err));
+	}
+}
+
+unsigned long long wl_workers_join(void *workers, unsigned int n, size_t size)
+{
+	unsigned long long calls = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+
+		pthread_join(w->tid, NULL);
+		calls += w->calls;
+	}
+	return calls;
+}
+
+void wl_finish_load(const struct wl_opts *o, wl_truth_fn fn, unsigned long long calls)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
+	wl_finish(o, fn, NULL, 0, extra);
 }

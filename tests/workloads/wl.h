@@ -25,8 +25,11 @@
 #ifndef WL_H
 #define WL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "fakecuda.h"
 
@@ -143,6 +146,37 @@ void wl_finish(const struct wl_opts *o, wl_truth_fn fn, const struct wl_site *si
 	       size_t nsites, const char *extra);
 
 #define WL_NSITES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The next number of the xorshift sequence in *s (never 0): repeatable sizes and choices. */
+uint64_t wl_rand(uint64_t *s);
+
+/* The time seconds from now (CLOCK_MONOTONIC), for wl_past. */
+struct timespec wl_deadline(unsigned long long seconds);
+
+/* Whether deadline has come. */
+bool wl_past(const struct timespec *deadline);
+
+/*
+ * Threaded workloads: each worker's struct begins with a struct wl_worker. wl_workers_new()
+ * makes n workers of size bytes, zeroed but for their heads (index, seed, ctx), and exits
+ * with 1 when out of memory; wl_workers_start() runs fn on a thread per worker, given the
+ * worker, and exits with 1 when a thread cannot be started; wl_workers_join() waits for
+ * them all and returns the driver calls they counted.
+ */
+struct wl_worker {
+	pthread_t tid;
+	unsigned int index;
+	uint64_t seed;		  /* wl_rand's state: a sequence of the worker's own */
+	CUcontext ctx;		  /* the context the thread makes current */
+	unsigned long long calls; /* driver calls made */
+};
+
+void *wl_workers_new(unsigned int n, size_t size, CUcontext ctx);
+void wl_workers_start(void *workers, unsigned int n, size_t size, void *(*fn)(void *));
+unsigned long long wl_workers_join(void *workers, unsigned int n, size_t size);
+
+/* wl_finish without sites, the truth's "load_calls" field saying calls. */
+void wl_finish_load(const struct wl_opts *o, wl_truth_fn fn, unsigned long long calls);
 
 /*
  * For workloads linked to the stand-in: cuInit and device dev's primary context
