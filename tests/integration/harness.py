@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Helpers for gpuleak's integration tests: start workloads and the tracer for real,
+"""Helpers for gpuleak's integration tests: start workloads, the tracer and the agent for real,
 wait for their handshakes, and compare gpuleak's JSON with the workloads' ground truth.
 
 Every wait has a deadline; every failure raises AssertionError with what was expected

@@ -23,6 +23,28 @@ def _late_copy(tmp):
     return lib
 
 
+def _waiting_for_late_load(tmp, tracer_args, *wl_args, hold=False):
+    """wl_dlopen about to load a copy of the stand-in no tracer has seen (_late_copy), and
+    attach -i 0 TRACER_ARGS PID waiting for it to load libcuda; returns both."""
+    wl = Workload("wl_dlopen", "--lib", _late_copy(tmp), "--late-ms", "0", *wl_args, tmp=tmp,
+                  hold=hold)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
+    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    return wl, tr
+
+
+def _held_late_load(tmp, tracer_args, *wl_args):
+    """The same, the load then made: the truth, the tracer once it has exited with the
+    target, its report and the target's figures in it."""
+    wl, tr = _waiting_for_late_load(tmp, tracer_args, *wl_args)
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
+    rep = tr.report()
+    return wl, truth, tr, rep, process(rep, wl.pid)
+
+
 def _state(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -33,16 +55,7 @@ def _state(pid):
 
 def test_attach_then_dlopen_and_call_at_once(tmp):
     """attach PID before the process loads libcuda; it dlopens and allocates at once."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "-v", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
-    wl.go()
-    truth = wl.truth()
-    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
-    rep = tr.report()
-    p = process(rep, wl.pid)
+    wl, truth, tr, rep, p = _held_late_load(tmp, ["-v"])
     check_books(rep, p, truth)
     check(rep["complete"], "complete")
     check(f"PID {wl.pid} was held" in tr.stderr(), f"the process was held: {tr.stderr()}")
@@ -51,16 +64,7 @@ def test_attach_then_dlopen_and_call_at_once(tmp):
 def test_hold_at_a_mapping_that_fails(tmp):
     """The first mmap of the library fails inside the kernel (after the hold); the process
     loads it for real right after and allocates at once: that load is held too."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", "--failed-map", "1", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "-vv", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
-    wl.go()
-    truth = wl.truth()
-    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
-    rep = tr.report()
-    p = process(rep, wl.pid)
+    wl, truth, tr, rep, p = _held_late_load(tmp, ["-vv"], "--failed-map", "1")
     err = tr.stderr()
     check("which is not in /proc/" in err, f"the failed mapping was held and released:\n{err}")
     check(f"PID {wl.pid} was held" in err, f"the real load was held:\n{err}")
@@ -113,11 +117,7 @@ def test_process_continued_before_its_probes_is_named(tmp):
     """A held process continued by someone else (another tracer's release, a SIGCONT)
     while gpuleak is busy (stopped): it ran before its probes were in, so its first calls
     are missing; the report must say so instead of calling itself complete."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp, hold=True)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl, tr = _waiting_for_late_load(tmp, [], hold=True)
     tr.proc.send_signal(signal.SIGSTOP)
     try:
         wl.go()
@@ -294,11 +294,7 @@ def test_host_wide_discovery_leaves_other_processes_alone(tmp):
 def test_held_process_released_when_the_tracer_is_killed(tmp):
     """A tracer that cannot run (stopped) while BPF holds its target, then is killed: the
     target does not stay stopped."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl, tr = _waiting_for_late_load(tmp, [])
     os.kill(tr.proc.pid, signal.SIGSTOP)
     try:
         wl.go()

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "fakecuda.h"
@@ -190,6 +191,25 @@ static inline CUcontext wl_cuda_start(int dev)
 	wl_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
 	wl_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 	return ctx;
+}
+
+/*
+ * For workloads linked to the stand-in, the main phase of a timed load: o->threads workers of
+ * size bytes (wl_workers_new, device 0's primary context) run fn from the mark until
+ * *deadline, o->iters seconds later; then the truth with the calls they made
+ * (wl_finish_load).
+ */
+static inline void wl_timed_load(const struct wl_opts *o, size_t size, void *(*fn)(void *),
+				 struct timespec *deadline)
+{
+	void *workers = wl_workers_new(o->threads, size, wl_cuda_start(0));
+
+	wl_ready(o);
+	fakecuda_mark();
+	*deadline = wl_deadline(o->iters);
+	wl_workers_start(workers, o->threads, size, fn);
+	wl_finish_load(o, fakecuda_truth_json, wl_workers_join(workers, o->threads, size));
+	free(workers);
 }
 
 #endif /* WL_H */

@@ -15,7 +15,6 @@
  * Options: --threads N, --iters N (seconds), --size N (largest allocation,
  * default 64 KiB), --pinned 0|1, --vmm 0|1.
  */
-#include <stdlib.h>
 
 #include "wl.h"
 
@@ -101,20 +100,11 @@ static void *work(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct worker *workers;
-
 	pinned = wl_take_num(&argc, argv, "--pinned", 1, 0);
 	vmm = wl_take_num(&argc, argv, "--vmm", 1, 0);
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
-	workers = wl_workers_new(o.threads, sizeof(*workers), wl_cuda_start(0));
-	wl_ready(&o);
-	fakecuda_mark();
-	deadline = wl_deadline(o.iters);
-	wl_workers_start(workers, o.threads, sizeof(*workers), work);
-	wl_finish_load(&o, fakecuda_truth_json,
-		       wl_workers_join(workers, o.threads, sizeof(*workers)));
-	free(workers);
+	wl_timed_load(&o, sizeof(struct worker), work, &deadline);
 	return 0;
 }
