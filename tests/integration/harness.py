@@ -271,6 +271,32 @@ class Agent:
         return rc
 
 
+def build_fake_nvml(tmp):
+    """The NVML stand-in (fake_nvml.c) built into a folder of tmp, which it returns: put it on
+    LD_LIBRARY_PATH and name its figures' file in FAKE_NVML_FILE."""
+    lib = os.path.join(tmp, "nvml", "libnvidia-ml.so.1")
+    os.makedirs(os.path.dirname(lib))
+    p = subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", lib,
+                        os.path.join(ROOT, "tests", "integration", "fake_nvml.c")],
+                       capture_output=True, timeout=120)
+    check_eq(p.returncode, 0, f"building the NVML stand-in: {p.stderr.decode()}")
+    return os.path.dirname(lib)
+
+
+def agent_on_two_gpus(tmp, *args):
+    """serve ARGS on a free port with the NVML stand-in listing two GPUs of 141 GiB, 140 and
+    136 GiB free; returns the agent, its port and the stand-in's file (append "proc" lines)."""
+    libdir = build_fake_nvml(tmp)
+    nvml = os.path.join(tmp, "nvml.txt")
+    with open(nvml, "w") as f:
+        f.write(f"device {141 << 30} {140 << 30} GPU-fake-0\n")
+        f.write(f"device {141 << 30} {136 << 30} GPU-fake-1\n")
+    port = free_port()
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", *args], env=env)
+    return agent, port, nvml
+
+
 def run_gpuleak(args, timeout=30, env=None):
     """Runs gpuleak to completion; returns (exit status, stdout, stderr)."""
     p = subprocess.run([GPULEAK] + list(args), capture_output=True, timeout=timeout, env=env)

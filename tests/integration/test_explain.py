@@ -7,8 +7,7 @@ stand-in library of fake_nvml.c. Each report's breakdown and each failure's caus
 checked against the workload's own figures."""
 import os
 
-from harness import Tracer, Workload, check, check_eq, process, run_gpuleak
-from test_verdicts import build_fake_nvml
+from harness import Tracer, Workload, build_fake_nvml, check, check_eq, process, run_gpuleak
 
 MIB = 1 << 20
 CAPACITY = 60 * MIB

@@ -9,9 +9,8 @@ gpuleak attached is still named at its line, and what it held before is reported
 such."""
 import os
 
-from harness import (OUTPUT, Tracer, Workload, check, check_books, check_eq, check_sites,
-                     process)
-from test_verdicts import build_fake_nvml
+from harness import (OUTPUT, Tracer, Workload, build_fake_nvml, check, check_books, check_eq,
+                     check_sites, process)
 
 MIB = 1 << 20
 GIB = 1 << 30

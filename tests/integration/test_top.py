@@ -5,8 +5,7 @@ import os
 import re
 import subprocess
 
-from harness import GPULEAK, Workload, check, check_eq, wait_until
-from test_verdicts import build_fake_nvml
+from harness import GPULEAK, Workload, build_fake_nvml, check, check_eq, wait_until
 
 GIB = 1 << 30
 
