@@ -2,7 +2,8 @@
 /*
  * wl.c - command line, ready/wait handshake, site books and truth file of the
  * test workloads (the protocol is described in wl.h), and what their threaded
- * loops share: a random sequence, a deadline, starting and joining the threads.
+ * loops share: a random sequence, a deadline, starting and joining the threads;
+ * options taken out of argv, stopping on a signal, pauses.
  *
  * It owns the workload-side books: bytes and allocations outstanding per site,
  * calls made, and the expectations the workload states. It calls no driver
@@ -64,30 +65,75 @@ void wl_check_rc(int rc, int want, const char *call)
 		       want);
 }
 
-unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
-			  unsigned long dflt)
+/* "NAME VALUE" taken out of argv: VALUE, or NULL; exits with 2 saying it needs what. */
+static const char *take(int *argc, char **argv, const char *name, const char *what)
 {
-	unsigned long v;
-	char *end;
+	const char *v;
 
 	for (int i = 1; i < *argc; i++) {
 		if (strcmp(argv[i], name))
 			continue;
 		if (i + 1 >= *argc) {
-			fprintf(stderr, "%s: %s needs a number\n", argv[0], name);
+			fprintf(stderr, "%s: %s needs %s\n", argv[0], name, what);
 			exit(2);
 		}
-		errno = 0;
-		v = strtoul(argv[i + 1], &end, 10);
-		if (errno || end == argv[i + 1] || *end || argv[i + 1][0] == '-' || v > max) {
-			fprintf(stderr, "%s: invalid %s '%s'\n", argv[0], name, argv[i + 1]);
-			exit(2);
-		}
+		v = argv[i + 1];
 		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
 		*argc -= 2;
 		return v;
 	}
-	return dflt;
+	return NULL;
+}
+
+const char *wl_take_str(int *argc, char **argv, const char *name)
+{
+	return take(argc, argv, name, "a value");
+}
+
+unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
+			  unsigned long dflt)
+{
+	const char *s = take(argc, argv, name, "a number");
+	unsigned long v;
+	char *end;
+
+	if (!s)
+		return dflt;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max) {
+		fprintf(stderr, "%s: invalid %s '%s'\n", argv[0], name, s);
+		exit(2);
+	}
+	return v;
+}
+
+volatile sig_atomic_t wl_stop;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	wl_stop = 1;
+}
+
+void wl_stop_on_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+		wl_die("sigaction: %s", strerror(errno));
+}
+
+void wl_sleep_ms(unsigned long long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+
+	/* a signal cuts the pause short; the caller's loop then sees wl_stop */
+	while (!wl_stop && nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 void wl_check(int rc, const char *call)

@@ -26,6 +26,7 @@
 #define WL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,6 +110,21 @@ void wl_parse(struct wl_opts *o, int argc, char **argv, unsigned int allowed);
  */
 unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
 			  unsigned long dflt);
+
+/*
+ * Takes "NAME VALUE" out of argv (an option wl_parse does not know): VALUE, or NULL when
+ * NAME is absent. Exits with 2 when VALUE is missing.
+ */
+const char *wl_take_str(int *argc, char **argv, const char *name);
+
+/* Set once SIGINT or SIGTERM came, after wl_stop_on_signals(): the main loop then ends. */
+extern volatile sig_atomic_t wl_stop;
+
+/* Makes SIGINT and SIGTERM set wl_stop instead of ending the workload; exits with 1 on failure. */
+void wl_stop_on_signals(void);
+
+/* Sleeps ms milliseconds, less when wl_stop is set meanwhile. */
+void wl_sleep_ms(unsigned long long ms);
 
 /* Exits with 1 after printing "<prog>: <call> failed: <name> (<rc>)" unless rc is 0. */
 void wl_check(int rc, const char *call);
