@@ -214,13 +214,18 @@ def attach_workload(tmp, name, *args, tracer_args=(), hold=True, go=True):
     return wl, tr
 
 
-def finish_attached(wl, tr):
-    """Take the workload's ground truth, stop gpuleak, let the workload exit:
-    (truth, gpuleak's JSON report)."""
+def stop_attached(wl, tr):
+    """Take the workload's ground truth, stop gpuleak, let the workload exit: the truth."""
     truth = wl.truth()
     tr.stop()
     wl.release()
     wl.wait()
+    return truth
+
+
+def finish_attached(wl, tr):
+    """The same, and gpuleak's exit status checked: (truth, gpuleak's JSON report)."""
+    truth = stop_attached(wl, tr)
     check_eq(tr.returncode, 0, "gpuleak exit status")
     return truth, tr.report()
 
