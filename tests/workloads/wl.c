@@ -108,6 +108,15 @@ unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned lon
 	return v;
 }
 
+void wl_set_capacity(unsigned long long bytes)
+{
+	char cap[32];
+	int n = snprintf(cap, sizeof(cap), "%llu", bytes);
+
+	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
+		wl_die("cannot set FAKECUDA_CAPACITY");
+}
+
 volatile sig_atomic_t wl_stop;
 
 static void on_stop_signal(int sig)

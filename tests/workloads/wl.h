@@ -117,6 +117,9 @@ unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned lon
  */
 const char *wl_take_str(int *argc, char **argv, const char *name);
 
+/* The stand-in's device capacity (FAKECUDA_CAPACITY), before cuInit; exits with 1 on failure. */
+void wl_set_capacity(unsigned long long bytes);
+
 /* Set once SIGINT or SIGTERM came, after wl_stop_on_signals(): the main loop then ends. */
 extern volatile sig_atomic_t wl_stop;
 

@@ -137,15 +137,13 @@ int main(int argc, char **argv)
 {
 	struct wl_opts o = { .interval_ms = 30 };
 	const char *scenario = wl_take_str(&argc, argv, "--scenario");
-	char cap[32], extra[256];
+	char extra[256];
 	int n;
 
 	if (!scenario)
 		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach is required");
 	wl_parse(&o, argc, argv, WL_OPT_INTERVAL);
-	n = snprintf(cap, sizeof(cap), "%llu", (unsigned long long)CAPACITY);
-	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
-		wl_die("cannot set FAKECUDA_CAPACITY");
+	wl_set_capacity(CAPACITY);
 	wl_cuda_start(0);
 	if (!strcmp(scenario, "preattach") || !strcmp(scenario, "idle")) {
 		CUdeviceptr p;
