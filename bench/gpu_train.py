@@ -4,6 +4,7 @@
 one training process (bench/gpu.sh runs it on the GPU machine).
 
     gpu_train.py [--large] [--reps N] [--steps N] [--settle N] [--json FILE] [--fake LIB]
+                 [--phases P,P] [--cpus N,N]
 
 One process of bench/torch_train.py trains without end (--control); between blocks
 of --steps steps this script changes what watches it, and the process tags each step
@@ -20,7 +21,9 @@ The order of the phases is shuffled in each rep (seeded by the rep: no phase alw
 follows another), and each block's first --settle steps are dropped (a change,
 e.g. the recorder's buffer freed, settles). Per block: median
 step wall time, main-thread CPU time and process CPU time; overheads are each block's
-median against the untraced block of the same rep, then median [IQR] over the reps.
+median against the untraced block of the same rep, then median [IQR] over the reps and a
+95 % bootstrap interval of that median; full mode is also compared with the recorder
+block of the same rep (full / history).
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
 """
 import argparse
@@ -114,7 +117,10 @@ class Trainer:
         if a.fake:
             argv += ["--fake", a.fake]
         self.out = os.path.join(tmp, "train.out")
-        self.p = subprocess.Popen(argv, stdout=open(self.out, "w"), stderr=subprocess.STDOUT)
+        cpus = [int(c) for c in a.cpus.split(",")] if a.cpus else None
+        self.p = subprocess.Popen(argv, stdout=open(self.out, "w"), stderr=subprocess.STDOUT,
+                                  preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus
+                                  else None)
         deadline = time.monotonic() + 600
         while "ready" not in open(self.out).read():
             if self.p.poll() is not None or time.monotonic() > deadline:
@@ -164,6 +170,14 @@ def summarize(x):
     return {"median": statistics.median(x), "q1": q[0], "q3": q[2], "n": len(x)}
 
 
+def median_ci(x, n=2000):
+    """A 95 % bootstrap interval of the median: how well the reps pin the median down
+    (the IQR is the spread of single reps)."""
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(x, k=len(x))) for _ in range(n))
+    return [meds[int(0.025 * n)], meds[int(0.975 * n) - 1]]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--large", action="store_true")
@@ -176,6 +190,8 @@ def main():
     ap.add_argument("--fake", default="", help="no GPU: torch_train.py --fake LIB")
     ap.add_argument("--allow-others", action="store_true", help="(testing the script only)")
     ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
+    ap.add_argument("--cpus", default="",
+                    help="CPU numbers (1,2,3) the training process is kept on")
     a = ap.parse_args()
     steps = a.steps or (8 if a.large else 40)
     phases = a.phases.split(",")
@@ -210,10 +226,18 @@ def main():
                               for i, n in enumerate(names)}
         if ph == "untraced":
             continue
-        res["overhead_pct"][ph] = {
-            n: summarize([100 * (statistics.median(b[i]) / statistics.median(u[i]) - 1)
-                          for b, u in zip(blocks[ph], blocks["untraced"])])
-            for i, n in enumerate(names)}
+        res["overhead_pct"][ph] = {}
+        for i, n in enumerate(names):
+            x = [100 * (statistics.median(b[i]) / statistics.median(u[i]) - 1)
+                 for b, u in zip(blocks[ph], blocks["untraced"])]
+            res["overhead_pct"][ph][n] = dict(summarize(x), median_ci95=median_ci(x), reps=x)
+    if "full" in phases and "history" in phases:
+        # the same rep's full-mode block against its recorder block
+        res["full_over_history"] = {}
+        for i, n in enumerate(names):
+            x = [statistics.median(f[i]) / statistics.median(h[i])
+                 for f, h in zip(blocks["full"], blocks["history"])]
+            res["full_over_history"][n] = dict(summarize(x), median_ci95=median_ci(x), reps=x)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
@@ -225,8 +249,15 @@ def main():
         if ph in res["overhead_pct"]:
             o = res["overhead_pct"][ph]
             line += "   overhead " + ", ".join(
-                f"{n} {o[n]['median']:+.2f}% [{o[n]['q1']:+.2f},{o[n]['q3']:+.2f}]" for n in names)
+                f"{n} {o[n]['median']:+.2f}% [{o[n]['q1']:+.2f},{o[n]['q3']:+.2f}] "
+                f"(median within {o[n]['median_ci95'][0]:+.2f}..{o[n]['median_ci95'][1]:+.2f})"
+                for n in names)
         print(line)
+    if "full_over_history" in res:
+        r = res["full_over_history"]
+        print("  full / history, per rep: " + ", ".join(
+            f"{n} {r[n]['median']:.3f} [{r[n]['q1']:.3f},{r[n]['q3']:.3f}] (median within "
+            f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in names))
     return 0
 
 

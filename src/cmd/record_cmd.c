@@ -2,7 +2,9 @@
 /*
  * record_cmd.c - `gpuleak record`: a tracing session (as attach or run)
  * whose books feed a recorder through hooks chained in front of the
- * session's own. No report is printed: `gpuleak report FILE` makes it. On a
+ * session's own, and the tensor windows through the session's tier hook. No
+ * report is printed: `gpuleak report FILE` makes it (--json FILE writes the
+ * session's own final report too, which the recording's report equals). On a
  * terminal, a progress line on stderr; an existing recording is replaced only
  * with --force.
  */
@@ -15,7 +17,9 @@
 #include "books/books.h"
 #include "model/session.h"
 #include "model/snapshot.h"
+#include "model/tiers.h"
 #include "offline.h"
+#include "output.h"
 #include "recording/record.h"
 #include "stacks/python/python.h"
 #include "trace/loader.h"
@@ -30,7 +34,16 @@ struct rec_cmd {
 	struct recorder *rec;
 	struct books_hooks next; /* the session's */
 	struct python *python;
+	struct output_files files; /* --json */
 };
+
+/* The recording keeps the tiers' numbers as they are. */
+_Static_assert((int)GLR_WINDOW_OPEN == (int)TIER_OPEN && (int)GLR_WINDOW_TAIL == (int)TIER_TAIL &&
+		       (int)GLR_WINDOW_CLOSE == (int)TIER_CLOSE &&
+		       (int)GLR_WINDOW_STOP == (int)TIER_STOP,
+	       "window events");
+_Static_assert(GLR_WHY_NR == TIER_NR_WHY && TIER_WHY_START == 0 && TIER_WHY_REQUEST == 4,
+	       "why a window opened");
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
@@ -84,6 +97,13 @@ static void on_applied(void *ctx, const void *data, size_t size, uint32_t stack)
 		rc->next.applied(rc->next.ctx, data, size, stack);
 }
 
+static void on_window(void *ctx, enum tier_event ev, enum tier_why why, uint64_t ts, bool forgot)
+{
+	struct rec_cmd *rc = ctx;
+
+	recorder__window(rc->rec, ev, ev == TIER_OPEN ? why : 0, ts, forgot);
+}
+
 static void code_info(void *ctx, uint32_t id, const char **function, const char **file)
 {
 	struct rec_cmd *rc = ctx;
@@ -111,15 +131,20 @@ static void explain_create_error(const char *path, int err)
 			  strerror(err));
 }
 
-/* The end: BPF's counters and books, drained and compared as for a final report. */
-static int finish(struct session *s, struct rec_cmd *rc)
+/*
+ * The end: BPF's counters and books, drained and compared as for a final
+ * report, which --json writes.
+ */
+static int finish(struct session *s, struct rec_cmd *rc, const struct gl_opts *o)
 {
 	struct books *b = session__books(s);
-	struct snapshot *snap = session__snapshot(s, 1, true);
-	int err;
+	struct snapshot *snap = session__snapshot(s, o->json_path ? 0 : 1, true);
+	int err, out_err = 0;
 
 	if (!snap)
 		return -ENOMEM;
+	if (o->json_path)
+		out_err = output__write_files(snap, &rc->files);
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];
 
@@ -129,7 +154,7 @@ static int finish(struct session *s, struct rec_cmd *rc)
 	err = recorder__finish(rc->rec, snap->now_ns, snap->stats, books__counters(b)->malformed,
 			       tracer__nr_probes(session__tracer(s)));
 	snapshot__free(snap);
-	return err;
+	return err ?: out_err;
 }
 
 /* "recording job.glr: 12.5 s, 4211 events, 1.20 MiB, 0 lost", redrawn in place. */
@@ -209,6 +234,8 @@ int record_cmd__run(const struct gl_opts *o)
 	struct recorder_opts ro = { .max_size = o->max_size,
 				    .code_info = code_info,
 				    .code_ctx = &rc };
+	struct tier_hook tier_hook = { .window = on_window, .ctx = &rc };
+	const struct snap_tensors *tl;
 	struct session *s;
 	struct books *b;
 	int status;
@@ -218,17 +245,19 @@ int record_cmd__run(const struct gl_opts *o)
 	so.interval_ms = 0;
 	ro.stack_mode = o->stack_mode;
 	/* the file first: a bad -o costs no BPF load */
-	if (check_replace(o))
+	if (check_replace(o) || output__open_files(o, &rc.files))
 		return EXIT_RUNTIME;
 	rc.rec = recorder__new(o->record_path, &ro);
 	if (!rc.rec) {
 		explain_create_error(o->record_path, errno);
+		output__close_files(&rc.files);
 		return EXIT_RUNTIME;
 	}
 	s = session__new(&so, &status);
 	if (!s) {
 		recorder__free(rc.rec);
 		unlink(o->record_path); /* nothing was recorded */
+		output__close_files(&rc.files);
 		return status;
 	}
 	b = session__books(s);
@@ -240,11 +269,15 @@ int record_cmd__run(const struct gl_opts *o)
 		unlink(o->record_path); /* nothing was recorded */
 		goto cleanup;
 	}
-	/* records reach the books from the first step on */
-	recorder__begin(rc.rec, books__modules(b), books__stacks(b), now_ns(),
+	/* records reach the books from the first step on; times count from the session's start */
+	recorder__begin(rc.rec, books__modules(b), books__stacks(b), session__start_ns(s),
 			books__opts(b)->series_width_ns);
+	tl = session__tensors(s);
+	if (tl)
+		recorder__tensor_level(rc.rec, tl->mode, tl->sample_bytes);
+	session__set_tier_hook(s, &tier_hook); /* the first window, open now, is told at once */
 	status = record_loop(s, &rc, o);
-	if (!recorder__failed(rc.rec) && finish(s, &rc) && status == EXIT_OK)
+	if (!recorder__failed(rc.rec) && finish(s, &rc, o) && status == EXIT_OK)
 		status = EXIT_RUNTIME;
 	if (recorder__failed(rc.rec) && status == EXIT_OK)
 		status = EXIT_RUNTIME;
@@ -258,5 +291,6 @@ cleanup:
 	books__set_hooks(b, &rc.next);
 	recorder__free(rc.rec);
 	session__free(s);
+	output__close_files(&rc.files);
 	return status;
 }

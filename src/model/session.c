@@ -482,7 +482,6 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.ring_stack_records = tracer__ring_stacks(s->tracer, &so_ring_bytes),
 		/* explain answers for its targets even when they made no CUDA call */
 		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
-		.tensors = s->tiers ? tiers__view(s->tiers, now_ns()) : NULL,
 		.cap_allocs = s->o->max_allocs,
 		.cap_stacks = s->o->max_stacks,
 		.imbalance_ratio = s->o->imbalance_pct / 100.0,
@@ -501,6 +500,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		tracer__stats(s->tracer, stats);
 		tracer__api_calls(s->tracer, calls);
 		so.now_ns = now_ns();
+		so.tensors = s->tiers ? tiers__view(s->tiers, so.now_ns) : NULL;
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
 		if (!snap || snap->complete || snap->lost_events)
@@ -544,6 +544,22 @@ void session__request_tensors(struct session *s)
 {
 	if (s->tiers)
 		tiers__request(s->tiers);
+}
+
+void session__set_tier_hook(struct session *s, const struct tier_hook *hook)
+{
+	if (s->tiers)
+		tiers__set_hook(s->tiers, hook);
+}
+
+const struct snap_tensors *session__tensors(struct session *s)
+{
+	return s->tiers ? tiers__view(s->tiers, now_ns()) : NULL;
+}
+
+uint64_t session__start_ns(const struct session *s)
+{
+	return s->start_ns;
 }
 
 bool session__scanning(const struct session *s)

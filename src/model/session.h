@@ -43,6 +43,17 @@ struct tracer *session__tracer(struct session *s);
 struct python *session__python(struct session *s);
 /* Asks for a tensor window now (tiers.h). Async-signal-safe. */
 void session__request_tensors(struct session *s);
+struct tier_hook;
+struct snap_tensors;
+/*
+ * After session__start: tells hook of the tensor windows (tiers__set_hook),
+ * the one open now included. A no-op when the session has no tensor level.
+ */
+void session__set_tier_hook(struct session *s, const struct tier_hook *hook);
+/* What the tensor level covers now (valid until the next step); NULL before session__start. */
+const struct snap_tensors *session__tensors(struct session *s);
+/* When tracing started (session__start; bpf_ktime_get_ns clock): times in reports count from it. */
+uint64_t session__start_ns(const struct session *s);
 /* Whether library scans are pending: the caller then polls more often (5 ms). */
 bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);

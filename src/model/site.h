@@ -10,10 +10,11 @@
 
 /*
  * The frame that names st: its innermost Python frame in the program's own code (not in
- * installed packages, the standard library or frozen modules), so that a tensor made inside
- * torch.nn is named at the user's line that called it; else its innermost Python frame; else
- * its innermost named native frame outside the CUDA stack's own libraries (driver, runtime,
- * PyTorch's allocator, cuBLAS, NCCL); else its innermost frame. Points into st->frames;
+ * installed packages, the standard library, frozen modules or code torch.compile generated),
+ * so that a tensor made inside torch.nn is named at the user's line that called it; else its
+ * innermost Python frame; else its innermost named native frame outside the CUDA stack's own
+ * libraries (driver, runtime, PyTorch's allocator, cuBLAS, NCCL) and the CUDA runtime linked
+ * into the program; else its innermost frame. Points into st->frames;
  * NULL if st has no frames.
  */
 const struct snap_frame *site__pick(const struct snap_stack *st);

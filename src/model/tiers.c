@@ -15,6 +15,7 @@
 #include "tiers.h"
 #include "trace/loader.h"
 #include "util/log.h"
+#include "winlog.h"
 
 #define NS 1000000000ULL
 #define TAIL_MIN_NS NS	      /* frees of the blocks in flight at a window's end */
@@ -22,8 +23,6 @@
 #define CAPACITY_NS (30 * NS) /* NVML samples for the capacity trigger */
 #define CAPACITY_PCT 90	      /* of a device's memory in use */
 #define MAX_MARKS 256
-
-enum phase { PH_OFF, PH_FULL, PH_ARMED, PH_TAIL, PH_IDLE };
 
 /* A process's driver-level device bytes when the last window ended. */
 struct mark {
@@ -34,46 +33,28 @@ struct mark {
 
 struct tiers {
 	struct session *s;
-	enum phase phase;
+	struct winlog log; /* the phase and the windows the reports name */
+	struct tier_hook hook;
 	uint64_t window_ns, tail_ns, gap_ns, period_ns;
 	uint64_t phase_end; /* ARMED, TAIL: when the phase ends */
-	uint64_t last_end;  /* end of the last window (0: none yet) */
 	uint64_t next_check, next_capacity;
 	volatile sig_atomic_t requested;
-	uint64_t armed_ns; /* closed windows */
 	struct snap_tensors view;
-	uint64_t win_start[SNAP_MAX_WINDOWS], win_end[SNAP_MAX_WINDOWS];
-	uint8_t win_why[SNAP_MAX_WINDOWS];
 	struct mark marks[MAX_MARKS];
 	int nr_marks;
 };
 
-static const char *const why_names[TIER_NR_WHY] = {
-	[TIER_WHY_START] = "start",	[TIER_WHY_DUTY] = "duty",
-	[TIER_WHY_GROWTH] = "growth",	[TIER_WHY_CAPACITY] = "capacity",
-	[TIER_WHY_REQUEST] = "request",
-};
-
-const char *tiers__why_name(enum tier_why why)
+static void tell(struct tiers *t, enum tier_event ev, enum tier_why why, uint64_t ts, bool forgot)
 {
-	return why < TIER_NR_WHY ? why_names[why] : "unknown";
+	if (t->hook.window)
+		t->hook.window(t->hook.ctx, ev, why, ts, forgot);
 }
 
-/* The newest window's slot. */
-static uint32_t newest(const struct tiers *t)
+static void window_begins(struct tiers *t, uint64_t now, enum tier_why why, bool forgot)
 {
-	return (t->view.windows_total - 1) % SNAP_MAX_WINDOWS;
-}
-
-static void window_begins(struct tiers *t, uint64_t now, enum tier_why why)
-{
-	uint32_t i = t->view.windows_total++ % SNAP_MAX_WINDOWS;
-
-	t->win_start[i] = now;
-	t->win_end[i] = 0;
-	t->win_why[i] = why;
-	t->phase = PH_ARMED;
+	winlog__open(&t->log, now, why);
 	t->phase_end = now + t->window_ns;
+	tell(t, TIER_OPEN, why, now, forgot);
 }
 
 struct tiers *tiers__new(struct session *s)
@@ -91,19 +72,15 @@ struct tiers *tiers__new(struct session *s)
 	/* automatic windows: at most duty % of the time, window + tail included */
 	t->gap_ns = (t->window_ns + t->tail_ns) * (100 - o->tensor_duty_pct) / o->tensor_duty_pct;
 	t->period_ns = 2 * t->gap_ns;
-	t->view.mode = o->no_torch	  ? "off" :
-		       o->tensors_sampled ? "sampled" :
-		       o->tensors_full	  ? "full" :
-					    "windowed";
-	t->view.sample_bytes = o->tensor_sample_bytes;
-	if (o->no_torch) {
-		t->phase = PH_OFF;
-	} else if (o->tensors_full) {
-		t->phase = PH_FULL;
-	} else {
-		/* the tracer starts armed: the first window opens with tracing */
-		window_begins(t, s->start_ns, TIER_WHY_START);
-	}
+	winlog__init(&t->log,
+		     o->no_torch	? "off" :
+		     o->tensors_sampled ? "sampled" :
+		     o->tensors_full	? "full" :
+					  "windowed",
+		     o->tensor_sample_bytes, s->start_ns);
+	/* the tracer starts armed: the first window opens with tracing */
+	if (winlog__phase(&t->log) == WINLOG_IDLE)
+		window_begins(t, s->start_ns, TIER_WHY_START, false);
 	return t;
 }
 
@@ -210,7 +187,8 @@ static int open_window(struct tiers *t, uint64_t now, enum tier_why why)
 	if (err) {
 		log_warn("failed to reset the kernel's tensor books: %s; tensor windows stop",
 			 strerror(-err));
-		t->phase = PH_OFF;
+		winlog__stop(&t->log);
+		tell(t, TIER_STOP, TIER_WHY_START, now, false);
 		return err;
 	}
 	err = books__forget_kind(t->s->books, GL_KIND_TORCH, now, &user_n);
@@ -218,24 +196,25 @@ static int open_window(struct tiers *t, uint64_t now, enum tier_why why)
 		return err;
 	log_info("tensor window %llu (%s): tracing tensor blocks for %.1f s (%llu blocks of the "
 		 "last window forgotten)",
-		 (unsigned long long)t->view.windows_total + 1, tiers__why_name(why),
+		 (unsigned long long)winlog__total(&t->log) + 1, winlog__why_name(why),
 		 t->window_ns / 1e9, (unsigned long long)user_n);
 	if (bpf_n != user_n)
 		log_debug("tensor blocks forgotten: %llu in BPF, %llu in user space",
 			  (unsigned long long)bpf_n, (unsigned long long)user_n);
-	window_begins(t, now, why);
+	window_begins(t, now, why, true);
 	return arm(t, true, true);
 }
 
 static int step_idle(struct tiers *t, uint64_t now)
 {
-	bool allowed = now >= t->last_end + t->gap_ns;
+	uint64_t last_end = winlog__last_end(&t->log);
+	bool allowed = now >= last_end + t->gap_ns;
 
 	if (t->requested) {
 		t->requested = 0;
 		return open_window(t, now, TIER_WHY_REQUEST);
 	}
-	if (allowed && now >= t->last_end + t->period_ns)
+	if (allowed && now >= last_end + t->period_ns)
 		return open_window(t, now, TIER_WHY_DUTY);
 	if (allowed && now >= t->next_check) {
 		t->next_check = now + CHECK_NS;
@@ -252,27 +231,26 @@ static int step_idle(struct tiers *t, uint64_t now)
 
 int tiers__step(struct tiers *t, uint64_t now)
 {
-	switch (t->phase) {
-	case PH_ARMED:
+	switch (winlog__phase(&t->log)) {
+	case WINLOG_ARMED:
 		if (now < t->phase_end)
 			return 0;
-		t->phase = PH_TAIL;
+		winlog__tail(&t->log);
 		t->phase_end = now + t->tail_ns;
 		books__torch_map_partial(t->s->books); /* no free extents from a window's blocks */
+		tell(t, TIER_TAIL, TIER_WHY_START, now, false);
 		return arm(t, false, true);
-	case PH_TAIL:
+	case WINLOG_TAIL:
 		if (now < t->phase_end)
 			return 0;
-		t->phase = PH_IDLE;
-		t->win_end[newest(t)] = now;
-		t->armed_ns += now - t->win_start[newest(t)];
-		t->last_end = now;
+		winlog__close(&t->log, now);
 		tracer__drain(t->s->tracer);
+		tell(t, TIER_CLOSE, TIER_WHY_START, now, false);
 		take_marks(t);
 		log_info("tensor window %llu closed: tensor blocks are not traced until the next",
-			 (unsigned long long)t->view.windows_total);
+			 (unsigned long long)winlog__total(&t->log));
 		return arm(t, false, false);
-	case PH_IDLE: return step_idle(t, now);
+	case WINLOG_IDLE: return step_idle(t, now);
 	default:
 		t->requested = 0; /* full: always attached; off: never */
 		return 0;
@@ -281,35 +259,19 @@ int tiers__step(struct tiers *t, uint64_t now)
 
 const struct snap_tensors *tiers__view(struct tiers *t, uint64_t now)
 {
-	struct snap_tensors *v = &t->view;
-	uint64_t total = v->windows_total;
-	uint32_t n = total < SNAP_MAX_WINDOWS ? total : SNAP_MAX_WINDOWS;
-	uint64_t start = t->s->start_ns;
+	winlog__view(&t->log, now, &t->view);
+	return &t->view;
+}
 
-	v->armed = t->phase == PH_FULL || t->phase == PH_ARMED || t->phase == PH_TAIL;
-	v->until_ns = t->phase == PH_IDLE ? t->last_end : 0;
-	if (t->phase == PH_FULL)
-		v->coverage = v->sample_bytes ? "sampled" : "complete";
-	else if (t->phase == PH_OFF)
-		v->coverage = "none";
-	else if (total == 1 && t->phase == PH_ARMED && t->win_start[0] <= start)
-		v->coverage = "complete"; /* the first window, still open */
-	else
-		v->coverage = "windowed";
-	v->armed_s = t->armed_ns / 1e9;
-	if (t->phase == PH_ARMED || t->phase == PH_TAIL)
-		v->armed_s += (now - t->win_start[newest(t)]) / 1e9;
-	if (t->phase == PH_FULL)
-		v->armed_s = now > start ? (now - start) / 1e9 : 0;
-	v->nwindows = n;
-	for (uint32_t j = 0; j < n; j++) {
-		uint32_t i = (total - n + j) % SNAP_MAX_WINDOWS;
+void tiers__set_hook(struct tiers *t, const struct tier_hook *hook)
+{
+	enum tier_why why;
+	uint64_t start;
 
-		v->windows[j] = (struct snap_window){
-			.start_s = t->win_start[i] > start ? (t->win_start[i] - start) / 1e9 : 0,
-			.end_s = t->win_end[i] ? (t->win_end[i] - start) / 1e9 : -1,
-			.why = tiers__why_name(t->win_why[i]),
-		};
-	}
-	return v;
+	t->hook = *hook;
+	if (!winlog__current(&t->log, &start, &why))
+		return;
+	tell(t, TIER_OPEN, why, start, false);
+	if (winlog__phase(&t->log) == WINLOG_TAIL)
+		tell(t, TIER_TAIL, TIER_WHY_START, start, false);
 }

@@ -22,18 +22,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "snapshot.h"
+#include "winlog.h"
 
 struct session;
 struct tiers;
 
-/* Why a window was opened (snap_window.why names them). */
-enum tier_why {
-	TIER_WHY_START = 0, /* tracing started */
-	TIER_WHY_DUTY,	    /* the duty cycle */
-	TIER_WHY_GROWTH,    /* a process's driver-level memory passed its high-water mark */
-	TIER_WHY_CAPACITY,  /* a device is nearly full */
-	TIER_WHY_REQUEST,   /* SIGUSR1 or POST /tensors/arm */
-	TIER_NR_WHY,
+/* What a window did, for a hook (a recording keeps it). */
+enum tier_event {
+	TIER_OPEN = 1, /* a window opened (forgot: the last window's blocks were forgotten) */
+	TIER_TAIL,     /* its tail began: frees only; the blocks stop being PyTorch's whole map */
+	TIER_CLOSE,    /* it closed: neither probe until the next */
+	TIER_STOP,     /* windows stopped (the kernel's books could not be reset) */
+};
+
+/* Told of every window event, in the order the books saw them. */
+struct tier_hook {
+	void (*window)(void *ctx, enum tier_event ev, enum tier_why why, uint64_t ts, bool forgot);
+	void *ctx;
 };
 
 /* NULL with errno set. The session must outlive it. */
@@ -45,7 +50,12 @@ int tiers__step(struct tiers *t, uint64_t now_ns);
 void tiers__request(struct tiers *t);
 /* What the tensor level covers now, for a snapshot (valid until the next step). */
 const struct snap_tensors *tiers__view(struct tiers *t, uint64_t now_ns);
-/* The name of why (as in the JSON). */
-const char *tiers__why_name(enum tier_why why);
+/*
+ * Tells hook (copied) of every window event from now on, and at once of the
+ * window open now, if any (as opened with nothing forgotten: the hook saw
+ * nothing before it). Its calls come after the books have applied every
+ * record the tracer had drained before the event.
+ */
+void tiers__set_hook(struct tiers *t, const struct tier_hook *hook);
 
 #endif /* GL_TIERS_H */

@@ -31,10 +31,19 @@
  *     TRUNCATED u64 ts, u64 --max-size
  *     END       u64 end ns, u64 call records, u64 records the books rejected,
  *               u32 probes, u32 0
+ *     TENSORS   u8 mode (0 off, 1 windowed, 2 sampled, 3 full), 7 x u8 0,
+ *               u64 --tensor-sample bytes (0: a stack for every block)
+ *     WINDOW    u64 ts, u8 event (1 open, 2 tail, 3 close, 4 stop), u8 why it
+ *               opened (0 start, 1 duty, 2 growth, 3 capacity, 4 request; 0
+ *               for other events), u8 flags (1: the books forgot every tensor
+ *               block of the last window as it opened), 5 x u8 0
  *   str: u16 length (at most 4095), the bytes, no terminator.
  *
  * Definitions come before their first use. Readers skip record types they do
- * not know (later versions add types; a new layout changes the version).
+ * not know (later versions add types; a new layout changes the version), and
+ * the bytes after the fields they know (later versions may append fields).
+ * TENSORS and WINDOW came after the first recordings of version 1: a
+ * recording without them is read as one whose tensor level is not known.
  * Chunks are written at least every second and at the end, so a crash loses
  * at most the last second; a damaged chunk costs only itself.
  */
@@ -567,6 +576,49 @@ int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats,
 	if (err)
 		fail(r, err);
 	return err;
+}
+
+static const char *const tensor_modes[GLR_TENSORS_NR] = {
+	[GLR_TENSORS_OFF] = "off",
+	[GLR_TENSORS_WINDOWED] = "windowed",
+	[GLR_TENSORS_SAMPLED] = "sampled",
+	[GLR_TENSORS_FULL] = "full",
+};
+
+const char *record__tensor_mode_name(unsigned int mode)
+{
+	return mode < GLR_TENSORS_NR ? tensor_modes[mode] : NULL;
+}
+
+void recorder__tensor_level(struct recorder *r, const char *mode, uint64_t sample_bytes)
+{
+	struct enc e = scratch(r);
+	unsigned int m;
+
+	for (m = 0; m < GLR_TENSORS_NR; m++)
+		if (mode && !strcmp(mode, tensor_modes[m]))
+			break;
+	if (m == GLR_TENSORS_NR)
+		return;
+	enc_u(&e, m, 1);
+	enc_u(&e, 0, 7);
+	enc_u(&e, sample_bytes, 8);
+	add_enc(r, GLR_TENSORS, &e, false);
+}
+
+void recorder__window(struct recorder *r, unsigned int event, unsigned int why, uint64_t ts,
+		      bool forgot)
+{
+	struct enc e = scratch(r);
+
+	if (ts > r->last_ts)
+		r->last_ts = ts;
+	enc_u(&e, ts, 8);
+	enc_u(&e, event, 1);
+	enc_u(&e, why, 1);
+	enc_u(&e, forgot ? GLR_WINDOW_FORGOT : 0, 1);
+	enc_u(&e, 0, 5);
+	add_enc(r, GLR_WINDOW, &e, false);
 }
 
 bool recorder__truncated(const struct recorder *r)

@@ -42,7 +42,32 @@ enum glr_type {
 	GLR_BPF_PROC = 9,   /* BPF's exact books of a process still running at the end */
 	GLR_TRUNCATED = 10, /* recording stopped at --max-size */
 	GLR_END = 11,	    /* the recorder finished: nothing is missing at the end */
+	GLR_TENSORS = 12,   /* the tensor level's mode (--tensors, --tensor-sample) */
+	GLR_WINDOW = 13,    /* a tensor window opened, began its tail, closed */
 };
+
+/* TENSORS: --tensors as the reports name it. */
+enum glr_tensor_mode {
+	GLR_TENSORS_OFF = 0,
+	GLR_TENSORS_WINDOWED = 1,
+	GLR_TENSORS_SAMPLED = 2,
+	GLR_TENSORS_FULL = 3,
+	GLR_TENSORS_NR,
+};
+
+/* WINDOW: what happened (equal to enum tier_event of model/tiers.h). */
+enum glr_window_event {
+	GLR_WINDOW_OPEN = 1,  /* both probes attached (flags: what the books did) */
+	GLR_WINDOW_TAIL = 2,  /* frees only: the books' blocks stop being PyTorch's whole map */
+	GLR_WINDOW_CLOSE = 3, /* neither probe */
+	GLR_WINDOW_STOP = 4,  /* no more windows */
+	GLR_WINDOW_NR,
+};
+
+/* WINDOW: why it opened (equal to enum tier_why of model/winlog.h). */
+#define GLR_WHY_NR 5
+/* WINDOW flags: at its opening the books forgot every tensor block of the last window. */
+#define GLR_WINDOW_FORGOT 0x1
 
 /* Frame kinds in stack records (equal to enum frame_kind of stacks.h). */
 enum glr_frame_kind {
@@ -107,6 +132,20 @@ void recorder__applied(struct recorder *r, const void *data, size_t size, uint32
  * NULL) when they changed. Returns 0 or -errno (writing failed).
  */
 int recorder__tick(struct recorder *r, uint64_t now_ns, const uint64_t *stats);
+/*
+ * The tensor level's mode (the name snap_tensors.mode gives; NULL or unknown:
+ * nothing is written) and --tensor-sample, once, before the first window.
+ */
+void recorder__tensor_level(struct recorder *r, const char *mode, uint64_t sample_bytes);
+/*
+ * A tensor window's event (enum glr_window_event) at ts, why it opened (OPEN;
+ * else 0) and whether the books forgot the last window's blocks then. Written
+ * in the order of the call records around it, as the books applied them.
+ */
+void recorder__window(struct recorder *r, unsigned int event, unsigned int why, uint64_t ts,
+		      bool forgot);
+/* The name of a recorded mode as snap_tensors.mode has it; NULL out of range. */
+const char *record__tensor_mode_name(unsigned int mode);
 /* BPF's books of a process still running at the end (before recorder__finish). */
 void recorder__bpf_proc(struct recorder *r, int pid, const struct gl_proc_stats *st);
 /*

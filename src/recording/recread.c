@@ -363,6 +363,21 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 		it->u.end.nr_probes = dec_u(&d, 4);
 		dec_u(&d, 4);
 		break;
+	case GLR_TENSORS:
+		it->u.tensors.mode = dec_u(&d, 1);
+		dec_u(&d, 7);
+		it->u.tensors.sample_bytes = dec_u(&d, 8);
+		ok = it->u.tensors.mode < GLR_TENSORS_NR;
+		break;
+	case GLR_WINDOW:
+		it->u.window.ts = dec_u(&d, 8);
+		it->u.window.event = dec_u(&d, 1);
+		it->u.window.why = dec_u(&d, 1);
+		it->u.window.flags = dec_u(&d, 1) & GLR_WINDOW_FORGOT;
+		dec_u(&d, 5);
+		ok = it->u.window.event >= GLR_WINDOW_OPEN && it->u.window.event < GLR_WINDOW_NR &&
+		     it->u.window.why < GLR_WHY_NR;
+		break;
 	default: return 0;
 	}
 	return ok && !d.bad ? 1 : -1;

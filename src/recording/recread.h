@@ -69,6 +69,16 @@ struct rr_item {
 			uint64_t end_ns, calls, malformed;
 			uint32_t nr_probes;
 		} end;
+		struct {
+			uint8_t mode; /* enum glr_tensor_mode (checked) */
+			uint64_t sample_bytes;
+		} tensors;
+		struct {
+			uint64_t ts;
+			uint8_t event; /* enum glr_window_event (checked) */
+			uint8_t why;   /* < GLR_WHY_NR (checked) */
+			uint8_t flags; /* GLR_WINDOW_FORGOT; unknown bits cleared */
+		} window;
 	} u;
 };
 

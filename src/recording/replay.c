@@ -6,7 +6,9 @@
  * replay's own tables; a reference to a definition the recording lost
  * (damaged chunk) degrades the frame or the stack, never the byte counts.
  * Only process and call records reach the books, each checked by them as a
- * ring-buffer record would be.
+ * ring-buffer record would be, and the tensor windows' effects on them: the
+ * forgetting of the last window's blocks as a window opens and the end of
+ * PyTorch's whole map at its first tail, where the live books had them.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 #include "books/books.h"
 #include "model/snapshot.h"
+#include "model/winlog.h"
 #include "recread.h"
 #include "replay.h"
 #include "stacks/modstore.h"
@@ -61,6 +64,9 @@ struct replay {
 	char host[GLR_STR_MAX + 1];
 	char *file;
 	struct snap_recording info;
+	struct winlog windows; /* valid when have_tensors */
+	bool have_tensors;
+	struct snap_tensors tensors;
 	struct frame frames[GLR_FRAMES_MAX]; /* a stack being translated */
 };
 
@@ -260,6 +266,42 @@ static int on_proc(struct replay *rp, const struct rr_item *it)
 	return 0;
 }
 
+/* The tensor level's mode; a window before it (the mode record was lost) means windowed. */
+static void on_tensors(struct replay *rp, const char *mode, uint64_t sample_bytes)
+{
+	if (rp->have_tensors)
+		return;
+	rp->have_tensors = true;
+	winlog__init(&rp->windows, mode, sample_bytes, rp->have_session ? rp->start_ns : 0);
+}
+
+static int on_window(struct replay *rp, const struct rr_item *it)
+{
+	struct books *b = books_of(rp);
+	uint64_t ts = it->u.window.ts;
+
+	if (!b)
+		return -ENOMEM;
+	on_tensors(rp, "windowed", 0);
+	see_ts(rp, ts);
+	switch (it->u.window.event) {
+	case GLR_WINDOW_OPEN:
+		/* as the live books did: the last window's blocks go, with their history */
+		if ((it->u.window.flags & GLR_WINDOW_FORGOT) &&
+		    books__forget_kind(b, GL_KIND_TORCH, ts, NULL))
+			return -ENOMEM;
+		winlog__open(&rp->windows, ts, it->u.window.why);
+		break;
+	case GLR_WINDOW_TAIL:
+		books__torch_map_partial(b);
+		winlog__tail(&rp->windows);
+		break;
+	case GLR_WINDOW_CLOSE: winlog__close(&rp->windows, ts); break;
+	default: winlog__stop(&rp->windows); break;
+	}
+	return 0;
+}
+
 static void on_session(struct replay *rp, const struct rr_item *it)
 {
 	if (rp->have_session)
@@ -318,6 +360,11 @@ static int on_item(void *ctx, const struct rr_item *it)
 		rp->info.truncated = true;
 		rp->info.max_size = it->u.truncated.max_size;
 		return 0;
+	case GLR_TENSORS:
+		on_tensors(rp, record__tensor_mode_name(it->u.tensors.mode),
+			   it->u.tensors.sample_bytes);
+		return 0;
+	case GLR_WINDOW: return on_window(rp, it);
 	case GLR_END:
 		rp->info.ended = true;
 		rp->end_ns = it->u.end.end_ns;
@@ -402,6 +449,12 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 
 	if (!b)
 		return NULL;
+	if (rp->have_tensors) {
+		/* the windows count from the session's start, known or not when the mode came */
+		winlog__set_start(&rp->windows, so.start_ns);
+		winlog__view(&rp->windows, so.now_ns, &rp->tensors);
+		so.tensors = &rp->tensors;
+	}
 	snap = snapshot__build(b, rp->sym, &so);
 	if (!snap)
 		return NULL;

@@ -78,7 +78,7 @@ int main(int argc, char **argv)
 {
 	char tmp[] = "/tmp/gpuleak-corpusXXXXXX";
 	struct rf_opts full = { .churn = 3 }, trunc = { .max_size = 6000, .churn = 300 };
-	struct rf_opts noend = { .no_end = true };
+	struct rf_opts noend = { .no_end = true }, windows = { .windows = true };
 	unsigned char *d, *c, *recs;
 	size_t len, rlen;
 	int fd;
@@ -93,6 +93,7 @@ int main(int argc, char **argv)
 	close(fd);
 	variant(argv[1], tmp, "truncated", &trunc);
 	variant(argv[1], tmp, "no-end", &noend);
+	variant(argv[1], tmp, "tensor-windows", &windows);
 	if (rf_write(tmp, &full))
 		return 1;
 	d = slurp(tmp, &len);

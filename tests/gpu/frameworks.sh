@@ -8,8 +8,11 @@
 # framework's own (memory_stats, JAX's device.memory_stats(), CuPy's pool counters,
 # nvidia-smi). Every case has a timeout; all of them end within about 150 s.
 #   tests/gpu/frameworks.sh [OUTDIR [CASE...]]
-# Cases: jax_default jax_platform cupy raw graphs mixed steady late jax_late (default: all;
-# jax_late last, left out first when time runs short).
+# Cases: jax_default jax_platform cupy raw graphs compile mixed steady late jax_late
+# late_minutes (default: all but late_minutes; jax_late last, left out first when time runs
+# short). compile: torch.compile(mode="reduce-overhead") recording a graph per new shape
+# (CASE_TIMEOUT 90 s at least: Inductor compiles). late_minutes: the late case leaking for
+# LATE_S seconds (120) before a plain attach in the default mode, no options.
 # Environment: GPULEAK (.carry/gpuleak, else ./gpuleak: a 'make STATIC=1' build), PYTHON
 # (/opt/torch/.venv/bin/python3), NVCC (nvcc, else /usr/local/cuda/bin/nvcc), CASE_TIMEOUT
 # (30 s), TOTAL_TIMEOUT (150 s).
@@ -23,7 +26,8 @@ py=${PYTHON:-/opt/torch/.venv/bin/python3}
 [ -x "$py" ] || py=python3
 out=${1:-$(mktemp -d /tmp/frameworks.XXXXXX)}
 shift $(($# > 0 ? 1 : 0))
-cases=${*:-jax_default jax_platform cupy raw graphs mixed steady late jax_late}
+cases=${*:-jax_default jax_platform cupy raw graphs compile mixed steady late jax_late}
+late_s=${LATE_S:-120}
 case_timeout=${CASE_TIMEOUT:-30}
 total_timeout=${TOTAL_TIMEOUT:-150}
 start=$SECONDS
@@ -76,9 +80,14 @@ fail_case() { # CASE WHY
 }
 
 run_case() { # CASE
-	local c=$1 cmd env_extra=() gl_args=(--resolution 250ms --tensors full)
+	local c=$1 cmd env_extra=() gl_args=(--resolution 250ms --tensors full) pre_wait=20
+	local this_timeout=$case_timeout
 	dir=$out/$c
-	case_end=$((SECONDS + case_timeout))
+	case $c in
+	compile) [ "$this_timeout" -lt 90 ] && this_timeout=90 ;;
+	late_minutes) this_timeout=$((late_s + 60)) pre_wait=$((late_s + 30)) gl_args=() ;;
+	esac
+	case_end=$((SECONDS + this_timeout))
 	rm -rf "$dir"; mkdir -p "$dir"
 	case $c in
 	jax_default) cmd=("$py" "$here/fw_jax.py") ;;
@@ -92,6 +101,8 @@ run_case() { # CASE
 	mixed) cmd=("$py" "$here/fw_mixed.py") ;;
 	steady) cmd=("$py" "$here/fw_steady.py") ;;
 	late) cmd=("$py" "$here/fw_late.py") ;;
+	late_minutes) cmd=("$py" "$here/fw_late.py"); env_extra=(FW_PRE_S="$late_s" FW_POST_STEPS=80) ;;
+	compile) cmd=("$py" "$here/fw_compile.py") ;;
 	jax_late) cmd=("$py" "$here/fw_jax.py"); env_extra=(FW_LATE=1) ;;
 	*) echo "FAIL $c: no such case"; return ;;
 	esac
@@ -99,8 +110,8 @@ run_case() { # CASE
 		"${env_extra[@]}" "${cmd[@]}" > "$dir/workload.out" 2> "$dir/workload.err" &
 	wpid=$!
 	wait_for "$dir/workload.out" '^ready' 20 || { fail_case "$c" "the workload never said ready"; return; }
-	if [ "$c" = late ] || [ "$c" = jax_late ]; then
-		wait_for "$dir/pre.json" '' 20 || { fail_case "$c" "no figures before attach"; return; }
+	if [ "$c" = late ] || [ "$c" = jax_late ] || [ "$c" = late_minutes ]; then
+		wait_for "$dir/pre.json" '' "$pre_wait" || { fail_case "$c" "no figures before attach"; return; }
 	fi
 	"$gl" attach -i 0 "${gl_args[@]}" --json "$dir/gpuleak.json" "$wpid" \
 		> "$dir/gpuleak.txt" 2> "$dir/gpuleak.err" &
@@ -110,7 +121,7 @@ run_case() { # CASE
 	wait_for "$dir/gpuleak.err" 'attached to PID|has not loaded libcuda' 15 ||
 		{ fail_case "$c" "gpuleak did not attach"; return; }
 	touch "$dir/go"
-	wait_for "$dir/done.json" '' "$case_timeout" || { fail_case "$c" "the workload did not finish"; return; }
+	wait_for "$dir/done.json" '' "$this_timeout" || { fail_case "$c" "the workload did not finish"; return; }
 	nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits \
 		> "$dir/nvidia-smi.csv" 2>/dev/null
 	kill -INT "$gpid"; wait "$gpid"; echo "gpuleak exit status $?" >> "$dir/gpuleak.err"
@@ -125,6 +136,8 @@ for c in $cases; do
 	left=$((total_timeout - (SECONDS - start)))
 	if [ $left -lt 10 ]; then echo "FAIL $c: not run, out of time ($total_timeout s)"; continue; fi
 	[ $left -lt "$case_timeout" ] && case_timeout=$left
+	[ "$c" = late_minutes ] && [ $left -lt $((late_s + 60)) ] &&
+		{ echo "FAIL $c: not run, $left s left of $total_timeout s, it needs $((late_s + 60))"; continue; }
 	t0=$SECONDS
 	run_case "$c"
 	echo "  ($c: $((SECONDS - t0)) s)"

@@ -11,7 +11,7 @@ import signal
 import time
 
 from harness import (OUTPUT, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
-                     check_sites, process, run_gpuleak, site_bytes)
+                     check_sites, process, run_gpuleak, site_bytes, wait_until)
 
 NOT_A_RECORDING = 3
 
@@ -304,3 +304,103 @@ def test_report_explains_memory_as_live_attach(tmp):
     check_eq([f["oom"] for f in p["failures_list"]], [f["oom"] for f in lp["failures_list"]],
              "the explanations of the report against the live attach")
     check("cause: fragmentation" in text, f"the text report says it:\n{text}")
+
+
+def _wait_log(tr, text, timeout=15):
+    wait_until(lambda: text in tr.stderr(), timeout, f"gpuleak to say {text!r}")
+
+
+def _torch_stacks(proc):
+    """The tensor-block stacks as comparable values: figures, verdict and site."""
+    return sorted((s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"], s["frees"],
+                   s["verdict"], s["why"], s["growth_bytes_per_s"], s["site"])
+                  for s in proc["stacks"] if s["memory"] == "torch_block")
+
+
+def test_report_keeps_the_tensor_windows(tmp):
+    """The default (windowed) tensor level through two windows, the second asked for
+    with SIGUSR1: the recording keeps each window and what the books did as it opened
+    (the first window's blocks forgotten), so that its report gives the very
+    tensor_level, torch_block figures and verdicts of the recording session's own final
+    report (record --json), judged as of the second window's end."""
+    wl = Workload("wl_torch", "--iters", "150", "--interval-ms", "20", "--size", "4096",
+                  tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec = os.path.join(tmp, "windows.glr")
+    tr = Tracer(["record", "-o", rec, "--tensor-window", "500ms", "--tensor-duty", "10",
+                 "--resolution", "50ms", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed")
+    tr.proc.send_signal(signal.SIGUSR1)
+    _wait_log(tr, "tensor window 2 (request)")
+    truth = wl.truth()
+    _wait_log(tr, "tensor window 2 closed")
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    wl.release()
+    wl.wait()
+    live = tr.report()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    check(rep["recording"]["complete"], f"complete: {rep['recording']}")
+    check_eq(rep["recording"]["unknown_records"], 0, "records this gpuleak does not know")
+    p, lp = process(rep, wl.pid), process(live, wl.pid)
+    check_books(rep, p, truth)
+    for key in FIGURES:
+        check_eq(p[key], lp[key], f"{key} of the report against the live report")
+    tl = p["tensor_level"]
+    check_eq(tl, lp["tensor_level"], "tensor_level of the report against the live report")
+    check_eq((tl["mode"], tl["coverage"], tl["armed"]), ("windowed", "windowed", False),
+             "mode, coverage, armed")
+    check_eq([w["why"] for w in tl["windows"]], ["start", "request"], "why each window opened")
+    check(all(w["end_s"] is not None for w in tl["windows"]), f"both windows closed: {tl}")
+    for key in ("torch_allocated_bytes", "torch_blocks", "torch_reserved_bytes", "memory"):
+        check_eq(p[key], lp[key], f"{key} of the report against the live report")
+    # the second window forgot the first's blocks, in the recording's books as in the live
+    check(0 < p["torch_allocated_bytes"] < truth["torch_block_bytes"],
+          f"torch_allocated_bytes {p['torch_allocated_bytes']} of {truth['torch_block_bytes']}")
+    check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
+             "BPF's torch block bytes")
+    check(p["memory"] is None or p["memory"]["driver_level_only"],
+          f"a window's blocks are not PyTorch's whole map: {p['memory']}")
+    stacks = _torch_stacks(p)
+    check(stacks, "the report has tensor-block stacks")
+    check_eq(stacks, _torch_stacks(lp), "tensor-block stacks and verdicts against the live")
+    check("tensor blocks: windowed: as of the end of window 2" in text,
+          f"the text report says what the tensor figures cover:\n{text[-1500:]}")
+
+
+def test_report_of_sampled_tensor_stacks_equals_the_live(tmp):
+    """--tensors sampled: the recording keeps the mode and the sample's mean, so that its
+    report estimates each sampled stack's blocks as the live report does."""
+    wl = Workload("wl_torch", "--iters", "200", "--size", str(256 * 1024), tmp=tmp, hold=True)
+    wl.wait_ready()
+    rec = os.path.join(tmp, "sampled.glr")
+    tr = Tracer(["record", "-o", rec, "--tensors", "sampled", "--tensor-sample",
+                 str(1 << 20), str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    wl.release()
+    wl.wait()
+    live = tr.report()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    p, lp = process(rep, wl.pid), process(live, wl.pid)
+    check_books(rep, p, truth)
+    check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "exact tensor total")
+    check_eq(p["tensor_level"], lp["tensor_level"], "tensor_level against the live report")
+    check_eq((p["tensor_level"]["mode"], p["tensor_level"]["coverage"],
+              p["tensor_level"]["sample_bytes"]), ("sampled", "sampled", 1 << 20),
+             "mode, coverage, sample")
+
+    def estimates(proc):
+        return sorted((s["outstanding_bytes"], s.get("sampled", False),
+                       s.get("estimated_outstanding_bytes"), s.get("unsampled", False))
+                      for s in proc["stacks"] if s["memory"] == "torch_block")
+    est = estimates(p)
+    check(any(e[1] and e[2] for e in est), f"the report estimates sampled stacks: {est}")
+    check_eq(est, estimates(lp), "sampled stacks and their estimates against the live report")
+    check_eq(_torch_stacks(p), _torch_stacks(lp), "tensor-block stacks and verdicts")
+    check("sampled stack: about" in text, "the text report names the estimates")

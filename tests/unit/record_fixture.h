@@ -4,8 +4,10 @@
  * every record type in it: two processes (one exits), device and pinned
  * allocations, a free, an unmatched free, an out-of-memory failure, context
  * records, native, Python, API and unknown frames, modules with and without
- * a build-id. Shared by the unit tests and the fuzzer's seed generator; plain
- * C (no cmocka). Paths in it name no real machine.
+ * a build-id; with rf_opts.windows, the tensor level in windows too (its mode,
+ * PyTorch blocks in two windows, the second forgetting the first's). Shared by
+ * the unit tests and the fuzzer's seed generator; plain C (no cmocka). Paths
+ * in it name no real machine.
  */
 #ifndef GL_RECORD_FIXTURE_H
 #define GL_RECORD_FIXTURE_H
@@ -37,12 +39,18 @@ struct rf_opts {
 	uint64_t max_size; /* 0: no limit */
 	bool no_end;	   /* stop without recorder__finish (a killed recorder) */
 	int churn;	   /* extra alloc/free pairs of 1 MiB at stack 2 */
+	bool windows;	   /* tensor windows: RF_BLOCKS1 blocks in the first, RF_BLOCKS2 after */
 };
 
 /* What the fixture leaves in the books of RF_PID (BPF's books say the same). */
 #define RF_DEVICE_BYTES (2 * RF_MIB)
 #define RF_DEVICE_ALLOCS 2
 #define RF_PINNED_BYTES 4096
+/* With windows: blocks of RF_BLOCK bytes; the second window forgot the first's. */
+#define RF_BLOCK 4096
+#define RF_BLOCKS1 3
+#define RF_BLOCKS2 2
+#define RF_REC_START 1000000000ULL
 
 static inline void rf_code_info(void *ctx, uint32_t id, const char **function, const char **file)
 {
@@ -62,6 +70,26 @@ static inline void rf_call(struct recorder *r, uint32_t pid, uint64_t start, uin
 	if (!c.cls && c.op != GL_OP_CTX_NEW)
 		c.cls = d->cls;
 	recorder__applied(r, &c, sizeof(c), stack);
+}
+
+/*
+ * The tensor level in windows for RF_PID: window 1 (start) from the beginning
+ * with RF_BLOCKS1 blocks, its tail and close; window 2 (request) that forgets
+ * them, with RF_BLOCKS2 blocks, still open. *ts: the time, advanced.
+ */
+static inline void rf_windows(struct recorder *r, uint64_t *ts, uint32_t stack)
+{
+	for (int i = 0; i < RF_BLOCKS1; i++)
+		rf_call(r, RF_PID, RF_START, ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 100 + i }, stack);
+	recorder__window(r, GLR_WINDOW_TAIL, 0, *ts += 1000000, false);
+	recorder__window(r, GLR_WINDOW_CLOSE, 0, *ts += 1000000, false);
+	recorder__window(r, GLR_WINDOW_OPEN, 4, *ts += 1000000, true);
+	for (int i = 0; i < RF_BLOCKS2; i++)
+		rf_call(r, RF_PID, RF_START, ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10180000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 200 + i }, stack);
 }
 
 /* Writes the fixture to path. Returns 0 or -errno. */
@@ -105,7 +133,11 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 		err = -errno;
 		goto cleanup;
 	}
-	recorder__begin(r, m, s, 1000000000ULL, 1000000000ULL);
+	recorder__begin(r, m, s, RF_REC_START, 1000000000ULL);
+	if (o->windows) {
+		recorder__tensor_level(r, "windowed", 0);
+		recorder__window(r, GLR_WINDOW_OPEN, 0, RF_REC_START, false);
+	}
 	p.t.first_ns = ts;
 	snprintf(p.t.comm, sizeof(p.t.comm), "train");
 	recorder__proc_new(r, &p);
@@ -123,6 +155,8 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 		.op = GL_OP_ALLOC, .key = 0x7f0000000000, .bytes = RF_PINNED_BYTES }, s3);
 	rf_call(r, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_cuMemFree_v2,
 		.op = GL_OP_UNMATCHED_FREE, .key = 0x12345 }, 0);
+	if (o->windows)
+		rf_windows(r, &ts, s1);
 	for (int i = 0; i < o->churn; i++) {
 		rf_call(r, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_cuMemAlloc_v2,
 			.op = GL_OP_ALLOC, .key = 0x20000000, .bytes = RF_MIB, .seq = 9 + i }, s2);
@@ -152,6 +186,10 @@ static inline int rf_write(const char *path, const struct rf_opts *o)
 	bpf.allocs[GL_CLASS_DEVICE] = RF_DEVICE_ALLOCS;
 	bpf.bytes[GL_CLASS_HOST_PINNED] = RF_PINNED_BYTES;
 	bpf.allocs[GL_CLASS_HOST_PINNED] = 1;
+	if (o->windows) {
+		bpf.bytes[GL_CLASS_TORCH_BLOCK] = RF_BLOCKS2 * RF_BLOCK;
+		bpf.allocs[GL_CLASS_TORCH_BLOCK] = RF_BLOCKS2;
+	}
 	bpf.failures = 1;
 	bpf.unmatched_frees = 1;
 	/* every call counted, as BPF counts them: the books agree with no call in flight */

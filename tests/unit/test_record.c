@@ -6,7 +6,8 @@
  * with any one byte damaged it still reads without a crash and says what it
  * lacks; files that are not recordings are told apart; --max-size holds; the
  * file is never written through a symlink; the books' replay API and hooks;
- * record's and report's command lines.
+ * record's and report's command lines; the tensor windows kept and replayed
+ * (what the live books did at each), and recordings from before them.
  */
 #include "unit.h"
 #include "record_fixture.h"
@@ -157,6 +158,8 @@ static void test_round_trip(void **state)
 	assert_string_equal(w->comm, "worker");
 	assert_int_equal(w->bytes[GL_CLASS_DEVICE], RF_MIB / 2);
 	assert_true(w->consistent);
+	/* a recording with no tensor-level records: not known, as before they existed */
+	assert_null(r.snap->tensors);
 	replayed_free(&r);
 }
 
@@ -369,6 +372,168 @@ static void test_unknown_and_malformed_records(void **state)
 	replayed_free(&r);
 }
 
+/*
+ * The tensor windows: the mode and each window as recorded; the second window's
+ * opening forgot the first's blocks, as the live books did; the tail ended
+ * PyTorch's whole map; the reports say what the blocks cover.
+ */
+static void test_tensor_windows(void **state)
+{
+	const struct snap_tensors *tl;
+	const struct snap_proc *p;
+	struct text_opts to = {};
+	struct unit_mem m;
+	struct replayed r;
+	char *text;
+
+	assert_int_equal(rf_write(path, &(struct rf_opts){ .windows = true }), 0);
+	assert_int_equal(replay_of(NULL, 0, &r), 0);
+	assert_true(r.info->complete);
+	assert_int_equal(r.info->unknown_records, 0);
+	tl = r.snap->tensors;
+	assert_non_null(tl);
+	assert_string_equal(tl->mode, "windowed");
+	assert_string_equal(tl->coverage, "windowed");
+	assert_true(tl->armed);
+	assert_int_equal(tl->windows_total, 2);
+	assert_int_equal(tl->nwindows, 2);
+	assert_string_equal(tl->windows[0].why, "start");
+	assert_true(tl->windows[0].start_s == 0);
+	assert_true(tl->windows[0].end_s > 0);
+	assert_string_equal(tl->windows[1].why, "request");
+	assert_true(tl->windows[1].start_s > tl->windows[0].end_s);
+	assert_true(tl->windows[1].end_s < 0); /* still open at the end */
+	assert_true(tl->armed_s > tl->windows[0].end_s);
+	p = find_proc(r.snap, RF_PID);
+	assert_non_null(p);
+	assert_int_equal(p->bytes[GL_CLASS_TORCH_BLOCK], RF_BLOCKS2 * RF_BLOCK);
+	assert_int_equal(p->nallocs[GL_CLASS_TORCH_BLOCK], RF_BLOCKS2);
+	assert_int_equal(p->bytes[GL_CLASS_DEVICE], RF_DEVICE_BYTES);
+	assert_false(p->memory.blocks_seen); /* the first window's tail ended the whole map */
+	assert_int_equal(report__text(unit_mem_open(&m), r.snap, &to), 0);
+	text = unit_mem_close(&m);
+	assert_non_null(strstr(text, "tensor blocks: windowed: traced now, in window 2"));
+	free(text);
+	assert_int_equal(report__json(unit_mem_open(&m), r.snap), 0);
+	text = unit_mem_close(&m);
+	assert_non_null(strstr(text, "\"tensor_level\":{\"mode\":\"windowed\",\"coverage\":"
+				     "\"windowed\",\"armed\":true"));
+	assert_non_null(strstr(text, "\"why\":\"request\"}]}"));
+	free(text);
+	replayed_free(&r);
+}
+
+/* Cut anywhere, a windowed recording reads; no more windows than written, never more blocks. */
+static void test_tensor_windows_cut(void **state)
+{
+	size_t len;
+	char *d;
+
+	assert_int_equal(rf_write(path, &(struct rf_opts){ .windows = true }), 0);
+	d = unit_read_file(path, &len);
+	assert_non_null(d);
+	for (size_t cut = GLR_HDR_SIZE; cut <= len; cut++) {
+		const struct snap_proc *p;
+		struct replayed r;
+
+		assert_int_equal(replay_of(d, cut, &r), 0);
+		assert_int_equal(r.info->complete, cut == len);
+		if (r.snap->tensors)
+			assert_true(r.snap->tensors->windows_total <= 2);
+		p = find_proc(r.snap, RF_PID);
+		if (p)
+			assert_true(p->nallocs[GL_CLASS_TORCH_BLOCK] <= RF_BLOCKS1);
+		replayed_free(&r);
+	}
+	free(d);
+}
+
+static uint8_t *put_record(uint8_t *rec, uint16_t type, uint32_t len)
+{
+	glr_put(rec, type, 2);
+	glr_put(rec + 4, len, 4);
+	return rec + GLR_REC_HDR;
+}
+
+/*
+ * Hand-made tensor records: an unknown mode, event or reason, and a short
+ * record are malformed (counted, skipped); later fields and flags are
+ * ignored; a window with its mode record lost reads as windowed.
+ */
+static void test_malformed_tensor_records(void **state)
+{
+	uint8_t buf[512] = {}, *p = buf + GLR_HDR_SIZE + GLR_CHUNK_HDR, *rec = p, *f;
+	struct replayed r;
+
+	f = put_record(rec, GLR_TENSORS, 16); /* mode 9 */
+	f[0] = 9;
+	rec = f + 16;
+	f = put_record(rec, GLR_WINDOW, 16); /* event 0 */
+	glr_put(f, 5, 8);
+	rec = f + 16;
+	f = put_record(rec, GLR_WINDOW, 16); /* why 7 */
+	glr_put(f, 5, 8);
+	f[8] = GLR_WINDOW_OPEN;
+	f[9] = 7;
+	rec = f + 16;
+	f = put_record(rec, GLR_WINDOW, 8); /* no event */
+	glr_put(f, 5, 8);
+	rec = f + 8;
+	f = put_record(rec, GLR_WINDOW, 24); /* sound, with a later version's flag and field */
+	glr_put(f, 7000000000ULL, 8);
+	f[8] = GLR_WINDOW_OPEN;
+	f[9] = 2;
+	f[10] = 0x80 | GLR_WINDOW_FORGOT;
+	rec = f + 24;
+	record__file_header(buf);
+	record__chunk_header(p - GLR_CHUNK_HDR, 0, rec - p, rec - p, p);
+	assert_int_equal(replay_of(buf, rec - buf, &r), 0);
+	assert_int_equal(r.info->bad_records, 4);
+	assert_int_equal(r.info->unknown_records, 0);
+	assert_false(r.info->complete);
+	assert_non_null(r.snap->tensors);
+	assert_string_equal(r.snap->tensors->mode, "windowed");
+	assert_int_equal(r.snap->tensors->windows_total, 1);
+	assert_string_equal(r.snap->tensors->windows[0].why, "growth");
+	replayed_free(&r);
+}
+
+/* Each recorded mode reads back as the live view names it; windows are for windowed only. */
+static void test_tensor_modes(void **state)
+{
+	static const char *const want[][2] = { { "off", "none" },
+					       { "windowed", "complete" }, /* open from the start */
+					       { "sampled", "sampled" },
+					       { "full", "complete" } };
+
+	for (unsigned int mode = 0; mode < GLR_TENSORS_NR; mode++) {
+		uint8_t buf[256] = {}, *p = buf + GLR_HDR_SIZE + GLR_CHUNK_HDR, *rec = p, *f;
+		struct replayed r;
+
+		f = put_record(rec, GLR_TENSORS, 16);
+		f[0] = mode;
+		glr_put(f + 8, mode == GLR_TENSORS_SAMPLED ? 1 << 20 : 0, 8);
+		rec = f + 16;
+		f = put_record(rec, GLR_WINDOW, 16); /* ignored but in windowed mode */
+		glr_put(f, 5000000000ULL, 8);
+		f[8] = GLR_WINDOW_OPEN;
+		f[9] = 1;
+		rec = f + 16;
+		record__file_header(buf);
+		record__chunk_header(p - GLR_CHUNK_HDR, 0, rec - p, rec - p, p);
+		assert_int_equal(replay_of(buf, rec - buf, &r), 0);
+		assert_int_equal(r.info->bad_records, 0);
+		assert_non_null(r.snap->tensors);
+		assert_string_equal(r.snap->tensors->mode, want[mode][0]);
+		assert_string_equal(r.snap->tensors->mode, record__tensor_mode_name(mode));
+		assert_string_equal(r.snap->tensors->coverage, want[mode][1]);
+		assert_int_equal(r.snap->tensors->windows_total, mode == GLR_TENSORS_WINDOWED);
+		assert_int_equal(r.snap->tensors->armed, mode != GLR_TENSORS_OFF);
+		replayed_free(&r);
+	}
+	assert_null(record__tensor_mode_name(GLR_TENSORS_NR));
+}
+
 static void test_never_through_a_symlink(void **state)
 {
 	char target[160], sym[160], hard[160];
@@ -529,7 +694,11 @@ static void test_command_lines(void **state)
 	assert_int_equal(parse(&o, (const char *[]){ "record", "-o", "f", "--max-size", "1k", "1",
 						    NULL }), EXIT_USAGE);
 	assert_int_equal(parse(&o, (const char *[]){ "attach", "-o", "f", "1", NULL }), EXIT_USAGE);
+	/* record writes its own session's final report as JSON, and no other report */
 	assert_int_equal(parse(&o, (const char *[]){ "record", "-o", "f", "--json", "j", "1", NULL }),
+			 EXIT_OK);
+	assert_string_equal(o.json_path, "j");
+	assert_int_equal(parse(&o, (const char *[]){ "record", "-o", "f", "--svg", "j", "1", NULL }),
 			 EXIT_USAGE);
 	assert_int_equal(parse(&o, (const char *[]){ "attach", "--debug-dir", "d", "1", NULL }),
 			 EXIT_USAGE);
@@ -553,6 +722,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_not_recordings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_and_malformed_records, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_windows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_windows_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed_tensor_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_through_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_books_replay_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command_lines, setup, teardown),
