@@ -51,6 +51,19 @@ def record_py_stacks(tmp, name, *wl_args):
     return wl, truth, rep, text
 
 
+def stop_and_report(tmp, wl, tr, rec):
+    """Stops record's tracer tr, lets the held workload exit and reports the recording rec,
+    each exit status checked; returns tr's own JSON report and the recording's JSON and
+    text."""
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    wl.release()
+    wl.wait()
+    live = tr.report()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    return live, rep, text
+
+
 def stack_view(proc):
     """Stacks as comparable values: class, figures and every frame's name and place."""
     return sorted((s["memory"], s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"],
@@ -336,12 +349,7 @@ def test_report_keeps_the_tensor_windows(tmp):
     _wait_log(tr, "tensor window 2 (request)")
     truth = wl.truth()
     _wait_log(tr, "tensor window 2 closed")
-    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    wl.release()
-    wl.wait()
-    live = tr.report()
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    live, rep, text = stop_and_report(tmp, wl, tr, rec)
     check(rep["recording"]["complete"], f"complete: {rep['recording']}")
     check_eq(rep["recording"]["unknown_records"], 0, "records this gpuleak does not know")
     p, lp = process(rep, wl.pid), process(live, wl.pid)
@@ -381,12 +389,7 @@ def test_report_of_sampled_tensor_stacks_equals_the_live(tmp):
     tr.wait_attached()
     wl.go()
     truth = wl.truth()
-    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    wl.release()
-    wl.wait()
-    live = tr.report()
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    live, rep, text = stop_and_report(tmp, wl, tr, rec)
     p, lp = process(rep, wl.pid), process(live, wl.pid)
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "exact tensor total")
