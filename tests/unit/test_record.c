@@ -496,6 +496,57 @@ static void test_tensor_windows_per_process(void **state)
 	replayed_free(&r);
 }
 
+/*
+ * Windows of no process (PID 0, as the WINDOW records of 16 bytes from before
+ * windows were per process read: test_malformed_tensor_records) are every
+ * process's, and an opening forgets every process's blocks, as the books of
+ * then did.
+ */
+static void test_tensor_windows_without_pid(void **state)
+{
+	struct recorder_opts ro = { .stack_mode = GL_STACK_FP, .host = "h" };
+	struct modules *m = modules__new();
+	struct stacks *s = stacks__new();
+	struct recorder *rec = recorder__new(path, &ro);
+	struct proc pa = { .t = { .pid = RF_PID, .start_time = RF_START } };
+	struct proc pb = { .t = { .pid = RF_PID2, .start_time = RF_START2 } };
+	uint64_t ts = RF_REC_START, stats[GL_NR_STATS] = {};
+	struct replayed r;
+
+	assert_non_null(rec);
+	recorder__begin(rec, m, s, RF_REC_START, 1000000000ULL);
+	recorder__tensor_level(rec, "windowed", 0);
+	recorder__proc_new(rec, &pa);
+	recorder__proc_new(rec, &pb);
+	recorder__window(rec, 0, GLR_WINDOW_OPEN, 0, ts, false);
+	for (int i = 0; i < 2; i++) {
+		rf_call(rec, RF_PID, RF_START, &ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 1 + i }, 0);
+		rf_call(rec, RF_PID2, RF_START2, &ts, (struct gl_call){ .api = GL_API_pytorch_malloc,
+			.op = GL_OP_ALLOC, .key = 0x10100000 + i * RF_BLOCK, .bytes = RF_BLOCK,
+			.seq = 1 + i }, 0);
+	}
+	recorder__window(rec, 0, GLR_WINDOW_TAIL, 0, ts += 1000000, false);
+	recorder__window(rec, 0, GLR_WINDOW_CLOSE, 0, ts += 1000000, false);
+	recorder__window(rec, 0, GLR_WINDOW_OPEN, 1, ts += 1000000, true);
+	assert_int_equal(recorder__finish(rec, ts + 1000000, stats, 0, 2), 0);
+	recorder__free(rec);
+	stacks__free(s);
+	modules__free(m);
+
+	assert_int_equal(replay_of(NULL, 0, &r), 0);
+	for (int pid = RF_PID; pid; pid = pid == RF_PID ? RF_PID2 : 0) {
+		const struct snap_proc *p = find_proc(r.snap, pid);
+
+		assert_non_null(p);
+		assert_int_equal(p->nallocs[GL_CLASS_TORCH_BLOCK], 0); /* the second forgot all */
+		assert_int_equal(p->tensors.windows_total, 2);
+		assert_string_equal(p->tensors.windows[1].why, "duty");
+	}
+	replayed_free(&r);
+}
+
 /* Cut anywhere, a windowed recording reads; no more windows than written, never more blocks. */
 static void test_tensor_windows_cut(void **state)
 {
@@ -797,6 +848,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows_per_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tensor_windows_without_pid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_windows_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_tensor_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_modes, setup, teardown),
