@@ -158,6 +158,8 @@ static int found(struct tiers *t, int pid, uint64_t found_ns)
 	p->pid = pid;
 	winlog__init(&p->log, t->none.mode, t->none.sample_bytes, t->s->start_ns);
 	window_begins(t, p, found_ns, TIER_WHY_START, false);
+	log_info("PID %d: tensor window 1 (start): tracing its tensor blocks for %.1f s", pid,
+		 t->window_ns / 1e9);
 	return 0;
 }
 

@@ -278,7 +278,7 @@ def test_serve_opens_a_tensor_window_on_post(tmp):
         agent.wait_serving()
         wl = Workload("wl_torch", "--iters", "1", tmp=tmp, hold=True)
         wl.wait_ready()
-        wait_until(lambda: f"PID {wl.pid}: tensor window 1 closed" in agent.stderr(), 15,
+        wait_until(lambda: f"PID {wl.pid}: tensor window 1 closed" in agent.stderr(), 30,
                    "the process's first tensor window to close")
         check(f"PID {wl.pid}: tensor window 2" not in agent.stderr(),
               "no second window unasked")
