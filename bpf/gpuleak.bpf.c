@@ -78,13 +78,19 @@ int call_enter(struct pt_regs *ctx)
 {
 	__u64 api = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 lib = api >> 32, *armed;
 	struct task_struct *task;
 	struct gl_inflight *inf;
 	struct gl_slot *slot;
 	__u32 depth;
 
+	api &= 0xffffffff;
+	barrier_var(api); /* one value, the one checked below */
 	if (api >= GL_NR_APIS || !is_target(pid_tgid >> 32))
 		return 0;
+	armed = bpf_map_lookup_elem(&lib_armed, &lib);
+	if (!armed || !*armed)
+		return 0; /* its library is being attached: a call from before the attach */
 	count_call(api);
 	task = bpf_get_current_task_btf();
 	inf = bpf_task_storage_get(&inflight, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -147,7 +153,7 @@ static __always_inline int pop_slot(struct gl_inflight *inf, __u32 api, __u64 re
 SEC("uretprobe")
 int call_exit(struct pt_regs *ctx)
 {
-	__u64 api = bpf_get_attach_cookie(ctx);
+	__u64 api = bpf_get_attach_cookie(ctx) & 0xffffffff;
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct gl_inflight *inf;
@@ -157,8 +163,13 @@ int call_exit(struct pt_regs *ctx)
 	if (api >= GL_NR_APIS)
 		return 0;
 	inf = bpf_task_storage_get(&inflight, task, NULL, 0);
-	if (!inf)
+	if (!inf) {
+		/* a target's thread with no call entered: this call entered before the entry
+		 * probes were in (or its entry found no room, counted there) */
+		if (is_target(pid_tgid >> 32))
+			stat_inc(GL_STAT_UNPAIRED_RETURN);
 		return 0;
+	}
 	idx = pop_slot(inf, api, PT_REGS_SP(ctx));
 	if (idx < 0)
 		return 0;

@@ -24,6 +24,21 @@ const volatile bool targ_hold = true; /* stop a target at the mapping of a libra
 const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
 const volatile bool targ_stack_cache = false; /* DWARF mode: look stacks up in stack_cache */
 
+/*
+ * Libraries whose probes are all in: slot (the cookie's high half) -> 1, written by
+ * user space once both links of the library exist. The kernel arms a call's return at
+ * its entry, and a library's functions get their probes one after another: a call that
+ * enters before its library is armed is from before the attach, and is ignored (its
+ * return finds no entry), so that every call booked has its entry and its return, and
+ * no function is traced before another (a free unseen after its allocation was seen).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GL_MAX_LIBS);
+	__type(key, __u32);
+	__type(value, __u32);
+} lib_armed SEC(".maps");
+
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

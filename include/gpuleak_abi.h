@@ -351,7 +351,7 @@ enum gl_stat {
 	GL_STAT_LOST_PROC,	  /* ring buffer full: process record dropped */
 	GL_STAT_INFLIGHT_FULL,	  /* entry not saved: too many threads in calls */
 	GL_STAT_NESTED_OVERFLOW,  /* entry not saved: nesting deeper than GL_MAX_NEST */
-	GL_STAT_UNPAIRED_RETURN,  /* a return with no matching entry */
+	GL_STAT_UNPAIRED_RETURN,  /* a return with no entry saved (entered before the attach) */
 	GL_STAT_STALE_ENTRY,	  /* an entry abandoned (longjmp, uretprobe depth limit) */
 	GL_STAT_ALLOC_TABLE_FULL, /* BPF allocation table full */
 	GL_STAT_STACK_ERROR,	  /* stack capture failed */
@@ -364,6 +364,12 @@ enum gl_stat {
 
 /* Calls in flight per thread (the kernel keeps at most 64 return probes per task). */
 #define GL_MAX_NEST 64
+/*
+ * Libraries one tracer attaches. A traced function's probe cookie is its API id
+ * (enum gl_api) in the low 32 bits and the tracer's slot of its library above.
+ */
+#define GL_MAX_LIBS 64
+#define GL_COOKIE(api, lib) ((__u64)(api) | ((__u64)(lib) << 32))
 /* Depth of the per-thread context stack (cuCtxPushCurrent). */
 #define GL_MAX_CTX 8
 

@@ -36,7 +36,8 @@ static struct bpf_program *call_prog(struct tracer *t, bool ret)
 
 static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = api, .retprobe = ret);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = GL_COOKIE(api, t->nr_libs),
+		    .retprobe = ret);
 	struct bpf_program *prog = call_prog(t, ret);
 
 	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
@@ -75,7 +76,11 @@ static void explain_attach_error(const struct cuda_lib *lib, const char *what, i
 		log_error("%s: %s (run with -vv for libbpf's messages)", msg, strerror(-err));
 }
 
-/* All functions at once through two uprobe_multi links. Returns count, or -errno. */
+/*
+ * All functions at once through two uprobe_multi links. Returns count, or -errno.
+ * The return probes go in first (the kernel arms a call's return at its entry, for the
+ * return probes there then), and nothing is booked before arm_lib().
+ */
 static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
 {
 	uint64_t offsets[GL_NR_APIS], cookies[GL_NR_APIS];
@@ -86,23 +91,30 @@ static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct att
 		if (!lib->offsets[api])
 			continue;
 		offsets[n] = lib->offsets[api];
-		cookies[n++] = api;
+		cookies[n++] = GL_COOKIE(api, t->nr_libs);
 	}
 	if (!n)
 		return -ENOENT;
-	for (int ret = 0; ret < 2; ret++) {
+	for (int ret = 1; ret >= 0; ret--) {
 		struct bpf_program *prog = call_prog(t, ret);
 
 		fd = link_uprobe_multi(bpf_program__fd(prog), lib->path, offsets, cookies, n, ret);
-		if (fd < 0)
+		if (fd < 0) {
+			if (al->multi_fds[1] >= 0)
+				close(al->multi_fds[1]);
+			al->multi_fds[1] = -1;
 			return fd;
+		}
 		al->multi_fds[ret] = fd;
 	}
 	al->nr_links = 0;
 	return n;
 }
 
-/* One perf-event uprobe per function and direction (kernels before 6.6). */
+/*
+ * One perf-event uprobe per function and direction (kernels before 6.6), each return
+ * probe before its entry probe, as in attach_multi().
+ */
 static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
 {
 	int attached = 0, err = 0;
@@ -115,11 +127,11 @@ static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct atta
 
 		if (!lib->offsets[api])
 			continue;
-		in = attach_one(t, lib, api, false);
-		out = in ? attach_one(t, lib, api, true) : NULL;
+		out = attach_one(t, lib, api, true);
+		in = out ? attach_one(t, lib, api, false) : NULL;
 		if (!in || !out) {
 			err = -errno;
-			bpf_link__destroy(in);
+			bpf_link__destroy(out);
 			explain_attach_error(lib, probe__name(api), err);
 			if (err == -EPERM || err == -EACCES)
 				return -EPERM;
@@ -132,10 +144,25 @@ static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct atta
 	return attached ? attached : (err ? err : -ENOENT);
 }
 
+/*
+ * Every probe of library slot i is in: calls that enter from now on are booked, each
+ * with its entry and its return (lib_armed in maps.bpf.h). Those that entered before
+ * are from before the attach: their returns count as unpaired.
+ */
+static int arm_lib(struct tracer *t, __u32 i)
+{
+	__u32 one = 1;
+
+	if (bpf_map__update_elem(t->skel->maps.lib_armed, &i, sizeof(i), &one, sizeof(one),
+				 BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 {
 	struct attached_lib *al;
-	int n = -EINVAL;
+	int n = -EINVAL, err;
 
 	if (t->nr_libs >= MAX_LIBS)
 		return -ENOSPC;
@@ -161,6 +188,15 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 	}
 	if (t->no_multi)
 		n = attach_perf(t, lib, al);
+	err = n >= 0 ? arm_lib(t, t->nr_libs) : 0;
+	if (err) {
+		log_error("failed to arm the probes of %s: %s (free memory and run again)",
+			  lib->display, strerror(-err));
+		n = err;
+		for (int j = 0; j < 2; j++)
+			if (al->multi_fds[j] >= 0)
+				close(al->multi_fds[j]);
+	}
 	if (n < 0) {
 		for (int j = 0; j < al->nr_links; j++)
 			bpf_link__destroy(al->links[j]);

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 #include "loader.h"
 
-#define MAX_LIBS 64
+#define MAX_LIBS GL_MAX_LIBS
 
 /* UAPI values of kernel 6.6+, absent from older headers. */
 #define GL_BPF_TRACE_UPROBE_MULTI 48

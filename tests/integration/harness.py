@@ -124,6 +124,25 @@ class Workload:
             os.kill(self.pid, sig)
 
 
+# gpuleak's own lines that say a target is attached: "attached to PID N ..." for a named
+# target, "attached: ..." for a library traced with -a; never a warning that only says the
+# word (XLA's: "... used CUDA before gpuleak attached: a pool ..."), nor the line of
+# PyTorch's probes ("attached PyTorch's allocator probes ...").
+_ATTACHED = re.compile(r"^gpuleak: attached(?: to PID (\d+) |: )", re.M)
+
+
+def attached_targets(stderr):
+    """What a tracer's stderr says it attached: (the set of PIDs, the number of -a's
+    library lines)."""
+    pids, libs = set(), 0
+    for m in _ATTACHED.finditer(stderr):
+        if m.group(1):
+            pids.add(int(m.group(1)))
+        else:
+            libs += 1
+    return pids, libs
+
+
 def _readline(stream, timeout, what):
     deadline = time.monotonic() + timeout
     buf = b""
@@ -168,14 +187,15 @@ class Tracer:
         with open(self.out_path, "rb") as f:
             return f.read().decode(errors="replace")
 
-    def wait_attached(self, timeout=20, count=1):
+    def wait_attached(self, timeout=20, count=1, pids=()):
+        """Until count targets are attached (each PID once, each library of -a once) and,
+        with pids, every one of those PIDs."""
         def attached():
             if self.proc.poll() is not None:
                 raise TestFailure(f"gpuleak exited with {self.proc.returncode} before "
                                   f"attaching:\n{self.stderr()}")
-            # "attached to PID N ..." or, with -a, "attached: ..." (not the lines of
-            # PyTorch's probes, which come before)
-            return len(re.findall(r"attached(?: to PID|:)", self.stderr())) >= count
+            got, libs = attached_targets(self.stderr())
+            return len(got) + libs >= count and got >= set(pids)
         wait_until(attached, timeout, "gpuleak to attach")
 
     def wait(self, timeout=30):

@@ -8,9 +8,10 @@ length through a caching allocator, draw no leak verdict; a job that leaked befo
 gpuleak attached is still named at its line, and what it held before is reported as
 such."""
 import os
+import shutil
 
-from harness import (OUTPUT, Tracer, Workload, check, check_books, check_eq, check_sites,
-                     process)
+from harness import (FAKECUDA, OUTPUT, TestFailure, Tracer, Workload, attached_targets, check,
+                     check_books, check_eq, check_sites, process, wait_until)
 from test_verdicts import build_fake_nvml
 
 MIB = 1 << 20
@@ -148,7 +149,7 @@ def test_batches_of_random_length_are_steady(tmp):
     tr = Tracer(["attach", "-i", "0", "--resolution", RESOLUTION, *[str(w.pid) for w in wls]],
                 tmp)
     try:
-        tr.wait_attached(count=len(wls))
+        tr.wait_attached(count=len(wls), pids=[w.pid for w in wls])
         for w in wls:
             w.go()
         truths = [w.truth() for w in wls]
@@ -166,6 +167,51 @@ def test_batches_of_random_length_are_steady(tmp):
         check(p["device_bytes"] > 256 * MIB,
               f"the reserve followed the batches: {p['device_bytes']}")
         check_no_leak(p, f"batches of random length (PID {w.pid})")
+
+
+def test_each_target_is_attached_before_it_goes(tmp):
+    """Two targets: one attached at once, with XLA loaded (gpuleak then warns in a line
+    that says "... before gpuleak attached: ..."), one that has not loaded libcuda yet.
+    That warning is no attach: the second is not counted until its own line says so, and
+    only then do the workloads go, so both are exact from their first call."""
+    late = os.path.join(tmp, "late")
+    os.makedirs(late)
+    shutil.copy(FAKECUDA, os.path.join(late, "libcuda.so.1"))  # a file no tracer has seen
+    xla = Workload("wl_frameworks", "--scenario", "batches", "--iters", "20", "--size",
+                   str(64 * MIB), "--interval-ms", "5", "--seed", "7", tmp=tmp, hold=True)
+    dl = Workload("wl_dlopen", "--lib", os.path.join(late, "libcuda.so.1"), "--late-ms", "0",
+                  tmp=tmp, hold=True)
+    wls = (xla, dl)
+    for w in wls:
+        w.wait_ready()
+    tr = Tracer(["attach", "-i", "0", str(xla.pid), str(dl.pid)], tmp)
+    try:
+        wait_until(lambda: "has XLA loaded" in tr.stderr() and
+                   f"PID {dl.pid} has not loaded libcuda yet" in tr.stderr(), 20,
+                   "gpuleak to attach the first target and wait for the second")
+        try:
+            tr.wait_attached(count=2, timeout=1)
+        except TestFailure:
+            pass
+        else:
+            raise TestFailure(f"two targets counted as attached while PID {dl.pid} waits "
+                              f"for its libcuda:\n{tr.stderr()}")
+        check_eq(attached_targets(tr.stderr()), ({xla.pid}, 0), "the targets attached")
+        dl.go()  # it loads libcuda now, and is held there until its probes are in
+        tr.wait_attached(count=2, pids=[w.pid for w in wls])
+        xla.go()
+        truths = [w.truth() for w in wls]
+        tr.stop()
+    finally:
+        for w in wls:
+            w.release()
+            w.wait()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep = tr.report()
+    check(rep["complete"], f"complete: {rep['incomplete_why']}")
+    for w, truth in zip(wls, truths):
+        check_books(rep, process(rep, w.pid), truth)
+        check_eq(process(rep, w.pid)["alloc_calls"], truth["alloc_calls"], "calls booked")
 
 
 def test_no_xla_warning_when_attached_first(tmp):

@@ -127,6 +127,34 @@ def test_sigint_under_load_is_consistent(tmp):
         check("disagree" not in tr.stderr(), "no warning on stderr")
 
 
+def test_attach_to_a_busy_process_books_whole_calls(tmp):
+    """gpuleak attaches to a process whose threads allocate and free without a pause, beside
+    idle processes that map the same driver (its probes take longer to go in). No call is
+    half seen: one that entered before every probe of the library was in is from before the
+    attach (its return counts as unpaired), never an entry booked with its return unseen
+    (a free lost that way leaves its allocation outstanding for ever). The rings of the
+    workload turn over many times after the attach, so the books at its end are exact."""
+    idle = [Workload("wl_basic", tmp=tmp, hold=True) for _ in range(12)]
+    for w in idle:
+        w.wait_ready()
+    busy = Workload("wl_load", "--threads", "2", "--iters", "6", tmp=tmp, wait=False,
+                    hold=True)
+    busy.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *SAN_RINGBUF, str(busy.pid)], tmp)
+    try:
+        tr.wait_attached(pids=[busy.pid])
+        truth = busy.truth()
+        tr.stop()
+    finally:
+        for w in (busy, *idle):
+            w.release()
+            w.wait()
+    rep = tr.report()
+    check_eq(rep["stats"]["stale_entries"], 0, "calls entered and never seen returning")
+    check_books(rep, process(rep, busy.pid), truth, extra=())
+    check(rep["complete"], f"complete: {rep['incomplete_why']}")
+
+
 def test_max_allocs_cap_is_named_with_its_cost(tmp):
     n, cap = 20000, 1000
     truth, rep, p, tr = _run(tmp, "wl_many", ["--iters", str(n), "--same", "1"],

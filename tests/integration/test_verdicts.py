@@ -28,7 +28,7 @@ def trace(tmp, patterns, run_ms=RUN_MS, resolution=RESOLUTION, env=None, wl_args
     tr = Tracer(["attach", "-i", "0", "--resolution", resolution, "-d", f"{run_ms}ms",
                  *[str(wl.pid) for wl in wls.values()]], tmp, env=env)
     try:
-        tr.wait_attached(count=len(wls))
+        tr.wait_attached(count=len(wls), pids=[wl.pid for wl in wls.values()])
         for wl in wls.values():
             wl.go()
         check_eq(tr.wait(timeout=run_ms / 1000 + 20), 0, "gpuleak exit status")
