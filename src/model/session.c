@@ -25,7 +25,9 @@
 #include "gpu/sampler.h"
 #include "session.h"
 #include "session_int.h"
+#include "site.h"
 #include "snapshot.h"
+#include "snapshot_int.h"
 #include "stacks/modstore.h"
 #include "stacks/native/symbolize.h"
 #include "stacks/native/unwind.h"
@@ -41,7 +43,6 @@
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/procfs.h"
-#include "util/pyfile.h"
 
 #define SNAPSHOT_ATTEMPTS 3
 #define SNAPSHOT_RETRY_US 20000
@@ -127,74 +128,21 @@ static void on_proc_new(void *ctx, struct proc *proc)
 		python__attach(s->python, t->pid);
 }
 
-/* The innermost frame of a stack that is not in the CUDA driver, for one-line messages. */
-/*
- * The site of a stack, "function (file:line)": its innermost Python frame in the program's
- * own code, else its innermost Python frame (as report__site_frame chooses); false if it
- * has none.
- */
-static bool python_site(struct session *s, const struct frame *fr, uint32_t n, char *buf,
-			size_t len)
-{
-	const char *fn = NULL, *file = NULL;
-	int first = -1, own = -1;
-
-	for (uint32_t i = 0; i < n && own < 0; i++) {
-		if (fr[i].kind != FRAME_PYTHON)
-			continue;
-		if (first < 0)
-			first = (int)i;
-		python__code_info(s->python, fr[i].mod, &fn, &file);
-		if (!pyfile__is_library(file))
-			own = (int)i;
-	}
-	if (first < 0)
-		return false;
-	if (own < 0)
-		own = first;
-	python__code_info(s->python, fr[own].mod, &fn, &file);
-	snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
-		 (unsigned long long)fr[own].addr);
-	return true;
-}
-
 void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)
 {
-	uint32_t n;
-	const struct frame *fr = stacks__get(s->stacks, id, &n);
+	struct snap_stack st = { 0 };
+	const struct snap_frame *f = NULL;
 
-	if (!fr || !python_site(s, fr, n, buf, len))
-		session__describe_stack(s, id, buf, len);
-}
-
-void session__describe_stack(struct session *s, uint32_t id, char *buf, size_t len)
-{
-	uint32_t n;
-	const struct frame *fr = stacks__get(s->stacks, id, &n);
-	struct sym_result r;
-
-	snprintf(buf, len, "an unknown site");
-	for (uint32_t i = 0; i < n; i++) {
-		const struct module_info *mi;
-
-		if (fr[i].kind == FRAME_PYTHON) {
-			const char *fn, *file;
-
-			python__code_info(s->python, fr[i].mod, &fn, &file);
-			snprintf(buf, len, "%s (%s:%llu)", fn ? fn : "?", file ? file : "?",
-				 (unsigned long long)fr[i].addr);
-			return;
-		}
-		if (fr[i].kind != FRAME_NATIVE)
-			continue;
-		mi = modules__info(s->mods, fr[i].mod);
-		if (mi && libcuda__is_driver_name(mi->path))
-			continue;
-		if (symbolizer__lookup(s->sym, fr[i].mod, fr[i].addr, &r) == 0 && r.function) {
-			snprintf(buf, len, "%s", r.function);
-			return;
-		}
-	}
+	if (snap_stacks__frames(s->books, s->sym, s->python, id, &st) == 0)
+		f = site__pick(&st);
+	if (f && f->kind[0] == 'p')
+		snprintf(buf, len, "%s (%s:%d)", f->function ? f->function : "?",
+			 f->file ? f->file : "?", f->line);
+	else if (f && f->function)
+		snprintf(buf, len, "%s", f->function);
+	else
+		snprintf(buf, len, "an unknown site");
+	free(st.frames);
 }
 
 /* NVML's figures at an out-of-memory failure: the device (or the only one), the process,
@@ -243,7 +191,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 
 	say_cause(proc, f);
 
-	session__describe_stack(s, f->stack, site, sizeof(site));
+	session__describe_site(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
 		log_warn("PID %d (%s): %s of %s at %s failed with %s while %s of device memory was "
 			 "held",
@@ -251,7 +199,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 			 site, cuda__error_name(f->rc), fmt_bytes(f->held_device, b2, sizeof(b2)));
 		return;
 	}
-	session__describe_stack(s, f->holders[0].stack, holder, sizeof(holder));
+	session__describe_site(s, f->holders[0].stack, holder, sizeof(holder));
 	log_warn("PID %d (%s): %s of %s at %s failed with %s; %s of device memory held, the "
 		 "most (%s) by %s",
 		 t->pid, t->comm, probe__name(f->api), fmt_bytes(f->bytes, b1, sizeof(b1)), site,

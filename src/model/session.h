@@ -58,12 +58,10 @@ uint64_t session__start_ns(const struct session *s);
 bool session__scanning(const struct session *s);
 struct books *session__books(struct session *s);
 /*
- * Where a stack of the books allocated, in a few words into buf: its innermost
- * Python frame "function (file:line)", else the innermost native function
- * outside the driver, else "an unknown site". Never fails.
+ * Where a stack of the books allocated, in a few words into buf: its site (site.h) as
+ * "function (file:line)" for a Python frame, else the native frame's function, else
+ * "an unknown site". Never fails.
  */
-void session__describe_stack(struct session *s, uint32_t id, char *buf, size_t len);
-/* The same, but the innermost Python frame first wherever it is in the stack. */
 void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len);
 struct census_books;
 /*

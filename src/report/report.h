@@ -38,11 +38,8 @@ struct top_opts {
 
 /* The live view's screen (without the escape sequences that clear it). */
 int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o);
-/* The most telling frame of a stack: the first Python frame of the user's code (not
- * of installed packages or the standard library), else the first Python frame, else
- * the first native frame outside the CUDA stack's own libraries; NULL if empty. */
-const struct snap_frame *report__site_frame(const struct snap_stack *st);
-/* That frame as one short line ("train.py:42 forward", "leak_site (app)"). */
+/* A stack's site (model/site.h) as one short line ("train.py:42 forward", "leak_site (app)",
+ * "[no stack]"). */
 void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
 

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * site.c - what the reporters share about stacks: which frame tells where a
- * stack allocates, that frame as one line, and which classes are memory.
+ * site.c - what the reporters share about stacks: the frame that tells where a
+ * stack allocates (model/site.h) as one line, and which classes are memory.
  */
 #include <stdio.h>
 #include <string.h>
 #include "report.h"
-#include "util/pyfile.h"
+#include "model/site.h"
 
 bool report__is_memory_class(uint8_t cls)
 {
@@ -21,61 +21,9 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
-/*
- * The CUDA runtime linked into the program (nvcc's default, libcudart_static.a): its
- * entry points (cudaMalloc, cudaMallocAsync, ...) and its internals, whose symbols nvcc
- * names libcudart_static_<hash>, lie in the program's own file.
- */
-static bool is_static_runtime(const char *fn)
-{
-	return !strncmp(fn, "libcudart_static_", 17) || !strncmp(fn, "__cuda", 6) ||
-	       !strncmp(fn, "cudart::", 8) ||
-	       (!strncmp(fn, "cuda", 4) && fn[4] >= 'A' && fn[4] <= 'Z');
-}
-
-/* Frames of the CUDA stack itself (driver, runtime, PyTorch's allocator) say little. */
-static bool is_plumbing(const struct snap_frame *f)
-{
-	static const char *const libs[] = { "libcuda.so", "libcudart.so",     "libc10_cuda.so",
-					    "libc10.so",  "libtorch_cuda.so", "libtorch_cpu.so",
-					    "libcublas",  "libcublasLt",      "libnccl.so" };
-	const char *base = basename_of(f->module);
-
-	if (!base || (f->function && is_static_runtime(f->function)))
-		return true;
-	for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++)
-		if (!strncmp(base, libs[i], strlen(libs[i])))
-			return true;
-	return false;
-}
-
-/* Python frames of installed packages and of the standard library are not the user's. */
-const struct snap_frame *report__site_frame(const struct snap_stack *st)
-{
-	const struct snap_frame *native = NULL, *python = NULL;
-
-	for (uint32_t i = 0; i < st->nframes; i++) {
-		const struct snap_frame *f = &st->frames[i];
-
-		if (f->kind[0] == 'p') {
-			if (!pyfile__is_library(f->file))
-				return f;
-			if (!python)
-				python = f;
-		} else if (!native && f->function && !is_plumbing(f)) {
-			native = f;
-		}
-	}
-	if (python)
-		return python;
-	if (native)
-		return native;
-	return st->nframes ? &st->frames[0] : NULL;
-}
-
 void report__site(const struct snap_stack *st, char *buf, size_t len)
 {
-	const struct snap_frame *f = report__site_frame(st);
+	const struct snap_frame *f = site__pick(st);
 
 	if (!f)
 		snprintf(buf, len, "[no stack]");

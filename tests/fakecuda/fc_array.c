@@ -89,16 +89,12 @@ cleanup:
 
 static CUresult array_destroy(const char *api, int kind, uint64_t key)
 {
-	struct fc_rec *r;
 	CUresult rc;
 
 	pthread_mutex_lock(&fc_lock);
 	if (!fc_need_ctx(&rc))
 		goto cleanup;
-	r = fc_find(kind, key);
-	if (r)
-		fc_remove(r, FC_FREED);
-	else
+	if (!fc_free_key(kind, key))
 		rc = CUDA_ERROR_INVALID_HANDLE;
 cleanup:
 	if (rc)

@@ -334,6 +334,16 @@ void fc_remove(struct fc_rec *r, enum fc_why why)
 	free(r);
 }
 
+int fc_free_key(int kind, uint64_t key)
+{
+	struct fc_rec *r = fc_find(kind, key);
+
+	if (!r)
+		return 0;
+	fc_remove(r, FC_FREED);
+	return 1;
+}
+
 void fc_return_delay(void)
 {
 	struct timespec ts;

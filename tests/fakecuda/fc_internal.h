@@ -141,6 +141,9 @@ void fc_set_dev(struct fc_rec *r, int dev);
  * address for reuse, see fc_reuse()). */
 void fc_remove(struct fc_rec *r, enum fc_why why);
 
+/* fc_remove(, FC_FREED) of the record (kind, key): 1, or 0 when there is none. */
+int fc_free_key(int kind, uint64_t key);
+
 /* Address pools of FAKECUDA_REUSE. */
 enum fc_pool { FC_POOL_DPTR, FC_POOL_DPTR_V1, FC_POOL_HOST, FC_POOL_HANDLE, FC_NR_POOLS };
 

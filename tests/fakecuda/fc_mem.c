@@ -216,7 +216,6 @@ FC_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t w
 /* cuMemFree*: 0 is not a free; an unknown or freed pointer is refused with 1. */
 static CUresult free_dptr(const char *api, uint64_t key, int check_stream, CUstream stream)
 {
-	struct fc_rec *r;
 	CUresult rc;
 
 	pthread_mutex_lock(&fc_lock);
@@ -228,10 +227,7 @@ static CUresult free_dptr(const char *api, uint64_t key, int check_stream, CUstr
 	rc = check_stream ? need_stream(stream) : CUDA_SUCCESS;
 	if (rc)
 		goto cleanup;
-	r = fc_find(FC_K_DPTR, key);
-	if (r)
-		fc_remove(r, FC_FREED);
-	else
+	if (!fc_free_key(FC_K_DPTR, key))
 		rc = CUDA_ERROR_INVALID_VALUE;
 cleanup:
 	if (rc)
@@ -319,16 +315,12 @@ FC_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 
 FC_EXPORT CUresult cuMemFreeHost(void *p)
 {
-	struct fc_rec *r;
 	CUresult rc;
 
 	pthread_mutex_lock(&fc_lock);
 	if (!fc_need_ctx(&rc))
 		goto cleanup;
-	r = p ? fc_find(FC_K_HOST, (uint64_t)(uintptr_t)p) : NULL;
-	if (r)
-		fc_remove(r, FC_FREED);
-	else
+	if (!p || !fc_free_key(FC_K_HOST, (uint64_t)(uintptr_t)p))
 		rc = CUDA_ERROR_INVALID_VALUE;
 cleanup:
 	if (rc)
@@ -381,17 +373,13 @@ FC_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int f
 
 FC_EXPORT CUresult cuMemHostUnregister(void *p)
 {
-	struct fc_rec *r;
 	CUresult rc;
 
 	pthread_mutex_lock(&fc_lock);
 	rc = fc_need_init();
 	if (rc)
 		goto cleanup;
-	r = p ? fc_find(FC_K_HOSTREG, (uint64_t)(uintptr_t)p) : NULL;
-	if (r)
-		fc_remove(r, FC_FREED);
-	else
+	if (!p || !fc_free_key(FC_K_HOSTREG, (uint64_t)(uintptr_t)p))
 		rc = CUDA_ERROR_INVALID_VALUE;
 cleanup:
 	if (rc)

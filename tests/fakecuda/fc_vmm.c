@@ -422,16 +422,12 @@ FC_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handl
 
 FC_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
-	struct fc_rec *r;
 	CUresult rc;
 
 	pthread_mutex_lock(&fc_lock);
 	if (!fc_need_ctx(&rc))
 		goto cleanup;
-	r = fc_find(FC_K_IPC, dptr);
-	if (r)
-		fc_remove(r, FC_FREED);
-	else
+	if (!fc_free_key(FC_K_IPC, dptr))
 		rc = CUDA_ERROR_INVALID_VALUE;
 cleanup:
 	pthread_mutex_unlock(&fc_lock);

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Helpers for gpuleak's integration tests: start workloads and the tracer for real,
+"""Helpers for gpuleak's integration tests: start workloads, the tracer and the agent for real,
 wait for their handshakes, and compare gpuleak's JSON with the workloads' ground truth.
 
 Every wait has a deadline; every failure raises AssertionError with what was expected
@@ -10,6 +10,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -233,15 +234,92 @@ def attach_workload(tmp, name, *args, tracer_args=(), hold=True, go=True):
     return wl, tr
 
 
-def finish_attached(wl, tr):
-    """Take the workload's ground truth, stop gpuleak, let the workload exit:
-    (truth, gpuleak's JSON report)."""
+def stop_attached(wl, tr):
+    """Take the workload's ground truth, stop gpuleak, let the workload exit: the truth."""
     truth = wl.truth()
     tr.stop()
     wl.release()
     wl.wait()
+    return truth
+
+
+def finish_attached(wl, tr):
+    """The same, and gpuleak's exit status checked: (truth, gpuleak's JSON report)."""
+    truth = stop_attached(wl, tr)
     check_eq(tr.returncode, 0, "gpuleak exit status")
     return truth, tr.report()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Agent:
+    """gpuleak serve with the stand-in as its libcuda, its stderr in a file of tmp."""
+
+    def __init__(self, tmp, args, env=None):
+        self.err_path = os.path.join(tmp, f"serve.{time.monotonic_ns()}.err")
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([GPULEAK, "serve", "--libcuda", FAKECUDA] + args,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._err, env=env)
+
+    def stderr(self):
+        with open(self.err_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait_said(self, phrase, what):
+        """Waits until serve's stderr says phrase (or serve exits), then checks it runs."""
+        wait_until(lambda: phrase in self.stderr() or self.proc.poll() is not None, 20, what)
+        check(self.proc.poll() is None, f"serve runs: {self.stderr()}")
+
+    def wait_serving(self):
+        def serving():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"serve exited with {self.proc.returncode}:\n"
+                                     f"{self.stderr()}")
+            return "serving http://" in self.stderr()
+        wait_until(serving, 20, "gpuleak serve to listen")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            rc = "hung"
+        self._err.close()
+        return rc
+
+
+def build_fake_nvml(tmp):
+    """The NVML stand-in (fake_nvml.c) built into a folder of tmp, which it returns: put it on
+    LD_LIBRARY_PATH and name its figures' file in FAKE_NVML_FILE."""
+    lib = os.path.join(tmp, "nvml", "libnvidia-ml.so.1")
+    os.makedirs(os.path.dirname(lib))
+    p = subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", lib,
+                        os.path.join(ROOT, "tests", "integration", "fake_nvml.c")],
+                       capture_output=True, timeout=120)
+    check_eq(p.returncode, 0, f"building the NVML stand-in: {p.stderr.decode()}")
+    return os.path.dirname(lib)
+
+
+def agent_on_two_gpus(tmp, *args):
+    """serve ARGS on a free port with the NVML stand-in listing two GPUs of 141 GiB, 140 and
+    136 GiB free; returns the agent, its port and the stand-in's file (append "proc" lines)."""
+    libdir = build_fake_nvml(tmp)
+    nvml = os.path.join(tmp, "nvml.txt")
+    with open(nvml, "w") as f:
+        f.write(f"device {141 << 30} {140 << 30} GPU-fake-0\n")
+        f.write(f"device {141 << 30} {136 << 30} GPU-fake-1\n")
+    port = free_port()
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", *args], env=env)
+    return agent, port, nvml
 
 
 def run_gpuleak(args, timeout=30, env=None):

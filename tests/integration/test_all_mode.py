@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, check, check_books, check_eq, process,
-                     wait_until)
+                     stop_attached, wait_until)
 
 
 def test_all_traces_processes_started_later(tmp):
@@ -40,10 +40,7 @@ def test_all_finds_a_library_mapped_later(tmp):
     wl.wait_ready()
     wait_until(lambda: f"functions in {lib}" in tr.stderr(), 5, "gpuleak to attach the stand-in")
     wl.go()
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
+    truth = stop_attached(wl, tr)
     rep = tr.report()
     check_books(rep, process(rep, wl.pid), truth)
 

@@ -7,8 +7,7 @@ stand-in library of fake_nvml.c. Each report's breakdown and each failure's caus
 checked against the workload's own figures."""
 import os
 
-from harness import Tracer, Workload, check, check_eq, process, run_gpuleak
-from test_verdicts import build_fake_nvml
+from harness import Tracer, Workload, build_fake_nvml, check, check_eq, process, run_gpuleak
 
 MIB = 1 << 20
 CAPACITY = 60 * MIB
@@ -160,12 +159,10 @@ def test_driver_level_only(tmp):
     check_text(text, "its blocks were not all seen (tensor probes not armed")
 
 
-def test_explain_command(tmp):
-    """gpuleak explain PID: a one-shot attach that prints the breakdown and each
-    out-of-memory failure's cause, and nothing else, on stdout."""
-    wl = Workload("wl_explain", "--scenario", "fragmentation", tmp=tmp, hold=True)
-    wl.wait_ready()
-    tr = Tracer(["explain", "-d", "1500ms", str(wl.pid)], tmp, json_report=False)
+def explained(tmp, wl, duration, env=None):
+    """gpuleak explain -d DURATION on wl, ready and held, while it goes on; returns wl's truth,
+    explain's stdout and the tracer, whose exit status is checked."""
+    tr = Tracer(["explain", "-d", duration, str(wl.pid)], tmp, env=env, json_report=False)
     try:
         tr.wait_attached()
         wl.go()
@@ -175,7 +172,15 @@ def test_explain_command(tmp):
         wl.release()
         wl.wait()
     with open(tr.out_path) as f:
-        out = f.read()
+        return truth, f.read(), tr
+
+
+def test_explain_command(tmp):
+    """gpuleak explain PID: a one-shot attach that prints the breakdown and each
+    out-of-memory failure's cause, and nothing else, on stdout."""
+    wl = Workload("wl_explain", "--scenario", "fragmentation", tmp=tmp, hold=True)
+    wl.wait_ready()
+    truth, out, tr = explained(tmp, wl, "1500ms")
     check_text(out, f"PID {wl.pid} (wl_explain)",
                "PyTorch: 56.00 MiB reserved = 28.00 MiB allocated + 28.00 MiB cached; "
                "largest free extent 1.00 MiB", "out of memory: cuMemAlloc_v2(8.00 MiB)",
@@ -249,18 +254,9 @@ def explain_idle(tmp, others=0):
         f.write(f"proc 0 {wl.pid} {48 * MIB}\n")
         if others:
             f.write(f"proc 0 1 {others}\n")
-    tr = Tracer(["explain", "-d", "1s", str(wl.pid)], tmp, env=env, json_report=False)
-    try:
-        tr.wait_attached()
-        wl.go()
-        truth = wl.truth()
-        check_eq(tr.wait(timeout=20), 0, "gpuleak explain's exit status")
-    finally:
-        wl.release()
-        wl.wait()
+    truth, out, _ = explained(tmp, wl, "1s", env=env)
     check_eq(truth["pre_attach"], 48 * MIB, "the workload's memory from before attach")
-    with open(tr.out_path) as f:
-        return wl.pid, f.read()
+    return wl.pid, out
 
 
 def test_explain_idle_process(tmp):

@@ -20,8 +20,9 @@ import urllib.request
 
 import yaml
 
-from harness import FAKECUDA, OUTPUT, ROOT, WORKLOADS, check, check_eq, wait_until
-from test_serve import PROMTOOL, Agent, free_port, get, query, start_prometheus
+from harness import (FAKECUDA, OUTPUT, ROOT, WORKLOADS, agent_on_two_gpus, check, check_eq,
+                     free_port, wait_until)
+from test_serve import PROMTOOL, get, query, start_prometheus
 
 DEPLOY = os.path.join(ROOT, "deploy")
 IMAGE = os.path.join(OUTPUT, "image")
@@ -467,15 +468,6 @@ def fetch(url, headers=None):
         return r.status, dict(r.headers), r.read()
 
 
-def build_fake_nvml(tmp):
-    lib = os.path.join(tmp, "nvml", "libnvidia-ml.so.1")
-    os.makedirs(os.path.dirname(lib))
-    p = run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", lib,
-             os.path.join(ROOT, "tests", "integration", "fake_nvml.c")])
-    check_eq(p.returncode, 0, f"building the NVML stand-in: {p.stderr.decode()}")
-    return os.path.dirname(lib)
-
-
 def test_serve_fleet_endpoints_and_dcgm_join(tmp):
     """A running agent with a stand-in NVML of two GPUs: the process NVML lists on GPU 1
     (CUDA ordinal 0) gets gpu="1" and UUID on its device series, promtool check metrics
@@ -483,15 +475,8 @@ def test_serve_fleet_endpoints_and_dcgm_join(tmp):
     every path the Parca and Alloy configs enable answers a gzipped profile, the dashboard
     and the alerts name only exported metrics, and a real Prometheus scraping the agent and
     a dcgm-exporter stand-in joins them with the README's query."""
-    libdir = build_fake_nvml(tmp)
-    nvml = os.path.join(tmp, "nvml.txt")
-    with open(nvml, "w") as f:
-        f.write(f"device {141 << 30} {140 << 30} GPU-fake-0\n")
-        f.write(f"device {141 << 30} {136 << 30} GPU-fake-1\n")
-    port = free_port()
+    agent, port, nvml = agent_on_two_gpus(tmp)
     base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml)
-    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}"], env=env)
     wl, dcgm, prom = None, None, None
     try:
         agent.wait_serving()

@@ -10,9 +10,9 @@ such."""
 import os
 import shutil
 
-from harness import (FAKECUDA, OUTPUT, TestFailure, Tracer, Workload, attached_targets, check,
-                     check_books, check_eq, check_sites, process, wait_until)
-from test_verdicts import build_fake_nvml
+from harness import (FAKECUDA, OUTPUT, TestFailure, Tracer, Workload, attached_targets,
+                     build_fake_nvml, check, check_books, check_eq, check_sites, process,
+                     wait_until)
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -307,21 +307,10 @@ def test_worker_thread_with_several_python_threads_says_why(tmp):
 def test_inferred_caller_kept_by_recordings(tmp):
     """A recording keeps the note and the inferred frames: its report shows the worker's
     stack as the live attach does, with no Python process left to ask."""
-    from test_python import PyWorkload, check_site
-    from test_record import recorder, report
+    from test_python import check_site
+    from test_record import record_py_stacks
     xla = os.path.join(OUTPUT, "workloads", "jaxlib", "xla_extension.so")
-    wl = PyWorkload(tmp, "--depth", "0", "--worker", xla)
-    try:
-        wl.wait_ready()
-        rec, tr = recorder(tmp, "worker.glr", str(wl.pid))
-        tr.wait_attached()
-        wl.go()
-        truth = wl.truth()
-        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    finally:
-        check_eq(wl.finish(), 0, "workload exit status")
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    wl, truth, rep, text = record_py_stacks(tmp, "worker.glr", "--depth", "0", "--worker", xla)
     p = process(rep, wl.pid)
     check_site(p, "worker", truth["py_sites"]["worker"])
     for st in through_worker(p):

@@ -6,13 +6,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, check, check_books,
-                     check_eq, process, wait_until)
+from harness import (FAKECUDA, WORKLOADS, Agent, Tracer, Workload, check, check_books,
+                     check_eq, free_port, process, wait_until)
 
 
 def _late_copy(tmp):
@@ -22,6 +21,28 @@ def _late_copy(tmp):
     lib = os.path.join(d, "libcuda.so.1")
     shutil.copy(FAKECUDA, lib)
     return lib
+
+
+def _waiting_for_late_load(tmp, tracer_args, *wl_args, hold=False):
+    """wl_dlopen about to load a copy of the stand-in no tracer has seen (_late_copy), and
+    attach -i 0 TRACER_ARGS PID waiting for it to load libcuda; returns both."""
+    wl = Workload("wl_dlopen", "--lib", _late_copy(tmp), "--late-ms", "0", *wl_args, tmp=tmp,
+                  hold=hold)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", *tracer_args, str(wl.pid)], tmp)
+    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    return wl, tr
+
+
+def _held_late_load(tmp, tracer_args, *wl_args):
+    """The same, the load then made: the truth, the tracer once it has exited with the
+    target, its report and the target's figures in it."""
+    wl, tr = _waiting_for_late_load(tmp, tracer_args, *wl_args)
+    wl.go()
+    truth = wl.truth()
+    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
+    rep = tr.report()
+    return wl, truth, tr, rep, process(rep, wl.pid)
 
 
 def _state(pid):
@@ -34,16 +55,7 @@ def _state(pid):
 
 def test_attach_then_dlopen_and_call_at_once(tmp):
     """attach PID before the process loads libcuda; it dlopens and allocates at once."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "-v", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
-    wl.go()
-    truth = wl.truth()
-    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
-    rep = tr.report()
-    p = process(rep, wl.pid)
+    wl, truth, tr, rep, p = _held_late_load(tmp, ["-v"])
     check_books(rep, p, truth)
     check(rep["complete"], "complete")
     check(f"PID {wl.pid} was held" in tr.stderr(), f"the process was held: {tr.stderr()}")
@@ -52,16 +64,7 @@ def test_attach_then_dlopen_and_call_at_once(tmp):
 def test_hold_at_a_mapping_that_fails(tmp):
     """The first mmap of the library fails inside the kernel (after the hold); the process
     loads it for real right after and allocates at once: that load is held too."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", "--failed-map", "1", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "-vv", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
-    wl.go()
-    truth = wl.truth()
-    check_eq(tr.wait(30), 0, "gpuleak exit status (the target exited)")
-    rep = tr.report()
-    p = process(rep, wl.pid)
+    wl, truth, tr, rep, p = _held_late_load(tmp, ["-vv"], "--failed-map", "1")
     err = tr.stderr()
     check("which is not in /proc/" in err, f"the failed mapping was held and released:\n{err}")
     check(f"PID {wl.pid} was held" in err, f"the real load was held:\n{err}")
@@ -114,11 +117,7 @@ def test_process_continued_before_its_probes_is_named(tmp):
     """A held process continued by someone else (another tracer's release, a SIGCONT)
     while gpuleak is busy (stopped): it ran before its probes were in, so its first calls
     are missing; the report must say so instead of calling itself complete."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp, hold=True)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl, tr = _waiting_for_late_load(tmp, [], hold=True)
     tr.proc.send_signal(signal.SIGSTOP)
     try:
         wl.go()
@@ -213,12 +212,6 @@ def test_torch_probes_in_before_run_child_runs(tmp):
     check(rep["complete"], "complete")
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _loader_probe_holders():
     """PIDs holding a uprobe link on a dynamic loader (ld-linux*), from /proc/*/fdinfo."""
     holders = set()
@@ -290,29 +283,18 @@ def test_host_wide_discovery_leaves_other_processes_alone(tmp):
     _check_leaves_host_alone(tr.proc.pid)
     tr.stop()
     check_eq(tr.returncode, 0, "gpuleak exit status")
-    err_path = os.path.join(tmp, "serve.err")
-    with open(err_path, "wb") as ef:
-        agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
-                                  "--libcuda", FAKECUDA], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=ef)
-        try:
-            wait_until(lambda: "serving http://" in open(err_path).read() or
-                       agent.poll() is not None, 20, "gpuleak serve to listen")
-            check(agent.poll() is None, f"serve runs: {open(err_path).read()}")
-            _check_leaves_host_alone(agent.pid)
-        finally:
-            agent.send_signal(signal.SIGTERM)
-            agent.wait(15)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{free_port()}"])
+    try:
+        agent.wait_said("serving http://", "gpuleak serve to listen")
+        _check_leaves_host_alone(agent.proc.pid)
+    finally:
+        check(agent.stop() != "hung", "serve stops on SIGTERM")
 
 
 def test_held_process_released_when_the_tracer_is_killed(tmp):
     """A tracer that cannot run (stopped) while BPF holds its target, then is killed: the
     target does not stay stopped."""
-    lib = _late_copy(tmp)
-    wl = Workload("wl_dlopen", "--lib", lib, "--late-ms", "0", tmp=tmp)
-    wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
-    wait_until(lambda: "has not loaded libcuda yet" in tr.stderr(), 20, "gpuleak to wait")
+    wl, tr = _waiting_for_late_load(tmp, [])
     os.kill(tr.proc.pid, signal.SIGSTOP)
     try:
         wl.go()
@@ -342,15 +324,9 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
     wl = os.path.join(shared, "wl_dlopen")
     shutil.copy(os.path.join(WORKLOADS, "wl_dlopen"), wl)
     os.chmod(wl, 0o755)
-    err_path = os.path.join(tmp, "serve.err")
-    with open(err_path, "wb") as ef:
-        agent = subprocess.Popen([GPULEAK, "serve", "--listen", f"127.0.0.1:{_free_port()}",
-                                  "--libcuda", FAKECUDA], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=ef)
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{free_port()}"])
     try:
-        wait_until(lambda: "capabilities kept" in open(err_path).read() or
-                   agent.poll() is not None, 20, "gpuleak serve to give up capabilities")
-        check(agent.poll() is None, f"serve runs: {open(err_path).read()}")
+        agent.wait_said("capabilities kept", "gpuleak serve to give up capabilities")
         truth_path = os.path.join(shared, "t.json")
 
         def as_nobody():
@@ -360,8 +336,7 @@ def test_serve_releases_a_held_process_of_another_user(tmp):
                             "--truth", truth_path], preexec_fn=as_nobody, timeout=30,
                            capture_output=True, start_new_session=True)
         check_eq(p.returncode, 0, f"the other user's workload ({p.stderr!r})")
-        wait_until(lambda: f"functions in {lib}" in open(err_path).read(), 10,
+        wait_until(lambda: f"functions in {lib}" in agent.stderr(), 10,
                    "serve to attach the copy")
     finally:
-        agent.send_signal(signal.SIGTERM)
-        agent.wait(15)
+        check(agent.stop() != "hung", "serve stops on SIGTERM")

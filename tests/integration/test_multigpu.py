@@ -10,10 +10,10 @@ import re
 import signal
 import subprocess
 
-from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, attach_workload, check, check_books,
-                     check_eq, check_sites, finish_attached, process, site_bytes, wait_until)
-from test_fleet import build_fake_nvml
-from test_serve import Agent, free_port, get
+from harness import (FAKECUDA, GPULEAK, WORKLOADS, Tracer, Workload, agent_on_two_gpus,
+                     attach_workload, check, check_books, check_eq, check_sites, finish_attached,
+                     process, site_bytes, wait_until)
+from test_serve import get
 
 
 def dp_checks(p, truth):
@@ -158,15 +158,8 @@ def test_serve_per_gpu_series_and_ranks(tmp):
     per-device series carries gpu and UUID as dcgm-exporter spells them, the imbalance
     series names device 0; a job's ranks carry rank and local_rank labels and the job its
     own series."""
-    libdir = build_fake_nvml(tmp)
-    nvml = os.path.join(tmp, "nvml.txt")
-    with open(nvml, "w") as f:
-        f.write(f"device {141 << 30} {140 << 30} GPU-fake-0\n")
-        f.write(f"device {141 << 30} {136 << 30} GPU-fake-1\n")
-    port = free_port()
+    agent, port, nvml = agent_on_two_gpus(tmp, "--ranks-from-env")
     base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, LD_LIBRARY_PATH=libdir, FAKE_NVML_FILE=nvml)
-    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--ranks-from-env"], env=env)
     dp = ranks = None
     try:
         agent.wait_serving()

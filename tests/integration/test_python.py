@@ -106,6 +106,15 @@ def test_python_frames_every_site(tmp):
     check("Python frames enabled" in tr.stderr(), f"gpuleak says so: {tr.stderr()}")
 
 
+def test_python_failure_names_the_programs_line(tmp):
+    """A failed call's warning names the program's own line that made it, as the report's site
+    does: not the installed package's frame inside it, nor the native frames of ctypes."""
+    wl, truth, tr = traced_run(tmp, wl_args=("--fail", "--depth", "0"))
+    want = (rf"PID {wl.pid} \([^)]*\): cuMemAlloc_v2 of 0 B at {re.escape(truth['fail_site'])} "
+            r"failed with CUDA_ERROR_INVALID_VALUE while ")
+    check(re.search(want, tr.stderr()), f"the warning {want!r} in:\n{tr.stderr()}")
+
+
 def test_python_frames_in_pprof(tmp):
     """go tool pprof names Python frames as the report does: a module's code is
     py_stacks.<module>, not <unknown>; the main binary is the interpreter."""

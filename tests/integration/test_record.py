@@ -33,6 +33,38 @@ def recorder(tmp, name, *args):
     return rec, Tracer(["record", "-o", rec, *args], tmp, json_report=False)
 
 
+def record_py_stacks(tmp, name, *wl_args):
+    """py_stacks.py (test_python) recorded to tmp/name, then reported; returns the workload,
+    its truth and the report's JSON and text, each exit status checked."""
+    from test_python import PyWorkload
+    wl = PyWorkload(tmp, *wl_args)
+    try:
+        wl.wait_ready()
+        rec, tr = recorder(tmp, name, str(wl.pid))
+        tr.wait_attached()
+        wl.go()
+        truth = wl.truth()
+        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    finally:
+        check_eq(wl.finish(), 0, "workload exit status")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    return wl, truth, rep, text
+
+
+def stop_and_report(tmp, wl, tr, rec):
+    """Stops record's tracer tr, lets the held workload exit and reports the recording rec,
+    each exit status checked; returns tr's own JSON report and the recording's JSON and
+    text."""
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    wl.release()
+    wl.wait()
+    live = tr.report()
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    return live, rep, text
+
+
 def stack_view(proc):
     """Stacks as comparable values: class, figures and every frame's name and place."""
     return sorted((s["memory"], s["outstanding_bytes"], s["outstanding_allocs"], s["allocs"],
@@ -261,19 +293,8 @@ def test_symlink_at_output_is_not_followed(tmp):
 def test_python_frames_recorded_resolved(tmp):
     """Python frames are recorded with their function, file and line: the report names
     them without the interpreter, which is gone."""
-    from test_python import PyWorkload, check_site
-    wl = PyWorkload(tmp)
-    try:
-        wl.wait_ready()
-        rec, tr = recorder(tmp, "py.glr", str(wl.pid))
-        tr.wait_attached()
-        wl.go()
-        truth = wl.truth()
-        check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    finally:
-        check_eq(wl.finish(), 0, "workload exit status")
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    from test_python import check_site
+    wl, truth, rep, text = record_py_stacks(tmp, "py.glr")
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check(truth["py_sites"], "the workload has Python sites")
@@ -329,12 +350,7 @@ def test_report_keeps_the_tensor_windows(tmp):
     _wait_log(tr, "tensor window 2 (request)")
     truth = wl.truth()
     _wait_log(tr, "tensor window 2 closed")
-    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    wl.release()
-    wl.wait()
-    live = tr.report()
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    live, rep, text = stop_and_report(tmp, wl, tr, rec)
     check(rep["recording"]["complete"], f"complete: {rep['recording']}")
     check_eq(rep["recording"]["unknown_records"], 0, "records this gpuleak does not know")
     p, lp = process(rep, wl.pid), process(live, wl.pid)
@@ -374,12 +390,7 @@ def test_report_of_sampled_tensor_stacks_equals_the_live(tmp):
     tr.wait_attached()
     wl.go()
     truth = wl.truth()
-    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
-    wl.release()
-    wl.wait()
-    live = tr.report()
-    rc, rep, text, err = report(tmp, rec)
-    check_eq(rc, 0, f"report's exit status ({err})")
+    live, rep, text = stop_and_report(tmp, wl, tr, rec)
     p, lp = process(rep, wl.pid), process(live, wl.pid)
     check_books(rep, p, truth)
     check_eq(p["torch_allocated_bytes"], truth["torch_block_bytes"], "exact tensor total")

@@ -3,7 +3,6 @@
 workloads start, leak and exit; the series are checked through Prometheus's HTTP API."""
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -11,7 +10,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from harness import FAKECUDA, GPULEAK, ROOT, WORKLOADS, check, check_eq, wait_until
+from harness import (FAKECUDA, GPULEAK, ROOT, WORKLOADS, Agent, check, check_eq, free_port,
+                     wait_until)
 
 PROMETHEUS = "/usr/bin/prometheus"
 PROMTOOL = "/usr/bin/promtool"
@@ -19,48 +19,9 @@ SECRET_ARG = "topsecret-argv-4711"
 SECRET_ENV = "topsecret-env-0815"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def get(url, timeout=5):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read().decode()
-
-
-class Agent:
-    def __init__(self, tmp, args, env=None):
-        self.err_path = os.path.join(tmp, f"serve.{time.monotonic_ns()}.err")
-        self._err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen([GPULEAK, "serve", "--libcuda", FAKECUDA] + args,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=self._err, env=env)
-
-    def stderr(self):
-        with open(self.err_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def wait_serving(self):
-        def serving():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited with {self.proc.returncode}:\n"
-                                     f"{self.stderr()}")
-            return "serving http://" in self.stderr()
-        wait_until(serving, 20, "gpuleak serve to listen")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = "hung"
-        self._err.close()
-        return rc
 
 
 def start_prometheus(tmp, targets):

@@ -7,7 +7,7 @@ import os
 import re
 
 from harness import (SAN_RINGBUF, Tracer, Workload, attach_workload, check, check_books,
-                     check_eq, check_sites, finish_attached, process)
+                     check_eq, check_sites, finish_attached, process, stop_attached)
 
 SIZE = 1 << 20
 KEPT = 3  # wl_nofp keeps 3 allocations, then allocates and frees --iters more
@@ -31,12 +31,7 @@ def trace_nofp(tmp, mode, *args, tracer_args=()):
     tr = Tracer(["attach", "-i", "0", "--stacks", mode, *tracer_args, str(wl.pid)], tmp)
     tr.wait_attached()
     wl.go()
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
-    check_eq(tr.returncode, 0, "gpuleak exit status")
-    rep = tr.report()
+    truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     check_books(rep, p, truth)
     check_sites(p, truth)
@@ -182,10 +177,7 @@ def test_dwarf_through_deleted_libraries(tmp):
     tr = Tracer(["attach", "-i", "0", "--stacks", "dwarf", str(wl.pid)], tmp)
     tr.wait_attached()
     wl.go()
-    truth = wl.truth()
-    tr.stop()
-    wl.release()
-    wl.wait()
+    truth = stop_attached(wl, tr)
     rep = tr.report()
     p = process(rep, wl.pid)
     check_books(rep, p, truth)

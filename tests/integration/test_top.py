@@ -4,10 +4,8 @@
 import os
 import re
 import subprocess
-import time
 
-from harness import GPULEAK, Workload, check, check_eq, wait_until
-from test_verdicts import build_fake_nvml
+from harness import GPULEAK, Workload, build_fake_nvml, check, check_eq, wait_until
 
 GIB = 1 << 30
 
@@ -66,23 +64,43 @@ def check_layout(lines, cols, rows, pid):
     check(stack, f"the leaking stack, on one line, with its site: {lines}")
 
 
-def test_top_in_a_terminal(tmp):
-    libdir = build_fake_nvml(tmp)
-    nvml_file = os.path.join(tmp, "nvml.txt")
+def start_top(tmp, binary, env):
+    """wl_leak, waiting to leak, and `binary top` on it in an 80x24 tmux, with one GPU in the
+    fake NVML's file; env (VAR=value) says how binary reads it. Returns both."""
     wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "100", tmp=tmp)
     wl.wait_ready()
+    nvml_file = os.path.join(tmp, "nvml.txt")
     with open(nvml_file, "w") as f:
         f.write(f"device {80 * GIB} {10 * GIB} GPU-fake-0\n")
-    command = (f"echo BEFORE; env LD_LIBRARY_PATH={libdir} FAKE_NVML_FILE={nvml_file} "
-               f"TERM=screen {GPULEAK} top -i 300ms {wl.pid}; echo AFTER status=$?; "
+    command = (f"echo BEFORE; env {env} FAKE_NVML_FILE={nvml_file} "
+               f"TERM=screen {binary} top -i 300ms {wl.pid}; echo AFTER status=$?; "
                "sleep 120")
-    t = Tmux(tmp, 80, 24, command)
+    return wl, Tmux(tmp, 80, 24, command)
+
+
+def leak_on_screen(t, wl, what):
+    """Once top's first screen (what) is up, wl leaks: the 80x24 screen with its stack."""
+    t.wait_screen(lambda s: True, what)
+    wl.go()
+    lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
+                          "the leaking stack")
+    check_layout(lines, 80, 24, wl.pid)
+    return lines
+
+
+def quit_top(t):
+    """q: the text on the screen once top has ended and the shell has said its status."""
+    t.keys("q")
+    lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
+                          whole=False)
+    return "\n".join(lines)
+
+
+def test_top_in_a_terminal(tmp):
+    libdir = build_fake_nvml(tmp)
+    wl, t = start_top(tmp, GPULEAK, f"LD_LIBRARY_PATH={libdir}")
     try:
-        t.wait_screen(lambda s: True, "top's screen")
-        wl.go()
-        lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
-                              "the leaking stack")
-        check_layout(lines, 80, 24, wl.pid)
+        lines = leak_on_screen(t, wl, "top's screen")
         check(any(re.match(r"\s+PID COMM +DEVICE +TORCH +GROWTH", l) for l in lines),
               f"the process list's columns at 80: {lines}")
         # sort keys
@@ -126,10 +144,7 @@ def test_top_in_a_terminal(tmp):
         lines = t.wait_screen(lambda s: len(s) == 24 and any("TORCH" in l for l in s),
                               "back at 80x24")
         check_layout(lines, 80, 24, wl.pid)
-        t.keys("q")
-        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
-                              whole=False)
-        text = "\n".join(lines)
+        text = quit_top(t)
         check("AFTER status=0" in text, f"top exits 0 on q: {text}")
         check("BEFORE" in text and "gpuleak top - " not in text,
               f"the alternate screen is gone, the shell's screen is back: {text}")
@@ -149,25 +164,11 @@ def test_static_top_in_a_terminal(tmp):
     """The static binary copied onto GPU nodes draws top with its own ncurses: the GPU header
     from nvidia-smi (a static gpuleak does not load NVML), the leaking stack, q quits with 0."""
     check(os.access(STATIC_BIN, os.X_OK), f"the static build is there: {STATIC_BIN}")
-    wl = Workload("wl_leak", "--iters", "0", "--interval-ms", "100", tmp=tmp)
-    wl.wait_ready()
-    nvml_file = os.path.join(tmp, "nvml.txt")
-    with open(nvml_file, "w") as f:
-        f.write(f"device {80 * GIB} {10 * GIB} GPU-fake-0\n")
-    command = (f"echo BEFORE; env GPULEAK_NVIDIA_SMI={FAKE_SMI} FAKE_NVML_FILE={nvml_file} "
-               f"TERM=screen {STATIC_BIN} top -i 300ms {wl.pid}; echo AFTER status=$?; "
-               "sleep 120")
-    t = Tmux(tmp, 80, 24, command)
+    wl, t = start_top(tmp, STATIC_BIN, f"GPULEAK_NVIDIA_SMI={FAKE_SMI}")
     try:
-        t.wait_screen(lambda s: True, "the static top's screen")
-        wl.go()
-        lines = t.wait_screen(lambda s: any("leak_site_staircase" in l for l in s),
-                              "the leaking stack")
-        check_layout(lines, 80, 24, wl.pid)
-        t.keys("q")
-        lines = t.wait_screen(lambda s: any("AFTER status=" in l for l in s), "top to quit",
-                              whole=False)
-        check("AFTER status=0" in "\n".join(lines), f"the static top exits 0 on q: {lines}")
+        leak_on_screen(t, wl, "the static top's screen")
+        text = quit_top(t)
+        check("AFTER status=0" in text, f"the static top exits 0 on q: {text}")
     finally:
         t.close()
         wl.kill()

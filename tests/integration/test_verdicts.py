@@ -6,9 +6,8 @@ figures are checked. NVML's figures come from a stand-in library built from
 fake_nvml.c."""
 import os
 import signal
-import subprocess
 
-from harness import Tracer, Workload, check, check_eq, process
+from harness import Tracer, Workload, build_fake_nvml, check, check_eq, process
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESOLUTION = "50ms"  # a verdict needs 8 of these: 0.4 s
@@ -159,14 +158,6 @@ def test_leaks_ranked_first(tmp):
         check_verdict(site(p, name), "steady")
     check_rate(p["device_growth_bytes_per_s"], (MIB + MIB / 16) / STEP_S,
                "growth of the process (both leaks)")
-
-
-def build_fake_nvml(tmp):
-    lib = os.path.join(tmp, "nvml", "libnvidia-ml.so.1")
-    os.makedirs(os.path.dirname(lib))
-    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", lib,
-                    os.path.join(HERE, "fake_nvml.c")], check=True)
-    return os.path.dirname(lib)
 
 
 def test_nvml_capacity_and_memory_before_attach(tmp):

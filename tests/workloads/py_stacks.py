@@ -22,6 +22,9 @@ The sites:
             to the next, from two lines L (a, b) in turn, so that each call's Python frames
             lie at the addresses of the last call's (CPython reuses a thread's frame
             memory) while the stack differs; its native part is the same every time
+With --fail, the main thread last asks for 0 bytes, which the driver refuses, through a
+function of an installed package's stand-in (site-packages/gl_standin_pkg.py) called at
+fail_in_package; the truth's "fail_site" is that line, "function (file:line)".
 With --exec, the program allocates once and then execs itself (--after-exec): the new
 image sets CUDA up again, marks, allocates once at "warmup", waits --settle-ms and goes on
 with the sites above; its truth is what the new image did.
@@ -156,6 +159,18 @@ def alloc_churn(n):
             time.sleep(0.002)
 
 
+def fail_in_package():
+    """The call the package makes fails; returns the site that should name it."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "site-packages"))
+    import gl_standin_pkg
+    frame = sys._getframe()
+    line = frame.f_lineno + 1
+    if gl_standin_pkg.alloc_nothing(CUDA) == 0:
+        sys.exit("py_stacks: the driver took a request for 0 bytes")
+    return f"{qualname(frame.f_code)} ({frame.f_code.co_filename}:{line})"
+
+
 def main():
     global CUDA, PYCUDA
     ap = argparse.ArgumentParser()
@@ -169,6 +184,7 @@ def main():
     ap.add_argument("--exec", action="store_true")
     ap.add_argument("--after-exec", action="store_true")
     ap.add_argument("--settle-ms", type=int, default=600)
+    ap.add_argument("--fail", action="store_true")
     ap.add_argument("--worker", help="the XLA runtime stand-in (jaxlib/xla_extension.so)")
     ap.add_argument("--idle-threads", type=int, default=0,
                     help="Python threads that only wait (listed before the main thread)")
@@ -206,6 +222,7 @@ def main():
     if args.worker:
         alloc_on_worker(args.worker, args.iters)
     alloc_churn(args.churn)
+    fail_site = fail_in_package() if args.fail else None
 
     if args.truth:
         libc = ctypes.CDLL(None)
@@ -214,6 +231,8 @@ def main():
         libc.fclose.argtypes = [ctypes.c_void_p]
         CUDA.fakecuda_truth_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
         extra = '"py_sites":' + json.dumps(SITES)
+        if fail_site:
+            extra += ',"fail_site":' + json.dumps(fail_site)
         f = libc.fopen((args.truth + ".tmp").encode(), b"w")
         if not f:
             sys.exit(f"py_stacks: cannot create {args.truth}.tmp")

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * wl.c - command line, ready/wait handshake, site books and truth file of the
- * test workloads (the protocol is described in wl.h).
+ * test workloads (the protocol is described in wl.h), and what their threaded
+ * loops share: a random sequence, a deadline, starting and joining the threads;
+ * options taken out of argv, stopping on a signal, pauses.
  *
  * It owns the workload-side books: bytes and allocations outstanding per site,
  * calls made, and the expectations the workload states. It calls no driver
@@ -63,30 +65,84 @@ void wl_check_rc(int rc, int want, const char *call)
 		       want);
 }
 
-unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
-			  unsigned long dflt)
+/* "NAME VALUE" taken out of argv: VALUE, or NULL; exits with 2 saying it needs what. */
+static const char *take(int *argc, char **argv, const char *name, const char *what)
 {
-	unsigned long v;
-	char *end;
+	const char *v;
 
 	for (int i = 1; i < *argc; i++) {
 		if (strcmp(argv[i], name))
 			continue;
 		if (i + 1 >= *argc) {
-			fprintf(stderr, "%s: %s needs a number\n", argv[0], name);
+			fprintf(stderr, "%s: %s needs %s\n", argv[0], name, what);
 			exit(2);
 		}
-		errno = 0;
-		v = strtoul(argv[i + 1], &end, 10);
-		if (errno || end == argv[i + 1] || *end || argv[i + 1][0] == '-' || v > max) {
-			fprintf(stderr, "%s: invalid %s '%s'\n", argv[0], name, argv[i + 1]);
-			exit(2);
-		}
+		v = argv[i + 1];
 		memmove(&argv[i], &argv[i + 2], (*argc - i - 1) * sizeof(*argv));
 		*argc -= 2;
 		return v;
 	}
-	return dflt;
+	return NULL;
+}
+
+const char *wl_take_str(int *argc, char **argv, const char *name)
+{
+	return take(argc, argv, name, "a value");
+}
+
+unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
+			  unsigned long dflt)
+{
+	const char *s = take(argc, argv, name, "a number");
+	unsigned long v;
+	char *end;
+
+	if (!s)
+		return dflt;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > max) {
+		fprintf(stderr, "%s: invalid %s '%s'\n", argv[0], name, s);
+		exit(2);
+	}
+	return v;
+}
+
+void wl_set_capacity(unsigned long long bytes)
+{
+	char cap[32];
+	int n = snprintf(cap, sizeof(cap), "%llu", bytes);
+
+	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
+		wl_die("cannot set FAKECUDA_CAPACITY");
+}
+
+volatile sig_atomic_t wl_stop;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	wl_stop = 1;
+}
+
+void wl_stop_on_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
+		wl_die("sigaction: %s", strerror(errno));
+}
+
+void wl_sleep_ms(unsigned long long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+
+	/* a signal cuts the pause short; the caller's loop then sees wl_stop */
+	while (!wl_stop && nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 void wl_check(int rc, const char *call)
@@ -310,4 +366,83 @@ void wl_finish(const struct wl_opts *o, wl_truth_fn fn, const struct wl_site *si
 		wl_write_truth(o->truth, fn, sites, nsites, extra);
 	if (o->hold)
 		wait_line();
+}
+
+uint64_t wl_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+struct timespec wl_deadline(unsigned long long seconds)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += (time_t)seconds;
+	return t;
+}
+
+bool wl_past(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline->tv_sec ||
+	       (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static struct wl_worker *worker_at(void *workers, unsigned int i, size_t size)
+{
+	return (struct wl_worker *)((char *)workers + (size_t)i * size);
+}
+
+void *wl_workers_new(unsigned int n, size_t size, CUcontext ctx)
+{
+	void *workers = calloc(n ? n : 1, size);
+
+	if (!workers)
+		wl_die("out of memory");
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+
+		w->index = i;
+		w->seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+		w->ctx = ctx;
+	}
+	return workers;
+}
+
+void wl_workers_start(void *workers, unsigned int n, size_t size, void *(*fn)(void *))
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+		int err = pthread_create(&w->tid, NULL, fn, w);
+
+		if (err)
+			wl_die("pthread_create failed: %s", strerror(err));
+	}
+}
+
+unsigned long long wl_workers_join(void *workers, unsigned int n, size_t size)
+{
+	unsigned long long calls = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct wl_worker *w = worker_at(workers, i, size);
+
+		pthread_join(w->tid, NULL);
+		calls += w->calls;
+	}
+	return calls;
+}
+
+void wl_finish_load(const struct wl_opts *o, wl_truth_fn fn, unsigned long long calls)
+{
+	char extra[64];
+
+	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
+	wl_finish(o, fn, NULL, 0, extra);
 }

@@ -25,8 +25,13 @@
 #ifndef WL_H
 #define WL_H
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "fakecuda.h"
 
@@ -106,6 +111,24 @@ void wl_parse(struct wl_opts *o, int argc, char **argv, unsigned int allowed);
 unsigned long wl_take_num(int *argc, char **argv, const char *name, unsigned long max,
 			  unsigned long dflt);
 
+/*
+ * Takes "NAME VALUE" out of argv (an option wl_parse does not know): VALUE, or NULL when
+ * NAME is absent. Exits with 2 when VALUE is missing.
+ */
+const char *wl_take_str(int *argc, char **argv, const char *name);
+
+/* The stand-in's device capacity (FAKECUDA_CAPACITY), before cuInit; exits with 1 on failure. */
+void wl_set_capacity(unsigned long long bytes);
+
+/* Set once SIGINT or SIGTERM came, after wl_stop_on_signals(): the main loop then ends. */
+extern volatile sig_atomic_t wl_stop;
+
+/* Makes SIGINT and SIGTERM set wl_stop instead of ending the workload; exits with 1 on failure. */
+void wl_stop_on_signals(void);
+
+/* Sleeps ms milliseconds, less when wl_stop is set meanwhile. */
+void wl_sleep_ms(unsigned long long ms);
+
 /* Exits with 1 after printing "<prog>: <call> failed: <name> (<rc>)" unless rc is 0. */
 void wl_check(int rc, const char *call);
 
@@ -144,6 +167,37 @@ void wl_finish(const struct wl_opts *o, wl_truth_fn fn, const struct wl_site *si
 
 #define WL_NSITES(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The next number of the xorshift sequence in *s (never 0): repeatable sizes and choices. */
+uint64_t wl_rand(uint64_t *s);
+
+/* The time seconds from now (CLOCK_MONOTONIC), for wl_past. */
+struct timespec wl_deadline(unsigned long long seconds);
+
+/* Whether deadline has come. */
+bool wl_past(const struct timespec *deadline);
+
+/*
+ * Threaded workloads: each worker's struct begins with a struct wl_worker. wl_workers_new()
+ * makes n workers of size bytes, zeroed but for their heads (index, seed, ctx), and exits
+ * with 1 when out of memory; wl_workers_start() runs fn on a thread per worker, given the
+ * worker, and exits with 1 when a thread cannot be started; wl_workers_join() waits for
+ * them all and returns the driver calls they counted.
+ */
+struct wl_worker {
+	pthread_t tid;
+	unsigned int index;
+	uint64_t seed;		  /* wl_rand's state: a sequence of the worker's own */
+	CUcontext ctx;		  /* the context the thread makes current */
+	unsigned long long calls; /* driver calls made */
+};
+
+void *wl_workers_new(unsigned int n, size_t size, CUcontext ctx);
+void wl_workers_start(void *workers, unsigned int n, size_t size, void *(*fn)(void *));
+unsigned long long wl_workers_join(void *workers, unsigned int n, size_t size);
+
+/* wl_finish without sites, the truth's "load_calls" field saying calls. */
+void wl_finish_load(const struct wl_opts *o, wl_truth_fn fn, unsigned long long calls);
+
 /*
  * For workloads linked to the stand-in: cuInit and device dev's primary context
  * made current. Returns the context.
@@ -156,6 +210,25 @@ static inline CUcontext wl_cuda_start(int dev)
 	wl_check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
 	wl_check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
 	return ctx;
+}
+
+/*
+ * For workloads linked to the stand-in, the main phase of a timed load: o->threads workers of
+ * size bytes (wl_workers_new, device 0's primary context) run fn from the mark until
+ * *deadline, o->iters seconds later; then the truth with the calls they made
+ * (wl_finish_load).
+ */
+static inline void wl_timed_load(const struct wl_opts *o, size_t size, void *(*fn)(void *),
+				 struct timespec *deadline)
+{
+	void *workers = wl_workers_new(o->threads, size, wl_cuda_start(0));
+
+	wl_ready(o);
+	fakecuda_mark();
+	*deadline = wl_deadline(o->iters);
+	wl_workers_start(workers, o->threads, size, fn);
+	wl_finish_load(o, fakecuda_truth_json, wl_workers_join(workers, o->threads, size));
+	free(workers);
 }
 
 #endif /* WL_H */

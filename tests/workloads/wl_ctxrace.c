@@ -14,7 +14,6 @@
  * Options: --threads N, --interval-ms N, --size N (largest allocation, 64 KiB),
  * --reset 0|1.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,24 +22,13 @@
 #define RING 8
 
 struct worker {
-	pthread_t tid;
-	uint64_t seed;
-	CUcontext ctx;
-	unsigned long long calls;
+	struct wl_worker head;
 	uint64_t ring[RING];
 	int pinned[RING];
 	unsigned int next;
 };
 
 static struct wl_opts o = { .threads = 8, .interval_ms = 2000, .size = 64 * 1024 };
-
-static uint64_t next_rand(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
 
 /* One free and one allocation; 0 once a call fails (the context is gone). */
 WL_SITE int ctxrace_site(struct worker *w, size_t size, int pinned)
@@ -62,7 +50,7 @@ WL_SITE int ctxrace_site(struct worker *w, size_t size, int pinned)
 		return 0;
 	w->ring[i] = pinned ? (uintptr_t)h : p;
 	w->pinned[i] = pinned;
-	w->calls += 2;
+	w->head.calls += 2;
 	return 1;
 }
 
@@ -71,9 +59,9 @@ static void *work(void *arg)
 	struct worker *w = arg;
 	uint64_t r;
 
-	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	wl_check(cuCtxSetCurrent(w->head.ctx), "cuCtxSetCurrent");
 	do
-		r = next_rand(&w->seed);
+		r = wl_rand(&w->head.seed);
 	while (ctxrace_site(w, 512 + r % o.size, (r >> 40) & 1));
 	return NULL;
 }
@@ -89,17 +77,13 @@ int main(int argc, char **argv)
 {
 	struct timespec pause;
 	struct worker *workers;
-	unsigned long long calls = 0;
+	unsigned long long calls;
 	CUcontext primary, ctx = NULL;
 	unsigned long reset = wl_take_num(&argc, argv, "--reset", 1, 0);
-	char extra[64];
 
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_INTERVAL | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
-	workers = calloc(o.threads, sizeof(*workers));
-	if (!workers)
-		wl_die("out of memory");
 	primary = wl_cuda_start(0);
 	wl_ready(&o);
 	fakecuda_mark();
@@ -108,12 +92,8 @@ int main(int argc, char **argv)
 		wl_check(cuDevicePrimaryCtxRetain(&ctx, 1), "cuDevicePrimaryCtxRetain");
 	else
 		wl_check(cuCtxCreate_v2(&ctx, 0, 0), "cuCtxCreate_v2");
-	for (unsigned int i = 0; i < o.threads; i++) {
-		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
-		workers[i].ctx = ctx;
-		if (pthread_create(&workers[i].tid, NULL, work, &workers[i]))
-			wl_die("pthread_create failed");
-	}
+	workers = wl_workers_new(o.threads, sizeof(*workers), ctx);
+	wl_workers_start(workers, o.threads, sizeof(*workers), work);
 	pause.tv_sec = o.interval_ms / 1000;
 	pause.tv_nsec = (o.interval_ms % 1000) * 1000000L;
 	nanosleep(&pause, NULL);
@@ -121,13 +101,9 @@ int main(int argc, char **argv)
 		wl_check(cuDevicePrimaryCtxReset_v2(1), "cuDevicePrimaryCtxReset_v2");
 	else
 		wl_check(cuCtxDestroy_v2(ctx), "cuCtxDestroy_v2");
-	for (unsigned int i = 0; i < o.threads; i++) {
-		pthread_join(workers[i].tid, NULL);
-		calls += workers[i].calls;
-	}
+	calls = wl_workers_join(workers, o.threads, sizeof(*workers));
 	wl_check(cuCtxSetCurrent(primary), "cuCtxSetCurrent");
-	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
-	wl_finish(&o, fakecuda_truth_json, NULL, 0, extra);
+	wl_finish_load(&o, fakecuda_truth_json, calls);
 	free(workers);
 	return 0;
 }

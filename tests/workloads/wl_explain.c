@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "wl.h"
 
@@ -118,13 +117,6 @@ static void torch_preattach(void)
 			wl_die("a block in a segment of its own failed");
 }
 
-static void sleep_ms(unsigned long long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Every other 1 MiB block of full segments freed; then a 2 MiB block. */
 static void fragment(void)
 {
@@ -144,24 +136,14 @@ static void fragment(void)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .interval_ms = 30 };
-	const char *scenario = NULL;
-	char cap[32], extra[256];
+	const char *scenario = wl_take_str(&argc, argv, "--scenario");
+	char extra[256];
 	int n;
 
-	for (int i = 1; i + 1 < argc; i++) {
-		if (!strcmp(argv[i], "--scenario")) {
-			scenario = argv[i + 1];
-			memmove(&argv[i], &argv[i + 2], (argc - i - 1) * sizeof(*argv));
-			argc -= 2;
-			break;
-		}
-	}
 	if (!scenario)
 		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach is required");
 	wl_parse(&o, argc, argv, WL_OPT_INTERVAL);
-	n = snprintf(cap, sizeof(cap), "%llu", (unsigned long long)CAPACITY);
-	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
-		wl_die("cannot set FAKECUDA_CAPACITY");
+	wl_set_capacity(CAPACITY);
 	wl_cuda_start(0);
 	if (!strcmp(scenario, "preattach") || !strcmp(scenario, "idle")) {
 		CUdeviceptr p;
@@ -198,7 +180,7 @@ int main(int argc, char **argv)
 		}
 		while (explain_site_block(2 * WL_MIB))
 			if (!strcmp(scenario, "leak"))
-				sleep_ms(o.interval_ms);
+				wl_sleep_ms(o.interval_ms);
 	} else {
 		wl_die("unknown scenario %s", scenario);
 	}

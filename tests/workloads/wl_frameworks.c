@@ -30,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "wl.h"
 
@@ -51,13 +50,6 @@ static struct wl_site sites[] = {
 
 static unsigned int seed = 12345;
 static long long pool_bytes, pool_used, pre_attach, requests;
-
-static void pause_ms(unsigned long long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
 
 static uint64_t random_between(uint64_t lo, uint64_t hi)
 {
@@ -82,7 +74,7 @@ WL_FRAME static void run_pool(const struct wl_opts *o)
 	for (unsigned long long i = 0; i < o->iters; i++) {
 		if (pool_used + (long long)o->size <= pool_bytes)
 			pool_used += o->size; /* a kept result: no driver call */
-		pause_ms(o->interval_ms);
+		wl_sleep_ms(o->interval_ms);
 	}
 }
 
@@ -123,7 +115,7 @@ WL_FRAME static void run_service(const struct wl_opts *o)
 			wl_site_free(&sites[S_REQUEST], sizes[b]);
 		}
 		requests++;
-		pause_ms(o->interval_ms);
+		wl_sleep_ms(o->interval_ms);
 	}
 }
 
@@ -154,7 +146,7 @@ WL_FRAME static void run_batches(const struct wl_opts *o)
 			reserved += more;
 		}
 		requests++;
-		pause_ms(o->interval_ms);
+		wl_sleep_ms(o->interval_ms);
 	}
 	(void)segs;
 }
@@ -176,18 +168,10 @@ WL_FRAME static void late_step(const struct wl_opts *o, int booked)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 40, .interval_ms = 50, .size = WL_MIB };
-	const char *scenario = NULL;
+	const char *scenario = wl_take_str(&argc, argv, "--scenario");
 	char extra[256];
 	int n;
 
-	for (int i = 1; i + 1 < argc; i++) {
-		if (!strcmp(argv[i], "--scenario")) {
-			scenario = argv[i + 1];
-			memmove(&argv[i], &argv[i + 2], (argc - i - 1) * sizeof(*argv));
-			argc -= 2;
-			break;
-		}
-	}
 	if (!scenario)
 		wl_die("--scenario pool|service|batches|late is required");
 	seed = (unsigned int)wl_take_num(&argc, argv, "--seed", UINT32_MAX, seed);
@@ -212,7 +196,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(scenario, "late")) {
 		for (unsigned long long i = 0; i < o.iters; i++) {
 			late_step(&o, 1);
-			pause_ms(o.interval_ms);
+			wl_sleep_ms(o.interval_ms);
 		}
 	} else {
 		wl_die("unknown scenario %s", scenario);

@@ -11,10 +11,6 @@
  * Options: --iters N (default 10, 0 = forever), --interval-ms N (default 100),
  * --size BYTES (default 1 MiB), -v/--verbose.
  */
-#include <errno.h>
-#include <signal.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "wl.h"
@@ -25,14 +21,6 @@ static struct wl_site sites[] = {
 	[S_STAIRCASE] = { "leak_site_staircase", FAKECUDA_DEVICE, 0, 0 },
 	[S_CHURN] = { "churn_site_scratch", FAKECUDA_DEVICE, 0, 0 },
 };
-
-static volatile sig_atomic_t stop;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 /* A buffer kept "for later" and never given back: the leak. */
 WL_SITE CUdeviceptr leak_site_staircase(size_t size)
@@ -61,42 +49,28 @@ WL_FRAME static void train_step(size_t size)
 	leak_site_staircase(size);
 }
 
-static void pause_ms(unsigned long long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
-
-	/* a signal cuts the pause short; the loop then sees stop */
-	while (!stop && nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 WL_FRAME static void train_loop(const struct wl_opts *o)
 {
 	unsigned long long step;
 
-	for (step = 1; !stop && (!o->iters || step <= o->iters); step++) {
+	for (step = 1; !wl_stop && (!o->iters || step <= o->iters); step++) {
 		train_step(o->size);
 		if (o->verbose)
 			fprintf(stderr, "%s: step %llu: %.1f MiB leaked at leak_site_staircase\n",
 				wl_prog, step, (double)sites[S_STAIRCASE].bytes / WL_MIB);
 		if (!o->iters || step < o->iters)
-			pause_ms(o->interval_ms);
+			wl_sleep_ms(o->interval_ms);
 	}
 }
 
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 10, .interval_ms = 100, .size = WL_MIB };
-	struct sigaction sa;
 
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_INTERVAL | WL_OPT_SIZE | WL_OPT_VERBOSE);
 	if (!o.size)
 		wl_die("--size must not be 0");
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
-		wl_die("sigaction: %s", strerror(errno));
+	wl_stop_on_signals();
 	wl_cuda_start(0);
 	wl_ready(&o);
 	fakecuda_mark();

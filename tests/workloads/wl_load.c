@@ -10,11 +10,8 @@
  * Options: --threads N (16), --seconds via --iters N (seconds, default 5),
  * --size N (largest allocation, default 256 KiB).
  */
-#include <pthread.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "wl.h"
 
@@ -31,35 +28,14 @@ struct item {
 };
 
 struct worker {
-	pthread_t tid;
-	unsigned int index;
-	uint64_t seed;
-	CUcontext ctx;
+	struct wl_worker head;
 	CUdeviceptr va_base; /* VMM: this thread's reservation */
-	unsigned long long calls;
 	struct item ring[NR_FAMILIES][RING];
 	unsigned int next[NR_FAMILIES];
 };
 
 static struct wl_opts o = { .threads = 16, .iters = 5, .size = 256 * 1024 };
 static struct timespec deadline;
-
-static uint64_t next_rand(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static bool past_deadline(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline.tv_sec ||
-	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
 
 static void release(struct worker *w, enum family f, struct item *it)
 {
@@ -163,19 +139,19 @@ WL_SITE void load_site(struct worker *w, enum family f, size_t size)
 	default:
 		break;
 	}
-	w->calls++;
+	w->head.calls++;
 }
 
 static void *work(void *arg)
 {
 	struct worker *w = arg;
 
-	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	wl_check(cuCtxSetCurrent(w->head.ctx), "cuCtxSetCurrent");
 	wl_check(cuMemAddressReserve(&w->va_base, RING * GRAN, GRAN, 0, 0), "cuMemAddressReserve");
-	while (!past_deadline()) {
+	while (!wl_past(&deadline)) {
 		for (int i = 0; i < 64; i++) {
-			enum family f = next_rand(&w->seed) % NR_FAMILIES;
-			size_t size = 512 + next_rand(&w->seed) % o.size;
+			enum family f = wl_rand(&w->head.seed) % NR_FAMILIES;
+			size_t size = 512 + wl_rand(&w->head.seed) % o.size;
 
 			/* the 32-bit range of v1 pointers is never reused by the stand-in */
 			if (f == F_V1)
@@ -188,34 +164,9 @@ static void *work(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct worker *workers;
-	unsigned long long calls = 0;
-	char extra[64];
-
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
-	workers = calloc(o.threads, sizeof(*workers));
-	if (!workers)
-		wl_die("out of memory");
-	workers[0].ctx = wl_cuda_start(0);
-	wl_ready(&o);
-	fakecuda_mark();
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += o.iters;
-	for (unsigned int i = 0; i < o.threads; i++) {
-		workers[i].index = i;
-		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
-		workers[i].ctx = workers[0].ctx;
-		if (pthread_create(&workers[i].tid, NULL, work, &workers[i]))
-			wl_die("pthread_create failed");
-	}
-	for (unsigned int i = 0; i < o.threads; i++) {
-		pthread_join(workers[i].tid, NULL);
-		calls += workers[i].calls;
-	}
-	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
-	wl_finish(&o, fakecuda_truth_json, NULL, 0, extra);
-	free(workers);
+	wl_timed_load(&o, sizeof(struct worker), work, &deadline);
 	return 0;
 }

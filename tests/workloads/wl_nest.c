@@ -97,16 +97,11 @@ static void *misbehaving_thread(void *arg)
 
 int main(int argc, char **argv)
 {
+	const char *m = wl_take_str(&argc, argv, "--mode");
 	CUcontext ctx;
 
-	for (int i = 1; i + 1 < argc; i++) {
-		if (!strcmp(argv[i], "--mode")) {
-			mode = argv[i + 1];
-			memmove(&argv[i], &argv[i + 2], (argc - i - 1) * sizeof(*argv));
-			argc -= 2;
-			break;
-		}
-	}
+	if (m)
+		mode = m;
 	for (int i = 1; i + 1 < argc; i++) {
 		if (!strcmp(argv[i], "--depth"))
 			argv[i] = "--threads"; /* the common parser knows --threads N */

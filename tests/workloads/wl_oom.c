@@ -99,15 +99,11 @@ WL_FRAME static void main_phase(size_t capacity)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .size = 16 * WL_MIB };
-	char cap[32];
-	int n;
 
 	wl_parse(&o, argc, argv, WL_OPT_SIZE);
 	if (o.size < 4096)
 		wl_die("--size must be at least 4096");
-	n = snprintf(cap, sizeof(cap), "%llu", o.size);
-	if (n < 0 || (size_t)n >= sizeof(cap) || setenv("FAKECUDA_CAPACITY", cap, 1))
-		wl_die("cannot set FAKECUDA_CAPACITY");
+	wl_set_capacity(o.size);
 	wl_cuda_start(0);
 	wl_ready(&o);
 	fakecuda_mark();

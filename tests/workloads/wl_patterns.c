@@ -20,11 +20,8 @@
  * until SIGINT or SIGTERM) the truth is written. Options: --pattern NAME
  * (required), --iters N, --interval-ms N, --size BYTES (default 1 MiB), -v.
  */
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "wl.h"
@@ -56,16 +53,9 @@ static const struct {
 	{ "all", P_STAIRCASE | P_WARMUP | P_RELEASE | P_ONCE | P_CHURNLEAK },
 };
 
-static volatile sig_atomic_t stop;
 static volatile int churn_buffers = CHURN_BUFFERS; /* not a constant: the loop stays a loop */
 static CUdeviceptr cache[CACHE_PERIOD];
 static unsigned int cached;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 static CUdeviceptr alloc_at(int site, size_t size)
 {
@@ -155,28 +145,11 @@ WL_FRAME static void step(unsigned int mask, unsigned long long k, size_t size)
 		churn_step(size);
 }
 
-static void pause_ms(unsigned long long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
-
-	while (!stop && nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 /* Takes "--pattern NAME" out of argv (wl_parse knows the common options only). */
 static unsigned int take_pattern(int *argc, char **argv)
 {
-	const char *name = NULL;
-	int j = 1;
+	const char *name = wl_take_str(argc, argv, "--pattern");
 
-	for (int i = 1; i < *argc; i++) {
-		if (!strcmp(argv[i], "--pattern") && i + 1 < *argc)
-			name = argv[++i];
-		else
-			argv[j++] = argv[i];
-	}
-	*argc = j;
-	argv[j] = NULL;
 	for (size_t i = 0; name && i < sizeof(patterns) / sizeof(patterns[0]); i++)
 		if (!strcmp(name, patterns[i].name))
 			return patterns[i].mask;
@@ -188,7 +161,6 @@ static unsigned int take_pattern(int *argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 0, .interval_ms = 20, .size = WL_MIB };
-	struct sigaction sa;
 	unsigned long long k;
 	unsigned int mask;
 
@@ -196,19 +168,15 @@ int main(int argc, char **argv)
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_INTERVAL | WL_OPT_SIZE | WL_OPT_VERBOSE);
 	if (!o.size)
 		wl_die("--size must not be 0");
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGINT, &sa, NULL) || sigaction(SIGTERM, &sa, NULL))
-		wl_die("sigaction: %s", strerror(errno));
+	wl_stop_on_signals();
 	wl_cuda_start(0);
 	wl_ready(&o);
 	fakecuda_mark();
-	for (k = 0; !stop && (!o.iters || k < o.iters); k++) {
+	for (k = 0; !wl_stop && (!o.iters || k < o.iters); k++) {
 		step(mask, k, o.size);
 		if (o.verbose)
 			fprintf(stderr, "%s: step %llu\n", wl_prog, k);
-		pause_ms(o.interval_ms);
+		wl_sleep_ms(o.interval_ms);
 	}
 	wl_finish(&o, fakecuda_truth_json, sites, WL_NSITES(sites), NULL);
 	return 0;

@@ -15,10 +15,6 @@
  * Options: --threads N, --iters N (seconds), --size N (largest allocation,
  * default 64 KiB), --pinned 0|1, --vmm 0|1.
  */
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdlib.h>
-#include <time.h>
 
 #include "wl.h"
 
@@ -27,10 +23,7 @@
 #define SLOT_BYTES (o.size + 512)
 
 struct worker {
-	pthread_t tid;
-	uint64_t seed;
-	CUcontext ctx;
-	unsigned long long calls;
+	struct wl_worker head;
 	uint64_t ring[RING];
 	size_t sizes[RING];
 	CUdeviceptr va; /* --vmm: the thread's reservation, RING slots */
@@ -40,23 +33,6 @@ struct worker {
 static struct wl_opts o = { .threads = 32, .iters = 8, .size = 64 * 1024 };
 static unsigned long pinned, vmm;
 static struct timespec deadline;
-
-static uint64_t next_rand(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static bool past_deadline(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline.tv_sec ||
-	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
 
 WL_SITE void reuse_site(struct worker *w, size_t size)
 {
@@ -75,7 +51,7 @@ WL_SITE void reuse_site(struct worker *w, size_t size)
 		wl_check(cuMemAlloc_v2(&p, size), "cuMemAlloc_v2");
 		*slot = p;
 	}
-	w->calls += 2;
+	w->head.calls += 2;
 }
 
 /* --vmm: the oldest handle of the ring unmapped and released, a new one mapped in its place. */
@@ -99,20 +75,20 @@ WL_SITE void reuse_vmm_site(struct worker *w, size_t size)
 	wl_check(cuMemMap(va, size, 0, h, 0), "cuMemMap");
 	w->ring[i] = h;
 	w->sizes[i] = size;
-	w->calls += 4;
+	w->head.calls += 4;
 }
 
 static void *work(void *arg)
 {
 	struct worker *w = arg;
 
-	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	wl_check(cuCtxSetCurrent(w->head.ctx), "cuCtxSetCurrent");
 	if (vmm)
 		wl_check(cuMemAddressReserve(&w->va, (size_t)RING * SLOT_BYTES, 0, 0, 0),
 			 "cuMemAddressReserve");
-	while (!past_deadline())
+	while (!wl_past(&deadline))
 		for (int i = 0; i < 64; i++) {
-			size_t size = 512 + next_rand(&w->seed) % o.size;
+			size_t size = 512 + wl_rand(&w->head.seed) % o.size;
 
 			if (vmm)
 				reuse_vmm_site(w, size);
@@ -124,36 +100,11 @@ static void *work(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct worker *workers;
-	unsigned long long calls = 0;
-	char extra[64];
-	CUcontext ctx;
-
 	pinned = wl_take_num(&argc, argv, "--pinned", 1, 0);
 	vmm = wl_take_num(&argc, argv, "--vmm", 1, 0);
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
-	workers = calloc(o.threads, sizeof(*workers));
-	if (!workers)
-		wl_die("out of memory");
-	ctx = wl_cuda_start(0);
-	wl_ready(&o);
-	fakecuda_mark();
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += o.iters;
-	for (unsigned int i = 0; i < o.threads; i++) {
-		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
-		workers[i].ctx = ctx;
-		if (pthread_create(&workers[i].tid, NULL, work, &workers[i]))
-			wl_die("pthread_create failed");
-	}
-	for (unsigned int i = 0; i < o.threads; i++) {
-		pthread_join(workers[i].tid, NULL);
-		calls += workers[i].calls;
-	}
-	snprintf(extra, sizeof(extra), "\"load_calls\":%llu", calls);
-	wl_finish(&o, fakecuda_truth_json, NULL, 0, extra);
-	free(workers);
+	wl_timed_load(&o, sizeof(struct worker), work, &deadline);
 	return 0;
 }

@@ -11,7 +11,6 @@
  * Options: --threads N (default 8), --iters N (default 1000), --size BYTES
  * (largest allocation, default 1 MiB).
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "wl.h"
@@ -27,23 +26,12 @@ static struct wl_site sites[] = {
 };
 
 struct worker {
-	pthread_t tid;
-	unsigned int index;
-	uint64_t seed;
+	struct wl_worker head;
 	unsigned long long iters;
 	unsigned long long max_size;
-	CUcontext ctx;
 	CUdeviceptr ptr[RING];
 	size_t size[RING];
 };
-
-static uint64_t next_rand(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
 
 WL_SITE CUdeviceptr thread_site_even(size_t size)
 {
@@ -65,7 +53,7 @@ WL_SITE CUdeviceptr thread_site_odd(size_t size)
 
 static void release(struct worker *w, unsigned int slot)
 {
-	if (w->index % 2) {
+	if (w->head.index % 2) {
 		wl_check(cuMemFreeAsync_ptsz(w->ptr[slot], NULL), "cuMemFreeAsync_ptsz");
 		wl_site_free(&sites[S_ODD], w->size[slot]);
 	} else {
@@ -84,8 +72,8 @@ WL_FRAME static void worker_loop(struct worker *w)
 		slot = i % RING;
 		if (i >= RING)
 			release(w, slot);
-		size = 512 + next_rand(&w->seed) % (w->max_size - 511);
-		w->ptr[slot] = w->index % 2 ? thread_site_odd(size) : thread_site_even(size);
+		size = 512 + wl_rand(&w->head.seed) % (w->max_size - 511);
+		w->ptr[slot] = w->head.index % 2 ? thread_site_odd(size) : thread_site_even(size);
 		w->size[slot] = size;
 	}
 	/* keep the KEEP newest buffers, free the older ones still held */
@@ -97,7 +85,7 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	wl_check(cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent");
+	wl_check(cuCtxSetCurrent(w->head.ctx), "cuCtxSetCurrent");
 	worker_loop(w);
 	return NULL;
 }
@@ -106,31 +94,19 @@ int main(int argc, char **argv)
 {
 	struct wl_opts o = { .threads = 8, .iters = 1000, .size = WL_MIB };
 	struct worker *workers;
-	unsigned int i;
-	CUcontext ctx;
-	int err;
 
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.size < 512)
 		wl_die("--threads must be at least 1 and --size at least 512");
-	workers = calloc(o.threads, sizeof(*workers));
-	if (!workers)
-		wl_die("out of memory");
-	ctx = wl_cuda_start(0);
-	wl_ready(&o);
-	fakecuda_mark();
-	for (i = 0; i < o.threads; i++) {
-		workers[i].index = i;
-		workers[i].seed = 0x9e3779b97f4a7c15ULL * (i + 1);
+	workers = wl_workers_new(o.threads, sizeof(*workers), wl_cuda_start(0));
+	for (unsigned int i = 0; i < o.threads; i++) {
 		workers[i].iters = o.iters;
 		workers[i].max_size = o.size;
-		workers[i].ctx = ctx;
-		err = pthread_create(&workers[i].tid, NULL, worker_main, &workers[i]);
-		if (err)
-			wl_die("pthread_create: error %d", err);
 	}
-	for (i = 0; i < o.threads; i++)
-		pthread_join(workers[i].tid, NULL);
+	wl_ready(&o);
+	fakecuda_mark();
+	wl_workers_start(workers, o.threads, sizeof(*workers), worker_main);
+	wl_workers_join(workers, o.threads, sizeof(*workers));
 	wl_finish(&o, fakecuda_truth_json, sites, WL_NSITES(sites), NULL);
 	free(workers);
 	return 0;
