@@ -5,7 +5,7 @@
  * (the stand-in on CPU machines, the real driver on GPU machines).
  *
  *   alloc_loop [--lib PATH] [--pairs N] [--size BYTES] [--threads T] [--rate R]
- *              [--warmup N] [--keep N] [--sites K] [--wait]
+ *              [--warmup N] [--keep N] [--sites K] [--wait] [--linger]
  *
  * Timing mode (default): T threads each time N pairs after a warm-up and the
  * program prints one line to stdout:
@@ -22,7 +22,9 @@
  * line on stdin before exiting.
  *
  * --wait prints "ready PID" once the driver is set up and waits for a line on
- * stdin before the main phase. The library is loaded with dlopen and nothing
+ * stdin before the main phase; --linger waits for one after the timing line
+ * (while the tracer's BPF programs, and their run-time statistics, are still
+ * loaded). The library is loaded with dlopen and nothing
  * but the five driver functions below is used, so the program builds anywhere
  * without CUDA headers. Errors go to stderr with exit status 1 (2: usage).
  */
@@ -60,7 +62,7 @@ static struct {
 struct opts {
 	const char *lib;
 	unsigned long long pairs, size, threads, rate, warmup, keep, sites;
-	int wait;
+	int wait, linger;
 };
 
 struct worker {
@@ -262,7 +264,7 @@ static void run_keep(const struct opts *o)
 static void usage(int status)
 {
 	fputs("usage: alloc_loop [--lib PATH] [--pairs N] [--size BYTES] [--threads T] "
-	      "[--rate PAIRS_PER_S] [--warmup N] [--keep N] [--sites K] [--wait]\n",
+	      "[--rate PAIRS_PER_S] [--warmup N] [--keep N] [--sites K] [--wait] [--linger]\n",
 	      status ? stderr : stdout);
 	exit(status);
 }
@@ -290,6 +292,10 @@ static void parse(struct opts *o, int argc, char **argv)
 
 		if (!strcmp(a, "--wait")) {
 			o->wait = 1;
+			continue;
+		}
+		if (!strcmp(a, "--linger")) {
+			o->linger = 1;
 			continue;
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h"))
@@ -334,5 +340,9 @@ int main(int argc, char **argv)
 		run_keep(&o);
 	else
 		run_timed(&o);
+	if (o.linger) {
+		fflush(stdout);
+		wait_line();
+	}
 	return 0;
 }

@@ -18,8 +18,11 @@
  * was torn down while it was in flight, the driver dropped it with the
  * context: the allocation is inserted before ctx_dead is read, and the
  * teardown writes ctx_dead before it walks allocs (a full barrier on each
- * side), so either the walk takes it or this call sees the teardown and takes
- * it out itself.
+ * side: here the fetching atomic that counts the allocation, see
+ * count_fenced()), so either the walk takes it or this call sees the teardown
+ * and takes it out itself. Its time (gl_alloc_val.ns) is when its call
+ * entered, the time ctx_gone() judges the call by: an allocation whose call
+ * entered before a teardown of its context went with it.
  */
 static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
 				       __u8 cls, __s16 dev)
@@ -31,21 +34,33 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				  .cls = cls,
 				  .dev = dev,
 				  .id = next_alloc_id(),
-				  .ns = bpf_ktime_get_ns() };
-	struct gl_alloc_val *old = bpf_map_lookup_elem(&allocs, &k);
+				  .ns = c->slot->ts };
+	struct gl_alloc_val *old;
 	__u16 flags = 0;
+	long err;
 
 	c->st = proc_stats(c->task, tgid_of(c));
 	c->id = v.id;
 	if (c->st)
 		__sync_fetch_and_add(&c->st->alloc_calls, 1);
-	if (old) {
-		/* the driver reused a key whose release we never saw */
-		count(c->st, old->cls, -(__s64)old->size, -1);
-		bpf_map_delete_elem(&allocs, &k);
-		flags |= GL_CALL_REPLACED;
+	/* the common case in one walk of the table: the key is not there */
+	err = bpf_map_update_elem(&allocs, &k, &v, BPF_NOEXIST);
+	if (err == -17 /* EEXIST */) {
+		/* the driver reused a key whose release we never saw; whoever deletes the
+		 * old entry (this call, or a free's entry that took it first) counts it */
+		old = bpf_map_lookup_elem(&allocs, &k);
+		if (old) {
+			__u64 old_size = old->size;
+			__u8 old_cls = old->cls;
+
+			if (bpf_map_delete_elem(&allocs, &k) == 0) {
+				count(c->st, old_cls, -(__s64)old_size, -1);
+				flags |= GL_CALL_REPLACED;
+			}
+		}
+		err = bpf_map_update_elem(&allocs, &k, &v, BPF_ANY);
 	}
-	if (bpf_map_update_elem(&allocs, &k, &v, BPF_ANY)) {
+	if (err) {
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
 		flags |= GL_CALL_TABLE_FULL;
 		if (c->st) {
@@ -54,8 +69,8 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				__sync_fetch_and_add(&c->st->untracked_bytes, size);
 		}
 	} else {
-		count(c->st, cls, size, 1);
-		full_barrier();
+		if (!count_fenced(c->st, cls, size, 1))
+			full_barrier();
 		if (kind_in_ctx(kind) && ctx_gone(c, c->ctx) &&
 		    bpf_map_delete_elem(&allocs, &k) == 0) {
 			count(c->st, cls, -(__s64)size, -1);

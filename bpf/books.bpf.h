@@ -39,6 +39,30 @@ struct mem_location {
 	__s32 type, id;
 };
 
+/*
+ * Whether a call's record names the device of the thread's context (a lookup in
+ * ctx_dev): a failure's and most allocations'. A free's names the device of
+ * what it freed; VMM calls and context calls name their own or none.
+ */
+static __always_inline bool uses_ctx_device(__u8 role, int rc)
+{
+	if (role >= GL_ROLE_CTX_CREATE)
+		return false;
+	if (rc != CUDA_SUCCESS)
+		return true;
+	switch (role) {
+	case GL_ROLE_ALLOC:
+	case GL_ROLE_ALLOC_PITCH:
+	case GL_ROLE_HOST_REGISTER:
+	case GL_ROLE_IMPORT:
+	case GL_ROLE_IPC_OPEN:
+	case GL_ROLE_ARRAY_CREATE:
+	case GL_ROLE_ARRAY3D_CREATE:
+	case GL_ROLE_MIPMAP_CREATE: return true;
+	default: return false;
+	}
+}
+
 /* Apply a returning call to the books and tell user space what changed. */
 static __always_inline void apply_call(struct gl_call_ctx *c)
 {
@@ -50,7 +74,7 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 	__u64 key, size;
 
 	c->ctx = d > 0 ? c->inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] : 0;
-	c->dev = ctx_device(c);
+	c->dev = uses_ctx_device(role, c->rc) ? ctx_device(c) : -1;
 
 	if (role >= GL_ROLE_CTX_CREATE) {
 		if (c->rc == CUDA_SUCCESS)

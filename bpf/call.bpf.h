@@ -104,6 +104,23 @@ static __always_inline void count(struct gl_proc_stats *st, __u8 cls, __s64 byte
 	__sync_fetch_and_add(&st->allocs[class_slot(cls)], n);
 }
 
+/*
+ * count(), whose second atomic fetches: also a full memory barrier (see
+ * full_barrier()), so that an allocation's booking needs no atomic of its own.
+ * False when nothing was counted (no process counters): no barrier either.
+ */
+static __always_inline bool count_fenced(struct gl_proc_stats *st, __u8 cls, __s64 bytes, __s64 n)
+{
+	__s64 was;
+
+	if (!st || cls >= GL_NR_CLASSES)
+		return false;
+	__sync_fetch_and_add(&st->bytes[class_slot(cls)], bytes);
+	was = __sync_fetch_and_add(&st->allocs[class_slot(cls)], n);
+	asm volatile("" : : "r"(was) : "memory");
+	return true;
+}
+
 static __always_inline __u64 read_user_u64(__u64 addr, bool narrow)
 {
 	__u64 v = 0;
@@ -144,9 +161,9 @@ static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
 }
 
 /*
- * Whether allocation v went with a teardown of its context: booked before the
- * teardown's time, which a later allocation in a new context at the same
- * address is not.
+ * Whether allocation v went with a teardown of its context: its call entered
+ * before the teardown's time, which a later allocation in a new context at the
+ * same address did not.
  */
 static __always_inline bool went_with_ctx(struct gl_call_ctx *c, const struct gl_alloc_val *v)
 {

@@ -91,7 +91,7 @@ struct gl_alloc_val {
 	__u8 pad;
 	__s16 dev;
 	__u64 id; /* the allocation's number (gl_call.id) */
-	__u64 ns; /* when it was booked (bpf_ktime_get_ns, before it went into allocs) */
+	__u64 ns; /* when its call entered (gl_slot.ts, bpf_ktime_get_ns) */
 };
 
 /* What a free's entry took out of the books (gl_slot.claim). */
@@ -161,11 +161,12 @@ struct gl_ctx_key {
 
 /*
  * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
- * teardown's books were dropped). An allocation booked before that time in
- * that context went with it, whether the teardown's walk of allocs met it or a
- * free in flight had taken it out; one booked after it belongs to a new
- * context at the same address. A call that entered before that time and
- * returns after it acted on a context the driver has since destroyed. Least
+ * teardown's books were dropped). A call that entered before that time and
+ * returns after it acted on a context the driver has since destroyed; so an
+ * allocation whose call entered before that time in that context went with
+ * it, whether the teardown's walk of allocs met it or a free in flight had
+ * taken it out; one whose call entered after it belongs to a new context at
+ * the same address. Least
  * recently used entries go first: only calls in flight at the teardown need one.
  */
 struct {

@@ -217,7 +217,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 	*status = GL_PY_OK;
 	if (!cfg)
 		return 0;
-	start = BPF_CORE_READ(task, group_leader, start_boottime);
+	/* task is a BTF pointer (the current task): direct loads, no bpf_probe_read_kernel() */
+	start = task->group_leader->start_boottime;
 	if (!cfg->tick_ns || start / cfg->tick_ns != cfg->start_ticks) {
 		*status = GL_PY_STALE;
 		return 0;
@@ -229,7 +230,7 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 	w.win = s->win;
 	w.out = out;
 #ifdef __TARGET_ARCH_x86
-	w.fsbase = BPF_CORE_READ(task, thread.fsbase);
+	w.fsbase = task->thread.fsbase;
 #endif
 	if (cfg->flags & GL_PY_F_NATIVE_TID)
 		w.ns_tid = task_ns_tid(task);

@@ -20,9 +20,15 @@
 
 #define GL_PY_BYTES (GL_MAX_PY_FRAMES * sizeof(struct gl_py_frame))
 
+/*
+ * The start time of task's process. task is a BTF pointer (the current task, a
+ * tracepoint's argument): the fields are read with direct loads, which the JIT
+ * guards against a fault, not with two bpf_probe_read_kernel() calls (each
+ * allocation and free reads it twice: its process's counters, its record).
+ */
 static __always_inline __u64 proc_start_time(struct task_struct *task)
 {
-	return BPF_CORE_READ(task, group_leader, start_boottime);
+	return task->group_leader->start_boottime;
 }
 
 static __always_inline void fill_hdr(struct gl_hdr *h, __u32 type, __u32 size,

@@ -245,6 +245,7 @@ int record_cmd__run(const struct gl_opts *o)
 	so.cmd = o->argv ? CMD_RUN : CMD_ATTACH;
 	so.interval_ms = 0;
 	ro.stack_mode = o->stack_mode;
+	ro.ran_command = o->argv != NULL;
 	/* the file first: a bad -o costs no BPF load */
 	if (check_replace(o) || output__open_files(o, &rc.files))
 		return EXIT_RUNTIME;

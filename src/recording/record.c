@@ -17,7 +17,8 @@
  *     stored bytes. A chunk holds whole records:
  *   record: u16 type, u16 0, u32 length, then that many bytes:
  *     SESSION   u64 start_ns, u64 wall-clock ns, u64 series width ns,
- *               u8 stack mode, 3 x u8 0, str host, str gpuleak version
+ *               u8 stack mode, u8 flags (GLR_SESSION_*), 2 x u8 0, str host,
+ *               str gpuleak version
  *     MODULE    u32 id, u64 dev, u64 inode, str path, str build-id (hex)
  *     PYCODE    u32 id, str function, str file
  *     STACK     u32 id, u16 n, u16 0, n x (u8 kind, 3 x u8 0, u32 mod, u64 addr),
@@ -320,7 +321,8 @@ static void write_session(struct recorder *r, uint64_t start_ns, uint64_t series
 	enc_u(&e, r->o.wall_ns ?: wall.tv_sec * 1000000000ULL + wall.tv_nsec, 8);
 	enc_u(&e, series_width_ns, 8);
 	enc_u(&e, r->o.stack_mode, 1);
-	enc_u(&e, 0, 3);
+	enc_u(&e, r->o.ran_command ? GLR_SESSION_COMMAND : 0, 1);
+	enc_u(&e, 0, 2);
 	enc_str(&e, host);
 #ifdef GPULEAK_VERSION
 	enc_str(&e, GPULEAK_VERSION);

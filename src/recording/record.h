@@ -46,6 +46,14 @@ enum glr_type {
 	GLR_WINDOW = 13,    /* a tensor window opened, began its tail, closed */
 };
 
+/*
+ * SESSION flags. COMMAND: a command's recording (record -- CMD), whose report,
+ * as run's, leaves out the processes that made no CUDA call (the launchers and
+ * shells in front of the job) and counts them. Files written before the flag
+ * have 0 there: an attach's report, which lists every process traced.
+ */
+#define GLR_SESSION_COMMAND 0x1
+
 /* TENSORS: --tensors as the reports name it. */
 enum glr_tensor_mode {
 	GLR_TENSORS_OFF = 0,
@@ -86,6 +94,7 @@ struct proc;
 struct recorder_opts {
 	uint64_t max_size;  /* bytes the file may reach; 0: no limit */
 	uint8_t stack_mode; /* enum gl_stack_mode */
+	bool ran_command;   /* record -- CMD (GLR_SESSION_COMMAND) */
 	const char *host;   /* said to be recorded on; NULL: this machine's name */
 	uint64_t wall_ns;   /* started at (CLOCK_REALTIME); 0: now */
 	/* function and file of a Python code id (NULLs if unknown); NULL: no names */

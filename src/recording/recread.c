@@ -293,7 +293,8 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 		it->u.session.wall_ns = dec_u(&d, 8);
 		it->u.session.series_width_ns = dec_u(&d, 8);
 		it->u.session.stack_mode = dec_u(&d, 1);
-		dec_u(&d, 3);
+		it->u.session.flags = dec_u(&d, 1);
+		dec_u(&d, 2);
 		it->u.session.host = dec_str(&d, r->str[0]);
 		it->u.session.version = dec_str(&d, r->str[1]);
 		break;

@@ -28,6 +28,7 @@ struct rr_item {
 		struct {
 			uint64_t start_ns, wall_ns, series_width_ns;
 			uint8_t stack_mode;
+			uint8_t flags; /* GLR_SESSION_* */
 			const char *host, *version;
 		} session;
 		struct {

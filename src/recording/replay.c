@@ -61,6 +61,7 @@ struct replay {
 	uint64_t start_ns, end_ns, first_ts, last_ts, width_ns, malformed;
 	uint32_t nr_probes;
 	uint8_t stack_mode;
+	bool ran_command; /* GLR_SESSION_COMMAND: the report leaves out idle processes */
 	char host[GLR_STR_MAX + 1];
 	char *file;
 	struct snap_recording info;
@@ -370,6 +371,7 @@ static void on_session(struct replay *rp, const struct rr_item *it)
 	rp->start_ns = it->u.session.start_ns;
 	rp->info.wall_start_ns = it->u.session.wall_ns;
 	rp->stack_mode = it->u.session.stack_mode;
+	rp->ran_command = it->u.session.flags & GLR_SESSION_COMMAND;
 	snprintf(rp->host, sizeof(rp->host), "%s", it->u.session.host);
 	if (!rp->books && it->u.session.series_width_ns &&
 	    it->u.session.series_width_ns <= MAX_WIDTH_NS)
@@ -530,6 +532,10 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 	snap = snapshot__build(b, rp->sym, &so);
 	if (!snap)
 		return NULL;
+	/* as run's report: the launchers in front of a recorded command are counted, not
+	 * listed */
+	if (rp->ran_command)
+		snapshot__hide_idle(snap);
 	snapshot__proc_imbalances(snap, so.imbalance_ratio);
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		struct snap_proc *p = &snap->procs[i];

@@ -38,3 +38,21 @@ def test_bench_smoke(tmp):
     check(all(s["median"] > 0 for m in hooks["ns_per_pair"].values() for s in m.values()),
           f"every mmap load measured in every mode: {hooks['ns_per_pair']}")
     check("the mmap-lock hook" in p.stdout, f"the table has the hook's section:\n{p.stdout}")
+
+
+def test_driver_cost_smoke(tmp):
+    """bench/driver_cost.py reads the programs' run time of a few hundred pairs, two
+    binaries side by side (here the same one twice); nothing asserts a speed."""
+    env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "driver_cost.py"),
+                        "--reps", "2", "--pairs", "300", f"a={GPULEAK}", f"b={GPULEAK}"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    check_eq(p.returncode, 0, f"driver_cost.py exit status (stderr: {p.stderr[-1500:]})")
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[2:4]}
+    check_eq(sorted(rows), ["a", "b"], f"a row per binary:\n{p.stdout}")
+    for name, cols in rows.items():
+        # call_enter, call_exit, BPF total, load CPU: each "median [q1-q3]"
+        medians = [float(c) for c in cols[1::2]]
+        check(len(medians) == 4 and all(m > 0 for m in medians),
+              f"{name}: every figure measured and positive:\n{p.stdout}")
+    check("b / a, per rep: BPF total" in p.stdout, f"the ratio line:\n{p.stdout}")

@@ -6,6 +6,7 @@ that says what it lacks) and --max-size; it is never written through a symlink; 
 reader holds up under a short fuzzing run."""
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -407,3 +408,40 @@ def test_report_of_sampled_tensor_stacks_equals_the_live(tmp):
     check_eq(est, estimates(lp), "sampled stacks and their estimates against the live report")
     check_eq(_torch_stacks(p), _torch_stacks(lp), "tensor-block stacks and verdicts")
     check("sampled stack: about" in text, "the text report names the estimates")
+
+
+def test_report_of_a_command_hides_its_launchers_as_run_does(tmp):
+    """record -- sh -c PROGRAM: the report of the recording, as run's live report, lists
+    only the processes that made CUDA calls and counts the shells in front of the job."""
+    def script(truth):
+        # the workload allocates a second after it starts, when its libcuda is attached
+        return (f"(sleep 1; echo go) | {os.path.join(WORKLOADS, 'wl_basic')} --truth {truth}; "
+                "exit 0")
+
+    live_json, live_truth = os.path.join(tmp, "live.json"), os.path.join(tmp, "live.truth")
+    rc, live_text, err = run_gpuleak(["run", "-i", "0", "--json", live_json, "--", "sh", "-c",
+                                      script(live_truth)], timeout=60)
+    check_eq(rc, 0, f"run's exit status ({err[-500:]!r})")
+    with open(live_json) as f:
+        live = json.load(f)
+    rec_truth = os.path.join(tmp, "rec.truth")
+    rec, tr = recorder(tmp, "cmd.glr", "--", "sh", "-c", script(rec_truth))
+    check_eq(tr.wait(timeout=60), 0, f"record's exit status:\n{tr.stderr()}")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    for name, r, truth in (("run", live, live_truth), ("the recording", rep, rec_truth)):
+        with open(truth) as f:
+            t = json.load(f)
+        p = process(r, t["pid"])
+        check_books(r, p, t)
+        for q in r["processes"]:
+            check(q["alloc_calls"] > 0,
+                  f"{name} reports a process without CUDA calls: {q['comm']} {q['pid']}")
+        check(r["processes_without_cuda"] >= 2, f"{name} counts the shells: {r}")
+    check_eq(rep["processes_without_cuda"], live["processes_without_cuda"],
+             "processes without CUDA calls, the recording against run")
+    check_eq(sorted(p["comm"] for p in rep["processes"]),
+             sorted(p["comm"] for p in live["processes"]), "the processes reported")
+    line = r"\d+ other processes traced made no CUDA call: not shown"
+    check(re.search(line, live_text), f"run's text says so: {live_text[-300:]!r}")
+    check(re.search(line, text), f"the recording's text says so as run's: {text[-300:]!r}")

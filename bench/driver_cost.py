@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
+"""The driver level's per-call cost, in the BPF programs themselves.
+
+Usage (root, from the repository root, after `make gpuleak fakecuda` and
+`make .output/bench/alloc_loop`):
+    bench/driver_cost.py [--pairs N] [--reps R] [--stacks MODE] [NAME=GPULEAK ...]
+
+Each NAME=GPULEAK is a gpuleak binary to compare (default: this tree's, as
+"gpuleak"); the binaries run in a rotating order, rep after rep, under
+`gpuleak run -q -i 0 --no-python --stacks MODE` (default none) on
+bench/alloc_loop.c against a private copy of the stand-in. While the load
+lingers after its loop, the kernel's BPF run-time statistics (BPF_ENABLE_STATS,
+on while this script runs) give the nanoseconds spent in call_enter and
+call_exit; divided by the pairs the load made (warm-up included), they are the
+programs' cost per cuMemAlloc_v2 + cuMemFree_v2 pair: two entries and two
+returns, with no uprobe trap and no waiting for a CPU in them, so much steadier
+than the load's own clock (also printed: CPU ns per pair of the calling thread).
+Every figure is median [first quartile - third quartile] over the reps.
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ALLOC_LOOP, GPULEAK, Stats, private_lib  # noqa: E402
+
+WARMUP = 1000
+PROGS = ("call_enter", "call_exit")
+
+
+def enable_bpf_stats():
+    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME (0)
+    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def prog_times(pid):
+    """{program name: (run_time_ns, run_cnt)} of the BPF programs process pid holds."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    res = {}
+    for i in ids:
+        info = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                                         capture_output=True, text=True, check=True).stdout)
+        res[info["name"]] = (info.get("run_time_ns", 0), info.get("run_cnt", 0))
+    return res
+
+
+def one_run(binary, lib, pairs, stacks, tmp):
+    """{"cpu": CPU ns per pair of the load, PROG: BPF ns per pair, ...} of one run."""
+    rep = os.path.join(tmp, "rep.json")
+    load = [ALLOC_LOOP, "--lib", lib, "--pairs", str(pairs), "--warmup", str(WARMUP),
+            "--linger"]
+    p = subprocess.Popen([binary, "run", "-q", "-i", "0", "--no-python", "--stacks", stacks,
+                          "--libcuda", lib, "--json", rep, "--", *load],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if "cpu_ns_per_pair=" not in line:
+        p.kill()
+        raise RuntimeError(f"{binary}: the load printed {line!r}")
+    fields = dict(kv.split("=", 1) for kv in line.split())
+    times = prog_times(p.pid)
+    p.stdin.write("\n")
+    p.stdin.close()
+    p.stdout.read()
+    if p.wait(120):
+        raise RuntimeError(f"{binary} run failed with {p.returncode}")
+    with open(rep) as f:
+        report = json.load(f)
+    if report["lost_events"] or report["processes"][0]["alloc_calls"] < pairs + WARMUP:
+        raise RuntimeError(f"{binary} did not see every call")
+    res = {"cpu": float(fields["cpu_ns_per_pair"])}
+    for prog in PROGS:
+        if prog not in times:
+            raise RuntimeError(f"{binary}: no BPF program {prog} loaded")
+        res[prog] = times[prog][0] / (pairs + WARMUP)
+    res["bpf"] = res["call_enter"] + res["call_exit"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=20000)
+    ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--stacks", default="none")
+    ap.add_argument("binaries", nargs="*", metavar="NAME=GPULEAK")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("driver_cost.py needs root (BPF)")
+    binaries = [b.split("=", 1) for b in a.binaries] or [["gpuleak", GPULEAK]]
+    names = [n for n, _ in binaries]
+    lib = private_lib()
+    samples = {n: [] for n in names}
+    stats_fd = enable_bpf_stats()
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
+            for r in range(a.reps):
+                k = r % len(binaries)
+                for name, binary in binaries[k:] + binaries[:k]:
+                    samples[name].append(one_run(binary, lib, a.pairs, a.stacks, tmp))
+                    time.sleep(0.2)
+                print(f"rep {r + 1}/{a.reps}: " + ", ".join(
+                    f"{n} bpf {samples[n][-1]['bpf']:.0f} cpu {samples[n][-1]['cpu']:.0f}"
+                    for n in names), file=sys.stderr, flush=True)
+    finally:
+        os.close(stats_fd)
+    print(f"cuMemAlloc_v2 + cuMemFree_v2, --stacks {a.stacks}, {a.pairs} pairs + {WARMUP} "
+          f"warm-up, {a.reps} interleaved reps; ns per pair, median [IQR]:")
+    print(f"  {'binary':12} {'call_enter':>22} {'call_exit':>22} {'BPF total':>22} "
+          f"{'load CPU':>24}")
+    for n in names:
+        cols = [Stats([s[f] for s in samples[n]]).fmt() for f in
+                ("call_enter", "call_exit", "bpf", "cpu")]
+        print(f"  {n:12} {cols[0]:>22} {cols[1]:>22} {cols[2]:>22} {cols[3]:>24}")
+    base = names[0]
+    for n in names[1:]:
+        ratio = Stats([s["bpf"] / b["bpf"] for s, b in zip(samples[n], samples[base])])
+        cpu = Stats([s["cpu"] / b["cpu"] for s, b in zip(samples[n], samples[base])])
+        print(f"  {n} / {base}, per rep: BPF total {ratio.fmt(3)}, load CPU {cpu.fmt(3)}")
+
+
+if __name__ == "__main__":
+    main()
