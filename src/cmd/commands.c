@@ -99,9 +99,9 @@ const struct cli_option cli_options[] = {
 	  "16s)",
 	  "30s" },
 	{ "tensor-duty", OPT_TENSOR_DUTY, "PCT",
-	  "automatic windows' share of the time (2);\n"
-	  "SIGUSR1 or serve's POST /tensors/arm opens\n"
-	  "one at once",
+	  "automatic windows' share of each process's\n"
+	  "time (2); SIGUSR1 or serve's POST\n"
+	  "/tensors/arm opens one in every process",
 	  "5" },
 	{ "resolution", OPT_RESOLUTION, "T", "time resolution of leak verdicts (1s)", "500ms" },
 	{ "ranks-from-env", OPT_RANKS_ENV, NULL,
