@@ -6,7 +6,9 @@ description of the machine.
 Every run has a deadline; a failure raises BenchError saying what ran and what
 it printed.
 """
+import ctypes
 import datetime
+import json
 import os
 import platform
 import re
@@ -257,3 +259,32 @@ def machine():
         "load_1min": round(load, 2),
         "other_tracers": len(other_tracers()),
     }
+
+
+def enable_bpf_stats():
+    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME (0)
+    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
+def prog_times(pid):
+    """{program name: (run_time_ns, run_cnt)} of the BPF programs process pid holds."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                for line in f:
+                    if line.startswith("prog_id:"):
+                        ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    res = {}
+    for i in ids:
+        info = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
+                                         capture_output=True, text=True, check=True).stdout)
+        res[info["name"]] = (info.get("run_time_ns", 0), info.get("run_cnt", 0))
+    return res

@@ -22,7 +22,6 @@ User-space figures are medians of --reps runs; the loop figures come from --reps
 rounds that run every mode in turn: the minimum is the least disturbed run.
 """
 import argparse
-import ctypes
 import glob
 import json
 import os
@@ -31,6 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import enable_bpf_stats, prog_times  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, ".output")
@@ -88,34 +90,6 @@ def build_private(tmp):
     for cmd in steps:
         subprocess.run(cmd, check=True)
     return lib, os.path.join(tmp, "wl_nofp")
-
-
-def enable_bpf_stats():
-    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME (0)
-    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
-    return fd
-
-
-def prog_times(pid):
-    """{program name: (run_time_ns, run_cnt)} of the BPF programs process pid holds."""
-    ids = set()
-    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
-        try:
-            for line in open(f"/proc/{pid}/fdinfo/{fd}"):
-                if line.startswith("prog_id:"):
-                    ids.add(int(line.split()[1]))
-        except OSError:
-            pass
-    res = {}
-    for i in ids:
-        info = json.loads(subprocess.run(["bpftool", "-j", "prog", "show", "id", str(i)],
-                                         capture_output=True, text=True, check=True).stdout)
-        res[info["name"]] = (info.get("run_time_ns", 0), info.get("run_cnt", 0))
-    return res
 
 
 def one_run(mode, pairs, depth, tmp, lib, wl):
