@@ -93,8 +93,19 @@ void targets__libs_changed(struct targets *s, int pid)
 			return;
 		}
 	}
-	if (s->nr_pending < (int)(sizeof(s->pending) / sizeof(s->pending[0])))
-		s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
+	if (s->nr_pending == s->cap_pending) {
+		int cap = s->cap_pending ? 2 * s->cap_pending : 64;
+		struct pending_scan *p = realloc(s->pending, cap * sizeof(*p));
+
+		if (!p) {
+			/* no room to remember it: scan now, without the follow-up */
+			targets__scan_pid(s, pid);
+			return;
+		}
+		s->pending = p;
+		s->cap_pending = cap;
+	}
+	s->pending[s->nr_pending++] = (struct pending_scan){ .pid = pid };
 }
 
 /* Runs the scans that are due. Returns 0, or -EPERM on privileges. */
@@ -248,6 +259,7 @@ void targets__free(struct targets *s)
 		return;
 	if (s->child > 0 && !s->child_done)
 		waitpid(s->child, NULL, 0);
+	free(s->pending);
 	free(s);
 }
 

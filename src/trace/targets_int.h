@@ -51,8 +51,8 @@ struct targets {
 	int child_status;
 	bool child_done;
 	uint64_t wait_deadline_ns, next_liveness_ns, next_rescan_ns;
-	struct pending_scan pending[64];
-	int nr_pending;
+	struct pending_scan *pending; /* grown as processes change their libraries */
+	int nr_pending, cap_pending;
 	struct lib_id torch_denied[16]; /* serve: PyTorch libraries refused for privileges */
 	int nr_torch_denied;
 	struct lib_id bad_libs[16]; /* libcuda files that cannot be read: said once */
