@@ -85,12 +85,21 @@ def workload(a):
     fsem = ctypes.c_ushort.in_dll(torch, "pytorch_free_semaphore")
     # the tracer attaches to the library once it is loaded: wait for the state measured
     # (raised, or raised then dropped again between windows)
+    # Each state must hold for 100 ms: finding a process, the tracer attaches its
+    # library's probes once and detaches them (a blip of the semaphores) before the
+    # window that is measured opens.
+    def state(want):  # raised: malloc's; dropped: both (a window's tail keeps free's)
+        return sem.value > 0 if want else sem.value == 0 and fsem.value == 0
+
     for want in [int(x) for x in a.sem.split(",") if x]:
-        deadline = time.monotonic() + 30
-        # raised: malloc's; dropped: both (a window's tail keeps the free probe)
-        while (sem.value > 0 if want else sem.value == 0 and fsem.value == 0) is False:
+        deadline, since = time.monotonic() + 30, None
+        while since is None or time.monotonic() - since < 0.1:
             if time.monotonic() > deadline:
                 sys.exit(f"tensor_bench: the semaphore never became {want}")
+            if not state(want):
+                since = None
+            elif since is None:
+                since = time.monotonic()
             time.sleep(0.005)
     time.sleep(a.delay)
     base = 1 << 40
