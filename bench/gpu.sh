@@ -7,8 +7,11 @@
 #                        (~20 ms a step; REPS_SMALL reps, 8) and a larger one (~300 ms a
 #                        step; REPS_LARGE reps, 5): untraced, default attach (between
 #                        windows and inside its first), serve, --tensors full and
-#                        _record_memory_history(), interleaved in one training process.
-#                        About 4 + 5 minutes. OUTDIR gets the JSON of each model.
+#                        _record_memory_history(), interleaved in one training process
+#                        (the small model with an untraced block on either side of
+#                        each watched one: --design aba). About 6 + 5 minutes. OUTDIR
+#                        gets the JSON of each model; bench/gpu_train.py --merge pools
+#                        the reps of several runs.
 #   bench/gpu.sh --calls [--quick]   the older per-call, training and attach figures
 #                        (bench/gpu.py: driver-call overhead per stack mode, attach time).
 # LIBCUDA, PYTHON (an interpreter with torch) and GPULEAK override the defaults.
@@ -55,7 +58,7 @@ mkdir -p "$dir"
 for m in $models; do
 	if [ "$m" = small ]; then
 		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --reps "${REPS_SMALL:-8}" \
-			--json "$dir/train_small.json"
+			--design aba --json "$dir/train_small.json"
 	else
 		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --large --reps "${REPS_LARGE:-5}" \
 			--json "$dir/train_large.json"

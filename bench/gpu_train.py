@@ -3,8 +3,10 @@
 """Step time of a training loop under each way of watching its memory, interleaved in
 one training process (bench/gpu.sh runs it on the GPU machine).
 
-    gpu_train.py [--large] [--reps N] [--steps N] [--settle N] [--json FILE] [--fake LIB]
-                 [--phases P,P] [--cpus N,N]
+    gpu_train.py [--large] [--reps N] [--seconds S] [--steps N] [--settle N] [--json FILE]
+                 [--fake LIB] [--phases P,P] [--cpus N,N] [--design rep|aba]
+                 [--tensor-window T]
+    gpu_train.py --merge FILE FILE...   pools the reps of earlier --json results
 
 One process of bench/torch_train.py trains without end (--control); between blocks
 of --steps steps this script changes what watches it, and the process tags each step
@@ -20,10 +22,18 @@ with the phase in force. Phases, rep after rep:
 The order of the phases is shuffled in each rep (seeded by the rep: no phase always
 follows another), and each block's first --settle steps are dropped (a change,
 e.g. the recorder's buffer freed, settles). Per block: median
-step wall time, main-thread CPU time and process CPU time; overheads are each block's
-median against the untraced block of the same rep, then median [IQR] over the reps and a
-95 % bootstrap interval of that median; full mode is also compared with the recorder
-block of the same rep (full / history).
+step wall time, main-thread CPU time and process CPU time.
+
+--design rep (the default): each block's median against the untraced block of the same
+rep. --design aba: an untraced block before and after every watched block (U A U B U
+..., the last untraced block of a rep the first of the next) and each watched block's
+median against the mean of its two neighbours': the step time of this VM drifts by
+several per cent over seconds (its vCPUs are shared), and the neighbours cancel the part
+of the drift that is linear over a pair. Either way: median [IQR] over the reps and a 95 %
+bootstrap interval of that median; full mode is also compared with the recorder block of
+the same rep (full / history). --seconds S starts no rep after S seconds (--reps is then
+the most); --merge pools the per-rep figures of several runs of one model and design
+(each pair was interleaved in its own run) and prints the same summary.
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
 """
 import argparse
@@ -41,6 +51,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "bench", "torch_train.py")
 GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
 PHASES = ("untraced", "attach-idle", "attach-window", "serve-idle", "full", "history")
+NAMES = ("wall", "main_cpu", "process_cpu")
+WINDOW = "1s"  # the first window of the idle phases (--tensor-window)
 
 
 def log(msg):
@@ -93,13 +105,14 @@ def start_tracer(phase, pid, tmp):
         return None
     base = [GPULEAK, "attach", "-i", "0", "--json", os.path.join(tmp, "rep.json")]
     if phase == "attach-idle":
-        t = Tracer(base + ["--tensor-window", "1s", str(pid)], tmp)
+        t = Tracer(base + ["--tensor-window", WINDOW, str(pid)], tmp)
     elif phase == "attach-window":
         t = Tracer(base + [str(pid)], tmp)
     elif phase == "full":
         t = Tracer(base + ["--tensors", "full", str(pid)], tmp)
     else:
-        t = Tracer([GPULEAK, "serve", "--listen", "127.0.0.1:19464", "--tensor-window", "1s"], tmp)
+        t = Tracer([GPULEAK, "serve", "--listen", "127.0.0.1:19464", "--tensor-window", WINDOW],
+                   tmp)
     t.wait_for("attached", 120)
     if phase.endswith("idle"):
         t.wait_for("tensor window 1 closed", 30)
@@ -144,17 +157,24 @@ class Trainer:
         while len(rows) < steps + settle:
             if self.p.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"training stopped: {open(self.out).read()[-2000:]}")
-            lines = open(self.log).read().splitlines()[self.seen:]
-            for line in lines:
+            for line in self.new_lines():
                 parts = line.split()
-                if len(parts) == 4:
-                    self.seen += 1
-                    if parts[0] == label:
-                        rows.append([int(x) for x in parts[1:]])
+                if len(parts) == 4 and parts[0] == label:
+                    rows.append([int(x) for x in parts[1:]])
             time.sleep(0.01)
         self.set("idle")
         rows = rows[settle:steps + settle]
         return [[r[i] for r in rows] for i in range(3)]
+
+    def new_lines(self):
+        """The whole lines the log gained since the last call (read from where it ended:
+        rereading a log of thousands of steps every 10 ms would be load of its own)."""
+        with open(self.log) as f:
+            f.seek(self.seen)
+            text = f.read()
+        end = text.rfind("\n") + 1
+        self.seen += len(text[:end].encode())
+        return text[:end].splitlines()
 
     def quit(self):
         self.set("quit")
@@ -178,86 +198,167 @@ def median_ci(x, n=2000):
     return [meds[int(0.025 * n)], meds[int(0.975 * n) - 1]]
 
 
+def run(a, phases, steps):
+    """Measures; per watched phase and figure, the per-rep overheads in %, the block
+    medians in ms per phase, and the per-rep full / history ratios."""
+    blocks = {p: [] for p in phases}
+    over = {p: {n: [] for n in NAMES} for p in phases if p != "untraced"}
+    ratio = {n: [] for n in NAMES}
+    med = lambda b, i: statistics.median(b[i])  # noqa: E731
+    t_end = time.monotonic() + a.seconds if a.seconds else None
+    with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
+        tr = Trainer(a, tmp)
+
+        def measure(ph):
+            t = start_tracer(ph, tr.pid, tmp)
+            try:
+                b = tr.block(ph, steps, a.settle)
+            finally:
+                if t:
+                    t.stop()
+            blocks[ph].append(b)
+            return b
+
+        try:
+            before = measure("untraced") if a.design == "aba" else None
+            for rep in range(a.reps):
+                if t_end and time.monotonic() > t_end:
+                    log(f"--seconds {a.seconds} up after {rep} reps")
+                    break
+                watched = [p for p in phases if p != "untraced"]
+                random.Random(rep).shuffle(watched)
+                got = {}
+                if a.design == "aba":
+                    for ph in watched:
+                        got[ph] = measure(ph)
+                        after = measure("untraced")
+                        for i, n in enumerate(NAMES):
+                            ref = (med(before, i) + med(after, i)) / 2
+                            over[ph][n].append(100 * (med(got[ph], i) / ref - 1))
+                        before = after
+                else:
+                    order = watched + ["untraced"]
+                    random.Random(rep).shuffle(order)
+                    for ph in order:
+                        got[ph] = measure(ph)
+                    for ph in watched:
+                        for i, n in enumerate(NAMES):
+                            over[ph][n].append(
+                                100 * (med(got[ph], i) / med(got["untraced"], i) - 1))
+                if "full" in got and "history" in got:
+                    for i, n in enumerate(NAMES):
+                        ratio[n].append(med(got["full"], i) / med(got["history"], i))
+                log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
+                    f"{ph} {med(blocks[ph][-1], 0) / 1e6:.2f} ms" for ph in phases))
+        finally:
+            tr.quit()
+    block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p]] for i, n in enumerate(NAMES)}
+                for p in phases}
+    return over, block_ms, ratio
+
+
+def result(model, design, steps, over, block_ms, ratio):
+    """The JSON of a run (or of merged runs) from its per-rep figures."""
+    res = {"model": model, "design": design, "steps_per_block": steps,
+           "reps": max([len(v["wall"]) for v in over.values()] + [0]),
+           "step_ms": {p: {n: summarize(x) for n, x in v.items() if x}
+                       for p, v in block_ms.items()},
+           "block_ms": block_ms, "overhead_pct": {}}
+    for ph, v in over.items():
+        res["overhead_pct"][ph] = {n: dict(summarize(x), median_ci95=median_ci(x), reps=x)
+                                   for n, x in v.items() if x}
+    if ratio["wall"]:
+        res["full_over_history"] = {n: dict(summarize(x), median_ci95=median_ci(x), reps=x)
+                                    for n, x in ratio.items()}
+    return res
+
+
+def merge(files):
+    """Pools the reps of runs of one model and design."""
+    runs = [json.load(open(f)) for f in files]
+    keys = {(r["model"], r.get("design", "rep"), r["steps_per_block"]) for r in runs}
+    if len(keys) != 1:
+        sys.exit(f"gpu_train: --merge: runs of different models, designs or block sizes: "
+                 f"{sorted(keys)}")
+    over, block_ms, ratio = {}, {}, {n: [] for n in NAMES}
+    for r in runs:
+        for ph, v in r["overhead_pct"].items():
+            for n, x in v.items():
+                over.setdefault(ph, {m: [] for m in NAMES})[n] += x["reps"]
+        for ph, v in r.get("block_ms", {}).items():
+            for n, x in v.items():
+                block_ms.setdefault(ph, {m: [] for m in NAMES})[n] += x
+        for n, x in r.get("full_over_history", {}).items():
+            ratio[n] += x["reps"]
+    model, design, steps = keys.pop()
+    res = result(model, design, steps, over, block_ms, ratio)
+    res["merged"] = list(files)
+    return res
+
+
+def show(res):
+    print(f"{res['model']}: {res['reps']} reps x {res['steps_per_block']} steps a block, "
+          f"interleaved ({res['design']}); median [IQR]")
+    for ph, s in res["step_ms"].items():
+        line = f"  {ph:<14}" + "".join(
+            f" {n} {s[n]['median']:8.2f} ms" for n in NAMES if n in s)
+        if ph in res["overhead_pct"]:
+            o = res["overhead_pct"][ph]
+            line += "   overhead " + ", ".join(
+                f"{n} {o[n]['median']:+.2f}% [{o[n]['q1']:+.2f},{o[n]['q3']:+.2f}] "
+                f"(median within {o[n]['median_ci95'][0]:+.2f}..{o[n]['median_ci95'][1]:+.2f})"
+                for n in NAMES if n in o)
+        print(line)
+    if "full_over_history" in res:
+        r = res["full_over_history"]
+        print("  full / history, per rep: " + ", ".join(
+            f"{n} {r[n]['median']:.3f} [{r[n]['q1']:.3f},{r[n]['q3']:.3f}] (median within "
+            f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in NAMES))
+
+
 def main():
+    global WINDOW
     ap = argparse.ArgumentParser()
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=0,
+                    help="start no rep after this many seconds (--reps: the most)")
     ap.add_argument("--steps", type=int, default=0, help="per block (40; --large 8)")
     ap.add_argument("--settle", type=int, default=10,
                     help="steps dropped at the start of each block (a change settles)")
     ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--design", choices=("rep", "aba"), default="rep")
+    ap.add_argument("--tensor-window", default=WINDOW,
+                    help="the first tensor window of the idle phases (measured after it)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="FILE")
     ap.add_argument("--fake", default="", help="no GPU: torch_train.py --fake LIB")
     ap.add_argument("--allow-others", action="store_true", help="(testing the script only)")
     ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
     ap.add_argument("--cpus", default="",
                     help="CPU numbers (1,2,3) the training process is kept on")
     a = ap.parse_args()
-    steps = a.steps or (8 if a.large else 40)
-    phases = a.phases.split(",")
-    others = other_tracers()
-    if others and not a.allow_others:
-        sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
-                 f"theirs too")
-    blocks = {p: [] for p in phases}
-    with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
-        tr = Trainer(a, tmp)
-        try:
-            for rep in range(a.reps):
-                order = list(phases)
-                random.Random(rep).shuffle(order)
-                for ph in order:
-                    t = start_tracer(ph, tr.pid, tmp)
-                    try:
-                        blocks[ph].append(tr.block(ph, steps, a.settle))
-                    finally:
-                        if t:
-                            t.stop()
-                log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
-                    f"{ph} {statistics.median(blocks[ph][-1][0]) / 1e6:.2f} ms"
-                    for ph in phases))
-        finally:
-            tr.quit()
-    names = ("wall", "main_cpu", "process_cpu")
-    res = {"model": "large" if a.large else "torch_train", "steps_per_block": steps,
-           "reps": a.reps, "step_ms": {}, "overhead_pct": {}}
-    for ph in phases:
-        res["step_ms"][ph] = {n: summarize([statistics.median(b[i]) / 1e6 for b in blocks[ph]])
-                              for i, n in enumerate(names)}
-        if ph == "untraced":
-            continue
-        res["overhead_pct"][ph] = {}
-        for i, n in enumerate(names):
-            x = [100 * (statistics.median(b[i]) / statistics.median(u[i]) - 1)
-                 for b, u in zip(blocks[ph], blocks["untraced"])]
-            res["overhead_pct"][ph][n] = dict(summarize(x), median_ci95=median_ci(x), reps=x)
-    if "full" in phases and "history" in phases:
-        # the same rep's full-mode block against its recorder block
-        res["full_over_history"] = {}
-        for i, n in enumerate(names):
-            x = [statistics.median(f[i]) / statistics.median(h[i])
-                 for f, h in zip(blocks["full"], blocks["history"])]
-            res["full_over_history"][n] = dict(summarize(x), median_ci95=median_ci(x), reps=x)
+    if a.merge:
+        res = merge(a.merge)
+    else:
+        WINDOW = a.tensor_window
+        steps = a.steps or (8 if a.large else 40)
+        phases = a.phases.split(",")
+        bad = [p for p in phases if p not in PHASES]
+        if bad or "untraced" not in phases:
+            sys.exit(f"gpu_train: --phases: {','.join(bad) or 'untraced missing'}: the phases "
+                     f"are {','.join(PHASES)}, untraced among them")
+        others = other_tracers()
+        if others and not a.allow_others:
+            sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
+                     f"theirs too")
+        over, block_ms, ratio = run(a, phases, steps)
+        res = result("large" if a.large else "torch_train", a.design, steps, over, block_ms,
+                     ratio)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
-    print(f"{res['model']}: {a.reps} reps x {steps} steps a block, interleaved; median [IQR]")
-    for ph in phases:
-        s = res["step_ms"][ph]
-        line = (f"  {ph:<14} wall {s['wall']['median']:8.2f} ms  main CPU "
-                f"{s['main_cpu']['median']:8.2f} ms  process CPU {s['process_cpu']['median']:8.2f}")
-        if ph in res["overhead_pct"]:
-            o = res["overhead_pct"][ph]
-            line += "   overhead " + ", ".join(
-                f"{n} {o[n]['median']:+.2f}% [{o[n]['q1']:+.2f},{o[n]['q3']:+.2f}] "
-                f"(median within {o[n]['median_ci95'][0]:+.2f}..{o[n]['median_ci95'][1]:+.2f})"
-                for n in names)
-        print(line)
-    if "full_over_history" in res:
-        r = res["full_over_history"]
-        print("  full / history, per rep: " + ", ".join(
-            f"{n} {r[n]['median']:.3f} [{r[n]['q1']:.3f},{r[n]['q3']:.3f}] (median within "
-            f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in names))
+    show(res)
     return 0
 
 

@@ -56,3 +56,42 @@ def test_driver_cost_smoke(tmp):
         check(len(medians) == 4 and all(m > 0 for m in medians),
               f"{name}: every figure measured and positive:\n{p.stdout}")
     check("b / a, per rep: BPF total" in p.stdout, f"the ratio line:\n{p.stdout}")
+
+
+def test_gpu_train_smoke(tmp):
+    """bench/gpu_train.py's interleaving, with no GPU: torch_train.py --fake steps through
+    the libc10_cuda stand-in, watched in turn by nothing, gpuleak between windows and
+    gpuleak --tensors full, each watched block between two untraced ones (--design aba);
+    then --merge pools two runs' reps and refuses runs of different designs."""
+    env = dict(os.environ, GPULEAK=GPULEAK,
+               FAKE_LIBCUDA=os.path.join(OUTPUT, "fakecuda", "libcuda.so.1"))
+    train = os.path.join(ROOT, "bench", "gpu_train.py")
+    out = os.path.join(tmp, "aba.json")
+    p = subprocess.run([sys.executable, train, "--fake",
+                        os.path.join(OUTPUT, "faketorch", "libc10_cuda.so"), "--design", "aba",
+                        "--reps", "2", "--steps", "5", "--settle", "2", "--allow-others",
+                        "--tensor-window", "100ms", "--phases", "untraced,attach-idle,full",
+                        "--json", out], capture_output=True, text=True, timeout=180, env=env)
+    check_eq(p.returncode, 0, f"gpu_train.py exit status (stderr: {p.stderr[-1500:]})")
+    with open(out) as f:
+        res = json.load(f)
+    check_eq((res["design"], res["reps"]), ("aba", 2), "design and reps")
+    # aba: an untraced block first and one after each watched block
+    check_eq([len(res["block_ms"][ph]["wall"]) for ph in ("untraced", "attach-idle", "full")],
+             [5, 2, 2], "blocks measured per phase")
+    for ph in ("attach-idle", "full"):
+        check_eq(len(res["overhead_pct"][ph]["wall"]["reps"]), 2, f"{ph}: an overhead a rep")
+    check(res["step_ms"]["full"]["wall"]["median"] > res["step_ms"]["untraced"]["wall"]["median"],
+          f"every tensor block traced with its stack costs something: {res['step_ms']}")
+    p = subprocess.run([sys.executable, train, "--merge", out, out], capture_output=True,
+                       text=True, timeout=60)
+    check_eq(p.returncode, 0, f"--merge exit status (stderr: {p.stderr[-1500:]})")
+    check("torch_train: 4 reps" in p.stdout, f"the merged reps:\n{p.stdout}")
+    with open(out) as f:
+        other = dict(json.load(f), design="rep")
+    with open(os.path.join(tmp, "rep.json"), "w") as f:
+        json.dump(other, f)
+    p = subprocess.run([sys.executable, train, "--merge", out, os.path.join(tmp, "rep.json")],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and "different models, designs" in p.stderr,
+          f"runs of two designs are not pooled: {p.returncode} {p.stderr}")
