@@ -246,14 +246,16 @@ int BPF_USDT(torch_free, void *ptr)
 {
 	struct gl_call_ctx c = {};
 	struct gl_slot slot = {};
-	struct gl_alloc_key k = { .kind = GL_KIND_TORCH, .key = (__u64)ptr };
 
 	if (!torch_begin(&c, &slot, GL_API_pytorch_free) || !ptr)
 		return 0;
 	/* a block whose malloc was not seen (before attach, between tensor windows,
-	 * in a window's tail) tells nothing: no record, no count */
-	k.tgid = tgid_of(&c);
-	if (!bpf_map_lookup_elem(&allocs, &k))
+	 * in a window's tail) tells nothing: no record, no count. One walk of the
+	 * table takes the block out and hands it to book_free, which then looks
+	 * nothing up. */
+	slot.claim = take_key(&slot.claimed_key, &slot.claimed, tgid_of(&c), GL_KIND_TORCH,
+			      (__u64)ptr, false);
+	if (slot.claim != GL_CLAIM_TAKEN)
 		return 0;
 	book_free(&c, GL_KIND_TORCH, (__u64)ptr);
 	return 0;

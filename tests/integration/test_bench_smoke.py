@@ -95,3 +95,22 @@ def test_gpu_train_smoke(tmp):
                        capture_output=True, text=True, timeout=60)
     check(p.returncode != 0 and "different models, designs" in p.stderr,
           f"runs of two designs are not pooled: {p.returncode} {p.stderr}")
+
+
+def test_tensor_cost_smoke(tmp):
+    """bench/tensor_cost.py reads the tensor programs' run time per call, two binaries
+    side by side on one stand-in training process (here the same one twice); nothing
+    asserts a speed."""
+    env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tensor_cost.py"),
+                        "--reps", "2", "--steps", "5", "--settle", "2", f"a={GPULEAK}",
+                        f"b={GPULEAK}"], capture_output=True, text=True, timeout=180, env=env)
+    check_eq(p.returncode, 0, f"tensor_cost.py exit status (stderr: {p.stderr[-1500:]})")
+    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[2:4]}
+    check_eq(sorted(rows), ["a", "b"], f"a row per binary:\n{p.stdout}")
+    for name, cols in rows.items():
+        # torch_malloc, torch_free: each "median [q1-q3]"
+        medians = [float(c) for c in cols[1::2]]
+        check(len(medians) == 2 and all(m > 0 for m in medians),
+              f"{name}: both programs measured and positive:\n{p.stdout}")
+    check("b / a, per rep: torch_malloc" in p.stdout, f"the ratio line:\n{p.stdout}")
