@@ -102,7 +102,7 @@ static __always_inline __u32 take_key(struct gl_alloc_key *k, struct gl_alloc_va
 		return GL_CLAIM_NONE; /* the return takes one reference */
 	*v = *cur;
 	/* two threads freeing one key at once: one of them takes it */
-	return bpf_map_delete_elem(&allocs, k) ? GL_CLAIM_ABSENT : GL_CLAIM_TAKEN;
+	return bpf_map_delete_elem(&allocs, k) ? GL_CLAIM_RACED : GL_CLAIM_TAKEN;
 }
 
 /*

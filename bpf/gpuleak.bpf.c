@@ -252,10 +252,10 @@ int BPF_USDT(torch_free, void *ptr)
 	/* a block whose malloc was not seen (before attach, between tensor windows,
 	 * in a window's tail) tells nothing: no record, no count. One walk of the
 	 * table takes the block out and hands it to book_free, which then looks
-	 * nothing up. */
+	 * nothing up (one another thread's free took first is booked unmatched). */
 	slot.claim = take_key(&slot.claimed_key, &slot.claimed, tgid_of(&c), GL_KIND_TORCH,
 			      (__u64)ptr, false);
-	if (slot.claim != GL_CLAIM_TAKEN)
+	if (slot.claim == GL_CLAIM_ABSENT)
 		return 0;
 	book_free(&c, GL_KIND_TORCH, (__u64)ptr);
 	return 0;

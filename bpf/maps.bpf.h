@@ -99,6 +99,7 @@ enum gl_claim {
 	GL_CLAIM_NONE = 0,   /* nothing taken at entry: the return looks the key up */
 	GL_CLAIM_TAKEN = 1,  /* the allocation was taken out: gl_slot.claimed */
 	GL_CLAIM_ABSENT = 2, /* the key was not in the books at entry */
+	GL_CLAIM_RACED = 3,  /* it was, but another thread's free took it out first */
 };
 
 /* One traced call between its entry and its return. */
