@@ -40,22 +40,29 @@ def test_bench_smoke(tmp):
     check("the mmap-lock hook" in p.stdout, f"the table has the hook's section:\n{p.stdout}")
 
 
-def test_driver_cost_smoke(tmp):
-    """bench/driver_cost.py reads the programs' run time of a few hundred pairs, two
-    binaries side by side (here the same one twice); nothing asserts a speed."""
+def check_side_by_side(script, args, figures, first, timeout):
+    """Runs bench/SCRIPT on two binaries (the same one twice, a and b) and checks its table:
+    a row per binary of FIGURES "median [q1-q3]" figures, each positive, and the per-rep
+    ratio line, which begins with the figure FIRST."""
     env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "driver_cost.py"),
-                        "--reps", "2", "--pairs", "300", f"a={GPULEAK}", f"b={GPULEAK}"],
-                       capture_output=True, text=True, timeout=120, env=env)
-    check_eq(p.returncode, 0, f"driver_cost.py exit status (stderr: {p.stderr[-1500:]})")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), *args,
+                        f"a={GPULEAK}", f"b={GPULEAK}"],
+                       capture_output=True, text=True, timeout=timeout, env=env)
+    check_eq(p.returncode, 0, f"{script} exit status (stderr: {p.stderr[-1500:]})")
     rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[2:4]}
     check_eq(sorted(rows), ["a", "b"], f"a row per binary:\n{p.stdout}")
     for name, cols in rows.items():
-        # call_enter, call_exit, BPF total, load CPU: each "median [q1-q3]"
         medians = [float(c) for c in cols[1::2]]
-        check(len(medians) == 4 and all(m > 0 for m in medians),
+        check(len(medians) == figures and all(m > 0 for m in medians),
               f"{name}: every figure measured and positive:\n{p.stdout}")
-    check("b / a, per rep: BPF total" in p.stdout, f"the ratio line:\n{p.stdout}")
+    check(f"b / a, per rep: {first}" in p.stdout, f"the ratio line:\n{p.stdout}")
+
+
+def test_driver_cost_smoke(tmp):
+    """bench/driver_cost.py reads the programs' run time of a few hundred pairs, two
+    binaries side by side (here the same one twice); nothing asserts a speed."""
+    # call_enter, call_exit, BPF total, load CPU
+    check_side_by_side("driver_cost.py", ["--reps", "2", "--pairs", "300"], 4, "BPF total", 120)
 
 
 def test_gpu_train_smoke(tmp):
@@ -101,16 +108,6 @@ def test_tensor_cost_smoke(tmp):
     """bench/tensor_cost.py reads the tensor programs' run time per call, two binaries
     side by side on one stand-in training process (here the same one twice); nothing
     asserts a speed."""
-    env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "tensor_cost.py"),
-                        "--reps", "2", "--steps", "5", "--settle", "2", f"a={GPULEAK}",
-                        f"b={GPULEAK}"], capture_output=True, text=True, timeout=180, env=env)
-    check_eq(p.returncode, 0, f"tensor_cost.py exit status (stderr: {p.stderr[-1500:]})")
-    rows = {line.split()[0]: line.split() for line in p.stdout.splitlines()[2:4]}
-    check_eq(sorted(rows), ["a", "b"], f"a row per binary:\n{p.stdout}")
-    for name, cols in rows.items():
-        # torch_malloc, torch_free: each "median [q1-q3]"
-        medians = [float(c) for c in cols[1::2]]
-        check(len(medians) == 2 and all(m > 0 for m in medians),
-              f"{name}: both programs measured and positive:\n{p.stdout}")
-    check("b / a, per rep: torch_malloc" in p.stdout, f"the ratio line:\n{p.stdout}")
+    # torch_malloc, torch_free
+    check_side_by_side("tensor_cost.py", ["--reps", "2", "--steps", "5", "--settle", "2"], 2,
+                       "torch_malloc", 180)
