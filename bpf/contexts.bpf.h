@@ -97,17 +97,26 @@ static long mark_primary_dead(struct bpf_map *map, struct gl_ctx_key *k, __s32 *
  * Its time goes into ctx_dead before the books are walked: calls in flight in
  * it see the teardown (book_alloc()).
  */
-static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
+/* Marks the context (or device dev's primary context) torn down now; returns the time.
+ * A frame of its own: the walk's totals in book_ctx_drop() need the stack. */
+static __noinline __u64 mark_ctx_dead(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
 {
-	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
 	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
-	struct gl_call *r;
 
 	if (dev >= 0)
 		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
 	else
 		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
+	return dw.now;
+}
+
+static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
+{
+	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
+	__u64 now = mark_ctx_dead(c, ctx, dev);
+	struct gl_call *r;
+
 	full_barrier();
 	c->st = proc_stats(c->task, tgid_of(c));
 	drop_books(c->st, &w);
@@ -116,7 +125,7 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 		return;
 	r->key = ctx;
 	r->ctx = ctx;
-	r->bytes = dw.now;
+	r->bytes = now;
 	r->api = c->api;
 	r->op = GL_OP_CTX_DROP;
 	r->dev = dev;
