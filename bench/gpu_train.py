@@ -18,7 +18,10 @@ with the phase in force. Phases, rep after rep:
                       (the probes armed: every tensor block, full stacks)
   serve, idle         `gpuleak serve` (host-wide), between windows, as attach, idle
   full                `gpuleak attach --tensors full PID`: every block, full stacks
-  history             torch.cuda.memory._record_memory_history() (all stacks)
+  history             torch.cuda.memory._record_memory_history() (all stacks: C++ and
+                      Python, of every malloc and every free)
+  history-alloc       the same with context="alloc": stacks of mallocs only, what
+                      --tensors full keeps (not in the default --phases)
 The order of the phases is shuffled in each rep (seeded by the rep: no phase always
 follows another), and each block's first --settle steps are dropped (a change,
 e.g. the recorder's buffer freed, settles). Per block: median
@@ -30,8 +33,9 @@ rep. --design aba: an untraced block before and after every watched block (U A U
 median against the mean of its two neighbours': the step time of this VM drifts by
 several per cent over seconds (its vCPUs are shared), and the neighbours cancel the part
 of the drift that is linear over a pair. Either way: median [IQR] over the reps and a 95 %
-bootstrap interval of that median; full mode is also compared with the recorder block of
-the same rep (full / history). --seconds S starts no rep after S seconds (--reps is then
+bootstrap interval of that median; full mode is also compared with each recorder block
+of the same rep (full / history: with --design aba each block against its own
+neighbours first, so the drift between the two blocks cancels). --seconds S starts no rep after S seconds (--reps is then
 the most); --merge pools the per-rep figures of several runs of one model and design
 (each pair was interleaved in its own run) and prints the same summary.
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
@@ -50,7 +54,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "bench", "torch_train.py")
 GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
-PHASES = ("untraced", "attach-idle", "attach-window", "serve-idle", "full", "history")
+PHASES = ("untraced", "attach-idle", "attach-window", "serve-idle", "full", "history",
+          "history-alloc")
+RECORDER_PHASES = ("history", "history-alloc")  # full mode is compared with each
 NAMES = ("wall", "main_cpu", "process_cpu")
 WINDOW = "1s"  # the first window of the idle phases (--tensor-window)
 
@@ -101,7 +107,7 @@ class Tracer:
 
 def start_tracer(phase, pid, tmp):
     """The phase's tracer, ready to be measured (None: untraced, history)."""
-    if phase in ("untraced", "history"):
+    if phase == "untraced" or phase in RECORDER_PHASES:
         return None
     base = [GPULEAK, "attach", "-i", "0", "--json", os.path.join(tmp, "rep.json")]
     if phase == "attach-idle":
@@ -203,7 +209,7 @@ def run(a, phases, steps):
     medians in ms per phase, and the per-rep full / history ratios."""
     blocks = {p: [] for p in phases}
     over = {p: {n: [] for n in NAMES} for p in phases if p != "untraced"}
-    ratio = {n: [] for n in NAMES}
+    ratio = {r: {n: [] for n in NAMES} for r in RECORDER_PHASES if r in phases}
     med = lambda b, i: statistics.median(b[i])  # noqa: E731
     t_end = time.monotonic() + a.seconds if a.seconds else None
     with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
@@ -227,14 +233,16 @@ def run(a, phases, steps):
                     break
                 watched = [p for p in phases if p != "untraced"]
                 random.Random(rep).shuffle(watched)
-                got = {}
+                got, rel = {}, {}
                 if a.design == "aba":
                     for ph in watched:
                         got[ph] = measure(ph)
                         after = measure("untraced")
+                        rel[ph] = []
                         for i, n in enumerate(NAMES):
                             ref = (med(before, i) + med(after, i)) / 2
-                            over[ph][n].append(100 * (med(got[ph], i) / ref - 1))
+                            rel[ph].append(med(got[ph], i) / ref)
+                            over[ph][n].append(100 * (rel[ph][i] - 1))
                         before = after
                 else:
                     order = watched + ["untraced"]
@@ -245,9 +253,12 @@ def run(a, phases, steps):
                         for i, n in enumerate(NAMES):
                             over[ph][n].append(
                                 100 * (med(got[ph], i) / med(got["untraced"], i) - 1))
-                if "full" in got and "history" in got:
+                for r in ratio:
+                    if "full" not in got or r not in got:
+                        continue
                     for i, n in enumerate(NAMES):
-                        ratio[n].append(med(got["full"], i) / med(got["history"], i))
+                        ratio[r][n].append(rel["full"][i] / rel[r][i] if rel else
+                                           med(got["full"], i) / med(got[r], i))
                 log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
                     f"{ph} {med(blocks[ph][-1], 0) / 1e6:.2f} ms" for ph in phases))
         finally:
@@ -267,9 +278,10 @@ def result(model, design, steps, over, block_ms, ratio):
     for ph, v in over.items():
         res["overhead_pct"][ph] = {n: dict(summarize(x), median_ci95=median_ci(x), reps=x)
                                    for n, x in v.items() if x}
-    if ratio["wall"]:
-        res["full_over_history"] = {n: dict(summarize(x), median_ci95=median_ci(x), reps=x)
-                                    for n, x in ratio.items()}
+    for r, v in ratio.items():
+        if v["wall"]:
+            res["full_over_" + r.replace("-", "_")] = {
+                n: dict(summarize(x), median_ci95=median_ci(x), reps=x) for n, x in v.items()}
     return res
 
 
@@ -280,7 +292,7 @@ def merge(files):
     if len(keys) != 1:
         sys.exit(f"gpu_train: --merge: runs of different models, designs or block sizes: "
                  f"{sorted(keys)}")
-    over, block_ms, ratio = {}, {}, {n: [] for n in NAMES}
+    over, block_ms, ratio = {}, {}, {r: {n: [] for n in NAMES} for r in RECORDER_PHASES}
     for r in runs:
         for ph, v in r["overhead_pct"].items():
             for n, x in v.items():
@@ -288,8 +300,9 @@ def merge(files):
         for ph, v in r.get("block_ms", {}).items():
             for n, x in v.items():
                 block_ms.setdefault(ph, {m: [] for m in NAMES})[n] += x
-        for n, x in r.get("full_over_history", {}).items():
-            ratio[n] += x["reps"]
+        for rec in RECORDER_PHASES:
+            for n, x in r.get("full_over_" + rec.replace("-", "_"), {}).items():
+                ratio[rec][n] += x["reps"]
     model, design, steps = keys.pop()
     res = result(model, design, steps, over, block_ms, ratio)
     res["merged"] = list(files)
@@ -309,9 +322,11 @@ def show(res):
                 f"(median within {o[n]['median_ci95'][0]:+.2f}..{o[n]['median_ci95'][1]:+.2f})"
                 for n in NAMES if n in o)
         print(line)
-    if "full_over_history" in res:
-        r = res["full_over_history"]
-        print("  full / history, per rep: " + ", ".join(
+    for rec in RECORDER_PHASES:
+        r = res.get("full_over_" + rec.replace("-", "_"))
+        if not r:
+            continue
+        print(f"  full / {rec}, per rep: " + ", ".join(
             f"{n} {r[n]['median']:.3f} [{r[n]['q1']:.3f},{r[n]['q3']:.3f}] (median within "
             f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in NAMES))
 
@@ -326,7 +341,7 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="per block (40; --large 8)")
     ap.add_argument("--settle", type=int, default=10,
                     help="steps dropped at the start of each block (a change settles)")
-    ap.add_argument("--phases", default=",".join(PHASES))
+    ap.add_argument("--phases", default=",".join(p for p in PHASES if p != "history-alloc"))
     ap.add_argument("--design", choices=("rep", "aba"), default="rep")
     ap.add_argument("--tensor-window", default=WINDOW,
                     help="the first tensor window of the idle phases (measured after it)")

@@ -14,8 +14,9 @@ of each step. Prints one line to stdout:
 
 --control FILE: after warm-up print "ready PID" and train until FILE says "quit";
 each step is tagged with FILE's contents (a phase label, read once a step) and logged
-to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns"; the label "history"
-turns _record_memory_history() on for as long as it lasts. --large: a model of
+to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns"; the labels "history"
+and "history-alloc" turn _record_memory_history() on for as long as they last (stacks
+of mallocs and frees, or of mallocs only: RECORDERS). --large: a model of
 hundreds of ms a step (d=2048, 16 layers, batch 16 x 1024). --fake LIB: no torch, a
 CPU step of ctypes calls into the libc10_cuda stand-in LIB (to test the driver).
 """
@@ -83,16 +84,20 @@ def controlled(a):
         sync()
     log = open(a.log, "w", buffering=1)
     print(f"ready {os.getpid()}", flush=True)
-    history = False
+    recording = None  # the recorder's context in force (RECORDERS), None: off
     while True:
         with open(a.control) as f:
             label = f.read().strip() or "idle"
         if label == "quit":
             break
-        if (label == "history") != history and not a.fake:
-            history = label == "history"
-            torch.cuda.memory._record_memory_history(
-                enabled="all" if history else None, max_entries=100000, stacks="all")
+        want = RECORDERS.get(label)
+        if want != recording and not a.fake:
+            if recording:
+                torch.cuda.memory._record_memory_history(enabled=None)
+            if want:
+                torch.cuda.memory._record_memory_history(
+                    enabled="all", context=want, max_entries=100000, stacks="all")
+            recording = want
         w0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         step()
         sync()
@@ -100,6 +105,12 @@ def controlled(a):
                   f"{time.process_time_ns() - p0}\n")
     log.close()
     return 0
+
+
+# Labels under which PyTorch's recorder runs, and the stacks it keeps: "all" (the
+# default call) a C++ and Python stack for every malloc and every free, "alloc" for
+# every malloc only (what --tensors full keeps).
+RECORDERS = {"history": "all", "history-alloc": "alloc"}
 
 
 def main():

@@ -68,8 +68,10 @@ def test_driver_cost_smoke(tmp):
 def test_gpu_train_smoke(tmp):
     """bench/gpu_train.py's interleaving, with no GPU: torch_train.py --fake steps through
     the libc10_cuda stand-in, watched in turn by nothing, gpuleak between windows and
-    gpuleak --tensors full, each watched block between two untraced ones (--design aba);
-    then --merge pools two runs' reps and refuses runs of different designs."""
+    gpuleak --tensors full and the recorder's label (no recorder without torch), each
+    watched block between two untraced ones (--design aba), full mode against the
+    recorder's block, each against its own neighbours; then --merge pools two runs' reps
+    and refuses runs of different designs."""
     env = dict(os.environ, GPULEAK=GPULEAK,
                FAKE_LIBCUDA=os.path.join(OUTPUT, "fakecuda", "libcuda.so.1"))
     train = os.path.join(ROOT, "bench", "gpu_train.py")
@@ -77,17 +79,25 @@ def test_gpu_train_smoke(tmp):
     p = subprocess.run([sys.executable, train, "--fake",
                         os.path.join(OUTPUT, "faketorch", "libc10_cuda.so"), "--design", "aba",
                         "--reps", "2", "--steps", "5", "--settle", "2", "--allow-others",
-                        "--tensor-window", "100ms", "--phases", "untraced,attach-idle,full",
+                        "--tensor-window", "100ms", "--phases", "untraced,attach-idle,full,history-alloc",
                         "--json", out], capture_output=True, text=True, timeout=180, env=env)
     check_eq(p.returncode, 0, f"gpu_train.py exit status (stderr: {p.stderr[-1500:]})")
     with open(out) as f:
         res = json.load(f)
     check_eq((res["design"], res["reps"]), ("aba", 2), "design and reps")
     # aba: an untraced block first and one after each watched block
-    check_eq([len(res["block_ms"][ph]["wall"]) for ph in ("untraced", "attach-idle", "full")],
-             [5, 2, 2], "blocks measured per phase")
-    for ph in ("attach-idle", "full"):
+    phases = ("untraced", "attach-idle", "full", "history-alloc")
+    check_eq([len(res["block_ms"][ph]["wall"]) for ph in phases], [7, 2, 2, 2],
+             "blocks measured per phase")
+    for ph in phases[1:]:
         check_eq(len(res["overhead_pct"][ph]["wall"]["reps"]), 2, f"{ph}: an overhead a rep")
+    # full / recorder per rep: each block against its own neighbours, then divided
+    full, rec = (res["overhead_pct"][ph]["wall"]["reps"] for ph in ("full", "history-alloc"))
+    want = [(1 + f / 100) / (1 + r / 100) for f, r in zip(full, rec)]
+    got = res["full_over_history_alloc"]["wall"]["reps"]
+    check(len(got) == 2 and all(abs(g - w) < 1e-9 for g, w in zip(got, want)),
+          f"full / history-alloc per rep: {got}, from the overheads {want}")
+    check("full_over_history" not in res, "no ratio to a recorder phase that did not run")
     check(res["step_ms"]["full"]["wall"]["median"] > res["step_ms"]["untraced"]["wall"]["median"],
           f"every tensor block traced with its stack costs something: {res['step_ms']}")
     p = subprocess.run([sys.executable, train, "--merge", out, out], capture_output=True,
