@@ -124,8 +124,10 @@ $(BPF_OBJ): bpf/gpuleak.bpf.c $(BPF_SRCS) | $(OUTPUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
 		-Ibpf $(CLANG_BPF_SYS_INCLUDES) -c $< -o $@.tmp
-	$(Q)$(BPFTOOL) gen object $@.linked $@.tmp && rm -f $@.tmp && mv $@.linked $@ || \
+	$(Q)$(BPFTOOL) gen object $@.linked $@.tmp && rm -f $@.tmp || \
 		{ rm -f $@.tmp $@.linked; exit 1; }
+	$(Q)$(PYTHON) scripts/check-bpf-stack $@.linked && mv $@.linked $@ || \
+		{ rm -f $@.linked; exit 1; }
 
 $(SKEL): $(BPF_OBJ)
 	$(call msg,GEN-SKEL,$@)

@@ -93,12 +93,11 @@ static long mark_primary_dead(struct bpf_map *map, struct gl_ctx_key *k, __s32 *
 }
 
 /*
- * Context ctx (or, for dev >= 0, device dev's primary context) is torn down.
- * Its time goes into ctx_dead before the books are walked: calls in flight in
- * it see the teardown (book_alloc()).
+ * Context ctx (or, for dev >= 0, device dev's primary context) is torn down:
+ * its time goes into ctx_dead (returned), before book_ctx_drop() walks the
+ * books, so that calls in flight in it see the teardown (book_alloc()). Called
+ * beside book_ctx_drop(), not from it: the two frames' stacks do not add up.
  */
-/* Marks the context (or device dev's primary context) torn down now; returns the time.
- * A frame of its own: the walk's totals in book_ctx_drop() need the stack. */
 static __noinline __u64 mark_ctx_dead(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
 {
 	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
@@ -111,10 +110,10 @@ static __noinline __u64 mark_ctx_dead(struct gl_call_ctx *c, __u64 ctx, __s32 de
 	return dw.now;
 }
 
-static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
+/* The allocations that went with the teardown (mark_ctx_dead(): at now) leave the books. */
+static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev, __u64 now)
 {
 	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
-	__u64 now = mark_ctx_dead(c, ctx, dev);
 	struct gl_call *r;
 
 	full_barrier();
@@ -191,11 +190,13 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 
 		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] == a[0])
 			inf->ctx_depth = d - 1;
-		book_ctx_drop(c, a[0], -1);
+		book_ctx_drop(c, a[0], -1, mark_ctx_dead(c, a[0], -1));
 		bpf_map_delete_elem(&ctx_dev, &k);
 		break;
 	}
-	case GL_ROLE_PRIMARY_RESET: book_ctx_drop(c, 0, (__s32)a[0]); break;
+	case GL_ROLE_PRIMARY_RESET:
+		book_ctx_drop(c, 0, (__s32)a[0], mark_ctx_dead(c, 0, (__s32)a[0]));
+		break;
 	}
 }
 

@@ -4,9 +4,10 @@ exactly, per process and per call site, against the CUDA driver stand-in's own
 ground truth."""
 import os
 import signal
+import subprocess
 
 import harness
-from harness import (FAKECUDA, WORKLOADS, Tracer, Workload, attach_workload, check,
+from harness import (FAKECUDA, OUTPUT, ROOT, WORKLOADS, Tracer, Workload, attach_workload, check,
                      check_books, check_eq, check_sites, finish_attached, process,
                      run_gpuleak, site_bytes, wait_until)
 
@@ -245,3 +246,69 @@ def test_partial_privileges_name_what_is_missing(tmp):
     check("CAP_SYS_PTRACE" in err, f"names the capability: {err!r}")
     wl.release()
     wl.wait()
+
+
+# Three frames of N bytes each, one calling the next: over the verifier's 512 bytes
+# combined at N = 200 (3 x 208), within at N = 120 (3 x 128). A uprobe program, as
+# gpuleak's are (tracepoint programs may get a private stack, with a looser bound).
+STACK_CHAIN_C = r"""
+#define SEC(name) __attribute__((section(name), used))
+#define NOINLINE __attribute__((noinline))
+static NOINLINE int fill(volatile char *b, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		b[i] = i;
+	return b[n / 2];
+}
+static NOINLINE int leaf(int x)
+{
+	volatile char buf[N];
+	fill(buf, N);
+	return buf[x & 63];
+}
+static NOINLINE int mid(int x)
+{
+	volatile char buf[N];
+	fill(buf, N);
+	return leaf(buf[x & 63]);
+}
+SEC("uprobe") int chain_prog(void *ctx)
+{
+	volatile char buf[N];
+	fill(buf, N);
+	return mid(buf[3]);
+}
+char LICENSE[] SEC("license") = "GPL";
+"""
+
+
+def test_bpf_stack_bound_agrees_with_the_kernel(tmp):
+    """scripts/check-bpf-stack (run on every build of the BPF object) passes gpuleak's
+    programs, and on a chain of three frames says what the kernel's verifier says: over
+    512 bytes refused by both, within loaded by both."""
+    check_stack = os.path.join(ROOT, "scripts", "check-bpf-stack")
+    p = subprocess.run([check_stack, "-v", os.path.join(OUTPUT, "gpuleak.bpf.o")],
+                       capture_output=True, text=True)
+    check_eq(p.returncode, 0, f"gpuleak's programs within the bound: {p.stderr}")
+    check("call_exit (" in p.stdout and "torch_malloc (" in p.stdout,
+          f"every program measured:\n{p.stdout}")
+    src = os.path.join(tmp, "chain.bpf.c")
+    with open(src, "w") as f:
+        f.write(STACK_CHAIN_C)
+    for n, fits in ((200, False), (120, True)):
+        obj = os.path.join(tmp, f"chain{n}.o")
+        subprocess.run(["clang", "-g", "-O2", "-target", "bpf", f"-DN={n}", "-c", src, "-o",
+                        obj], check=True)
+        p = subprocess.run([check_stack, obj], capture_output=True, text=True)
+        check_eq(p.returncode, 0 if fits else 1, f"N={n}: check-bpf-stack ({p.stderr})")
+        if not fits:
+            check("chain_prog needs 624 bytes" in p.stderr and "mid (200) -> leaf (200)" in
+                  p.stderr, f"the chain named with its frames: {p.stderr}")
+        pin = f"/sys/fs/bpf/gpuleak-test-chain-{os.getpid()}-{n}"
+        k = subprocess.run(["bpftool", "prog", "loadall", obj, pin], capture_output=True,
+                           text=True)
+        subprocess.run(["rm", "-rf", pin])
+        check_eq(k.returncode == 0, fits, f"N={n}: the kernel loads it: {k.stderr[-600:]}")
+        if not fits:
+            check("stack size" in k.stderr, f"the kernel refuses it for its stack: "
+                  f"{k.stderr[-600:]}")
