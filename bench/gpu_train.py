@@ -35,8 +35,8 @@ several per cent over seconds (its vCPUs are shared), and the neighbours cancel 
 of the drift that is linear over a pair. Either way: median [IQR] over the reps and a 95 %
 bootstrap interval of that median; full mode is also compared with each recorder block
 of the same rep (full / history: with --design aba each block against its own
-neighbours first, so the drift between the two blocks cancels). --seconds S starts no rep after S seconds (--reps is then
-the most); --merge pools the per-rep figures of several runs of one model and design
+neighbours first, so the drift between the two blocks cancels). --seconds S starts no
+rep after S seconds (--reps is then the most); --merge pools the per-rep figures of several runs of one model and design
 (each pair was interleaved in its own run) and prints the same summary.
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
 """
@@ -57,6 +57,11 @@ GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
 PHASES = ("untraced", "attach-idle", "attach-window", "serve-idle", "full", "history",
           "history-alloc")
 RECORDER_PHASES = ("history", "history-alloc")  # full mode is compared with each
+
+
+def ratio_key(recorder):
+    """The results JSON's key of full mode against a recorder phase."""
+    return "full_over_" + recorder.replace("-", "_")
 NAMES = ("wall", "main_cpu", "process_cpu")
 WINDOW = "1s"  # the first window of the idle phases (--tensor-window)
 
@@ -106,7 +111,7 @@ class Tracer:
 
 
 def start_tracer(phase, pid, tmp):
-    """The phase's tracer, ready to be measured (None: untraced, history)."""
+    """The phase's tracer, ready to be measured (None: untraced, the recorder phases)."""
     if phase == "untraced" or phase in RECORDER_PHASES:
         return None
     base = [GPULEAK, "attach", "-i", "0", "--json", os.path.join(tmp, "rep.json")]
@@ -280,7 +285,7 @@ def result(model, design, steps, over, block_ms, ratio):
                                    for n, x in v.items() if x}
     for r, v in ratio.items():
         if v["wall"]:
-            res["full_over_" + r.replace("-", "_")] = {
+            res[ratio_key(r)] = {
                 n: dict(summarize(x), median_ci95=median_ci(x), reps=x) for n, x in v.items()}
     return res
 
@@ -301,7 +306,7 @@ def merge(files):
             for n, x in v.items():
                 block_ms.setdefault(ph, {m: [] for m in NAMES})[n] += x
         for rec in RECORDER_PHASES:
-            for n, x in r.get("full_over_" + rec.replace("-", "_"), {}).items():
+            for n, x in r.get(ratio_key(rec), {}).items():
                 ratio[rec][n] += x["reps"]
     model, design, steps = keys.pop()
     res = result(model, design, steps, over, block_ms, ratio)
@@ -323,7 +328,7 @@ def show(res):
                 for n in NAMES if n in o)
         print(line)
     for rec in RECORDER_PHASES:
-        r = res.get("full_over_" + rec.replace("-", "_"))
+        r = res.get(ratio_key(rec))
         if not r:
             continue
         print(f"  full / {rec}, per rep: " + ", ".join(

@@ -134,6 +134,12 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 
+/* A teardown: marked dead first, then its allocations dropped (two frames side by side). */
+static __always_inline void ctx_teardown(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
+{
+	book_ctx_drop(c, ctx, dev, mark_ctx_dead(c, ctx, dev));
+}
+
 static __always_inline void ctx_push(struct gl_inflight *inf, __u64 ctx)
 {
 	__u32 d = inf->ctx_depth;
@@ -190,13 +196,11 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 
 		if (d > 0 && inf->ctx[(d - 1) & (GL_MAX_CTX - 1)] == a[0])
 			inf->ctx_depth = d - 1;
-		book_ctx_drop(c, a[0], -1, mark_ctx_dead(c, a[0], -1));
+		ctx_teardown(c, a[0], -1);
 		bpf_map_delete_elem(&ctx_dev, &k);
 		break;
 	}
-	case GL_ROLE_PRIMARY_RESET:
-		book_ctx_drop(c, 0, (__s32)a[0], mark_ctx_dead(c, 0, (__s32)a[0]));
-		break;
+	case GL_ROLE_PRIMARY_RESET: ctx_teardown(c, 0, (__s32)a[0]); break;
 	}
 }
 
