@@ -140,6 +140,10 @@ class Trainer:
             argv.append("--large")
         if a.fake:
             argv += ["--fake", a.fake]
+            if getattr(a, "fake_worker", 0):
+                argv += ["--fake-worker", str(a.fake_worker)]
+            if getattr(a, "fake_depth", 0):
+                argv += ["--fake-depth", str(a.fake_depth)]
         self.out = os.path.join(tmp, "train.out")
         cpus = [int(c) for c in a.cpus.split(",")] if a.cpus else None
         self.p = subprocess.Popen(argv, stdout=open(self.out, "w"), stderr=subprocess.STDOUT,

@@ -48,12 +48,24 @@ def train_step(model, opt, x):
     opt.zero_grad(set_to_none=True)
 
 
-def fake_step(lib):
-    """A stand-in step (--fake): 400 tensor-block pairs and some work, no GPU."""
+def fake_backward(lib, base, n):
+    """n pairs on the stand-in's worker thread, which runs no Python (as autograd's)."""
+    if lib.faketorch_worker_pairs(base, n):
+        raise RuntimeError("the stand-in's worker thread did not start")
+
+
+def fake_step(lib, worker, depth=0):
+    """A stand-in step (--fake): 400 tensor-block pairs, the last worker of them on a
+    native worker thread, and some work, no GPU; depth more Python frames above the
+    pairs (a real model's module calls)."""
+    if depth:
+        return fake_step(lib, worker, depth - 1)
     base = 1 << 40
-    for i in range(400):
+    for i in range(400 - worker):
         lib.faketorch_malloc(base + i * 4096, 0, 4096, 0)
         lib.faketorch_free(base + i * 4096)
+    if worker:
+        fake_backward(lib, base + (400 - worker) * 4096, worker)
     x = 0
     for j in range(100000):
         x += j
@@ -69,7 +81,8 @@ def controlled(a):
         lib.faketorch_malloc.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64,
                                          ctypes.c_uint64]
         lib.faketorch_free.argtypes = [ctypes.c_void_p]
-        step, sync = (lambda: fake_step(lib)), (lambda: None)
+        lib.faketorch_worker_pairs.argtypes = [ctypes.c_uint64, ctypes.c_int]
+        step, sync = (lambda: fake_step(lib, a.fake_worker, a.fake_depth)), (lambda: None)
     else:
         torch.manual_seed(0)
         if a.large:
@@ -127,6 +140,10 @@ def main():
     ap.add_argument("--log", default="")
     ap.add_argument("--large", action="store_true")
     ap.add_argument("--fake", default="")
+    ap.add_argument("--fake-worker", type=int, default=0, choices=range(401), metavar="N",
+                    help="--fake: N of a step's 400 pairs on a native worker thread")
+    ap.add_argument("--fake-depth", type=int, default=0, metavar="N",
+                    help="--fake: N more Python frames above the pairs")
     a = ap.parse_args()
     if a.control:
         return controlled(a)

@@ -81,7 +81,7 @@ $(FAKECUDA_TORCH_LIB): $(FAKECUDA_SRC)/faketorch.c
 	$(call fakecuda_msg,LD,$@)
 	$(FAKECUDA_Q)mkdir -p $(@D)
 	$(FAKECUDA_Q)$(CC) $(CFLAGS) $(FAKECUDA_WARN) -fPIC -shared -fvisibility=hidden \
-		-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $<
+		-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o $@ $<
 $(FAKECUDA_WL_OUT)/wl_torch: $(FAKECUDA_TORCH_LIB)
 $(FAKECUDA_WL_OUT)/wl_torch: FAKECUDA_WL_LIBS += -L$(OUTPUT)/faketorch -lc10_cuda \
 	-Wl,-rpath,'$$ORIGIN/../faketorch'

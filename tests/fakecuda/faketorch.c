@@ -11,6 +11,7 @@
  * workloads keep the ground truth.
  */
 #define _SDT_HAS_SEMAPHORES 1
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/sdt.h>
 
@@ -29,7 +30,7 @@ static __attribute__((noinline)) void book(int64_t n)
 }
 
 EXPORT __attribute__((noinline)) void faketorch_malloc(void *ptr, int device, uint64_t size,
-						      uint64_t stream)
+						       uint64_t stream)
 {
 	book(1);
 	if (pytorch_malloc_semaphore)
@@ -41,6 +42,64 @@ EXPORT __attribute__((noinline)) void faketorch_free(void *ptr)
 	book(-1);
 	if (pytorch_free_semaphore)
 		STAP_PROBE1(pytorch, free, ptr);
+}
+
+/*
+ * A runtime's worker thread, which never runs Python code (PyTorch's autograd
+ * engine runs backward there): faketorch_worker_pairs() hands it n
+ * malloc+free pairs of 4 KiB blocks from base and waits until they are done,
+ * as a Python thread inside backward() waits for the engine.
+ */
+static pthread_mutex_t job_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t job_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t job_base;
+static int job_n, job_posted, job_done;
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&job_lock);
+	for (;;) {
+		while (job_done == job_posted)
+			pthread_cond_wait(&job_cond, &job_lock);
+		uint64_t base = job_base;
+		int n = job_n;
+
+		pthread_mutex_unlock(&job_lock);
+		for (int i = 0; i < n; i++) {
+			faketorch_malloc((void *)(uintptr_t)(base + (uint64_t)i * 4096), 0, 4096,
+					 0);
+			faketorch_free((void *)(uintptr_t)(base + (uint64_t)i * 4096));
+		}
+		pthread_mutex_lock(&job_lock);
+		job_done = job_posted;
+		pthread_cond_broadcast(&job_cond);
+	}
+	return NULL;
+}
+
+/* 0, or -1 when the worker thread cannot be started. */
+EXPORT int faketorch_worker_pairs(uint64_t base, int n)
+{
+	static pthread_t worker;
+	static int started;
+
+	pthread_mutex_lock(&job_lock);
+	if (!started) {
+		if (pthread_create(&worker, NULL, worker_main, NULL)) {
+			pthread_mutex_unlock(&job_lock);
+			return -1;
+		}
+		started = 1;
+	}
+	job_base = base;
+	job_n = n;
+	job_posted++;
+	pthread_cond_broadcast(&job_cond);
+	while (job_done != job_posted)
+		pthread_cond_wait(&job_cond, &job_lock);
+	pthread_mutex_unlock(&job_lock);
+	return 0;
 }
 
 /* The allocator growing: it asks the caller's function for a new segment, so the

@@ -5,6 +5,7 @@ few seconds. Its figures prove the harness works, not how fast gpuleak is: nothi
 asserts a speed."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -56,6 +57,7 @@ def check_side_by_side(script, args, figures, first, timeout):
         check(len(medians) == figures and all(m > 0 for m in medians),
               f"{name}: every figure measured and positive:\n{p.stdout}")
     check(f"b / a, per rep: {first}" in p.stdout, f"the ratio line:\n{p.stdout}")
+    return p.stdout
 
 
 def test_driver_cost_smoke(tmp):
@@ -116,8 +118,14 @@ def test_gpu_train_smoke(tmp):
 
 def test_tensor_cost_smoke(tmp):
     """bench/tensor_cost.py reads the tensor programs' run time per call, two binaries
-    side by side on one stand-in training process (here the same one twice); nothing
-    asserts a speed."""
+    side by side on one stand-in training process (here the same one twice, a third of
+    the pairs on a native worker thread, Python frames 7 deep), and the stack cache's
+    misses and ring bytes; nothing asserts a speed."""
     # torch_malloc, torch_free
-    check_side_by_side("tensor_cost.py", ["--reps", "2", "--steps", "5", "--settle", "2"], 2,
-                       "torch_malloc", 180)
+    out = check_side_by_side("tensor_cost.py", ["--reps", "2", "--steps", "5", "--settle", "2",
+                                                "--worker", "133", "--depth", "3"], 2,
+                             "torch_malloc", 180)
+    m = re.search(r"per stack record: a ([0-9.]+) % ([0-9]+) B, b ([0-9.]+) % ([0-9]+) B", out)
+    check(m, f"the stack cache's line:\n{out}")
+    for share, ring in ((m.group(1), m.group(2)), (m.group(3), m.group(4))):
+        check(0 <= float(share) <= 100 and int(ring) > 0, f"missed {share} %, {ring} B:\n{out}")
