@@ -114,7 +114,7 @@ int call_enter(struct pt_regs *ctx)
 	inf->depth = depth + 1;
 
 	if ((apis[api].flags & GL_API_STACK) && targ_stack_mode != GL_STACK_NONE)
-		emit_stack(ctx, task, pid_tgid, slot->seq, api, true, targ_stack_mode);
+		emit_stack(ctx, task, inf, pid_tgid, slot->seq, api, true, targ_stack_mode);
 	return 0;
 }
 
@@ -222,9 +222,11 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 	return inf;
 }
 
-/* pytorch:malloc(ptr, device, size, stream): a tensor block handed out. */
+/* pytorch:malloc(ptr, device, size, stream): a tensor block handed out. The
+ * stream is not declared: BPF_USDT fetches every argument it names, each one a
+ * call and, for an argument in memory, a read of the target's stack. */
 SEC("usdt")
-int BPF_USDT(torch_malloc, void *ptr, long device, long size, long stream)
+int BPF_USDT(torch_malloc, void *ptr, long device, long size)
 {
 	struct gl_call_ctx c = {};
 	struct gl_slot slot = {};
@@ -234,7 +236,7 @@ int BPF_USDT(torch_malloc, void *ptr, long device, long size, long stream)
 	/* tensors are many: --torch-stacks python keeps their Python frames only,
 	 * --tensor-sample a byte-weighted sample of their stacks */
 	if (targ_stack_mode != GL_STACK_NONE && sample_take(size))
-		emit_stack(ctx, c.task, c.pid_tgid, slot.seq, c.api, false,
+		emit_stack(ctx, c.task, c.inf, c.pid_tgid, slot.seq, c.api, false,
 			   targ_torch_python_only ? GL_STACK_NONE : targ_stack_mode);
 	book_alloc(&c, GL_KIND_TORCH, (__u64)ptr, size, GL_CLASS_TORCH_BLOCK, (__s16)device);
 	return 0;

@@ -124,7 +124,11 @@ struct gl_inflight {
 	__u64 seq;
 	__u32 depth;
 	__u32 pad;
-	__u64 py_tstate;       /* the thread's CPython thread state, last time it was found */
+	__u64 py_tstate; /* the thread's CPython thread state, last time it was found */
+	__u64 stack_lo;	 /* the mapping the thread's sp was in last time (stack_want()) */
+	__u64 stack_hi;
+	__u32 py_block; /* bytes of its Python data stack its last walk read first */
+	__u32 pad3;
 	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
 	__u32 pad2;

@@ -13,6 +13,18 @@
  * thread inside Python code at that moment, flagged GL_PY_INFERRED: the caller
  * that most likely waits for it; with several such threads, none. Everything read belongs to the
  * target and may be garbage: every read is checked and every loop bounded.
+ *
+ * 3.11+ keeps a thread's frames on its data stack, each caller below its
+ * callee: the walk copies GL_PY_BLOCK bytes ending with the innermost frame at
+ * once and takes every frame lying in that copy from it; a frame outside the
+ * copy starts another (one in a generator, or in the data stack's previous
+ * chunk), unless it lies on the C stack, where 3.12 keeps its one-frame shims.
+ * Each read costs a fixed price (the user-copy checks), so a
+ * 16-deep walk reads one or two blocks, not 16 frames; the first block is as
+ * long as the thread's last walk needed, as copying bytes it does not use
+ * costs too. The
+ * bytes are the same either way: the traced thread is in the probe, its frames
+ * stand still.
  */
 #ifndef GPULEAK_PYTHON_BPF_H
 #define GPULEAK_PYTHON_BPF_H
@@ -31,8 +43,20 @@ struct {
 	__type(value, struct gl_py_proc);
 } py_procs SEC(".maps");
 
+#define GL_PY_BLOCK 4096       /* bytes of the data stack read at once (a power of two) */
+#define GL_PY_MAX_BLOCKS 8     /* blocks read in one walk */
+#define GL_PY_CSTACK (8 << 20) /* a frame this close above sp is on the C stack */
+
 struct gl_py_scratch {
 	__u8 win[GL_PY_WINDOW];
+	__u8 blk[GL_PY_BLOCK + GL_PY_WINDOW]; /* a window at the block's end stays in bounds */
+	/* the block: here, not in struct py_walk, so that the verifier does not follow
+	 * these values through the walk's steps (each value a state of its own) */
+	__u64 blk_base;	 /* blk holds the target's blk_len bytes from here */
+	__u64 first_end; /* where the walk's first block ends */
+	__u64 lowest;	 /* the lowest frame taken from the first block */
+	__u32 blk_len;	 /* 0: no block */
+	__u32 blocks;	 /* blocks read in this walk */
 };
 
 /* A window of the target's memory, one per CPU (too large for the BPF stack). */
@@ -45,7 +69,11 @@ struct {
 
 struct py_walk {
 	const struct gl_py_proc *cfg;
-	__u8 *win;
+	__u8 *win;		 /* the bytes looked at: in s->win or in s->blk */
+	struct gl_py_scratch *s; /* this CPU's scratch */
+	bool blocks;		 /* frames are read in blocks (3.11+) */
+	__u64 sp;		 /* the thread's user stack pointer */
+	struct task_struct *task;
 	struct gl_py_frame *out;
 	__u64 fsbase;
 	__u64 interp;  /* interpreter whose threads are being looked at */
@@ -54,7 +82,7 @@ struct py_walk {
 	__u64 other;   /* the current frame of another thread inside Python code */
 	__u32 busy;    /* other threads inside Python code: 0, 1, 2 for several */
 	__u32 fflags;  /* flags of every frame recorded (GL_PY_INFERRED) */
-	__u32 ns_tid;  /* this thread's id in its own PID namespace */
+	__u32 ns_tid;  /* this thread's id in its own PID namespace, 0 until needed */
 	__u32 n;       /* frames recorded */
 	__u32 interps; /* interpreters looked at */
 	__u16 status;
@@ -99,12 +127,41 @@ static __always_inline __u64 read_ptr(__u64 addr)
 	return v;
 }
 
+static __always_inline __u32 task_ns_tid(struct task_struct *task)
+{
+	struct pid *pid = BPF_CORE_READ(task, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid up = {};
+
+	if (bpf_core_read(&up, sizeof(up), &pid->numbers[level & 31]))
+		return 0;
+	return up.nr;
+}
+
+/* Whether the thread state in the window is this thread's. */
+static __always_inline bool is_this_thread(struct py_walk *w)
+{
+	const struct gl_py_proc *cfg = w->cfg;
+	__u64 native;
+
+	if (w->fsbase && win_u64(w->win, cfg->ts_thread_id) == w->fsbase)
+		return true;
+	if (!(cfg->flags & GL_PY_F_NATIVE_TID))
+		return false;
+	native = win_u64(w->win, cfg->ts_native_tid);
+	if (!native)
+		return false;
+	if (!w->ns_tid)
+		w->ns_tid = task_ns_tid(w->task);
+	return native == w->ns_tid;
+}
+
 /* One step of the thread search: look at one thread state, or move to the next interpreter. */
 static long find_thread_step(__u32 i, void *data)
 {
 	struct py_walk *w = data;
 	const struct gl_py_proc *cfg = w->cfg;
-	__u64 thread_id, native, frame;
+	__u64 frame;
 
 	if (!w->tstate) {
 		if (!w->interp || w->interps >= GL_PY_MAX_INTERPS)
@@ -118,9 +175,7 @@ static long find_thread_step(__u32 i, void *data)
 		w->status = GL_PY_FAULT;
 		return 1;
 	}
-	thread_id = win_u64(w->win, cfg->ts_thread_id);
-	native = (cfg->flags & GL_PY_F_NATIVE_TID) ? win_u64(w->win, cfg->ts_native_tid) : 0;
-	if ((w->fsbase && thread_id == w->fsbase) || (native && native == w->ns_tid)) {
+	if (is_this_thread(w)) {
 		w->frame = win_u64(w->win, cfg->ts_frame);
 		w->found = true;
 		return 1;
@@ -138,6 +193,70 @@ static long find_thread_step(__u32 i, void *data)
 	return 0;
 }
 
+/*
+ * Copies the len (<= GL_PY_BLOCK) bytes that end with frame's window into the
+ * block, or, where they cannot all be read (the data stack's first page),
+ * those from the page of the frame on. False when nothing was copied.
+ */
+static __always_inline bool read_block(struct gl_py_scratch *s, __u64 frame, __u32 win_fr,
+				       __u32 len)
+{
+	__u64 end = frame + win_fr, base, n = len;
+
+	s->blk_len = 0;
+	if (end < GL_PY_BLOCK || n > GL_PY_BLOCK)
+		return false;
+	s->blocks++;
+	base = end - n;
+	if (bpf_probe_read_user(s->blk, n, (void *)base)) {
+		base = frame & ~(__u64)(GL_PAGE_SIZE - 1);
+		if (end - n > base)
+			base = end - n;
+		n = end - base;
+		if (n == 0 || n > GL_PY_BLOCK || bpf_probe_read_user(s->blk, n, (void *)base))
+			return false;
+	}
+	s->blk_base = base;
+	s->blk_len = n;
+	return true;
+}
+
+/* Whether frame's window lies inside the block; if so, w->win points at it there. */
+static __always_inline bool window_in_block(struct py_walk *w, __u64 frame)
+{
+	struct gl_py_scratch *s = w->s;
+	__u64 off = frame - s->blk_base;
+
+	if (frame < s->blk_base || off >= GL_PY_BLOCK || off + w->cfg->win_fr > s->blk_len)
+		return false;
+	w->win = s->blk + (off & (GL_PY_BLOCK - 1));
+	if (s->blocks == 1)
+		s->lowest = frame;
+	return true;
+}
+
+/*
+ * Points w->win at the first win_fr bytes of frame w->frame: in the block, in a
+ * new block when the frame is off the C stack, else read alone. False if they
+ * cannot be read.
+ */
+static __always_inline bool frame_window(struct py_walk *w)
+{
+	struct gl_py_scratch *s = w->s;
+	__u64 frame = w->frame;
+
+	if (w->blocks) {
+		if (window_in_block(w, frame))
+			return true;
+		if (s->blocks < GL_PY_MAX_BLOCKS &&
+		    !(frame >= w->sp && frame - w->sp < GL_PY_CSTACK) &&
+		    read_block(s, frame, w->cfg->win_fr, GL_PY_BLOCK) && window_in_block(w, frame))
+			return true;
+	}
+	w->win = s->win;
+	return read_window(w->win, frame, w->cfg->win_fr) == 0;
+}
+
 /* One step of the frame walk: record one frame, or skip a shim. */
 static long walk_frame_step(__u32 i, void *data)
 {
@@ -153,7 +272,7 @@ static long walk_frame_step(__u32 i, void *data)
 		w->status = GL_PY_TRUNCATED;
 		return 1;
 	}
-	if (read_window(w->win, w->frame, cfg->win_fr)) {
+	if (!frame_window(w)) {
 		w->status = GL_PY_FAULT;
 		return 1;
 	}
@@ -189,27 +308,16 @@ static long walk_frame_step(__u32 i, void *data)
 	return 0;
 }
 
-static __always_inline __u32 task_ns_tid(struct task_struct *task)
-{
-	struct pid *pid = BPF_CORE_READ(task, thread_pid);
-	unsigned int level = BPF_CORE_READ(pid, level);
-	struct upid up = {};
-
-	if (bpf_core_read(&up, sizeof(up), &pid->numbers[level & 31]))
-		return 0;
-	return up.nr;
-}
-
 /*
  * Walks the Python frames of the current thread into out[0..GL_MAX_PY_FRAMES).
  * Returns the number recorded; *status says why the walk stopped.
  */
-static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
-				     struct gl_py_frame *out, __u16 *status)
+static __always_inline __u16 py_walk(struct task_struct *task, struct gl_inflight *inf,
+				     __u64 pid_tgid, __u64 sp, struct gl_py_frame *out,
+				     __u16 *status)
 {
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	const struct gl_py_proc *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	struct gl_inflight *inf;
 	struct gl_py_scratch *s;
 	struct py_walk w = {};
 	__u64 start;
@@ -228,20 +336,15 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 		return 0;
 	w.cfg = cfg;
 	w.win = s->win;
+	w.s = s;
+	w.task = task;
+	w.sp = sp;
 	w.out = out;
 #ifdef __TARGET_ARCH_x86
 	w.fsbase = task->thread.fsbase;
 #endif
-	if (cfg->flags & GL_PY_F_NATIVE_TID)
-		w.ns_tid = task_ns_tid(task);
-	w.interp = read_ptr(cfg->runtime + cfg->rt_interp_head);
-	if (!w.interp) {
-		*status = GL_PY_NO_RUNTIME;
-		return 0;
-	}
 	/* the thread state found last time, if it still names this thread: no search */
-	inf = bpf_task_storage_get(&inflight, task, NULL, 0);
-	if (inf && inf->py_tstate) {
+	if (inf->py_tstate) {
 		w.tstate = inf->py_tstate;
 		find_thread_step(0, &w);
 		if (!w.found) {
@@ -251,10 +354,16 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 			w.other = 0;
 		}
 	}
-	if (!w.found)
+	if (!w.found) {
+		w.interp = read_ptr(cfg->runtime + cfg->rt_interp_head);
+		if (!w.interp) {
+			*status = GL_PY_NO_RUNTIME;
+			inf->py_tstate = 0;
+			return 0;
+		}
 		bpf_loop(GL_PY_MAX_THREADS + GL_PY_MAX_INTERPS, find_thread_step, &w, 0);
-	if (inf)
-		inf->py_tstate = w.found ? w.tstate : 0;
+	}
+	inf->py_tstate = w.found ? w.tstate : 0;
 	if (!w.found) {
 		*status = w.status ?: (w.tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
 		if (*status != GL_PY_NO_THREAD || !w.busy)
@@ -269,7 +378,28 @@ static __always_inline __u16 py_walk(struct task_struct *task, __u64 pid_tgid,
 	} else if ((cfg->flags & GL_PY_F_CFRAME) && w.frame) {
 		w.frame = read_ptr(w.frame + cfg->cf_frame);
 	}
+	if (cfg->version >= 0x030b && w.frame) {
+		/* frames on the data stack: the first block as long as the last walk used */
+		__u32 len = inf->py_block;
+
+		if (len < GL_PY_WINDOW || len > GL_PY_BLOCK)
+			len = GL_PY_BLOCK;
+		w.blocks = true;
+		s->blocks = 0;
+		s->lowest = 0;
+		s->first_end = w.frame + cfg->win_fr;
+		read_block(s, w.frame, cfg->win_fr, len);
+	}
+	w.win = s->win;
 	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
+	if (w.blocks) {
+		/* the next walk's first block: what this one used of its first, a window more */
+		__u64 used = s->first_end - s->lowest;
+
+		inf->py_block = s->lowest && s->first_end > s->lowest && used < GL_PY_BLOCK ?
+					(used | (GL_PY_WINDOW - 1)) + 1 + GL_PY_WINDOW :
+					GL_PY_BLOCK;
+	}
 	if (!w.status && w.frame)
 		w.status = GL_PY_LOOP;
 	*status = w.status;

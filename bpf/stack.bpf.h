@@ -42,24 +42,41 @@ static __always_inline void fill_hdr(struct gl_hdr *h, __u32 type, __u32 size,
 	h->ts = bpf_ktime_get_ns();
 }
 
-struct vma_end_ctx {
-	__u64 end;
+struct vma_bounds {
+	__u64 start, end;
 };
 
-static long vma_end_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+static long vma_bounds_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
-	((struct vma_end_ctx *)data)->end = vma->vm_end;
+	struct vma_bounds *vb = data;
+
+	vb->start = vma->vm_start;
+	vb->end = vma->vm_end;
 	return 0;
 }
 
-/* The number of stack bytes to copy at sp: targ_stack_bytes, less where its mapping ends sooner. */
-static __always_inline __u64 stack_want(struct task_struct *task, __u64 sp)
+/*
+ * The number of stack bytes to copy at sp: targ_stack_bytes, less where its
+ * mapping ends sooner. The mapping is looked up (under the address space's
+ * lock) only when sp has left the one this thread's sp was in last time: a
+ * thread's stack is not unmapped under it, and a main stack grows down, past
+ * the start kept, so a stack's end does not move. Were it to (a mapping split or
+ * merged above sp), a copy asked for past the end stops at the first page it
+ * cannot read, as any copy does.
+ */
+static __always_inline __u64 stack_want(struct task_struct *task, struct gl_inflight *inf, __u64 sp)
 {
-	struct vma_end_ctx vc = {};
+	struct vma_bounds vb = {};
 	__u64 want = targ_stack_bytes > GL_MAX_STACK_COPY ? GL_MAX_STACK_COPY : targ_stack_bytes;
 
-	if (bpf_find_vma(task, sp, vma_end_cb, &vc, 0) == 0 && vc.end > sp && vc.end - sp < want)
-		want = vc.end - sp;
+	if (sp >= inf->stack_lo && sp < inf->stack_hi) {
+		vb.end = inf->stack_hi;
+	} else if (bpf_find_vma(task, sp, vma_bounds_cb, &vb, 0) == 0) {
+		inf->stack_lo = vb.start;
+		inf->stack_hi = vb.end;
+	}
+	if (vb.end > sp && vb.end - sp < want)
+		want = vb.end - sp;
 	return want;
 }
 
@@ -139,31 +156,29 @@ static __always_inline bool emit_stack_direct(struct gl_stack_buf *b, __u64 off,
 			   off, want, GL_MAX_STACK_COPY, task, pid_tgid);
 }
 
-struct scache_cmp {
-	const struct gl_scache_val *v;
-	const __u8 *buf; /* the live words at sp, span bytes */
-	bool differ;
-};
-
-static long scache_check_step(__u32 i, void *data)
+/*
+ * Whether the live words at sp (buf, span bytes) hold every value v's unwinding
+ * depended on: a bounded loop, not bpf_loop(), whose callback per word costs
+ * more than the compare.
+ */
+static __always_inline bool scache_words_equal(const struct gl_scache_val *v, const __u8 *buf)
 {
-	struct scache_cmp *c = data;
-	const struct gl_scache_check *k;
-	__u32 off;
+	__u32 nr = v->nr_checks, span = v->span;
 
-	if (i >= c->v->nr_checks)
-		return 1;
-	k = &c->v->checks[i & (GL_SC_CHECKS - 1)];
-	off = k->off;
-	if (off > GL_MAX_STACK_COPY - 8 || off + 8 > c->v->span) {
-		c->differ = true;
-		return 1;
+	if (nr > GL_SC_CHECKS)
+		return false;
+	for (__u32 i = 0; i < GL_SC_CHECKS; i++) {
+		const struct gl_scache_check *k = &v->checks[i];
+		__u32 off = k->off;
+
+		if (i >= nr)
+			break;
+		if (off > GL_MAX_STACK_COPY - 8 || off + 8 > span)
+			return false;
+		if (*(const __u64 *)(buf + off) != k->val)
+			return false;
 	}
-	if (*(const __u64 *)(c->buf + off) != k->val) {
-		c->differ = true;
-		return 1;
-	}
-	return 0;
+	return true;
 }
 
 /*
@@ -175,7 +190,6 @@ static __always_inline __u32 scache_lookup(struct task_struct *task, __u64 pid_t
 					   const struct gl_stack *r, __u64 want, __u8 *buf)
 {
 	struct gl_scache_key k = { .tgid = pid_tgid >> 32, .ip = r->ip, .sp = r->sp };
-	struct scache_cmp c = {};
 	const struct gl_scache_val *v;
 	__u32 span;
 
@@ -197,10 +211,7 @@ static __always_inline __u32 scache_lookup(struct task_struct *task, __u64 pid_t
 	 * sooner, past span: the unwinding read nothing between span and len) */
 	if (v->len < want && !bpf_probe_read_user(&byte, 1, (void *)(r->sp + v->len)))
 		goto miss;
-	c.v = v;
-	c.buf = buf;
-	bpf_loop(GL_SC_CHECKS, scache_check_step, &c, 0);
-	if (c.differ || v->nr_checks > GL_SC_CHECKS)
+	if (!scache_words_equal(v, buf))
 		goto miss;
 	stat_inc(GL_STAT_SCACHE_HIT);
 	return v->id;
@@ -215,8 +226,8 @@ miss:
  * address) or for a probe inside a function (USDT).
  */
 static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
-				       __u64 pid_tgid, __u64 seq, __u32 api, bool at_entry,
-				       __u32 mode)
+				       struct gl_inflight *inf, __u64 pid_tgid, __u64 seq,
+				       __u32 api, bool at_entry, __u32 mode)
 {
 	__u32 cpu = bpf_get_smp_processor_id(), size;
 	__u64 off = 0;
@@ -242,7 +253,8 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	r->cache_id = 0;
 
 	if (targ_python) {
-		r->nr_py = py_walk(task, pid_tgid, (struct gl_py_frame *)b->data, &r->py_status);
+		r->nr_py = py_walk(task, inf, pid_tgid, r->sp, (struct gl_py_frame *)b->data,
+				   &r->py_status);
 		off = r->nr_py * sizeof(struct gl_py_frame);
 		if (off > GL_PY_BYTES)
 			off = GL_PY_BYTES;
@@ -256,7 +268,7 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 		r->nr_ips = n / 8;
 		off += r->nr_ips * 8;
 	} else if (mode == GL_STACK_DWARF) {
-		__u64 want = stack_want(task, r->sp);
+		__u64 want = stack_want(task, inf, r->sp);
 
 		r->cache_id = scache_lookup(task, pid_tgid, r, want, b->data + off);
 		if (r->cache_id)

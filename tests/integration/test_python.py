@@ -167,6 +167,23 @@ def test_python_frames_deep_stack_keeps_innermost(tmp):
     check_eq(len(py_frames(deep[0])), MAX_PY_FRAMES, "Python frames kept")
 
 
+def test_python_frames_off_the_data_stack(tmp):
+    """Frames in a generator (its own memory, not the thread's data stack), in a function it
+    calls, and 2.4 KiB frames spread over several of the data stack's chunks: every frame
+    exact, in order, wherever it lies."""
+    wl, truth, tr = traced_run(tmp, wl_args=("--frames", "--depth", "0", "--iters", "1"))
+    p = process(tr.report(), wl.pid)
+    sites = truth["py_sites"]
+    check_eq([f[0] for f in sites["generator"]["frames"][:3]],
+             ["alloc_leaf", "gen_body", "alloc_in_generator"], "the generator site")
+    check_eq([f[0] for f in sites["gen_callee"]["frames"][:3]],
+             ["alloc_leaf", "gen_callee", "gen_body"], "the generator's callee")
+    check_eq(sum(1 for f in sites["wide"]["frames"] if f[0] == "wide"), 31, "wide frames")
+    check(len(sites["wide"]["frames"]) < MAX_PY_FRAMES, "the wide stack is kept whole")
+    for name, site in sites.items():
+        check_site(p, name, site)
+
+
 def test_python_frames_off(tmp):
     """--no-python: the same program, native frames only, the same books."""
     wl, truth, tr = traced_run(tmp, "--no-python", wl_args=("--depth", "0"))

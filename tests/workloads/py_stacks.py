@@ -18,6 +18,11 @@ The sites:
   worker    (--worker LIB) the XLA runtime stand-in's worker thread, which runs no Python,
             allocates while the main thread waits in the call: the frames gpuleak should
             infer for it are the main thread's at that call
+  generator, gen_callee (--frames): inside a generator's body, whose frame lives in
+            the generator object, not on the thread's data stack, and in a function it
+            calls, back on the data stack
+  wide      (--frames) a recursion of functions with 300 locals each (2.4 KiB frames):
+            its frames span several of the data stack's chunks
   churn-D-L with --churn N: N allocations at recursion depths D changing from one call
             to the next, from two lines L (a, b) in turn, so that each call's Python frames
             lie at the addresses of the last call's (CPython reuses a thread's frame
@@ -133,6 +138,33 @@ def recurse(depth):
     recurse(depth - 1)
 
 
+def gen_body():
+    alloc_leaf(CUDA, "generator", 7 << 16)
+    yield 1
+    gen_callee()
+    yield 2
+
+
+def gen_callee():
+    alloc_leaf(CUDA, "gen_callee", 9 << 16)
+
+
+def alloc_in_generator():
+    for _ in gen_body():
+        pass
+
+
+# A function with 300 locals: each call's frame takes 2.4 KiB of the data stack (its
+# chunks are 16 KiB), so 30 calls cross several chunks.
+WIDE_LOCALS = 300
+exec("def wide(depth):\n"
+     + "".join(f"    v{i} = depth\n" for i in range(WIDE_LOCALS))
+     + "    if depth == 0:\n"
+     + "        alloc_leaf(CUDA, 'wide', 11 << 16)\n"
+     + "        return v0\n"
+     + f"    return wide(depth - 1) + v{WIDE_LOCALS - 1}\n", globals())
+
+
 def churn_leaf(depth, line):
     if line == "a":
         alloc_leaf(CUDA, f"churn-{depth}-a", 1 << 16)
@@ -181,6 +213,8 @@ def main():
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--depth", type=int, default=100)
     ap.add_argument("--churn", type=int, default=0)
+    ap.add_argument("--frames", action="store_true",
+                    help="the generator, gen_callee and wide sites")
     ap.add_argument("--exec", action="store_true")
     ap.add_argument("--after-exec", action="store_true")
     ap.add_argument("--settle-ms", type=int, default=600)
@@ -221,6 +255,9 @@ def main():
         recurse(args.depth)
     if args.worker:
         alloc_on_worker(args.worker, args.iters)
+    if args.frames:
+        alloc_in_generator()
+        wide(30)
     alloc_churn(args.churn)
     fail_site = fail_in_package() if args.fail else None
 
