@@ -181,6 +181,47 @@ static __always_inline bool scache_words_equal(const struct gl_scache_val *v, co
 	return true;
 }
 
+struct scache_probe {
+	struct gl_scache_key k;
+	__u64 start_time, bp, want;
+	__u8 *buf;  /* GL_MAX_STACK_COPY bytes of scratch */
+	__u32 have; /* bytes of the stack at sp in buf */
+	__u32 id;   /* the entry that matched */
+	bool found; /* an entry under the key was looked at */
+};
+
+/* One way of the key: its entry, if any, checked against the live stack; 1 on a match. */
+static long scache_way_step(__u32 i, void *data)
+{
+	struct scache_probe *p = data;
+	const struct gl_scache_val *v;
+	__u32 span;
+	__u8 byte;
+
+	p->k.way = i;
+	v = bpf_map_lookup_elem(&stack_cache, &p->k);
+	if (!v)
+		return 0;
+	p->found = true;
+	span = v->span;
+	if (v->start_time != p->start_time || (v->need_bp && v->bp != p->bp) || !v->id ||
+	    span < 8 || span > p->want || span > GL_MAX_STACK_COPY || v->len > p->want)
+		return 0;
+	if (span > p->have) {
+		if (bpf_probe_read_user(p->buf, span, (void *)p->k.sp))
+			return 0;
+		p->have = span;
+	}
+	/* a copy cut short at a page it could not read: this one must be cut there too (or
+	 * sooner, past span: the unwinding read nothing between span and len) */
+	if (v->len < p->want && !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + v->len)))
+		return 0;
+	if (!scache_words_equal(v, p->buf))
+		return 0;
+	p->id = v->id;
+	return 1;
+}
+
 /*
  * DWARF mode: the id of a cached native stack that this one is known to unwind
  * to (gpuleak_abi.h), or 0: the copy must go. want is the copy's length, buf
@@ -189,34 +230,23 @@ static __always_inline bool scache_words_equal(const struct gl_scache_val *v, co
 static __always_inline __u32 scache_lookup(struct task_struct *task, __u64 pid_tgid,
 					   const struct gl_stack *r, __u64 want, __u8 *buf)
 {
-	struct gl_scache_key k = { .tgid = pid_tgid >> 32, .ip = r->ip, .sp = r->sp };
-	const struct gl_scache_val *v;
-	__u32 span;
-
-	__u8 byte;
+	struct scache_probe p = { .k = { .tgid = pid_tgid >> 32, .ip = r->ip, .sp = r->sp },
+				  .bp = r->bp,
+				  .want = want,
+				  .buf = buf };
 
 	if (!targ_stack_cache || want < 8 || want > GL_MAX_STACK_COPY)
 		return 0;
-	if (bpf_probe_read_user(&k.word0, sizeof(k.word0), (void *)r->sp))
+	if (bpf_probe_read_user(&p.k.word0, sizeof(p.k.word0), (void *)r->sp))
 		return 0;
-	v = bpf_map_lookup_elem(&stack_cache, &k);
-	if (!v)
-		return 0;
-	span = v->span;
-	if (v->start_time != proc_start_time(task) || (v->need_bp && v->bp != r->bp) || !v->id ||
-	    span < 8 || span > want || span > GL_MAX_STACK_COPY || v->len > want ||
-	    bpf_probe_read_user(buf, span, (void *)r->sp))
-		goto miss;
-	/* a copy cut short at a page it could not read: this one must be cut there too (or
-	 * sooner, past span: the unwinding read nothing between span and len) */
-	if (v->len < want && !bpf_probe_read_user(&byte, 1, (void *)(r->sp + v->len)))
-		goto miss;
-	if (!scache_words_equal(v, buf))
-		goto miss;
-	stat_inc(GL_STAT_SCACHE_HIT);
-	return v->id;
-miss:
-	stat_inc(GL_STAT_SCACHE_MISS);
+	p.start_time = proc_start_time(task);
+	bpf_loop(GL_SC_WAYS, scache_way_step, &p, 0);
+	if (p.id) {
+		stat_inc(GL_STAT_SCACHE_HIT);
+		return p.id;
+	}
+	if (p.found)
+		stat_inc(GL_STAT_SCACHE_MISS);
 	return 0;
 }
 

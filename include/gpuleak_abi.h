@@ -261,13 +261,16 @@ struct gl_stack {
  * at those offsets are all equal and whose copy would end where that one did
  * (len: where its mapping ends, or at a page it could not read), unwinds to
  * the same frames: BPF sends the entry's id and no copy. Anything else is a
- * miss: the full copy.
+ * miss: the full copy. Callers that reach one call at the same depth share ip,
+ * sp and first word and differ deeper: each key holds up to GL_SC_WAYS entries
+ * (way 0 up), which BPF tries in turn.
  */
 #define GL_SC_CHECKS 128 /* words checked at most (a power of two) */
+#define GL_SC_WAYS 4	 /* entries under one (tgid, ip, sp, word0) */
 
 struct gl_scache_key {
 	__u32 tgid;
-	__u32 pad;
+	__u32 way; /* < GL_SC_WAYS */
 	__u64 ip;
 	__u64 sp;
 	__u64 word0; /* the word at sp */

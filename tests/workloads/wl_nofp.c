@@ -17,7 +17,10 @@
  * in runs of 8: the first site's are kept, the second's freed but the first
  * of each run; the two stacks
  * agree on sp and on every word near it, and differ deeper down, in the return
- * address into nofp_alternate).
+ * address into nofp_alternate),
+ * --spread N (then N more from six call sites of one function in turn, each
+ * kept: six stacks that agree near sp and differ deeper, more than one key of
+ * BPF's stack cache holds).
  */
 #include <unistd.h>
 #include <stdlib.h>
@@ -103,6 +106,38 @@ WL_FRAME static void nofp_alternate(const struct wl_opts *o, unsigned long depth
 	}
 }
 
+WL_FRAME static void nofp_spread(const struct wl_opts *o, unsigned long depth, unsigned long n)
+{
+	CUdeviceptr p;
+
+	for (unsigned long i = 0; i < n; i++) {
+		alt_sink = i; /* one value per call site: the compiler keeps six calls */
+		switch (i % 6) {
+		case 0: wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2"); break;
+		case 1:
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2");
+			alt_sink = 1;
+			break;
+		case 2:
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2");
+			alt_sink = 2;
+			break;
+		case 3:
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2");
+			alt_sink = 3;
+			break;
+		case 4:
+			wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2");
+			alt_sink = 4;
+			break;
+		default: wl_check(nofp_deep(&p, o->size, depth), "cuMemAlloc_v2"); alt_sink = 5;
+		}
+		wl_site_alloc(&sites[S_INNER], o->size);
+		if (i == 11)
+			usleep(300000); /* the tracer catches up */
+	}
+}
+
 static unsigned long long cpu_ns(void)
 {
 	struct rusage ru;
@@ -117,11 +152,12 @@ int main(int argc, char **argv)
 {
 	struct wl_opts o = { .iters = 100, .size = WL_MIB };
 	unsigned long long loop_ns;
-	unsigned long depth, alternate;
+	unsigned long depth, alternate, spread;
 	char extra[160];
 
 	depth = wl_take_num(&argc, argv, "--depth", 10000, 0);
 	alternate = wl_take_num(&argc, argv, "--alternate", 100000, 0);
+	spread = wl_take_num(&argc, argv, "--spread", 100000, 0);
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE | WL_OPT_VERBOSE);
 	if (!o.size)
 		wl_die("--size must not be 0");
@@ -130,6 +166,7 @@ int main(int argc, char **argv)
 	fakecuda_mark();
 	loop_ns = nofp_phase(&o, depth);
 	nofp_alternate(&o, depth, alternate);
+	nofp_spread(&o, depth, spread);
 	if (o.verbose)
 		fprintf(stderr, "%s: %llu alloc/free pairs at depth %lu: %.0f ns each\n", wl_prog,
 			o.iters, depth, o.iters ? (double)loop_ns / o.iters : 0);

@@ -64,8 +64,10 @@ struct centry {
 	uint16_t nr_pcs;
 	uint16_t max; /* the unwinding stopped at max frames if nr_pcs == max */
 	uint32_t nr_checks;
-	uint32_t kid;	/* the id published to BPF, 0 = none */
-	bool in_kernel; /* the entry BPF holds for its key now */
+	uint32_t kid;	  /* the id published to BPF, 0 = none */
+	bool in_kernel;	  /* BPF holds it under its key now, in way */
+	uint8_t way;	  /* < GL_SC_WAYS */
+	uint64_t pub_seq; /* when it was published (unwinder.pub_clock) */
 	struct dwarf_check *checks;
 	uint64_t *pcs;
 };
@@ -100,6 +102,7 @@ struct unwinder {
 	struct dwarf_replay *replay;
 	struct htab *procs; /* proc_key -> struct uproc * */
 	uint64_t clock;
+	uint64_t pub_clock; /* entries published */
 	size_t cache_bytes;
 	struct unwind_stats st;
 };
@@ -409,6 +412,30 @@ static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint
 }
 
 /*
+ * The way of its key that e takes in BPF: one no entry of the key holds, else
+ * that of the entry published longest ago, which *evicted names (or NULL).
+ */
+static uint8_t pick_way(struct centry *head, const struct centry *e, struct centry **evicted)
+{
+	struct centry *oldest = NULL;
+	unsigned used = 0;
+
+	*evicted = NULL;
+	for (struct centry *o = head; o; o = o->next) {
+		if (o == e || !o->in_kernel)
+			continue;
+		used |= 1u << o->way;
+		if (!oldest || o->pub_seq < oldest->pub_seq)
+			oldest = o;
+	}
+	for (uint8_t w = 0; w < GL_SC_WAYS; w++)
+		if (!(used & (1u << w)))
+			return w;
+	*evicted = oldest;
+	return oldest->way;
+}
+
+/*
  * Publishes e (found under k for record r, from a copy of len bytes) to BPF,
  * with an id if it has none. BPF checks the process by the start time its own
  * records carry (user space may know the process by a coarser one, from /proc).
@@ -418,7 +445,7 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 {
 	struct gl_scache_key kk;
 	struct gl_scache_val *kv;
-	struct centry **head, *o;
+	struct centry **head, *evicted;
 	int err;
 
 	/* records BPF sent before it had the entry: no need to write it again */
@@ -431,21 +458,23 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 		if (!e->kid)
 			e->kid = kv->id = kid_new(u, up, e->pcs, e->nr_pcs);
 		kk.tgid = (uint32_t)up->key.pid;
+		head = htab__lookup(up->cache, k);
+		kk.way = pick_way(head ? *head : NULL, e, &evicted);
 		err = e->kid ? u->pub.put(u->pub.ctx, &kk, kv) : -ENOSPC;
 		if (!err) {
 			up->published = true;
 			u->st.published++;
-			/* it replaced whichever entry of its key BPF held */
-			head = htab__lookup(up->cache, k);
-			for (o = head ? *head : NULL; o; o = o->next)
-				o->in_kernel = false;
+			if (evicted)
+				evicted->in_kernel = false; /* its way now holds e */
 			e->in_kernel = true;
+			e->way = kk.way;
+			e->pub_seq = ++u->pub_clock;
 		}
 		log_msg(LOG_TRACE,
-			"stack cache: PID %d ip %#llx sp %#llx len %u: id %u, %u checks, "
+			"stack cache: PID %d ip %#llx sp %#llx len %u way %u: id %u, %u checks, "
 			"span %u: %s",
 			(int)up->key.pid, (unsigned long long)kk.ip, (unsigned long long)kk.sp,
-			kv->len, e->kid, kv->nr_checks, kv->span,
+			kv->len, kk.way, e->kid, kv->nr_checks, kv->span,
 			err ? strerror(-err) : "published");
 	}
 	free(kv);
