@@ -390,7 +390,6 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 		s->first_end = w.frame + cfg->win_fr;
 		read_block(s, w.frame, cfg->win_fr, len);
 	}
-	w.win = s->win;
 	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
 	if (w.blocks) {
 		/* the next walk's first block: what this one used of its first, a window more */
