@@ -247,8 +247,10 @@ def test_dwarf_stack_cache_holds_both_sites_of_one_key(tmp):
             check_eq(st["stack_cache_hits"] + st["stack_cache_misses"], 0,
                      "no stack cache with --no-stack-cache")
         else:
-            # after the first 16 (the tracer catching up), both sites by id, switches too
+            # after the first 16 (the tracer catching up), both sites by id, switches too;
+            # a tracer still behind after the pause (a loaded machine) misses one run of 8
+            # (one entry a key, as before the ways: 56 of 149 missed)
             check(st["stack_cache_hits"] >= alt - 24, f"both sites are sent by id: {st}")
-            check(st["stack_cache_misses"] <= 4, f"switches are not misses: {st}")
+            check(st["stack_cache_misses"] <= 12, f"switches are not misses: {st}")
         tables.append(stack_table(p))
     check_eq(tables[0], tables[1], "every stack, with the cache and without")

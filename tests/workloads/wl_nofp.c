@@ -100,7 +100,7 @@ WL_FRAME static void nofp_alternate(const struct wl_opts *o, unsigned long depth
 		}
 		/* the tracer catches up: later calls find what it learnt from these */
 		if (i == 15)
-			usleep(300000);
+			usleep(1000000);
 		else if (i % 8 == 7)
 			usleep(1000);
 	}
