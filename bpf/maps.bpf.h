@@ -191,18 +191,20 @@ struct {
 
 /*
  * A number for a new allocation, unique while the programs are loaded: the
- * CPU's count in the low 48 bits, the CPU + 1 above (a program runs on one CPU
- * to its end, so the per-CPU count needs no atomic). Never 0.
+ * CPU's count in the low 48 bits, the CPU + 1 above. Never 0. A program stays on
+ * its CPU to its end, but a uprobe's program can be preempted (migration, not
+ * preemption, is disabled), and the program of the task that runs next on the
+ * CPU can take a number in between: the count is taken with one atomic add.
  */
 static __always_inline __u64 next_alloc_id(void)
 {
 	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero);
+	__u64 *n = bpf_map_lookup_elem(&alloc_ids, &zero), v;
 
 	if (!n)
 		return 0;
-	*n += 1;
-	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (*n & ((1ULL << 48) - 1));
+	v = __sync_fetch_and_add(n, 1) + 1;
+	return ((__u64)(bpf_get_smp_processor_id() + 1) << 48) | (v & ((1ULL << 48) - 1));
 }
 
 /* Contexts seen being created or retained: (tgid, ctx) -> device ordinal. */
@@ -227,6 +229,7 @@ struct {
 struct gl_stack_buf {
 	struct gl_stack rec;
 	__u8 data[GL_STACK_DATA];
+	__u64 busy; /* a program is building a record here (emit_stack); never sent */
 };
 
 /*
@@ -258,12 +261,16 @@ struct {
 	__type(value, __u64);
 } api_calls SEC(".maps");
 
+/*
+ * The per-CPU counts are added to atomically: a preempted program's increment
+ * would otherwise lose one made in between on its CPU (next_alloc_id()).
+ */
 static __always_inline void count_call(__u32 api)
 {
 	__u64 *v = bpf_map_lookup_elem(&api_calls, &api);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 static __always_inline void stat_inc(__u32 which)
@@ -271,7 +278,7 @@ static __always_inline void stat_inc(__u32 which)
 	__u64 *v = bpf_map_lookup_elem(&stats, &which);
 
 	if (v)
-		*v += 1;
+		__sync_fetch_and_add(v, 1);
 }
 
 /* The last time a per-call record woke the consumer (any CPU; races are harmless). */

@@ -255,19 +255,16 @@ static __always_inline __u32 scache_lookup(struct task_struct *task, __u64 pid_t
  * probe sits on a function's first instruction, so sp points at the return
  * address) or for a probe inside a function (USDT).
  */
-static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
-				       struct gl_inflight *inf, __u64 pid_tgid, __u64 seq,
-				       __u32 api, bool at_entry, __u32 mode)
+static __always_inline void build_stack(struct gl_stack_buf *b, struct pt_regs *ctx,
+					struct task_struct *task, struct gl_inflight *inf,
+					__u64 pid_tgid, __u64 seq, __u32 api, bool at_entry,
+					__u32 mode)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), size;
+	struct gl_stack *r = &b->rec;
 	__u64 off = 0;
-	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
-	struct gl_stack *r;
+	__u32 size;
 	long n;
 
-	if (!b)
-		return;
-	r = &b->rec;
 	r->seq = seq;
 	r->ip = PT_REGS_IP(ctx);
 	r->sp = PT_REGS_SP(ctx);
@@ -310,11 +307,37 @@ static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *
 	}
 send:
 	size = sizeof(*r) + off;
-	if (size > sizeof(*b))
+	if (size > sizeof(*r) + sizeof(b->data))
 		return;
 	fill_hdr(&r->hdr, GL_REC_STACK, size, task, pid_tgid);
 	if (bpf_ringbuf_output(&events, b, size, rb_flags(r->hdr.ts)))
 		stat_inc(GL_STAT_LOST_STACK);
+}
+
+/*
+ * The CPU's scratch buffer (and the Python walk's, py_scratch) is shared by
+ * every program that runs on the CPU. A uprobe's program is preemptible on
+ * kernels that preempt kernel code (preempt=full or lazy): the task that runs
+ * next on the CPU may take a stack while this one is half built. It finds the
+ * buffer busy and takes none (counted as a stack error, which the reports
+ * show), rather than write over a record being built.
+ */
+static __always_inline void emit_stack(struct pt_regs *ctx, struct task_struct *task,
+				       struct gl_inflight *inf, __u64 pid_tgid, __u64 seq,
+				       __u32 api, bool at_entry, __u32 mode)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct gl_stack_buf *b = bpf_map_lookup_elem(&scratch, &cpu);
+
+	if (!b)
+		return;
+	if (__sync_val_compare_and_swap(&b->busy, 0, 1)) {
+		stat_inc(GL_STAT_STACK_ERROR);
+		return;
+	}
+	build_stack(b, ctx, task, inf, pid_tgid, seq, api, at_entry, mode);
+	/* only tasks on this CPU contend, and a context switch orders the stores */
+	*(volatile __u64 *)&b->busy = 0;
 }
 
 #endif /* GPULEAK_STACK_BPF_H */

@@ -357,7 +357,7 @@ enum gl_stat {
 	GL_STAT_UNPAIRED_RETURN,  /* a return with no entry saved (entered before the attach) */
 	GL_STAT_STALE_ENTRY,	  /* an entry abandoned (longjmp, uretprobe depth limit) */
 	GL_STAT_ALLOC_TABLE_FULL, /* BPF allocation table full */
-	GL_STAT_STACK_ERROR,	  /* stack capture failed */
+	GL_STAT_STACK_ERROR,	  /* stack capture failed, or the CPU's scratch was busy */
 	GL_STAT_READ_ERROR,	  /* could not read an out-argument */
 	GL_STAT_PROC_TABLE_FULL,  /* BPF process table full */
 	GL_STAT_SCACHE_HIT,	  /* a native stack sent as a cache id, no copy */
