@@ -137,12 +137,16 @@ def test_attach_to_a_busy_process_books_whole_calls(tmp):
     idle = [Workload("wl_basic", tmp=tmp, hold=True) for _ in range(12)]
     for w in idle:
         w.wait_ready()
-    busy = Workload("wl_load", "--threads", "2", "--iters", "6", tmp=tmp, wait=False,
+    # the load runs until told to end (SIGUSR1), 3 s after the attach: on a loaded
+    # machine the attach alone took longer than the 6 s load it once had
+    busy = Workload("wl_load", "--threads", "2", "--iters", "120", tmp=tmp, wait=False,
                     hold=True)
     busy.wait_ready()
     tr = Tracer(["attach", "-i", "0", *SAN_RINGBUF, str(busy.pid)], tmp)
     try:
         tr.wait_attached(pids=[busy.pid])
+        time.sleep(3)
+        os.kill(busy.pid, signal.SIGUSR1)
         truth = busy.truth()
         tr.stop()
     finally:

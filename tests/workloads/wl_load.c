@@ -8,8 +8,10 @@
  * level; whatever is left at the end stays outstanding for the books.
  *
  * Options: --threads N (16), --seconds via --iters N (seconds, default 5),
- * --size N (largest allocation, default 256 KiB).
+ * --size N (largest allocation, default 256 KiB). SIGUSR1 ends the load early
+ * (a test that needs the load to run past an attach that may take long).
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +38,13 @@ struct worker {
 
 static struct wl_opts o = { .threads = 16, .iters = 5, .size = 256 * 1024 };
 static struct timespec deadline;
+static volatile sig_atomic_t stop_early;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	stop_early = 1;
+}
 
 static void release(struct worker *w, enum family f, struct item *it)
 {
@@ -148,7 +157,7 @@ static void *work(void *arg)
 
 	wl_check(cuCtxSetCurrent(w->head.ctx), "cuCtxSetCurrent");
 	wl_check(cuMemAddressReserve(&w->va_base, RING * GRAN, GRAN, 0, 0), "cuMemAddressReserve");
-	while (!wl_past(&deadline)) {
+	while (!stop_early && !wl_past(&deadline)) {
 		for (int i = 0; i < 64; i++) {
 			enum family f = wl_rand(&w->head.seed) % NR_FAMILIES;
 			size_t size = 512 + wl_rand(&w->head.seed) % o.size;
@@ -167,6 +176,7 @@ int main(int argc, char **argv)
 	wl_parse(&o, argc, argv, WL_OPT_THREADS | WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.threads || o.threads > 256 || !o.size)
 		wl_die("--threads must be 1..256 and --size positive");
+	signal(SIGUSR1, on_usr1);
 	wl_timed_load(&o, sizeof(struct worker), work, &deadline);
 	return 0;
 }
