@@ -5,7 +5,7 @@ one training process (bench/gpu.sh runs it on the GPU machine).
 
     gpu_train.py [--large] [--reps N] [--seconds S] [--steps N] [--settle N] [--json FILE]
                  [--fake LIB] [--phases P,P] [--cpus N,N] [--design rep|aba]
-                 [--tensor-window T]
+                 [--tensor-window T] [--blocking-sync]
     gpu_train.py --merge FILE FILE...   pools the reps of earlier --json results
 
 One process of bench/torch_train.py trains without end (--control); between blocks
@@ -25,7 +25,9 @@ with the phase in force. Phases, rep after rep:
 The order of the phases is shuffled in each rep (seeded by the rep: no phase always
 follows another), and each block's first --settle steps are dropped (a change,
 e.g. the recorder's buffer freed, settles). Per block: median
-step wall time, main-thread CPU time and process CPU time.
+step wall time, main-thread CPU time and process CPU time, and where the machine has CPU
+counters the main thread's instructions and cycles retired a step (user and kernel):
+counts of its work that do not move with the speed of a shared vCPU, as its CPU time does.
 
 --design rep (the default): each block's median against the untraced block of the same
 rep. --design aba: an untraced block before and after every watched block (U A U B U
@@ -36,8 +38,12 @@ of the drift that is linear over a pair. Either way: median [IQR] over the reps 
 bootstrap interval of that median; full mode is also compared with each recorder block
 of the same rep (full / history: with --design aba each block against its own
 neighbours first, so the drift between the two blocks cancels). --seconds S starts no
-rep after S seconds (--reps is then the most); --merge pools the per-rep figures of several runs of one model and design
-(each pair was interleaved in its own run) and prints the same summary.
+rep after S seconds (--reps is then the most). --blocking-sync: the training process
+waits for the GPU by blocking (torch_train.py --blocking-sync), so that its main
+thread's CPU time is its work, without the final synchronize's spinning (the driver's
+default on a host with more cores than contexts). --merge pools the per-rep figures of
+several runs of one model, design and sync mode (each pair was interleaved in its own
+run) and prints the same summary.
 Refuses to run when another tracer (gpuleak, bpftrace) is running on the machine.
 """
 import argparse
@@ -62,7 +68,9 @@ RECORDER_PHASES = ("history", "history-alloc")  # full mode is compared with eac
 def ratio_key(recorder):
     """The results JSON's key of full mode against a recorder phase."""
     return "full_over_" + recorder.replace("-", "_")
-NAMES = ("wall", "main_cpu", "process_cpu")
+NAMES = ("wall", "main_cpu", "process_cpu", "main_instructions", "main_cycles")
+UNITS = {"wall": "ms", "main_cpu": "ms", "process_cpu": "ms", "main_instructions": "M",
+         "main_cycles": "M"}  # block_ms: ms of time, millions of counts
 WINDOW = "1s"  # the first window of the idle phases (--tensor-window)
 
 
@@ -138,6 +146,8 @@ class Trainer:
         argv = [a.python, TRAIN, "--control", self.ctl, "--log", self.log]
         if a.large:
             argv.append("--large")
+        if a.blocking_sync:
+            argv.append("--blocking-sync")
         if a.fake:
             argv += ["--fake", a.fake]
             if getattr(a, "fake_worker", 0):
@@ -174,12 +184,14 @@ class Trainer:
                 raise RuntimeError(f"training stopped: {open(self.out).read()[-2000:]}")
             for line in self.new_lines():
                 parts = line.split()
-                if len(parts) == 4 and parts[0] == label:
-                    rows.append([int(x) for x in parts[1:]])
+                if len(parts) == 1 + len(NAMES) and parts[0] == label:
+                    rows.append([None if x == "-" else int(x) for x in parts[1:]])
             time.sleep(0.01)
         self.set("idle")
         rows = rows[settle:steps + settle]
-        return [[r[i] for r in rows] for i in range(3)]
+        # a figure some step lacks (no CPU counters, a counter multiplexed): none
+        return [[r[i] for r in rows] if all(r[i] is not None for r in rows) else []
+                for i in range(len(NAMES))]
 
     def new_lines(self):
         """The whole lines the log gained since the last call (read from where it ended:
@@ -219,7 +231,13 @@ def run(a, phases, steps):
     blocks = {p: [] for p in phases}
     over = {p: {n: [] for n in NAMES} for p in phases if p != "untraced"}
     ratio = {r: {n: [] for n in NAMES} for r in RECORDER_PHASES if r in phases}
-    med = lambda b, i: statistics.median(b[i])  # noqa: E731
+    med = lambda b, i: statistics.median(b[i]) if b[i] else None  # noqa: E731
+
+    def over_ratio(x, *refs):
+        """x over the mean of refs; None where a block lacks the figure."""
+        if x is None or None in refs:
+            return None
+        return x / (sum(refs) / len(refs))
     t_end = time.monotonic() + a.seconds if a.seconds else None
     with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
         tr = Trainer(a, tmp)
@@ -247,11 +265,11 @@ def run(a, phases, steps):
                     for ph in watched:
                         got[ph] = measure(ph)
                         after = measure("untraced")
-                        rel[ph] = []
+                        rel[ph] = [over_ratio(med(got[ph], i), med(before, i), med(after, i))
+                                   for i in range(len(NAMES))]
                         for i, n in enumerate(NAMES):
-                            ref = (med(before, i) + med(after, i)) / 2
-                            rel[ph].append(med(got[ph], i) / ref)
-                            over[ph][n].append(100 * (rel[ph][i] - 1))
+                            if rel[ph][i] is not None:
+                                over[ph][n].append(100 * (rel[ph][i] - 1))
                         before = after
                 else:
                     order = watched + ["untraced"]
@@ -259,27 +277,33 @@ def run(a, phases, steps):
                     for ph in order:
                         got[ph] = measure(ph)
                     for ph in watched:
+                        rel[ph] = [over_ratio(med(got[ph], i), med(got["untraced"], i))
+                                   for i in range(len(NAMES))]
                         for i, n in enumerate(NAMES):
-                            over[ph][n].append(
-                                100 * (med(got[ph], i) / med(got["untraced"], i) - 1))
+                            if rel[ph][i] is not None:
+                                over[ph][n].append(100 * (rel[ph][i] - 1))
                 for r in ratio:
                     if "full" not in got or r not in got:
                         continue
                     for i, n in enumerate(NAMES):
-                        ratio[r][n].append(rel["full"][i] / rel[r][i] if rel else
-                                           med(got["full"], i) / med(got[r], i))
+                        # --design rep: the two raw medians, seconds apart (the drift
+                        # between them stays); aba: each against its own neighbours
+                        f, h = ((rel["full"][i], rel[r][i]) if a.design == "aba" else
+                                (med(got["full"], i), med(got[r], i)))
+                        if f is not None and h is not None:
+                            ratio[r][n].append(f / h)
                 log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
                     f"{ph} {med(blocks[ph][-1], 0) / 1e6:.2f} ms" for ph in phases))
         finally:
             tr.quit()
-    block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p]] for i, n in enumerate(NAMES)}
-                for p in phases}
+    block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p] if b[i]]
+                    for i, n in enumerate(NAMES)} for p in phases}
     return over, block_ms, ratio
 
 
-def result(model, design, steps, over, block_ms, ratio):
+def result(model, design, steps, over, block_ms, ratio, sync):
     """The JSON of a run (or of merged runs) from its per-rep figures."""
-    res = {"model": model, "design": design, "steps_per_block": steps,
+    res = {"model": model, "design": design, "steps_per_block": steps, "sync": sync,
            "reps": max([len(v["wall"]) for v in over.values()] + [0]),
            "step_ms": {p: {n: summarize(x) for n, x in v.items() if x}
                        for p, v in block_ms.items()},
@@ -290,17 +314,19 @@ def result(model, design, steps, over, block_ms, ratio):
     for r, v in ratio.items():
         if v["wall"]:
             res[ratio_key(r)] = {
-                n: dict(summarize(x), median_ci95=median_ci(x), reps=x) for n, x in v.items()}
+                n: dict(summarize(x), median_ci95=median_ci(x), reps=x)
+                for n, x in v.items() if x}
     return res
 
 
 def merge(files):
     """Pools the reps of runs of one model and design."""
     runs = [json.load(open(f)) for f in files]
-    keys = {(r["model"], r.get("design", "rep"), r["steps_per_block"]) for r in runs}
+    keys = {(r["model"], r.get("design", "rep"), r["steps_per_block"], r.get("sync", "auto"))
+            for r in runs}
     if len(keys) != 1:
-        sys.exit(f"gpu_train: --merge: runs of different models, designs or block sizes: "
-                 f"{sorted(keys)}")
+        sys.exit(f"gpu_train: --merge: runs of different models, designs, block sizes or "
+                 f"sync modes: {sorted(keys)}")
     over, block_ms, ratio = {}, {}, {r: {n: [] for n in NAMES} for r in RECORDER_PHASES}
     for r in runs:
         for ph, v in r["overhead_pct"].items():
@@ -312,18 +338,19 @@ def merge(files):
         for rec in RECORDER_PHASES:
             for n, x in r.get(ratio_key(rec), {}).items():
                 ratio[rec][n] += x["reps"]
-    model, design, steps = keys.pop()
-    res = result(model, design, steps, over, block_ms, ratio)
+    model, design, steps, sync = keys.pop()
+    res = result(model, design, steps, over, block_ms, ratio, sync)
     res["merged"] = list(files)
     return res
 
 
 def show(res):
     print(f"{res['model']}: {res['reps']} reps x {res['steps_per_block']} steps a block, "
-          f"interleaved ({res['design']}); median [IQR]")
+          f"interleaved ({res['design']}), synchronize {res.get('sync', 'auto')}; "
+          f"median [IQR]")
     for ph, s in res["step_ms"].items():
         line = f"  {ph:<14}" + "".join(
-            f" {n} {s[n]['median']:8.2f} ms" for n in NAMES if n in s)
+            f" {n} {s[n]['median']:8.2f} {UNITS[n]}" for n in NAMES if n in s)
         if ph in res["overhead_pct"]:
             o = res["overhead_pct"][ph]
             line += "   overhead " + ", ".join(
@@ -337,7 +364,8 @@ def show(res):
             continue
         print(f"  full / {rec}, per rep: " + ", ".join(
             f"{n} {r[n]['median']:.3f} [{r[n]['q1']:.3f},{r[n]['q3']:.3f}] (median within "
-            f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in NAMES))
+            f"{r[n]['median_ci95'][0]:.3f}..{r[n]['median_ci95'][1]:.3f})" for n in NAMES
+            if n in r))
 
 
 def main():
@@ -356,12 +384,16 @@ def main():
                     help="the first tensor window of the idle phases (measured after it)")
     ap.add_argument("--json", default="")
     ap.add_argument("--merge", nargs="+", default=None, metavar="FILE")
+    ap.add_argument("--blocking-sync", action="store_true",
+                    help="the training process waits for the GPU by blocking, not spinning")
     ap.add_argument("--fake", default="", help="no GPU: torch_train.py --fake LIB")
     ap.add_argument("--allow-others", action="store_true", help="(testing the script only)")
     ap.add_argument("--python", default=os.environ.get("BENCH_PYTHON", sys.executable))
     ap.add_argument("--cpus", default="",
                     help="CPU numbers (1,2,3) the training process is kept on")
     a = ap.parse_args()
+    if a.blocking_sync and a.fake:
+        ap.error("--blocking-sync needs a GPU (not --fake)")
     if a.merge:
         res = merge(a.merge)
     else:
@@ -378,7 +410,7 @@ def main():
                      f"theirs too")
         over, block_ms, ratio = run(a, phases, steps)
         res = result("large" if a.large else "torch_train", a.design, steps, over, block_ms,
-                     ratio)
+                     ratio, "blocking" if a.blocking_sync else "auto")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -14,11 +14,18 @@ of each step. Prints one line to stdout:
 
 --control FILE: after warm-up print "ready PID" and train until FILE says "quit";
 each step is tagged with FILE's contents (a phase label, read once a step) and logged
-to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns"; the labels "history"
+to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns main_instructions
+main_cycles" (the main thread's instructions and cycles retired in the step, user and
+kernel, from the CPU's counters: "- -" where the machine has none, or where a counter
+did not run the whole step); the labels "history"
 and "history-alloc" turn _record_memory_history() on for as long as they last (stacks
 of mallocs and frees, or of mallocs only: RECORDERS). --large: a model of
 hundreds of ms a step (d=2048, 16 layers, batch 16 x 1024). --fake LIB: no torch, a
 CPU step of ctypes calls into the libc10_cuda stand-in LIB (to test the driver).
+--blocking-sync: the device's primary context waits for the GPU by blocking, not by
+spinning (CU_CTX_SCHED_BLOCKING_SYNC, set before PyTorch creates the context): the main
+thread's CPU time a step is then the work it does, not also the time it spun in the
+step's final synchronize, which moves with how far the CPU side ran ahead of the GPU.
 """
 import argparse
 import os
@@ -46,6 +53,92 @@ def train_step(model, opt, x):
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
+
+
+class ThreadCounters:
+    """The calling thread's instructions and cycles retired, user and kernel (a count
+    of work that, unlike CPU time, does not move with the speed of a shared vCPU)."""
+    SYSCALL = {"x86_64": 298, "aarch64": 241}
+    HW_CYCLES, HW_INSTRUCTIONS = 0, 1
+    FORMAT_ENABLED_RUNNING = 1 | 2
+    EXCLUDE_HV = 1 << 6
+
+    def __init__(self):
+        import ctypes
+        import platform
+        import struct
+        self.struct = struct
+        self.fds = []
+        nr = self.SYSCALL.get(platform.machine())
+        if nr is None:
+            return
+        libc = ctypes.CDLL(None, use_errno=True)
+        for config in (self.HW_INSTRUCTIONS, self.HW_CYCLES):
+            attr = bytearray(128)  # struct perf_event_attr, PERF_TYPE_HARDWARE
+            struct.pack_into("IIQQQQQ", attr, 0, 0, len(attr), config, 0, 0,
+                             self.FORMAT_ENABLED_RUNNING, self.EXCLUDE_HV)
+            fd = libc.syscall(nr, ctypes.create_string_buffer(bytes(attr), len(attr)), 0, -1,
+                              -1, 0)
+            if fd < 0:
+                self.close()
+                return
+            self.fds.append(fd)
+
+    def read(self):
+        """(value, time enabled, time running) of each counter; None without counters."""
+        if not self.fds:
+            return None
+        return [self.struct.unpack("QQQ", os.read(fd, 24)) for fd in self.fds]
+
+    @staticmethod
+    def delta(before, after):
+        """The counts between two reads, "- -" where a counter was not running throughout
+        (multiplexed with others: its count would be an estimate)."""
+        if before is None:
+            return "- -"
+        out = []
+        for b, a in zip(before, after):
+            if a[1] - b[1] != a[2] - b[2]:
+                return "- -"
+            out.append(str(a[0] - b[0]))
+        return " ".join(out)
+
+    def close(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+
+
+CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC = 0x07, 0x04
+
+
+def cuda_call(lib, name, *args):
+    err = getattr(lib, name)(*args)
+    if err:
+        raise RuntimeError(f"{name} failed: CUresult {err}")
+
+
+def set_blocking_sync():
+    """Primary context of device 0: block in waits (before PyTorch makes it current)."""
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    dev = ctypes.c_int()
+    cuda_call(lib, "cuInit", 0)
+    cuda_call(lib, "cuDeviceGet", ctypes.byref(dev), 0)
+    name = ("cuDevicePrimaryCtxSetFlags_v2" if hasattr(lib, "cuDevicePrimaryCtxSetFlags_v2")
+            else "cuDevicePrimaryCtxSetFlags")
+    cuda_call(lib, name, dev, ctypes.c_uint(CU_CTX_SCHED_BLOCKING_SYNC))
+    return lib
+
+
+def check_blocking_sync(lib):
+    """The context PyTorch made current on this thread has the flag."""
+    import ctypes
+    flags = ctypes.c_uint()
+    cuda_call(lib, "cuCtxGetFlags", ctypes.byref(flags))
+    if flags.value & CU_CTX_SCHED_MASK != CU_CTX_SCHED_BLOCKING_SYNC:
+        raise RuntimeError(f"--blocking-sync: the current context's flags are "
+                           f"{flags.value:#x}, not blocking sync")
 
 
 def fake_backward(lib, base, n):
@@ -84,6 +177,7 @@ def controlled(a):
         lib.faketorch_worker_pairs.argtypes = [ctypes.c_uint64, ctypes.c_int]
         step, sync = (lambda: fake_step(lib, a.fake_worker, a.fake_depth)), (lambda: None)
     else:
+        cu = set_blocking_sync() if a.blocking_sync else None
         torch.manual_seed(0)
         if a.large:
             model, opt = build(2048, 16, 16)
@@ -92,10 +186,13 @@ def controlled(a):
             model, opt = build()
             x = torch.randn(a.batch, a.seq, 1024, device="cuda")
         step, sync = (lambda: train_step(model, opt, x)), torch.cuda.synchronize
+        if cu:
+            check_blocking_sync(cu)
     for _ in range(a.warmup):
         step()
         sync()
     log = open(a.log, "w", buffering=1)
+    counters = ThreadCounters()
     print(f"ready {os.getpid()}", flush=True)
     recording = None  # the recorder's context in force (RECORDERS), None: off
     while True:
@@ -111,11 +208,14 @@ def controlled(a):
                 torch.cuda.memory._record_memory_history(
                     enabled="all", context=want, max_entries=100000, stacks="all")
             recording = want
+        h0 = counters.read()
         w0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         step()
         sync()
-        log.write(f"{label} {time.perf_counter_ns() - w0} {time.thread_time_ns() - c0} "
-                  f"{time.process_time_ns() - p0}\n")
+        w1, c1, p1 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
+        log.write(f"{label} {w1 - w0} {c1 - c0} {p1 - p0} "
+                  f"{counters.delta(h0, counters.read())}\n")
+    counters.close()
     log.close()
     return 0
 
@@ -139,12 +239,16 @@ def main():
     ap.add_argument("--control", default="")
     ap.add_argument("--log", default="")
     ap.add_argument("--large", action="store_true")
+    ap.add_argument("--blocking-sync", action="store_true",
+                    help="--control: wait for the GPU by blocking, not spinning")
     ap.add_argument("--fake", default="")
     ap.add_argument("--fake-worker", type=int, default=0, choices=range(401), metavar="N",
                     help="--fake: N of a step's 400 pairs on a native worker thread")
     ap.add_argument("--fake-depth", type=int, default=0, metavar="N",
                     help="--fake: N more Python frames above the pairs")
     a = ap.parse_args()
+    if a.blocking_sync and (a.fake or not a.control):
+        ap.error("--blocking-sync goes with --control and a GPU (not --fake)")
     if a.control:
         return controlled(a)
 

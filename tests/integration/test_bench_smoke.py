@@ -73,7 +73,7 @@ def test_gpu_train_smoke(tmp):
     gpuleak --tensors full and the recorder's label (no recorder without torch), each
     watched block between two untraced ones (--design aba), full mode against the
     recorder's block, each against its own neighbours; then --merge pools two runs' reps
-    and refuses runs of different designs."""
+    and refuses runs of different designs or sync modes."""
     env = dict(os.environ, GPULEAK=GPULEAK,
                FAKE_LIBCUDA=os.path.join(OUTPUT, "fakecuda", "libcuda.so.1"))
     train = os.path.join(ROOT, "bench", "gpu_train.py")
@@ -86,7 +86,8 @@ def test_gpu_train_smoke(tmp):
     check_eq(p.returncode, 0, f"gpu_train.py exit status (stderr: {p.stderr[-1500:]})")
     with open(out) as f:
         res = json.load(f)
-    check_eq((res["design"], res["reps"]), ("aba", 2), "design and reps")
+    check_eq((res["design"], res["reps"], res["sync"]), ("aba", 2, "auto"),
+             "design, reps and sync mode")
     # aba: an untraced block first and one after each watched block
     phases = ("untraced", "attach-idle", "full", "history-alloc")
     check_eq([len(res["block_ms"][ph]["wall"]) for ph in phases], [7, 2, 2, 2],
@@ -114,6 +115,18 @@ def test_gpu_train_smoke(tmp):
                        capture_output=True, text=True, timeout=60)
     check(p.returncode != 0 and "different models, designs" in p.stderr,
           f"runs of two designs are not pooled: {p.returncode} {p.stderr}")
+    with open(out) as f:
+        other = dict(json.load(f), sync="blocking")
+    with open(os.path.join(tmp, "blocking.json"), "w") as f:
+        json.dump(other, f)
+    p = subprocess.run([sys.executable, train, "--merge", out, os.path.join(tmp, "blocking.json")],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and "sync modes" in p.stderr,
+          f"runs of two sync modes are not pooled: {p.returncode} {p.stderr}")
+    p = subprocess.run([sys.executable, train, "--fake", "x", "--blocking-sync"],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--blocking-sync needs a GPU" in p.stderr,
+          f"--blocking-sync without a GPU is refused: {p.returncode} {p.stderr}")
 
 
 def test_tensor_cost_smoke(tmp):
@@ -129,3 +142,38 @@ def test_tensor_cost_smoke(tmp):
     check(m, f"the stack cache's line:\n{out}")
     for share, ring in ((m.group(1), m.group(2)), (m.group(3), m.group(4))):
         check(0 <= float(share) <= 100 and int(ring) > 0, f"missed {share} %, {ring} B:\n{out}")
+
+
+def test_thread_counters(tmp):
+    """torch_train.py's counts of the main thread's work: a step's count is the
+    difference of two reads, none where a counter was multiplexed (not running for the
+    whole step); counters open where the machine has a CPU PMU and count a loop's
+    instructions, and where it has none, every step logs "- -" (gpu_train.py then
+    reports no count figures)."""
+    code = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from torch_train import ThreadCounters as T
+out = {"none": T.delta(None, None),
+       "two": T.delta([(10, 5, 5), (20, 5, 5)], [(110, 9, 9), (320, 9, 9)]),
+       "multiplexed": T.delta([(10, 5, 5), (20, 5, 5)], [(110, 9, 8), (320, 9, 9)])}
+c = T()
+out["open"] = bool(c.fds)
+if c.fds:
+    before = c.read()
+    x = sum(range(200000))
+    out["loop"] = T.delta(before, c.read())
+print(json.dumps(out))
+"""
+    p = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "bench")],
+                       capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 0, f"exit status (stderr: {p.stderr[-1500:]})")
+    out = json.loads(p.stdout)
+    check_eq((out["none"], out["two"], out["multiplexed"]), ("- -", "100 300", "- -"),
+             "step counts from two reads")
+    has_pmu = os.path.exists("/sys/bus/event_source/devices/cpu") or os.path.exists(
+        "/sys/bus/event_source/devices/cpu_core")
+    check_eq(out["open"], has_pmu, "counters open exactly where the machine has a CPU PMU")
+    if out["open"]:
+        instructions, cycles = (int(v) for v in out["loop"].split())
+        check(instructions > 200000 and cycles > 0, f"a loop's counts: {out['loop']}")
