@@ -146,7 +146,7 @@ class Trainer:
         argv = [a.python, TRAIN, "--control", self.ctl, "--log", self.log]
         if a.large:
             argv.append("--large")
-        if a.blocking_sync:
+        if getattr(a, "blocking_sync", False):
             argv.append("--blocking-sync")
         if a.fake:
             argv += ["--fake", a.fake]
