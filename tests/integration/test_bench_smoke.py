@@ -107,22 +107,19 @@ def test_gpu_train_smoke(tmp):
                        text=True, timeout=60)
     check_eq(p.returncode, 0, f"--merge exit status (stderr: {p.stderr[-1500:]})")
     check("torch_train: 4 reps" in p.stdout, f"the merged reps:\n{p.stdout}")
-    with open(out) as f:
-        other = dict(json.load(f), design="rep")
-    with open(os.path.join(tmp, "rep.json"), "w") as f:
-        json.dump(other, f)
-    p = subprocess.run([sys.executable, train, "--merge", out, os.path.join(tmp, "rep.json")],
-                       capture_output=True, text=True, timeout=60)
-    check(p.returncode != 0 and "different models, designs" in p.stderr,
-          f"runs of two designs are not pooled: {p.returncode} {p.stderr}")
-    with open(out) as f:
-        other = dict(json.load(f), sync="blocking")
-    with open(os.path.join(tmp, "blocking.json"), "w") as f:
-        json.dump(other, f)
-    p = subprocess.run([sys.executable, train, "--merge", out, os.path.join(tmp, "blocking.json")],
-                       capture_output=True, text=True, timeout=60)
-    check(p.returncode != 0 and "sync modes" in p.stderr,
-          f"runs of two sync modes are not pooled: {p.returncode} {p.stderr}")
+    # runs that differ in their design or in their sync mode are not pooled
+    for key, value, refusal in (("design", "rep", "different models, designs"),
+                                ("sync", "blocking", "sync modes")):
+        with open(out) as f:
+            other = dict(json.load(f), **{key: value})
+        path = os.path.join(tmp, f"{key}.json")
+        with open(path, "w") as f:
+            json.dump(other, f)
+        p = subprocess.run([sys.executable, train, "--merge", out, path],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode != 0 and refusal in p.stderr,
+              f"runs with {key} {value!r} and {res[key]!r} are not pooled: "
+              f"{p.returncode} {p.stderr}")
     p = subprocess.run([sys.executable, train, "--fake", "x", "--blocking-sync"],
                        capture_output=True, text=True, timeout=60)
     check(p.returncode == 2 and "--blocking-sync needs a GPU" in p.stderr,
