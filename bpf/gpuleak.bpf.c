@@ -86,7 +86,7 @@ int call_enter(struct pt_regs *ctx)
 
 	api &= 0xffffffff;
 	barrier_var(api); /* one value, the one checked below */
-	if (api >= GL_NR_APIS || !is_target(pid_tgid >> 32))
+	if (api >= GL_NR_APIS || tracing_stopped || !is_target(pid_tgid >> 32))
 		return 0;
 	armed = bpf_map_lookup_elem(&lib_armed, &lib);
 	if (!armed || !*armed)
@@ -202,7 +202,7 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 	struct gl_inflight *inf;
 
 	c->pid_tgid = bpf_get_current_pid_tgid();
-	if (!is_target(c->pid_tgid >> 32))
+	if (tracing_stopped || !is_target(c->pid_tgid >> 32))
 		return NULL;
 	count_call(api);
 	c->task = bpf_get_current_task_btf();

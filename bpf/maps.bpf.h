@@ -39,6 +39,13 @@ struct {
 	__type(value, __u32);
 } lib_armed SEC(".maps");
 
+/*
+ * Set by user space when the session stops (tracer__stop): no call entered after it is
+ * booked, and no tensor block is, so that the report's books stop with the kernel's
+ * while the calls in flight still return into them; the ring then drains to its end.
+ */
+__u32 tracing_stopped = 0;
+
 /* Processes to trace when !targ_all: tgid -> 1. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

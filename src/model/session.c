@@ -256,6 +256,8 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		if (stop_signal == SIGTERM)
 			targets__signal_child(s->targets, SIGTERM);
 		log_info("stopping (signal %d)", (int)stop_signal);
+		/* the report's books end here: what is in the ring is read to its end */
+		tracer__stop(s->tracer);
 		*done = true;
 		return EXIT_OK;
 	}
@@ -269,7 +271,8 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_RUNTIME;
 	}
-	if (now >= s->next_reconcile_ns) {
+	/* an exit BPF has booked while its record still waits is not a lost record */
+	if (now >= s->next_reconcile_ns && !tracer__behind(s->tracer)) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
 	}
@@ -279,6 +282,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		return exit_status(err);
 	}
 	if (s->deadline_ns && now >= s->deadline_ns) {
+		tracer__stop(s->tracer);
 		*done = true;
 		return EXIT_OK;
 	}

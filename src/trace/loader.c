@@ -25,11 +25,21 @@
 #include <bpf/libbpf.h>
 #include "gpuleak.skel.h"
 #include "loader_int.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
  * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
 #define WAKEUP_BYTES (256 << 10)
+
+/*
+ * libbpf reads a ring for as long as records keep coming: a consumer slower than the
+ * programs that write (many threads allocating without a pause, a slow build) would read
+ * until they stop, and signals, summaries and HTTP requests would wait as long. A poll
+ * reads for this long at most, looking at the clock every BUDGET_CHECK records.
+ */
+#define POLL_BUDGET_NS (50 * 1000000ULL)
+#define BUDGET_CHECK 256
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -76,6 +86,7 @@ static int on_record(void *ctx, void *data, size_t size)
 {
 	const struct gl_hdr *h = data;
 	struct tracer *t = ctx;
+	int err;
 
 	if (size >= sizeof(*h) && h->type == GL_REC_STACK) {
 		t->stack_recs++;
@@ -85,7 +96,19 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size >= sizeof(*h) && h->type == GL_REC_STACK && h->size >= sizeof(*h) &&
 	    h->size < size)
 		size = h->size;
-	return t->fn(t->fn_ctx, data, size);
+	err = t->fn(t->fn_ctx, data, size);
+	if (err || !t->budgeted || ++t->since_clock < BUDGET_CHECK)
+		return err;
+	t->since_clock = 0;
+	if (!t->budget_end_ns) {
+		t->budget_end_ns = now_ns() + POLL_BUDGET_NS;
+		return 0;
+	}
+	if (now_ns() < t->budget_end_ns)
+		return 0;
+	/* libbpf has consumed this record: the error only ends the read */
+	t->yielded = true;
+	return -EAGAIN;
 }
 
 static int configure(struct tracer *t, const struct tracer_opts *o)
@@ -344,18 +367,43 @@ int tracer__nr_libs(const struct tracer *t)
 
 int tracer__poll(struct tracer *t, int timeout_ms)
 {
-	int n = ring_buffer__poll(t->rb, timeout_ms);
+	int n;
 
+	t->budgeted = true;
+	t->yielded = false;
+	t->since_clock = BUDGET_CHECK - 1; /* the budget starts at the first record */
+	t->budget_end_ns = 0;
+	n = ring_buffer__poll(t->rb, timeout_ms);
 	/* records below the wakeup threshold raise no event: take them at each timeout */
 	if (n == 0)
 		n = ring_buffer__consume(t->rb);
+	t->budgeted = false;
+	t->budget_end_ns = 0;
+	if (t->yielded)
+		return 1;
 	return n == -EINTR ? 0 : n;
+}
+
+bool tracer__behind(const struct tracer *t)
+{
+	return t->yielded;
+}
+
+void tracer__stop(struct tracer *t)
+{
+	if (t->stopped)
+		return;
+	t->stopped = true;
+	/* the global lives in a page mapped from the kernel: the programs read it there */
+	__atomic_store_n(&t->skel->bss->tracing_stopped, 1, __ATOMIC_SEQ_CST);
 }
 
 int tracer__drain(struct tracer *t)
 {
 	int n = ring_buffer__consume(t->rb);
 
+	if (n >= 0)
+		t->yielded = false;
 	return n == -EINTR ? 0 : n;
 }
 

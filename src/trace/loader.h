@@ -119,13 +119,23 @@ bool tracer__release(struct tracer *t, int pid);
 int tracer__held_since(struct tracer *t, int pid, uint64_t *ns);
 
 /*
- * Waits up to timeout_ms for records and hands every waiting record to the
- * callback (BPF wakes the consumer only once enough records wait, so a record
- * can wait up to one timeout). Returns count or -errno.
+ * Waits up to timeout_ms for records and hands the waiting records to the callback
+ * (BPF wakes the consumer only once enough records wait, so a record can wait up to one
+ * timeout), for 50 ms at most: records that keep coming faster than they are read wait
+ * for the next poll. Returns count or -errno.
  */
 int tracer__poll(struct tracer *t, int timeout_ms);
-/* Handles every record available now. */
+/* Whether the last poll left records waiting (its time ran out): the ring is behind. */
+bool tracer__behind(const struct tracer *t);
+/* Handles every record available now, and those that come while it reads. */
 int tracer__drain(struct tracer *t);
+/*
+ * The end of the session's tracing: calls that enter from now on are not booked, nor are
+ * tensor blocks, in BPF's books as in the records, while calls in flight still return
+ * into both. The ring then ends, and a drain reads it to its end. Process exits are still
+ * seen. Idempotent.
+ */
+void tracer__stop(struct tracer *t);
 /* The ring buffer's epoll descriptor: readable when records wait (owned by the tracer). */
 int tracer__epoll_fd(struct tracer *t);
 

@@ -69,6 +69,13 @@ struct tracer {
 	int torch_found_next;	  /* torch_pids[] from here on: not yet taken by next_found */
 	uint64_t *torch_found_ns; /* per torch_pids[]: when found */
 	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
+
+	/* reading the ring (tracer__poll, tracer__stop) */
+	bool stopped;		  /* tracer__stop: no call is booked any more */
+	bool budgeted;		  /* in tracer__poll: read for POLL_BUDGET_NS at most */
+	bool yielded;		  /* the budget ended that read, records still waiting */
+	unsigned int since_clock; /* records read since the clock was last looked at */
+	uint64_t budget_end_ns;	  /* 0: the budget starts at the next record */
 };
 
 #endif /* GL_LOADER_INT_H */

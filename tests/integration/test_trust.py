@@ -117,6 +117,9 @@ def test_sigint_under_load_is_consistent(tmp):
         tr.wait_attached()
         time.sleep(2.5)
         check_eq(tr.stop(signal.SIGINT), 0, "gpuleak exit status after SIGINT")
+        # the load runs for 30 s: a tracer that read its ring for as long as records
+        # kept coming would stop only with the load, its ring long full
+        check(wl.proc.poll() is None, "gpuleak stopped while the load still ran")
         wl.kill()
         wl.wait()
         rep = tr.report()
