@@ -25,9 +25,14 @@ with the phase in force. Phases, rep after rep:
 The order of the phases is shuffled in each rep (seeded by the rep: no phase always
 follows another), and each block's first --settle steps are dropped (a change,
 e.g. the recorder's buffer freed, settles). Per block: median
-step wall time, main-thread CPU time and process CPU time, and where the machine has CPU
-counters the main thread's instructions and cycles retired a step (user and kernel):
-counts of its work that do not move with the speed of a shared vCPU, as its CPU time does.
+step wall time, main-thread CPU time, the CPU time of PyTorch's autograd threads (a CUDA
+backward runs there), the two together (train_cpu: the step's own CPU work, however it
+moves between the two threads from block to block) and process CPU time, and where the
+machine has CPU counters the main thread's instructions and cycles retired a step (user
+and kernel): counts of its work that do not move with the speed of a shared vCPU, as its
+CPU time does. The run also reports the CPU time of each of the process's threads by
+name, over all phases (threads_cpu_s): which threads the rest of the process's CPU time
+is.
 
 --design rep (the default): each block's median against the untraced block of the same
 rep. --design aba: an untraced block before and after every watched block (U A U B U
@@ -68,8 +73,16 @@ RECORDER_PHASES = ("history", "history-alloc")  # full mode is compared with eac
 def ratio_key(recorder):
     """The results JSON's key of full mode against a recorder phase."""
     return "full_over_" + recorder.replace("-", "_")
-NAMES = ("wall", "main_cpu", "process_cpu", "main_instructions", "main_cycles")
-UNITS = {"wall": "ms", "main_cpu": "ms", "process_cpu": "ms", "main_instructions": "M",
+# the columns of torch_train.py's step log, after the label
+LOG_NAMES = ("wall", "main_cpu", "process_cpu", "autograd_cpu", "main_instructions",
+             "main_cycles")
+# the figures reported: train_cpu is the main thread's and the autograd threads' CPU
+# time together (a CUDA backward runs on PyTorch's autograd thread, the rest of the
+# step on the main thread: work moves between the two from block to block)
+NAMES = ("wall", "main_cpu", "autograd_cpu", "train_cpu", "process_cpu", "main_instructions",
+         "main_cycles")
+UNITS = {"wall": "ms", "main_cpu": "ms", "autograd_cpu": "ms", "train_cpu": "ms",
+         "process_cpu": "ms", "main_instructions": "M",
          "main_cycles": "M"}  # block_ms: ms of time, millions of counts
 WINDOW = "1s"  # the first window of the idle phases (--tensor-window)
 
@@ -184,8 +197,8 @@ class Trainer:
                 raise RuntimeError(f"training stopped: {open(self.out).read()[-2000:]}")
             for line in self.new_lines():
                 parts = line.split()
-                if len(parts) == 1 + len(NAMES) and parts[0] == label:
-                    rows.append([None if x == "-" else int(x) for x in parts[1:]])
+                if len(parts) == 1 + len(LOG_NAMES) and parts[0] == label:
+                    rows.append(step_figures(parts[1:]))
             time.sleep(0.01)
         self.set("idle")
         rows = rows[settle:steps + settle]
@@ -204,11 +217,29 @@ class Trainer:
         return text[:end].splitlines()
 
     def quit(self):
+        """Ends the training; the CPU time its threads used, in s by thread name (torch_train's
+        "# thread" lines), {} where it did not say."""
         self.set("quit")
         try:
             self.p.wait(60)
         except subprocess.TimeoutExpired:
             self.p.kill()
+            return {}
+        threads = {}
+        for line in self.new_lines():
+            parts = line.split()
+            if len(parts) == 4 and parts[:2] == ["#", "thread"]:
+                threads[parts[2]] = int(parts[3]) / 1e9
+        return threads
+
+
+def step_figures(cols):
+    """A step's figures (NAMES) from its log columns (LOG_NAMES); None for one the step
+    lacks ("-")."""
+    v = dict(zip(LOG_NAMES, (None if x == "-" else int(x) for x in cols)))
+    v["train_cpu"] = (v["main_cpu"] + v["autograd_cpu"]
+                      if v["autograd_cpu"] is not None else None)
+    return [v[n] for n in NAMES]
 
 
 def summarize(x):
@@ -295,15 +326,17 @@ def run(a, phases, steps):
                 log(f"rep {rep + 1}/{a.reps}: " + ", ".join(
                     f"{ph} {med(blocks[ph][-1], 0) / 1e6:.2f} ms" for ph in phases))
         finally:
-            tr.quit()
+            threads = tr.quit()
     block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p] if b[i]]
                     for i, n in enumerate(NAMES)} for p in phases}
-    return over, block_ms, ratio
+    return over, block_ms, ratio, threads
 
 
-def result(model, design, steps, over, block_ms, ratio, sync):
-    """The JSON of a run (or of merged runs) from its per-rep figures."""
+def result(model, design, steps, over, block_ms, ratio, sync, threads):
+    """The JSON of a run (or of merged runs) from its per-rep figures; threads: the CPU
+    time the training process's threads used, in s by thread name, all phases together."""
     res = {"model": model, "design": design, "steps_per_block": steps, "sync": sync,
+           "threads_cpu_s": threads,
            "reps": max([len(v["wall"]) for v in over.values()] + [0]),
            "step_ms": {p: {n: summarize(x) for n, x in v.items() if x}
                        for p, v in block_ms.items()},
@@ -328,7 +361,10 @@ def merge(files):
         sys.exit(f"gpu_train: --merge: runs of different models, designs, block sizes or "
                  f"sync modes: {sorted(keys)}")
     over, block_ms, ratio = {}, {}, {r: {n: [] for n in NAMES} for r in RECORDER_PHASES}
+    threads = {}
     for r in runs:
+        for n, x in r.get("threads_cpu_s", {}).items():
+            threads[n] = threads.get(n, 0) + x
         for ph, v in r["overhead_pct"].items():
             for n, x in v.items():
                 over.setdefault(ph, {m: [] for m in NAMES})[n] += x["reps"]
@@ -339,7 +375,7 @@ def merge(files):
             for n, x in r.get(ratio_key(rec), {}).items():
                 ratio[rec][n] += x["reps"]
     model, design, steps, sync = keys.pop()
-    res = result(model, design, steps, over, block_ms, ratio, sync)
+    res = result(model, design, steps, over, block_ms, ratio, sync, threads)
     res["merged"] = list(files)
     return res
 
@@ -358,6 +394,12 @@ def show(res):
                 f"(median within {o[n]['median_ci95'][0]:+.2f}..{o[n]['median_ci95'][1]:+.2f})"
                 for n in NAMES if n in o)
         print(line)
+    threads = res.get("threads_cpu_s", {})
+    if threads:
+        total = sum(threads.values())
+        print("  CPU time by thread, all phases: " + ", ".join(
+            f"{n} {x:.1f} s ({100 * x / total:.0f} %)" for n, x in
+            sorted(threads.items(), key=lambda kv: -kv[1])[:6]))
     for rec in RECORDER_PHASES:
         r = res.get(ratio_key(rec))
         if not r:
@@ -408,9 +450,9 @@ def main():
         if others and not a.allow_others:
             sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
                      f"theirs too")
-        over, block_ms, ratio = run(a, phases, steps)
+        over, block_ms, ratio, threads = run(a, phases, steps)
         res = result("large" if a.large else "torch_train", a.design, steps, over, block_ms,
-                     ratio, "blocking" if a.blocking_sync else "auto")
+                     ratio, "blocking" if a.blocking_sync else "auto", threads)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

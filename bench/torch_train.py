@@ -14,10 +14,14 @@ of each step. Prints one line to stdout:
 
 --control FILE: after warm-up print "ready PID" and train until FILE says "quit";
 each step is tagged with FILE's contents (a phase label, read once a step) and logged
-to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns main_instructions
-main_cycles" (the main thread's instructions and cycles retired in the step, user and
-kernel, from the CPU's counters: "- -" where the machine has none, or where a counter
-did not run the whole step); the labels "history"
+to --log as "label wall_ns main_thread_cpu_ns process_cpu_ns autograd_cpu_ns
+main_instructions main_cycles": autograd_cpu_ns is the CPU time of PyTorch's autograd
+threads (pt_autograd_N: a CUDA backward runs there, not on the thread that called it;
+"-" where there are none), the counts are the main thread's instructions and cycles
+retired in the step, user and kernel, from the CPU's counters ("- -" where the machine
+has none, or where a counter did not run the whole step). At quit, one line per thread
+name, "# thread NAME CPU_NS", with the CPU time the process's threads of that name used
+while steps were logged. The labels "history"
 and "history-alloc" turn _record_memory_history() on for as long as they last (stacks
 of mallocs and frees, or of mallocs only: RECORDERS). --large: a model of
 hundreds of ms a step (d=2048, 16 layers, batch 16 x 1024). --fake LIB: no torch, a
@@ -109,6 +113,63 @@ class ThreadCounters:
         self.fds = []
 
 
+class ThreadTimes:
+    """CPU time of the process's threads by name, read through each thread's CPU clock
+    (the kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): nanoseconds, unlike the
+    ticks of /proc/PID/task/TID/stat)."""
+    AUTOGRAD = "pt_autograd_"
+
+    def __init__(self):
+        self.names = {}  # tid -> thread name
+        self.scan()
+        self.start = self.by_name()
+
+    def scan(self):
+        """Learns the threads there are now (PyTorch starts its threads lazily)."""
+        names = {}
+        for t in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{t}/comm") as f:
+                    names[int(t)] = f.read().strip()
+            except OSError:  # it ended meanwhile
+                pass
+        self.names = names
+
+    @staticmethod
+    def cpu(tid):
+        """Thread tid's CPU time in ns; None once it has ended."""
+        try:
+            return time.clock_gettime_ns((~tid << 3) | 6)
+        except OSError:
+            return None
+
+    def autograd(self):
+        """The autograd threads' CPU time together; None where there are none."""
+        times = [self.cpu(t) for t, n in self.names.items() if n.startswith(self.AUTOGRAD)]
+        times = [x for x in times if x is not None]
+        return sum(times) if times else None
+
+    @staticmethod
+    def delta(before, after):
+        return "-" if before is None or after is None else str(after - before)
+
+    def by_name(self):
+        out = {}
+        for t, n in self.names.items():
+            x = self.cpu(t)
+            if x is not None:
+                out[n] = out.get(n, 0) + x
+        return out
+
+    def since_start(self):
+        """The "# thread NAME CPU_NS" lines: each name's CPU time since the first scan (of
+        the threads alive now; a thread started since counts from its start)."""
+        self.scan()
+        now = self.by_name()
+        return "".join(f"# thread {n.replace(' ', '_')} {x - self.start.get(n, 0)}\n"
+                       for n, x in sorted(now.items(), key=lambda kv: -kv[1]))
+
+
 CU_CTX_SCHED_MASK, CU_CTX_SCHED_BLOCKING_SYNC = 0x07, 0x04
 
 
@@ -193,8 +254,10 @@ def controlled(a):
         sync()
     log = open(a.log, "w", buffering=1)
     counters = ThreadCounters()
+    threads = ThreadTimes()
     print(f"ready {os.getpid()}", flush=True)
     recording = None  # the recorder's context in force (RECORDERS), None: off
+    steps = 0
     while True:
         with open(a.control) as f:
             label = f.read().strip() or "idle"
@@ -208,13 +271,19 @@ def controlled(a):
                 torch.cuda.memory._record_memory_history(
                     enabled="all", context=want, max_entries=100000, stacks="all")
             recording = want
+        steps += 1
+        if steps % 100 == 1:
+            threads.scan()
+        g0 = threads.autograd()
         h0 = counters.read()
         w0, c0, p0 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
         step()
         sync()
         w1, c1, p1 = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
+        h1 = counters.read()
         log.write(f"{label} {w1 - w0} {c1 - c0} {p1 - p0} "
-                  f"{counters.delta(h0, counters.read())}\n")
+                  f"{threads.delta(g0, threads.autograd())} {counters.delta(h0, h1)}\n")
+    log.write(threads.since_start())
     counters.close()
     log.close()
     return 0

@@ -88,6 +88,11 @@ def test_gpu_train_smoke(tmp):
         res = json.load(f)
     check_eq((res["design"], res["reps"], res["sync"]), ("aba", 2, "auto"),
              "design, reps and sync mode")
+    # the stand-in has no autograd thread: no figure of it, nor of main + autograd
+    check(not {"autograd_cpu", "train_cpu"} & set(res["step_ms"]["untraced"]),
+          f"no autograd figures without autograd threads: {res['step_ms']['untraced']}")
+    threads = res["threads_cpu_s"]
+    check(threads and max(threads.values()) > 0, f"CPU time by thread name: {threads}")
     # aba: an untraced block first and one after each watched block
     phases = ("untraced", "attach-idle", "full", "history-alloc")
     check_eq([len(res["block_ms"][ph]["wall"]) for ph in phases], [7, 2, 2, 2],
@@ -174,3 +179,55 @@ print(json.dumps(out))
     if out["open"]:
         instructions, cycles = (int(v) for v in out["loop"].split())
         check(instructions > 200000 and cycles > 0, f"a loop's counts: {out['loop']}")
+
+
+def test_thread_times(tmp):
+    """torch_train.py's CPU time of PyTorch's autograd threads, read from the main
+    thread through each thread's CPU clock: a thread named pt_autograd_0 that worked
+    for a while is counted to within a millisecond of what it read of its own clock;
+    with no such thread the step logs "-"; the lines by thread name at quit carry its
+    time too."""
+    code = r"""
+import ctypes, json, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from torch_train import ThreadTimes as T
+out = {}
+t = T()
+out["none"] = T.delta(t.autograd(), t.autograd())
+done, stop, own = threading.Event(), threading.Event(), []
+def work():
+    ctypes.CDLL(None).prctl(15, b"pt_autograd_0", 0, 0, 0)  # PR_SET_NAME
+    ready.set()
+    go.wait()
+    x, t0 = 0, time.thread_time_ns()
+    while time.thread_time_ns() - t0 < 200_000_000:
+        x += 1
+    own.append(time.thread_time_ns() - t0)
+    done.set()
+    stop.wait()
+ready, go = threading.Event(), threading.Event()
+th = threading.Thread(target=work)
+th.start()
+ready.wait()
+t.scan()
+before = t.autograd()
+go.set()
+done.wait()
+out["counted"] = int(T.delta(before, t.autograd()))
+out["own"] = own[0]
+out["lines"] = t.since_start()
+stop.set()
+th.join()
+print(json.dumps(out))
+"""
+    p = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "bench")],
+                       capture_output=True, text=True, timeout=120)
+    check_eq(p.returncode, 0, f"exit status (stderr: {p.stderr[-1500:]})")
+    out = json.loads(p.stdout)
+    check_eq(out["none"], "-", "a step with no autograd thread")
+    check(out["own"] >= 200_000_000 and abs(out["counted"] - out["own"]) < 1_000_000,
+          f"the autograd thread's time: counted {out['counted']} ns, its own clock "
+          f"{out['own']} ns")
+    lines = {ln.split()[2]: int(ln.split()[3]) for ln in out["lines"].splitlines()}
+    check("pt_autograd_0" in lines and lines["pt_autograd_0"] >= out["own"],
+          f"the lines by thread name: {out['lines']}")
