@@ -256,14 +256,28 @@ static int torch_link(struct tracer *t, struct torch_lib *tl, struct bpf_link **
 	return 0;
 }
 
+/*
+ * Both probes of tl (in pid, or in every process with -1) set as wanted. The
+ * free probe goes on before the malloc probe and off after it: a block whose
+ * malloc was seen always has its free seen too, where the other order would
+ * book the blocks freed between the two attaches as outstanding. A free of a
+ * block allocated before is only an unmatched free. Returns 0 or the first
+ * -errno.
+ */
+static int torch_links(struct tracer *t, struct torch_lib *tl, struct bpf_link **links, int pid,
+		       bool malloc_on, bool free_on)
+{
+	int first = malloc_on ? 1 : 0;
+	int e0 = torch_link(t, tl, &links[first], pid, first, first ? free_on : malloc_on);
+	int e1 = torch_link(t, tl, &links[!first], pid, !first, first ? malloc_on : free_on);
+
+	return e0 ?: e1;
+}
+
 /* The links of a process's probes as it wants them. Returns 0 or the first -errno. */
 static int torch_pid_link(struct tracer *t, struct torch_pid *tp)
 {
-	struct torch_lib *tl = &t->torch[tp->lib];
-	int e0 = torch_link(t, tl, &tp->links[0], tp->pid, 0, tp->armed[0]);
-	int e1 = torch_link(t, tl, &tp->links[1], tp->pid, 1, tp->armed[1]);
-
-	return e0 ?: e1;
+	return torch_links(t, &t->torch[tp->lib], tp->links, tp->pid, tp->armed[0], tp->armed[1]);
 }
 
 int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t ino)
@@ -283,12 +297,10 @@ int tracer__attach_torch(struct tracer *t, const char *path, dev_t dev, ino_t in
 		return -ENAMETOOLONG;
 	/* disarmed: attach once all the same, so that a library without the probes
 	 * (or without the permission) is known now, then detach */
-	for (int i = 0; i < 2 && !err; i++)
-		err = torch_link(t, tl, &tl->links[i], -1, i, probe_only || t->torch_armed[i]);
-	if (err || probe_only) {
-		torch_link(t, tl, &tl->links[0], -1, 0, false);
-		torch_link(t, tl, &tl->links[1], -1, 1, false);
-	}
+	err = torch_links(t, tl, tl->links, -1, probe_only || t->torch_armed[0],
+			  probe_only || t->torch_armed[1]);
+	if (err || probe_only)
+		torch_links(t, tl, tl->links, -1, false, false);
 	if (err)
 		return err;
 	t->nr_torch++;
@@ -304,11 +316,9 @@ int tracer__arm_torch(struct tracer *t, bool malloc_on, bool free_on)
 	t->torch_armed[0] = malloc_on;
 	t->torch_armed[1] = free_on;
 	for (int i = 0; i < t->nr_torch; i++) {
-		struct torch_lib *tl = &t->torch[i];
-		int e0 = torch_link(t, tl, &tl->links[0], -1, 0, malloc_on);
-		int e1 = torch_link(t, tl, &tl->links[1], -1, 1, free_on);
+		int e = torch_links(t, &t->torch[i], t->torch[i].links, -1, malloc_on, free_on);
 
-		err = err ?: e0 ?: e1;
+		err = err ?: e;
 	}
 	return err;
 }

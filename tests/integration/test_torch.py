@@ -167,6 +167,39 @@ def test_tensor_windows_detach_and_rearm_on_request(tmp):
           f"the text report says what the tensor figures cover:\n{tr.stdout()[-1500:]}")
 
 
+def test_window_opened_mid_step_books_no_freed_block(tmp):
+    """A window opened while the process allocates and frees without a pause: the free
+    probe goes on before the malloc probe, so that no block freed between the two
+    attaches is booked as outstanding. Each scratch block is freed at once, at an
+    address never used again: at the stop, at most one of them (a pair the stop cut in
+    two) is outstanding, however many pairs ran while the probes were being attached."""
+    wl, tr = _attach(tmp, "--tensor-window", "300ms", "--resolution", "50ms",
+                     wl_args=("--iters", "40000000", "--size", "256"))
+    wl.go()
+    _wait_log(tr, "tensor window 1 closed")
+    for n in (2, 3, 4):
+        tr.proc.send_signal(signal.SIGUSR1)
+        _wait_log(tr, f"tensor window {n} (request)")
+        if n < 4:
+            _wait_log(tr, f"tensor window {n} closed")
+    time.sleep(0.1)
+    check(wl.proc.poll() is None, "the workload still runs at the stop")
+    check_eq(tr.stop(), 0, "gpuleak exit status")
+    wl.kill()
+    wl.proc.wait()
+    rep = tr.report()
+    p = process(rep, wl.pid)
+    scratch = [s for s in p["stacks"] if s["memory"] == "torch_block" and
+               any(f.get("function") == "torch_site_scratch" for f in s["frames"])]
+    held = sum(s["outstanding_allocs"] for s in scratch)
+    check(held <= 1, f"{held} freed scratch blocks booked as outstanding after window 4 "
+          f"opened mid-step: {scratch}")
+    check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
+             "BPF's torch block bytes")
+    calls = rep["stats"]["calls"]
+    check(calls.get("pytorch_malloc", 0) > 10000, f"the windows traced the steps: {calls}")
+
+
 def test_tensor_window_opens_on_driver_growth(tmp):
     """Segments growing past the last window's high-water mark open a window
     (why "growth") once the duty cycle allows it."""
