@@ -32,7 +32,10 @@ machine has CPU counters the main thread's instructions and cycles retired a ste
 and kernel): counts of its work that do not move with the speed of a shared vCPU, as its
 CPU time does. The run also reports the CPU time of each of the process's threads by
 name, over all phases (threads_cpu_s): which threads the rest of the process's CPU time
-is.
+is. And per attach phase, what each block's tracer said it saw (tracer_booked: the calls
+it booked by probe, its tensor mode, the events it lost, whether its report was
+complete): a block whose tracer lost events was not watched as its phase claims, and the
+summary says so.
 
 --design rep (the default): each block's median against the untraced block of the same
 rep. --design aba: an untraced block before and after every watched block (U A U B U
@@ -106,8 +109,9 @@ def other_tracers():
 
 
 class Tracer:
-    def __init__(self, argv, tmp):
+    def __init__(self, argv, tmp, report=None):
         self.err = os.path.join(tmp, f"gl.{time.monotonic_ns()}.err")
+        self.report = report  # the --json file it writes at its end, if any
         self.p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.err, "w"),
                                   stdin=subprocess.DEVNULL)
 
@@ -123,25 +127,47 @@ class Tracer:
         raise RuntimeError(f"gpuleak did not say {text!r}: {open(self.err).read()[-1500:]}")
 
     def stop(self):
+        """Stops it; what its report booked (booked()), None without a report."""
         self.p.send_signal(signal.SIGINT)
         try:
             self.p.wait(60)
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+        if not self.report:
+            return None
+        try:
+            with open(self.report) as f:
+                rep = json.load(f)
+            os.unlink(self.report)
+        except (OSError, ValueError):
+            return {"report": False}
+        return booked(rep)
+
+
+def booked(rep):
+    """What a gpuleak report says it saw: the calls it booked by probe, the events it lost
+    and whether it calls itself complete (the figures of a block only count as traced
+    ones if it did trace)."""
+    modes = sorted({p["tensor_level"]["mode"] for p in rep.get("processes", [])
+                    if p.get("tensor_level")})
+    return {"report": True, "calls": rep.get("stats", {}).get("calls", {}),
+            "tensor_modes": modes, "lost_events": rep.get("lost_events"),
+            "complete": rep.get("complete")}
 
 
 def start_tracer(phase, pid, tmp):
     """The phase's tracer, ready to be measured (None: untraced, the recorder phases)."""
     if phase == "untraced" or phase in RECORDER_PHASES:
         return None
-    base = [GPULEAK, "attach", "-i", "0", "--json", os.path.join(tmp, "rep.json")]
+    rep = os.path.join(tmp, "rep.json")
+    base = [GPULEAK, "attach", "-i", "0", "--json", rep]
     if phase == "attach-idle":
-        t = Tracer(base + ["--tensor-window", WINDOW, str(pid)], tmp)
+        t = Tracer(base + ["--tensor-window", WINDOW, str(pid)], tmp, rep)
     elif phase == "attach-window":
-        t = Tracer(base + [str(pid)], tmp)
+        t = Tracer(base + [str(pid)], tmp, rep)
     elif phase == "full":
-        t = Tracer(base + ["--tensors", "full", str(pid)], tmp)
+        t = Tracer(base + ["--tensors", "full", str(pid)], tmp, rep)
     else:
         t = Tracer([GPULEAK, "serve", "--listen", "127.0.0.1:19464", "--tensor-window", WINDOW],
                    tmp)
@@ -269,6 +295,7 @@ def run(a, phases, steps):
         if x is None or None in refs:
             return None
         return x / (sum(refs) / len(refs))
+    tracer_saw = {}  # per attach phase, what each block's tracer booked (booked())
     t_end = time.monotonic() + a.seconds if a.seconds else None
     with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
         tr = Trainer(a, tmp)
@@ -278,9 +305,10 @@ def run(a, phases, steps):
             try:
                 b = tr.block(ph, steps, a.settle)
             finally:
-                if t:
-                    t.stop()
+                seen = t.stop() if t else None
             blocks[ph].append(b)
+            if seen:
+                tracer_saw.setdefault(ph, []).append(seen)
             return b
 
         try:
@@ -329,14 +357,15 @@ def run(a, phases, steps):
             threads = tr.quit()
     block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p] if b[i]]
                     for i, n in enumerate(NAMES)} for p in phases}
-    return over, block_ms, ratio, threads
+    return over, block_ms, ratio, threads, tracer_saw
 
 
-def result(model, design, steps, over, block_ms, ratio, sync, threads):
+def result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw):
     """The JSON of a run (or of merged runs) from its per-rep figures; threads: the CPU
-    time the training process's threads used, in s by thread name, all phases together."""
+    time the training process's threads used, in s by thread name, all phases together;
+    tracer_saw: per attach phase, what the tracer of each block booked."""
     res = {"model": model, "design": design, "steps_per_block": steps, "sync": sync,
-           "threads_cpu_s": threads,
+           "threads_cpu_s": threads, "tracer_booked": tracer_saw,
            "reps": max([len(v["wall"]) for v in over.values()] + [0]),
            "step_ms": {p: {n: summarize(x) for n, x in v.items() if x}
                        for p, v in block_ms.items()},
@@ -361,10 +390,12 @@ def merge(files):
         sys.exit(f"gpu_train: --merge: runs of different models, designs, block sizes or "
                  f"sync modes: {sorted(keys)}")
     over, block_ms, ratio = {}, {}, {r: {n: [] for n in NAMES} for r in RECORDER_PHASES}
-    threads = {}
+    threads, tracer_saw = {}, {}
     for r in runs:
         for n, x in r.get("threads_cpu_s", {}).items():
             threads[n] = threads.get(n, 0) + x
+        for ph, x in r.get("tracer_booked", {}).items():
+            tracer_saw.setdefault(ph, []).extend(x)
         for ph, v in r["overhead_pct"].items():
             for n, x in v.items():
                 over.setdefault(ph, {m: [] for m in NAMES})[n] += x["reps"]
@@ -375,7 +406,7 @@ def merge(files):
             for n, x in r.get(ratio_key(rec), {}).items():
                 ratio[rec][n] += x["reps"]
     model, design, steps, sync = keys.pop()
-    res = result(model, design, steps, over, block_ms, ratio, sync, threads)
+    res = result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw)
     res["merged"] = list(files)
     return res
 
@@ -400,6 +431,15 @@ def show(res):
         print("  CPU time by thread, all phases: " + ", ".join(
             f"{n} {x:.1f} s ({100 * x / total:.0f} %)" for n, x in
             sorted(threads.items(), key=lambda kv: -kv[1])[:6]))
+    for ph, seen in res.get("tracer_booked", {}).items():
+        # a block whose tracer lost events or wrote no report was not traced as claimed
+        bad = [s for s in seen if not s["report"] or s["lost_events"] or not s["complete"]]
+        torch = [s["calls"].get("pytorch_malloc", 0) for s in seen if s["report"]]
+        print(f"  {ph:<14} tracer: {len(seen)} blocks, "
+              + (f"median {statistics.median(torch):.0f} pytorch_malloc calls booked"
+                 if torch else "no report")
+              + (f"; {len(bad)} without a report, with events lost or incomplete"
+                 if bad else ", every report complete"))
     for rec in RECORDER_PHASES:
         r = res.get(ratio_key(rec))
         if not r:
@@ -450,9 +490,9 @@ def main():
         if others and not a.allow_others:
             sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
                      f"theirs too")
-        over, block_ms, ratio, threads = run(a, phases, steps)
+        over, block_ms, ratio, threads, tracer_saw = run(a, phases, steps)
         res = result("large" if a.large else "torch_train", a.design, steps, over, block_ms,
-                     ratio, "blocking" if a.blocking_sync else "auto", threads)
+                     ratio, "blocking" if a.blocking_sync else "auto", threads, tracer_saw)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
