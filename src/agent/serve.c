@@ -77,13 +77,15 @@ static void on_forget(void *ctx, struct proc *proc)
 
 /*
  * Processes whose exit record was lost (ring buffer full): the kernel's books
- * say when they exited, else /proc says they are gone. Then every exited
- * process is dropped.
+ * say when they exited (taken once the reader is past that time: BPF books an
+ * exit before its calls' records are read), else /proc says they are gone.
+ * Then every exited process is dropped.
  */
 void agent__housekeeping(struct agent *a, uint64_t now)
 {
 	struct books *b = session__books(a->s);
 	struct procs *p = books__procs(b);
+	uint64_t read_ns = tracer__read_ns(session__tracer(a->s));
 	struct gl_proc_stats st;
 	struct proc *proc;
 
@@ -95,10 +97,12 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 			if (t->exited)
 				continue;
 			if (tracer__proc_stats(session__tracer(a->s), t->pid, &st) == 0 &&
-			    st.start_time == t->start_time && st.exit_time)
-				books__exited(b, proc, &st, st.exit_time);
-			else if (!procfs__same_process(t->pid, t->start_time))
+			    st.start_time == t->start_time && st.exit_time) {
+				if (st.exit_time < read_ns)
+					books__exited(b, proc, &st, st.exit_time);
+			} else if (!procfs__same_process(t->pid, t->start_time)) {
 				books__gone(b, proc);
+			}
 		}
 	}
 	procs__forget_exited(p, UINT64_MAX, on_forget, a);

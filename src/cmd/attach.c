@@ -83,11 +83,15 @@ static void census_targets(struct session *s, const struct gl_opts *o, struct sn
 static int final_report(struct session *s, const struct gl_opts *o, struct output_files *files)
 {
 	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
-	struct snapshot *snap = session__snapshot(s, 0, true);
+	struct snapshot *snap;
 	char *texts[GL_MAX_PIDS] = { 0 };
 	char why[320];
 	int err = 0;
 
+	/* the books end here (as at a signal, if the targets exited): the drain that
+	 * follows reads the ring to its end, however long a load left it */
+	tracer__stop(session__tracer(s));
+	snap = session__snapshot(s, 0, true);
 	if (!snap) {
 		log_error("failed to build the report: %s (free memory and run again)",
 			  strerror(errno));

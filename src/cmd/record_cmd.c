@@ -139,8 +139,12 @@ static void explain_create_error(const char *path, int err)
 static int finish(struct session *s, struct rec_cmd *rc, const struct gl_opts *o)
 {
 	struct books *b = session__books(s);
-	struct snapshot *snap = session__snapshot(s, o->json_path ? 0 : 1, true);
+	struct snapshot *snap;
 	int err, out_err = 0;
+
+	/* the recording's books end here: the drain reads the ring to its end */
+	tracer__stop(session__tracer(s));
+	snap = session__snapshot(s, o->json_path ? 0 : 1, true);
 
 	if (!snap)
 		return -ENOMEM;

@@ -218,11 +218,13 @@ static const struct nvml_sample *sample_nvml(struct session *s)
 
 /*
  * Processes whose exit record was lost (ring buffer full): BPF keeps their
- * final books marked exited; take them now.
+ * final books marked exited; take them now. Only those that exited before the
+ * reader's position: BPF books an exit before its calls' records are read.
  */
 static void reconcile_exits(struct session *s)
 {
 	struct procs *procs = books__procs(s->books);
+	uint64_t read_ns = tracer__read_ns(s->tracer);
 	struct gl_proc_stats st;
 	struct proc *proc;
 
@@ -230,7 +232,7 @@ static void reconcile_exits(struct session *s)
 		const struct proc_totals *t = proc__totals(proc);
 
 		if (t->exited || tracer__proc_stats(s->tracer, t->pid, &st) ||
-		    st.start_time != t->start_time || !st.exit_time)
+		    st.start_time != t->start_time || !st.exit_time || st.exit_time >= read_ns)
 			continue;
 		books__exited(s->books, proc, &st, st.exit_time);
 	}
@@ -271,8 +273,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		*done = true;
 		return EXIT_RUNTIME;
 	}
-	/* an exit BPF has booked while its record still waits is not a lost record */
-	if (now >= s->next_reconcile_ns && !tracer__behind(s->tracer)) {
+	if (now >= s->next_reconcile_ns) {
 		reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
 	}
@@ -507,6 +508,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		if (attempt)
 			usleep(SNAPSHOT_RETRY_US);
 		tracer__drain(s->tracer);
+		so.unread_bytes = tracer__unread(s->tracer);
 		reconcile_exits(s);
 		tracer__stats(s->tracer, stats);
 		tracer__api_calls(s->tracer, calls);
@@ -516,7 +518,7 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		so.tensors_ctx = s->tiers;
 		snapshot__free(snap);
 		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
-		if (!snap || snap->complete || snap->lost_events)
+		if (!snap || snap->complete || snap->lost_events || snap->unread_bytes)
 			break;
 	}
 	/* run: the launchers and shells in front of the job are no part of its report */

@@ -250,6 +250,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->nr_probes = o->nr_probes;
 	s->ring_stack_records = o->ring_stack_records;
 	s->ring_stack_bytes = o->ring_stack_bytes;
+	s->unread_bytes = o->unread_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;
 	s->cap_procs = o->cap_procs;
@@ -262,7 +263,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto fail;
-	s->complete = s->lost_events == 0 && s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
+	s->complete = s->lost_events == 0 && s->unread_bytes == 0 &&
+		      s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
 		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
 		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
 		      s->procs_refused == 0;

@@ -316,6 +316,7 @@ struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
 	uint64_t lost_events;	  /* ring-buffer records dropped */
+	uint64_t unread_bytes;	  /* ring bytes of records from before it, not yet read */
 	uint64_t unmatched_frees; /* all processes */
 	uint64_t stats[GL_NR_STATS];
 	uint64_t api_calls[GL_NR_APIS]; /* traced calls per API (all processes) */
@@ -364,6 +365,7 @@ struct snapshot_opts {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
+	uint64_t unread_bytes; /* ring bytes of records from before now that were not read */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */
 	/* a process's own windows into *out; NULL: each process has the session's (tensors) */

@@ -524,6 +524,7 @@ int report__json(FILE *f, const struct snapshot *s)
 	jsonw__start_object(w);
 	jsonw__field_u64(w, "version", 1);
 	jsonw__field_u64(w, "lost_events", s->lost_events);
+	jsonw__field_u64(w, "unread_ring_bytes", s->unread_bytes);
 	jsonw__field_u64(w, "unmatched_frees", s->unmatched_frees);
 	jsonw__field_bool(w, "complete", s->complete);
 	jsonw__field_double(w, "duration_s", s->duration_s);

@@ -607,6 +607,10 @@ static void health_families(struct ctx *c)
 	labelled(c, "gpuleak_events_lost_total", "record", "stack", s->stats[GL_STAT_LOST_STACK]);
 	labelled(c, "gpuleak_events_lost_total", "record", "call", s->stats[GL_STAT_LOST_CALL]);
 	labelled(c, "gpuleak_events_lost_total", "record", "proc", s->stats[GL_STAT_LOST_PROC]);
+	agent_counter(c, "gpuleak_ring_unread_bytes", "gauge",
+		      "Ring-buffer bytes of records from before this scrape not read yet: a load "
+		      "faster than gpuleak reads (the figures are behind the kernel's).",
+		      s->unread_bytes);
 
 	family(c, "gpuleak_kernel_errors_total", "counter",
 	       "Calls the BPF programs could not follow completely, by reason.");
@@ -654,7 +658,8 @@ static void health_families(struct ctx *c)
 	agent_counter(c, "gpuleak_libraries_attached", "gauge",
 		      "Distinct CUDA driver library files attached.", h->libs);
 	agent_counter(c, "gpuleak_books_complete", "gauge",
-		      "1 when nothing was lost and every process's books equal the kernel's.",
+		      "1 when nothing was lost or left unread and every process's books equal "
+		      "the kernel's.",
 		      s->complete);
 	if (s->tensors) {
 		agent_counter(

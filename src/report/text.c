@@ -215,6 +215,13 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 			     "%llu events were lost (ring buffer full); figures "
 			     "are incomplete: raise --ringbuf-size",
 			     (unsigned long long)s->lost_events);
+	else if (s->unread_bytes)
+		n = snprintf(buf, len,
+			     "gpuleak reads its ring buffer slower than the programs fill it: %s "
+			     "of records from before this report were not read yet (1 s of "
+			     "reading); the figures are behind the kernel's, a later report "
+			     "catches up",
+			     fmt_bytes(s->unread_bytes, b, sizeof(b)));
 	else if (st[GL_STAT_ALLOC_TABLE_FULL] && s->cap_allocs)
 		n = snprintf(buf, len,
 			     "the kernel's allocation table (--max-allocs %u) was full: "

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,6 +41,17 @@
  */
 #define POLL_BUDGET_NS (50 * 1000000ULL)
 #define BUDGET_CHECK 256
+/*
+ * A drain reads to where the programs had written when it began. While tracing, for
+ * this long at most: a load that writes faster than gpuleak reads can leave a ring's
+ * worth waiting, seconds of reading; the snapshot built after it says how much it left
+ * unread. A record still being written (between its reservation and its commit: the
+ * program that writes it was preempted) stops libbpf's read: the drain waits for it as
+ * long at most. Once tracing stopped, it reads until the ring is empty, at most this many
+ * rounds: the calls in flight still write, exits and execs too.
+ */
+#define DRAIN_BUDGET_NS (1000 * 1000000ULL)
+#define STOPPED_ROUNDS 64
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -82,11 +94,45 @@ void tracer__explain_eperm(const char *what)
 			  what);
 }
 
+/* The ring's end: where the programs have written to. */
+static unsigned long ring_end(const struct tracer *t)
+{
+	return __atomic_load_n(t->ring_prod, __ATOMIC_ACQUIRE);
+}
+
+/* Whether every record below pos has been read. */
+static bool read_past(const struct tracer *t, unsigned long pos)
+{
+	return __atomic_load_n(t->ring_cons, __ATOMIC_ACQUIRE) >= pos;
+}
+
+/*
+ * The records committed before now lie below the ring's end as read after it: *at_ns
+ * is taken first.
+ */
+static unsigned long ring_end_at(const struct tracer *t, uint64_t *at_ns)
+{
+	*at_ns = now_ns();
+	return ring_end(t);
+}
+
+static void read_until(struct tracer *t, uint64_t at_ns)
+{
+	if (at_ns > t->read_ns)
+		t->read_ns = at_ns;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	const struct gl_hdr *h = data;
 	struct tracer *t = ctx;
+	unsigned long end = 0;
 	int err;
+
+	/* libbpf stores the consumer position after this callback: it is this record's */
+	if (t->draining)
+		end = __atomic_load_n(t->ring_cons, __ATOMIC_RELAXED) +
+		      ((size + BPF_RINGBUF_HDR_SZ + 7) & ~7UL);
 
 	if (size >= sizeof(*h) && h->type == GL_REC_STACK) {
 		t->stack_recs++;
@@ -97,11 +143,19 @@ static int on_record(void *ctx, void *data, size_t size)
 	    h->size < size)
 		size = h->size;
 	err = t->fn(t->fn_ctx, data, size);
-	if (err || !t->budgeted || ++t->since_clock < BUDGET_CHECK)
+	if (err)
 		return err;
+	if (t->draining) {
+		t->drained++;
+		/* libbpf has consumed this record: the error only ends the read */
+		if (end >= t->drain_to)
+			return -EAGAIN;
+	}
+	if (!t->budget_ns || ++t->since_clock < BUDGET_CHECK)
+		return 0;
 	t->since_clock = 0;
 	if (!t->budget_end_ns) {
-		t->budget_end_ns = now_ns() + POLL_BUDGET_NS;
+		t->budget_end_ns = now_ns() + t->budget_ns;
 		return 0;
 	}
 	if (now_ns() < t->budget_end_ns)
@@ -237,6 +291,32 @@ static int start_guard(struct tracer *t)
 	return 0;
 }
 
+/*
+ * The ring's consumer and producer positions, read-only (the first two pages of the
+ * ring buffer map; libbpf maps them too, the consumer page writable): where a drain
+ * begins and ends.
+ */
+static int map_ring_positions(struct tracer *t)
+{
+	int fd = bpf_map__fd(t->skel->maps.events);
+	long page = sysconf(_SC_PAGESIZE);
+	void *cons = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	void *prod = cons == MAP_FAILED ? MAP_FAILED :
+					  mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
+
+	if (prod == MAP_FAILED) {
+		int err = -errno;
+
+		if (cons != MAP_FAILED)
+			munmap(cons, page);
+		return err;
+	}
+	t->ring_cons = cons;
+	t->ring_prod = prod;
+	t->ring_page = page;
+	return 0;
+}
+
 struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx)
 {
 	struct tracer *t = calloc(1, sizeof(*t));
@@ -293,6 +373,10 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 			  strerror(-err));
 		goto cleanup;
 	}
+	if ((err = map_ring_positions(t))) {
+		log_error("failed to map the ring buffer's positions: %s", strerror(-err));
+		goto cleanup;
+	}
 	return t;
 cleanup:
 	tracer__free(t);
@@ -305,6 +389,10 @@ void tracer__free(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
+	if (t->ring_cons) {
+		munmap((void *)t->ring_cons, t->ring_page);
+		munmap((void *)t->ring_prod, t->ring_page);
+	}
 	if (t->skel)
 		release_all(bpf_map__fd(t->skel->maps.held));
 	if (t->guard_fd >= 0)
@@ -365,28 +453,40 @@ int tracer__nr_libs(const struct tracer *t)
 	return t->nr_libs;
 }
 
-int tracer__poll(struct tracer *t, int timeout_ms)
+/* The reads from now on end once they have taken ns (0: no limit); t->yielded says so. */
+static void start_budget(struct tracer *t, uint64_t ns)
 {
-	int n;
-
-	t->budgeted = true;
+	t->budget_ns = ns;
 	t->yielded = false;
 	t->since_clock = BUDGET_CHECK - 1; /* the budget starts at the first record */
 	t->budget_end_ns = 0;
+}
+
+int tracer__poll(struct tracer *t, int timeout_ms)
+{
+	uint64_t t0, t1;
+	unsigned long end = ring_end_at(t, &t0), end1;
+	int n;
+
+	start_budget(t, POLL_BUDGET_NS);
 	n = ring_buffer__poll(t->rb, timeout_ms);
 	/* records below the wakeup threshold raise no event: take them at each timeout */
 	if (n == 0)
 		n = ring_buffer__consume(t->rb);
-	t->budgeted = false;
-	t->budget_end_ns = 0;
+	t->budget_ns = 0;
+	end1 = ring_end_at(t, &t1);
+	if (read_past(t, end1))
+		read_until(t, t1);
+	else if (read_past(t, end))
+		read_until(t, t0);
 	if (t->yielded)
 		return 1;
 	return n == -EINTR ? 0 : n;
 }
 
-bool tracer__behind(const struct tracer *t)
+uint64_t tracer__read_ns(const struct tracer *t)
 {
-	return t->yielded;
+	return t->read_ns;
 }
 
 void tracer__stop(struct tracer *t)
@@ -398,13 +498,70 @@ void tracer__stop(struct tracer *t)
 	__atomic_store_n(&t->skel->bss->tracing_stopped, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * Reads up to end, until the budget ends the read, or until deadline while a record
+ * being written holds it up; the records read, or -errno.
+ */
+static int drain_to(struct tracer *t, unsigned long end, uint64_t deadline)
+{
+	int n = 0;
+
+	while (!read_past(t, end) && !t->yielded) {
+		int err;
+
+		t->drain_to = end;
+		t->drained = 0;
+		t->draining = true;
+		err = ring_buffer__consume(t->rb);
+		t->draining = false;
+		n += t->drained;
+		if (err < 0 && err != -EAGAIN)
+			return err;
+		if (!t->drained && !read_past(t, end)) {
+			if (now_ns() >= deadline)
+				break;
+			usleep(20);
+		}
+	}
+	return n;
+}
+
 int tracer__drain(struct tracer *t)
 {
-	int n = ring_buffer__consume(t->rb);
+	int n = 0;
 
-	if (n >= 0)
-		t->yielded = false;
-	return n == -EINTR ? 0 : n;
+	t->unread = 0;
+	/* once tracing stopped the ring ends: read to it, however long it takes */
+	start_budget(t, t->stopped ? 0 : DRAIN_BUDGET_NS);
+	for (int round = 0; round < (t->stopped ? STOPPED_ROUNDS : 1); round++) {
+		uint64_t at;
+		unsigned long end = ring_end_at(t, &at);
+		int got;
+
+		if (read_past(t, end)) {
+			read_until(t, at);
+			break;
+		}
+		got = drain_to(t, end, at + DRAIN_BUDGET_NS);
+		if (got < 0) {
+			n = got;
+			break;
+		}
+		n += got;
+		if (!read_past(t, end)) {
+			/* out of time, or a record still being written */
+			t->unread = end - __atomic_load_n(t->ring_cons, __ATOMIC_ACQUIRE);
+			break;
+		}
+		read_until(t, at);
+	}
+	t->budget_ns = 0;
+	return n;
+}
+
+uint64_t tracer__unread(const struct tracer *t)
+{
+	return t->unread;
 }
 
 int tracer__epoll_fd(struct tracer *t)

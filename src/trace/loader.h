@@ -125,10 +125,22 @@ int tracer__held_since(struct tracer *t, int pid, uint64_t *ns);
  * for the next poll. Returns count or -errno.
  */
 int tracer__poll(struct tracer *t, int timeout_ms);
-/* Whether the last poll left records waiting (its time ran out): the ring is behind. */
-bool tracer__behind(const struct tracer *t);
-/* Handles every record available now, and those that come while it reads. */
+/*
+ * The time (CLOCK_MONOTONIC, as bpf_ktime_get_ns) before which every record committed
+ * has been read, 0 before the first read reached the ring's end: the books are exact as
+ * of then. A reader slower than the programs that write stays behind, and this time with
+ * it, until a drain.
+ */
+uint64_t tracer__read_ns(const struct tracer *t);
+/*
+ * Handles the records written before it began, not those that come while it reads, for
+ * 1 s at most: a drain under a load faster than its reading ends all the same, and
+ * tracer__unread() says what it left. Once tracing stopped (tracer__stop), it reads the
+ * ring to its end. Returns the records read, or -errno.
+ */
 int tracer__drain(struct tracer *t);
+/* Ring bytes of records that waited as the last drain began and that it left unread. */
+uint64_t tracer__unread(const struct tracer *t);
 /*
  * The end of the session's tracing: calls that enter from now on are not booked, nor are
  * tensor blocks, in BPF's books as in the records, while calls in flight still return

@@ -72,10 +72,17 @@ struct tracer {
 
 	/* reading the ring (tracer__poll, tracer__stop) */
 	bool stopped;		  /* tracer__stop: no call is booked any more */
-	bool budgeted;		  /* in tracer__poll: read for POLL_BUDGET_NS at most */
+	uint64_t budget_ns;	  /* a poll or drain reads this long at most (0: no limit) */
 	bool yielded;		  /* the budget ended that read, records still waiting */
 	unsigned int since_clock; /* records read since the clock was last looked at */
 	uint64_t budget_end_ns;	  /* 0: the budget starts at the next record */
+	const unsigned long *ring_cons, *ring_prod; /* the ring's positions (read-only maps) */
+	long ring_page;				    /* their size */
+	bool draining;				    /* in tracer__drain: reading up to drain_to */
+	unsigned long drain_to;			    /* the ring's end as the drain began */
+	int drained;				    /* records that drain read */
+	uint64_t read_ns; /* every record committed before this time has been read */
+	uint64_t unread;  /* ring bytes the last drain left of those waiting as it began */
 };
 
 #endif /* GL_LOADER_INT_H */

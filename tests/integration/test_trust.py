@@ -130,6 +130,34 @@ def test_sigint_under_load_is_consistent(tmp):
         check("disagree" not in tr.stderr(), "no warning on stderr")
 
 
+def test_summaries_go_on_under_a_load_faster_than_the_reader(tmp):
+    """16 threads allocating without a pause outrun gpuleak's one reader on two cores (8
+    under ASan). A summary reads the ring up to where it stood when the summary began, for
+    1 s at most, then prints (saying what it left unread): the summaries go on every second
+    or two, where a read until the ring was empty
+    printed the first only when the load ended, 60 s later. Events lost are said: the report
+    is then not complete."""
+    threads = "8" if SAN else "16"
+    wl = Workload("wl_load", "--threads", threads, "--iters", "60", tmp=tmp, wait=False)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "1", "--ringbuf-size", "256M", str(wl.pid)], tmp)
+    tr.wait_attached()
+    time.sleep(10)
+    summaries = len(re.findall(r"^--- [0-9.]+ s ---$", tr.stdout(), re.M))
+    check(summaries >= 2, f"{summaries} summaries in the 10 s after the attach (-i 1)")
+    check_eq(tr.stop(signal.SIGINT), 0, "gpuleak exit status after SIGINT")
+    check(wl.proc.poll() is None, "gpuleak stopped while the load still ran")
+    wl.kill()
+    wl.wait()
+    rep = tr.report()
+    check_eq(rep["complete"], rep["lost_events"] == 0,
+             f"complete exactly when no event was lost ({rep['lost_events']} lost)")
+    if rep["lost_events"]:
+        check("events were lost" in tr.stderr(), f"the loss is said:\n{tr.stderr()[-800:]}")
+    else:
+        check(process(rep, wl.pid)["consistent"], "books agree with the kernel's")
+
+
 def test_attach_to_a_busy_process_books_whole_calls(tmp):
     """gpuleak attaches to a process whose threads allocate and free without a pause, beside
     idle processes that map the same driver (its probes take longer to go in). No call is

@@ -91,6 +91,7 @@ static void setup_snapshot(void)
 	snap.procs = procs;
 	snap.stack_mode = "fp";
 	snap.stats[GL_STAT_LOST_CALL] = 5;
+	snap.unread_bytes = 4096;
 	snap.stats[GL_STAT_ALLOC_TABLE_FULL] = 11;
 	snap.complete = false;
 	memset(idents, 0, sizeof(idents));
@@ -183,6 +184,7 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"leak\"} 0");
 	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"2\",stack_mode=\"fp\"} 1");
 	assert_line(t, "gpuleak_events_lost_total{record=\"call\"} 5");
+	assert_line(t, "gpuleak_ring_unread_bytes 4096");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"procs\"} 4");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"stacks\"} 6");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"allocs\"} 11");

@@ -247,7 +247,20 @@ static void test_text_lost_and_empty(void **state)
 				 "WARNING: 3 events were lost (ring buffer full); figures are "
 				 "incomplete: raise --ringbuf-size.\n");
 	free(out);
+	/* records the last drain left unread: said after a loss, before the rest */
+	empty.unread_bytes = 3 << 20;
+	out = text_of(&empty, &o);
+	assert_non_null(strstr(out, "WARNING: 3 events were lost"));
+	free(out);
 	empty.lost_events = 0;
+	out = text_of(&empty, &o);
+	assert_string_equal(out, "no CUDA allocations seen\n"
+				 "WARNING: gpuleak reads its ring buffer slower than the programs "
+				 "fill it: 3.00 MiB of records from before this report were not "
+				 "read yet (1 s of reading); the figures are behind the kernel's, a "
+				 "later report catches up.\n");
+	free(out);
+	empty.unread_bytes = 0;
 	out = text_of(&empty, &o);
 	assert_string_equal(out, "no CUDA allocations seen\n"
 				 "WARNING: the books disagree with the kernel's exact counters: "
