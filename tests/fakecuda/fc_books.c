@@ -77,11 +77,21 @@ CUresult fc_setup(void)
 		fc.ndevices = v > FC_MAX_DEVICES ? FC_MAX_DEVICES : (int)v;
 	if (!fc.next_dptr) {
 		/* a library loaded again (dlclose, dlopen) hands out other addresses, as a
-		 * real driver's new mappings would: the base moves by a clock-chosen step */
+		 * real driver's new mappings would: the first load's base moves by a
+		 * clock-chosen step, each later load of the process by one more (counted
+		 * in the environment, which outlives the library; a base chosen by the
+		 * clock again was the same one time in 256, and the second load's blocks
+		 * then took the first's live addresses) */
+		const char *seq = getenv("FAKECUDA_LOAD_SEQ");
 		struct timespec ts;
+		uint64_t step;
+		char buf[24];
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		fc.next_dptr = FC_BASE_DPTR + ((uint64_t)(ts.tv_nsec >> 10) & 0xff) * (1ULL << 32);
+		step = seq ? strtoull(seq, NULL, 10) + 1 : (uint64_t)(ts.tv_nsec >> 10);
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)step);
+		setenv("FAKECUDA_LOAD_SEQ", buf, 1);
+		fc.next_dptr = FC_BASE_DPTR + (step & 0xff) * (1ULL << 32);
 		fc.next_dptr_v1 = FC_BASE_DPTR_V1;
 		fc.next_va = FC_BASE_VA;
 		fc.next_obj = FC_BASE_OBJ;
