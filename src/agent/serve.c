@@ -78,7 +78,8 @@ static void on_forget(void *ctx, struct proc *proc)
 /*
  * Processes whose exit record was lost (ring buffer full): the kernel's books
  * say when they exited (taken once the reader is past that time: BPF books an
- * exit before its calls' records are read), else /proc says they are gone.
+ * exit before its calls' records are read), else /proc says they are gone
+ * (taken once the reader is past the pass that first saw it: a later pass).
  * Then every exited process is dropped.
  */
 void agent__housekeeping(struct agent *a, uint64_t now)
@@ -101,7 +102,7 @@ void agent__housekeeping(struct agent *a, uint64_t now)
 				if (st.exit_time < read_ns)
 					books__exited(b, proc, &st, st.exit_time);
 			} else if (!procfs__same_process(t->pid, t->start_time)) {
-				books__gone(b, proc);
+				books__gone(b, proc, now, read_ns);
 			}
 		}
 	}

@@ -685,13 +685,18 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
 }
 
-void books__gone(struct books *b, struct proc *proc)
+bool books__gone(struct books *b, struct proc *proc, uint64_t now_ns, uint64_t read_ns)
 {
 	if (proc->t.exited)
-		return;
+		return true;
+	if (!proc->gone_seen_ns)
+		proc->gone_seen_ns = now_ns;
+	if (read_ns <= proc->gone_seen_ns)
+		return false;
 	proc->t.exited = true;
 	proc->t.exit_ns = b->now;
 	proc__retire(proc);
+	return true;
 }
 
 void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns)

@@ -81,11 +81,15 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 		   uint64_t ts);
 
 /*
- * The process is gone from /proc while neither an exit record nor BPF's books
- * said so: it is marked exited now (books__now()), without final books, and
- * what only a running process needs is freed. Idempotent; no hook is called.
+ * The process is gone from /proc (seen so at now_ns, CLOCK_MONOTONIC) while
+ * neither an exit record nor BPF's books said so. Records it committed before
+ * then may still wait in the ring, and would make it again if it were forgotten
+ * first: it is marked exited (at books__now(), without final books, what only
+ * a running process needs freed) once the reader is past the time it was
+ * first seen gone (read_ns: every record committed before it has been read).
+ * Returns true once it is marked. Idempotent; no hook is called.
  */
-void books__gone(struct books *b, struct proc *proc);
+bool books__gone(struct books *b, struct proc *proc, uint64_t now_ns, uint64_t read_ns);
 /* A recording says who the process was: comm (up to 15 characters, need not end in NUL),
  * PID in its namespace, first record. */
 void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64_t first_ns);

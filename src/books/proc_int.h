@@ -60,6 +60,7 @@ struct proc {
 	uint32_t nr_fails;
 	bool ranks_read;     /* books_opts.rank_env: the environment was read (first call) */
 	uint32_t retry_open; /* nr_fails when a failure awaiting PyTorch's retry was booked, or 0 */
+	uint64_t gone_seen_ns; /* books__gone(): first seen gone from /proc then; 0: not */
 };
 
 #endif /* GL_PROC_INT_H */

@@ -449,6 +449,37 @@ static void test_exit_keeps_comm_when_record_has_none(void **state)
 	fx_free(f);
 }
 
+/*
+ * Gone from /proc with no exit record: its records committed before then may
+ * still wait in the ring, so it is taken as exited only once the reader is past
+ * the time it was first seen gone; its late records land on it until then.
+ */
+static void test_gone_waits_for_the_reader(void **state)
+{
+	struct fx *f = fx_new(true);
+	struct proc *p;
+
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 100, 0);
+	p = fx_proc(f);
+	assert_false(books__gone(f->b, p, 5000, 4999));
+	assert_false(p->t.exited);
+	assert_non_null(p->allocs);
+	/* a record it made before it went, read after the first pass */
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x2000, 50, 0);
+	assert_int_equal(procs__count(books__procs(f->b)), 1);
+	expect_class(p, GL_CLASS_DEVICE, 150, 2);
+	/* a later pass: the reader is past the first pass, not past this one's time */
+	assert_true(books__gone(f->b, p, 9000, 5001));
+	assert_true(p->t.exited);
+	assert_false(p->t.has_final);
+	assert_int_equal(p->t.exit_ns, f->clock_ns);
+	assert_null(p->allocs);
+	expect_class(p, GL_CLASS_DEVICE, 150, 2);
+	assert_int_equal(f->proc_end, 0);
+	assert_true(books__gone(f->b, p, 9500, 9400));
+	fx_free(f);
+}
+
 /* A PID reused by a new process (its start time differs) starts with empty books. */
 static void test_pid_reuse(void **state)
 {
@@ -929,6 +960,7 @@ int main(void)
 		cmocka_unit_test(test_exec_clears_books),
 		cmocka_unit_test(test_exit),
 		cmocka_unit_test(test_exit_keeps_comm_when_record_has_none),
+		cmocka_unit_test(test_gone_waits_for_the_reader),
 		cmocka_unit_test(test_pid_reuse),
 		cmocka_unit_test(test_processes_separate),
 		cmocka_unit_test(test_unheld_mapping_noted),
