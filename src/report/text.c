@@ -124,7 +124,8 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 			fmt_bytes(p->pre_attach_bytes, b, sizeof(b)));
 }
 
-static void print_proc_notes(FILE *f, const struct snap_proc *p)
+/* behind: records from before the report were left unread (the report's WARNING says so) */
+static void print_proc_notes(FILE *f, const struct snap_proc *p, bool behind)
 {
 	char b[32];
 
@@ -173,15 +174,19 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p)
 			p->unheld, p->unheld == 1 ? "" : "s", p->unheld_lib);
 	if (p->totals_from_kernel)
 		fprintf(f,
-			"  WARNING: these books differ from the kernel's exact counters: "
+			"  WARNING: these books %s the kernel's exact counters%s: "
 			"the totals above are the kernel's; the stacks below are incomplete "
 			"(they add up to %s of device memory)\n",
+			behind ? "are behind" : "differ from",
+			behind ? " (records not read yet)" : "",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
 		fprintf(f,
-			"  WARNING: these books differ from the kernel's exact counters "
-			"(device %s there)\n",
-			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)));
+			"  WARNING: these books %s the kernel's exact counters "
+			"(device %s there%s)\n",
+			behind ? "are behind" : "differ from",
+			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)),
+			behind ? "; records not read yet" : "");
 }
 
 static const char *plural(uint64_t n)
@@ -347,7 +352,7 @@ int report__text(FILE *f, const struct snapshot *s, const struct text_opts *o)
 		print_proc_line(f, p);
 		if (o->summary)
 			continue;
-		print_proc_notes(f, p);
+		print_proc_notes(f, p, s->unread_bytes != 0);
 		report__gpus_text(f, s, p);
 		print_tensors(f, p, p->tensors_known ? &p->tensors : NULL);
 		for (uint32_t j = 0; j < p->nstacks; j++) {

@@ -190,6 +190,23 @@ static void test_text_limits(void **state)
 	free(out);
 }
 
+/* Records left unread make the books lag the kernel's: each process's warning names it. */
+static void test_text_books_behind(void **state)
+{
+	struct text_opts o = { 0 };
+	char *out;
+
+	build();
+	snap.unread_bytes = 1 << 20;
+	snap.complete = false;
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "WARNING: these books are behind the kernel's exact counters "
+				    "(device 2.00 KiB there; records not read yet)\n"));
+	assert_null(strstr(out, "books differ"));
+	assert_non_null(strstr(out, "1.00 MiB of records from before this report were not read"));
+	free(out);
+}
+
 static void test_text_summary(void **state)
 {
 	struct text_opts o = { .summary = true, .max_stacks = 1 };
@@ -475,6 +492,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_text_full),
 		cmocka_unit_test(test_text_limits),
+		cmocka_unit_test(test_text_books_behind),
 		cmocka_unit_test(test_text_summary),
 		cmocka_unit_test(test_text_more_stacks_count),
 		cmocka_unit_test(test_text_unheld),
