@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <linux/capability.h>
+#include <linux/membarrier.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,8 @@
  */
 #define DRAIN_BUDGET_NS (1000 * 1000000ULL)
 #define STOPPED_ROUNDS 64
+/* tracer__stop's wait for the programs running at the stop, where the kernel cannot wait */
+#define STOP_SETTLE_US 20000
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
@@ -496,6 +499,19 @@ void tracer__stop(struct tracer *t)
 	t->stopped = true;
 	/* the global lives in a page mapped from the kernel: the programs read it there */
 	__atomic_store_n(&t->skel->bss->tracing_stopped, 1, __ATOMIC_SEQ_CST);
+	/*
+	 * A program that read the flag before the store may still be booking: its
+	 * counters can change after the ring was read to its end, its record come
+	 * later (the report's kernel books then hold a call its user-space books do
+	 * not). Every program runs inside an RCU read-side critical section (the
+	 * non-sleepable uprobe, USDT and tracepoint programs all do), so one RCU grace
+	 * period (MEMBARRIER_CMD_GLOBAL) waits for each one running now to end.
+	 */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0) {
+		log_debug("membarrier: %s; waiting %d ms for the programs running at the stop",
+			  strerror(errno), STOP_SETTLE_US / 1000);
+		usleep(STOP_SETTLE_US);
+	}
 }
 
 /*

@@ -144,8 +144,9 @@ uint64_t tracer__unread(const struct tracer *t);
 /*
  * The end of the session's tracing: calls that enter from now on are not booked, nor are
  * tensor blocks, in BPF's books as in the records, while calls in flight still return
- * into both. The ring then ends, and a drain reads it to its end. Process exits are still
- * seen. Idempotent.
+ * into both. It returns once the programs running at the stop have ended (an RCU grace
+ * period: milliseconds), so that what they booked is in the ring; the ring then ends,
+ * and a drain reads it to its end. Process exits are still seen. Idempotent.
  */
 void tracer__stop(struct tracer *t);
 /* The ring buffer's epoll descriptor: readable when records wait (owned by the tracer). */

@@ -195,7 +195,10 @@ def test_window_opened_mid_step_books_no_freed_block(tmp):
     check(held <= 1, f"{held} freed scratch blocks booked as outstanding after window 4 "
           f"opened mid-step: {scratch}")
     check_eq(p["bpf"]["torch_allocated_bytes"], p["torch_allocated_bytes"],
-             "BPF's torch block bytes")
+             f"BPF's torch block bytes (consistent {p['consistent']}, bpf {p['bpf']}, "
+             f"calls {p['alloc_calls']}/{p['free_calls']}, complete {rep.get('complete')}, lost "
+             f"{rep.get('lost_events')}, unread {rep.get('unread_ring_bytes')}, windows "
+             f"{p['tensor_level']['windows']}, stats {rep['stats']})")
     calls = rep["stats"]["calls"]
     check(calls.get("pytorch_malloc", 0) > 10000, f"the windows traced the steps: {calls}")
 
