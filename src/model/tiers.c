@@ -200,6 +200,17 @@ static int open_window(struct tiers *t, struct pwin *p, uint64_t now, enum tier_
 	int err;
 
 	tracer__drain(t->s->tracer);
+	/* both books forget its last window's blocks at once: a record of that window
+	 * read after it would book a block in user space's books alone, so the window
+	 * waits until the ring is read up to now (a drain under a load faster than the
+	 * reader stops at 1 s); a request is kept for the next step */
+	if (tracer__unread(t->s->tracer)) {
+		if (why == TIER_WHY_REQUEST)
+			p->requested = true;
+		log_debug("PID %d: tensor window (%s) waits: the ring is not read up to now",
+			  p->pid, winlog__why_name(why));
+		return 0;
+	}
 	err = tracer__forget_tensors_pid(t->s->tracer, p->pid, &bpf_n);
 	if (err) {
 		log_warn("failed to reset the kernel's tensor books of PID %d: %s; its tensor "
