@@ -127,6 +127,7 @@ static void print_growth(FILE *f, const struct snap_proc *p)
 /* behind: records from before the report were left unread (the report's WARNING says so) */
 static void print_proc_notes(FILE *f, const struct snap_proc *p, bool behind)
 {
+	const char *books = behind ? "are behind" : "differ from";
 	char b[32];
 
 	print_growth(f, p);
@@ -177,15 +178,13 @@ static void print_proc_notes(FILE *f, const struct snap_proc *p, bool behind)
 			"  WARNING: these books %s the kernel's exact counters%s: "
 			"the totals above are the kernel's; the stacks below are incomplete "
 			"(they add up to %s of device memory)\n",
-			behind ? "are behind" : "differ from",
-			behind ? " (records not read yet)" : "",
+			books, behind ? " (records not read yet)" : "",
 			fmt_bytes(p->attributed_bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 	else if (p->bpf_valid && !p->consistent)
 		fprintf(f,
 			"  WARNING: these books %s the kernel's exact counters "
 			"(device %s there%s)\n",
-			behind ? "are behind" : "differ from",
-			fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)),
+			books, fmt_bytes(p->bpf.bytes[GL_CLASS_DEVICE], b, sizeof(b)),
 			behind ? "; records not read yet" : "");
 }
 
