@@ -5,7 +5,7 @@ one training process (bench/gpu.sh runs it on the GPU machine).
 
     gpu_train.py [--large] [--reps N] [--seconds S] [--steps N] [--settle N] [--json FILE]
                  [--fake LIB] [--phases P,P] [--cpus N,N] [--design rep|aba]
-                 [--tensor-window T] [--blocking-sync]
+                 [--tensor-window T] [--blocking-sync] [--keep-log FILE]
     gpu_train.py --merge FILE FILE...   pools the reps of earlier --json results
 
 One process of bench/torch_train.py trains without end (--control); between blocks
@@ -35,7 +35,10 @@ name, over all phases (threads_cpu_s): which threads the rest of the process's C
 is. And per attach phase, what each block's tracer said it saw (tracer_booked: the calls
 it booked by probe, its tensor mode, the events it lost, whether its report was
 complete): a block whose tracer lost events was not watched as its phase claims, and the
-summary says so.
+summary says so. Beside each block it reads the tracer's own CPU time (all its threads,
+schedstat) and the steal time of the training CPUs (/proc/stat): what of gpuleak ran while
+the block was measured, and how much of the block the hypervisor gave to others.
+--keep-log FILE keeps the step log, every step with its label.
 
 --design rep (the default): each block's median against the untraced block of the same
 rep. --design aba: an untraced block before and after every watched block (U A U B U
@@ -58,6 +61,7 @@ import argparse
 import json
 import random
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -154,6 +158,56 @@ def booked(rep):
     return {"report": True, "calls": rep.get("stats", {}).get("calls", {}),
             "tensor_modes": modes, "lost_events": rep.get("lost_events"),
             "complete": rep.get("complete")}
+
+
+def task_cpu_ns(pid):
+    """The CPU time of every thread of pid so far, in ns (schedstat: exact, not in ticks);
+    None once it is gone."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended between the listing and the read
+    except OSError:
+        return None
+    return total
+
+
+def steal_ticks(cpus):
+    """Steal time so far of the CPUs in cpus (all of them if empty), in USER_HZ ticks: the
+    time the hypervisor ran something else while these vCPUs had work."""
+    total = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            name, *cols = line.split()
+            if not name.startswith("cpu") or name == "cpu":
+                continue
+            if cpus and int(name[3:]) not in cpus:
+                continue
+            total += int(cols[7]) if len(cols) > 7 else 0
+    return total
+
+
+class BlockDiag:
+    """What ran beside a measured block: the tracer's own CPU time during it (all its
+    threads) and the steal time of the training process's CPUs, which no design of the
+    step figures can tell apart from a cost."""
+    TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, cpus, t0):
+        self.cpus, self.t0 = cpus, t0
+
+    def read(self, tracer):
+        return (time.monotonic(), task_cpu_ns(tracer.p.pid) if tracer else None,
+                steal_ticks(self.cpus))
+
+    def delta(self, a, b):
+        cpu = (b[1] - a[1]) / 1e6 if a[1] is not None and b[1] is not None else None
+        return {"t_s": round(a[0] - self.t0, 3), "s": round(b[0] - a[0], 3),
+                "tracer_cpu_ms": cpu, "steal_ms": (b[2] - a[2]) * self.TICK_MS}
 
 
 def start_tracer(phase, pid, tmp):
@@ -296,6 +350,8 @@ def run(a, phases, steps):
             return None
         return x / (sum(refs) / len(refs))
     tracer_saw = {}  # per attach phase, what each block's tracer booked (booked())
+    diag = {}  # per phase, what ran beside each block (BlockDiag)
+    bd = BlockDiag({int(c) for c in a.cpus.split(",")} if a.cpus else set(), time.monotonic())
     t_end = time.monotonic() + a.seconds if a.seconds else None
     with tempfile.TemporaryDirectory(prefix="gpuleak-train-") as tmp:
         tr = Trainer(a, tmp)
@@ -303,7 +359,9 @@ def run(a, phases, steps):
         def measure(ph):
             t = start_tracer(ph, tr.pid, tmp)
             try:
+                d0 = bd.read(t)
                 b = tr.block(ph, steps, a.settle)
+                diag.setdefault(ph, []).append(bd.delta(d0, bd.read(t)))
             finally:
                 seen = t.stop() if t else None
             blocks[ph].append(b)
@@ -355,17 +413,20 @@ def run(a, phases, steps):
                     f"{ph} {med(blocks[ph][-1], 0) / 1e6:.2f} ms" for ph in phases))
         finally:
             threads = tr.quit()
+            if a.keep_log:
+                shutil.copy(tr.log, a.keep_log)
     block_ms = {p: {n: [med(b, i) / 1e6 for b in blocks[p] if b[i]]
                     for i, n in enumerate(NAMES)} for p in phases}
-    return over, block_ms, ratio, threads, tracer_saw
+    return over, block_ms, ratio, threads, tracer_saw, diag
 
 
-def result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw):
+def result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw, diag):
     """The JSON of a run (or of merged runs) from its per-rep figures; threads: the CPU
     time the training process's threads used, in s by thread name, all phases together;
-    tracer_saw: per attach phase, what the tracer of each block booked."""
+    tracer_saw: per attach phase, what the tracer of each block booked; diag: per phase,
+    what ran beside each block (BlockDiag)."""
     res = {"model": model, "design": design, "steps_per_block": steps, "sync": sync,
-           "threads_cpu_s": threads, "tracer_booked": tracer_saw,
+           "threads_cpu_s": threads, "tracer_booked": tracer_saw, "block_diag": diag,
            "reps": max([len(v["wall"]) for v in over.values()] + [0]),
            "step_ms": {p: {n: summarize(x) for n, x in v.items() if x}
                        for p, v in block_ms.items()},
@@ -390,8 +451,10 @@ def merge(files):
         sys.exit(f"gpu_train: --merge: runs of different models, designs, block sizes or "
                  f"sync modes: {sorted(keys)}")
     over, block_ms, ratio = {}, {}, {r: {n: [] for n in NAMES} for r in RECORDER_PHASES}
-    threads, tracer_saw = {}, {}
+    threads, tracer_saw, diag = {}, {}, {}
     for r in runs:
+        for ph, x in r.get("block_diag", {}).items():
+            diag.setdefault(ph, []).extend(x)
         for n, x in r.get("threads_cpu_s", {}).items():
             threads[n] = threads.get(n, 0) + x
         for ph, x in r.get("tracer_booked", {}).items():
@@ -406,7 +469,7 @@ def merge(files):
             for n, x in r.get(ratio_key(rec), {}).items():
                 ratio[rec][n] += x["reps"]
     model, design, steps, sync = keys.pop()
-    res = result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw)
+    res = result(model, design, steps, over, block_ms, ratio, sync, threads, tracer_saw, diag)
     res["merged"] = list(files)
     return res
 
@@ -440,6 +503,14 @@ def show(res):
                  if torch else "no report")
               + (f"; {len(bad)} without a report, with events lost or incomplete"
                  if bad else ", every report complete"))
+    for ph, d in res.get("block_diag", {}).items():
+        cpu = [x["tracer_cpu_ms"] / x["s"] / 10 for x in d if x["tracer_cpu_ms"] is not None]
+        steal = [x["steal_ms"] / x["s"] / 10 for x in d]
+        print(f"  {ph:<14} beside its {len(d)} blocks: "
+              + (f"the tracer's CPU {statistics.median(cpu):.3f} % of the block's time "
+                 f"(max {max(cpu):.3f} %), " if cpu else "")
+              + f"steal on the training CPUs {statistics.median(steal):.2f} % "
+              f"(max {max(steal):.2f} %) of one CPU")
     for rec in RECORDER_PHASES:
         r = res.get(ratio_key(rec))
         if not r:
@@ -465,6 +536,8 @@ def main():
     ap.add_argument("--tensor-window", default=WINDOW,
                     help="the first tensor window of the idle phases (measured after it)")
     ap.add_argument("--json", default="")
+    ap.add_argument("--keep-log", default="",
+                    help="copy torch_train.py's step log (every step, labelled) here")
     ap.add_argument("--merge", nargs="+", default=None, metavar="FILE")
     ap.add_argument("--blocking-sync", action="store_true",
                     help="the training process waits for the GPU by blocking, not spinning")
@@ -490,9 +563,10 @@ def main():
         if others and not a.allow_others:
             sys.exit(f"gpu_train: other tracers are running ({others}): the figures would be "
                      f"theirs too")
-        over, block_ms, ratio, threads, tracer_saw = run(a, phases, steps)
+        over, block_ms, ratio, threads, tracer_saw, diag = run(a, phases, steps)
         res = result("large" if a.large else "torch_train", a.design, steps, over, block_ms,
-                     ratio, "blocking" if a.blocking_sync else "auto", threads, tracer_saw)
+                     ratio, "blocking" if a.blocking_sync else "auto", threads, tracer_saw,
+                     diag)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -99,6 +99,19 @@ def test_gpu_train_smoke(tmp):
              "blocks measured per phase")
     for ph in phases[1:]:
         check_eq(len(res["overhead_pct"][ph]["wall"]["reps"]), 2, f"{ph}: an overhead a rep")
+    # beside each block: the tracer's CPU time where a tracer ran (full mode's, booking
+    # 2,800 blocks with their stacks, is more than none), the steal of the training CPUs
+    diag = res["block_diag"]
+    check_eq([len(diag[ph]) for ph in phases], [7, 2, 2, 2], "diagnostics per block")
+    for ph in phases:
+        cpu = [d["tracer_cpu_ms"] for d in diag[ph]]
+        want_tracer = ph in ("attach-idle", "full")
+        check(all((c is not None and c >= 0) == want_tracer for c in cpu),
+              f"{ph}: the tracer's CPU time beside its blocks: {cpu}")
+        check(all(d["s"] > 0 and d["steal_ms"] >= 0 for d in diag[ph]),
+              f"{ph}: block length and steal: {diag[ph]}")
+    check(min(d["tracer_cpu_ms"] for d in diag["full"]) > 0,
+          f"full mode's tracer used CPU beside its blocks: {diag['full']}")
     # full / recorder per rep: each block against its own neighbours, then divided
     full, rec = (res["overhead_pct"][ph]["wall"]["reps"] for ph in ("full", "history-alloc"))
     want = [(1 + f / 100) / (1 + r / 100) for f, r in zip(full, rec)]
