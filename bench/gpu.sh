@@ -2,21 +2,43 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # gpuleak's benchmarks on a GPU machine, as root, from the repository root (gpuleak built
 # with 'make STATIC=1' anywhere and copied along):
-#   bench/gpu.sh [--small | --large] [OUTDIR]   step time of training under each way of
-#                        watching it (bench/gpu_train.py): bench/torch_train.py's model
-#                        (~20 ms a step; REPS_SMALL reps, 8) and a larger one (~300 ms a
-#                        step; REPS_LARGE reps, 5): untraced, default attach (between
-#                        windows and inside its first), serve, --tensors full and
-#                        _record_memory_history(), interleaved in one training process
-#                        (the small model with an untraced block on either side of
-#                        each watched one: --design aba). About 6 + 5 minutes. OUTDIR
-#                        gets the JSON of each model; bench/gpu_train.py --merge pools
-#                        the reps of several runs.
+#   bench/gpu.sh [--small | --large] [--phases P,P] [--seconds S] [OUTDIR] [-- OPTION...]
+#                        step time of training under each way of watching it
+#                        (bench/gpu_train.py): bench/torch_train.py's model (~20 ms a
+#                        step; REPS_SMALL reps, 8) and a larger one (~200 ms a step;
+#                        REPS_LARGE reps, 5): untraced, default attach (between windows
+#                        and inside its first), serve, --tensors full and
+#                        _record_memory_history(), interleaved in one training process,
+#                        each watched block between two untraced ones (--design aba).
+#                        About 6 + 5 minutes. --phases: those phases alone (untraced
+#                        among them); --seconds S: reps until S seconds are up instead of
+#                        a count. On a machine of 12 CPUs or more the training process is
+#                        kept on CPUs 2-9. OUTDIR gets the JSON of each model; options
+#                        after -- go to gpu_train.py as they are. To resolve 1 % on the
+#                        small model, run e.g. '--small --phases untraced,attach-idle
+#                        --seconds 460 -- --tensor-window 100ms --settle 5' a few times
+#                        and pool the runs: bench/gpu_train.py --merge (bench/RESULTS.md
+#                        section 7 has the runs and their figures).
 #   bench/gpu.sh --calls [--quick]   the older per-call, training and attach figures
 #                        (bench/gpu.py: driver-call overhead per stack mode, attach time).
 # LIBCUDA, PYTHON (an interpreter with torch) and GPULEAK override the defaults.
 set -eu
 cd "$(dirname "$0")/.."
+
+models="small large" phases= seconds= dir=. calls=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--calls) calls=1; shift; break ;; # the rest is bench/gpu.py's
+	--small | --large) models=${1#--}; shift ;;
+	--phases | --seconds)
+		[ $# -ge 2 ] || { echo "gpu.sh: $1 needs a value" >&2; exit 2; }
+		[ "$1" = --phases ] && phases=$2 || seconds=$2
+		shift 2 ;;
+	--) shift; break ;;
+	-*) echo "gpu.sh: unknown option $1 (see the top of bench/gpu.sh)" >&2; exit 2 ;;
+	*) dir=$1; shift ;;
+	esac
+done
 
 lib=${LIBCUDA:-}
 for c in /usr/local/nvidia/lib64/libcuda.so.1 \
@@ -32,8 +54,7 @@ done
 gl=${GPULEAK:-$PWD/gpuleak}
 [ -x "$gl" ] || { echo "gpu.sh: $gl missing: build it with 'make STATIC=1'" >&2; exit 1; }
 
-if [ "${1:-}" = "--calls" ]; then
-	shift
+if [ -n "$calls" ]; then
 	out=$(mktemp -d /tmp/gpuleak-gpu-bench.XXXXXX)
 	trap 'rm -rf "$out"' EXIT
 	mkdir -p "$out/bench"
@@ -48,19 +69,17 @@ if [ "${1:-}" = "--calls" ]; then
 	exit
 fi
 
-models="small large"
-case "${1:-}" in
---small) models=small; shift ;;
---large) models=large; shift ;;
-esac
-dir=${1:-.}
 mkdir -p "$dir"
+set -- ${phases:+--phases "$phases"} "$@"
+[ "$(nproc)" -ge 12 ] && set -- --cpus 2,3,4,5,6,7,8,9 "$@"
 for m in $models; do
 	if [ "$m" = small ]; then
-		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --reps "${REPS_SMALL:-8}" \
-			--design aba --json "$dir/train_small.json"
+		reps=${REPS_SMALL:-8} model=
 	else
-		GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" --large --reps "${REPS_LARGE:-5}" \
-			--json "$dir/train_large.json"
+		reps=${REPS_LARGE:-5} model=--large
 	fi
+	[ -n "$seconds" ] && reps="400 --seconds $seconds"
+	# shellcheck disable=SC2086 # reps and model are words on purpose
+	GPULEAK=$gl "$py" bench/gpu_train.py --python "$py" $model --reps $reps --design aba \
+		--json "$dir/train_$m.json" "$@"
 done

@@ -159,6 +159,35 @@ def test_gpu_train_smoke(tmp):
           f"--blocking-sync without a GPU is refused: {p.returncode} {p.stderr}")
 
 
+def test_gpu_sh_smoke(tmp):
+    """bench/gpu.sh passes its model, phases and options to gpu_train.py (here through
+    --fake, with Debian's CPU PyTorch as the interpreter it wants), writes the model's JSON
+    into OUTDIR, and refuses an unknown option with status 2 before it looks for a GPU."""
+    fake_cuda = os.path.join(OUTPUT, "fakecuda", "libcuda.so.1")
+    env = dict(os.environ, GPULEAK=GPULEAK, LIBCUDA=fake_cuda, FAKE_LIBCUDA=fake_cuda,
+               PYTHON="/usr/bin/python3", REPS_SMALL="2")
+    gpu_sh = os.path.join(ROOT, "bench", "gpu.sh")
+    out = os.path.join(tmp, "out")
+    p = subprocess.run(["sh", gpu_sh, "--small", "--phases", "untraced,attach-idle", out, "--",
+                        "--fake", os.path.join(OUTPUT, "faketorch", "libc10_cuda.so"),
+                        "--allow-others", "--steps", "3", "--settle", "1",
+                        "--tensor-window", "100ms"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    check_eq(p.returncode, 0, f"gpu.sh exit status (stderr: {p.stderr[-1500:]})")
+    check_eq(os.listdir(out), ["train_small.json"], "gpu.sh's OUTDIR")
+    with open(os.path.join(out, "train_small.json")) as f:
+        res = json.load(f)
+    check_eq((res["model"], res["design"], res["reps"], res["steps_per_block"]),
+             ("torch_train", "aba", 2, 3), "model, design, reps and block size")
+    check_eq(sorted(res["step_ms"]), ["attach-idle", "untraced"], "the phases asked for")
+    check(all(s["complete"] for s in res["tracer_booked"]["attach-idle"]),
+          f"attach's reports: {res['tracer_booked']}")
+    p = subprocess.run(["sh", gpu_sh, "--no-such-option"], capture_output=True, text=True,
+                       timeout=30, env=dict(os.environ, LIBCUDA="/nonexistent"))
+    check(p.returncode == 2 and "unknown option --no-such-option" in p.stderr,
+          f"an unknown option: {p.returncode} {p.stderr}")
+
+
 def test_tensor_cost_smoke(tmp):
     """bench/tensor_cost.py reads the tensor programs' run time per call, two binaries
     side by side on one stand-in training process (here the same one twice, a third of
