@@ -9,6 +9,7 @@
  * made-up frame), the frame-pointer fallback for pcs without CFI, and FP
  * records passed through.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,6 +224,7 @@ static void test_repeat_is_a_hit(void **state)
 /* What the unwinder published to BPF's stack cache. */
 struct published {
 	int puts, drops;
+	int refuse; /* put fails with this (negative errno), as a full map does */
 	struct gl_scache_key k;
 	struct gl_scache_val v;
 };
@@ -232,6 +234,8 @@ static int pub_put(void *ctx, const struct gl_scache_key *k, const struct gl_sca
 	struct published *p = ctx;
 
 	p->puts++;
+	if (p->refuse)
+		return p->refuse;
 	p->k = *k;
 	p->v = *v;
 	return 0;
@@ -301,6 +305,33 @@ static void test_published_entry_answers_its_id(void **state)
 	assert_int_equal(st.kernel_bad, 2);
 	unwinder__free(u);
 	assert_int_equal(pub.drops, 0); /* at teardown the tracer goes first: nothing to drop */
+}
+
+/*
+ * A stack cache that takes no more entries (the map full): the stack is still
+ * unwound whole from its copy, each later copy of it is tried again, and the
+ * refusals are counted.
+ */
+static void test_refused_entry_still_unwinds(void **state)
+{
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { .refuse = -E2BIG };
+	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+
+	unwinder__set_publisher(u, &sp);
+	for (int i = 0; i < 2; i++) {
+		memset(ips, 0, sizeof(ips));
+		assert_int_equal(unwind(u, ips), fx->nr_full);
+		assert_memory_equal(ips, fx->full, fx->nr_full * sizeof(ips[0]));
+	}
+	unwinder__stats(u, &st);
+	assert_int_equal(pub.puts, 2);
+	assert_int_equal(st.publish_failed, 2);
+	assert_int_equal(st.published, 0);
+	assert_int_equal(st.hits, 1); /* the second copy, from user space's cache */
+	unwinder__free(u);
 }
 
 /* The words at which the copy holds v, from byte offset from on. */
@@ -474,6 +505,7 @@ int main(void)
 		cmocka_unit_test(test_own_stack_by_name),
 		cmocka_unit_test(test_repeat_is_a_hit),
 		cmocka_unit_test(test_published_entry_answers_its_id),
+		cmocka_unit_test(test_refused_entry_still_unwinds),
 		cmocka_unit_test(test_saved_registers_do_not_count),
 		cmocka_unit_test(test_changed_return_address_misses),
 		cmocka_unit_test(test_cut_copy_gives_prefix),

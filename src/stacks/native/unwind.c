@@ -191,8 +191,10 @@ void unwinder__free(struct unwinder *u)
 			  st->builds ? st->build_ns / 1e6 / st->builds : 0);
 	u->pub = (struct scache_publisher){ 0 }; /* the tracer may be gone: its maps go with it */
 	if (u->nr_kids)
-		log_debug("unwinder: %u stacks published to BPF, %llu records answered by id",
-			  u->nr_kids, (unsigned long long)st->kernel_hits);
+		log_debug("unwinder: %u stacks published to BPF (%llu refused), %llu records "
+			  "answered by id",
+			  u->nr_kids, (unsigned long long)st->publish_failed,
+			  (unsigned long long)st->kernel_hits);
 	while (u->procs && (up = htab__next(u->procs, &it, NULL)))
 		uproc_free(u, *up);
 	htab__free(u->procs);
@@ -469,6 +471,12 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 			e->in_kernel = true;
 			e->way = kk.way;
 			e->pub_seq = ++u->pub_clock;
+		} else if (!u->st.publish_failed++) {
+			log_warn(
+				"BPF's stack cache took no more stacks (%s): stacks of new call sites "
+				"are copied and unwound every time, which costs the traced threads more; "
+				"the figures are unchanged",
+				strerror(-err));
 		}
 		log_msg(LOG_TRACE,
 			"stack cache: PID %d ip %#llx sp %#llx len %u way %u: id %u, %u checks, "
