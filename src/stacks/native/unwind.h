@@ -30,7 +30,7 @@ struct unwind_stats {
 	uint64_t fp_walks;  /* no CFI for the process (no address map, no module): rbp chain */
 	uint64_t builds;    /* per-process Dwfl built (first record, or the address map changed) */
 	uint64_t published; /* cache entries written to BPF's stack cache */
-	uint64_t publish_failed; /* entries BPF's stack cache refused (full): copied every time */
+	uint64_t publish_failed; /* entries not written to BPF (map full, out of ids): copied */
 	uint64_t kernel_hits;	 /* records BPF answered with a cache id (no copy) */
 	uint64_t kernel_bad;	 /* records naming an id unknown or of another process */
 	uint64_t hit_ns, miss_ns, build_ns; /* time spent in each */
