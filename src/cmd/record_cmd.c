@@ -123,6 +123,14 @@ static void explain_create_error(const char *path, int err)
 			  path);
 	else if (err == EINVAL)
 		log_error("cannot record to %s: not a regular file: name a file with -o", path);
+	else if (err == EBUSY)
+		log_error("cannot record to %s: another gpuleak record is writing it: name "
+			  "another -o FILE",
+			  path);
+	else if (err == EEXIST)
+		log_error("cannot record to %s: a recording appeared there meanwhile: add --force "
+			  "to replace it, or name another -o FILE",
+			  path);
 	else if (err == EPERM)
 		log_error("cannot record to %s: it belongs to another user: name another -o "
 			  "FILE",
@@ -250,6 +258,7 @@ int record_cmd__run(const struct gl_opts *o)
 	so.interval_ms = 0;
 	ro.stack_mode = o->stack_mode;
 	ro.ran_command = o->argv != NULL;
+	ro.replace = o->force;
 	/* the file first: a bad -o costs no BPF load */
 	if (check_replace(o) || output__open_files(o, &rc.files))
 		return EXIT_RUNTIME;
@@ -261,8 +270,7 @@ int record_cmd__run(const struct gl_opts *o)
 	}
 	s = session__new(&so, &status);
 	if (!s) {
-		recorder__free(rc.rec);
-		unlink(o->record_path); /* nothing was recorded */
+		recorder__discard(rc.rec); /* nothing was recorded */
 		output__close_files(&rc.files);
 		return status;
 	}
@@ -272,7 +280,8 @@ int record_cmd__run(const struct gl_opts *o)
 	books__set_hooks(b, &hooks);
 	status = session__start(s);
 	if (status) {
-		unlink(o->record_path); /* nothing was recorded */
+		recorder__discard(rc.rec); /* nothing was recorded */
+		rc.rec = NULL;
 		goto cleanup;
 	}
 	/* records reach the books from the first step on; times count from the session's start */

@@ -55,6 +55,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -96,6 +97,10 @@ struct recorder {
 	uint64_t calls;
 	uint64_t last_ts; /* of the newest record applied */
 	bool truncated, failed;
+	char *path;   /* where the recording goes */
+	char *tmp;    /* replacing a recording: written here, renamed to path at the end */
+	int lock_fd;  /* replacing: the old file, locked; -1 */
+	bool created; /* path was created by this recorder */
 };
 
 struct enc {
@@ -261,36 +266,94 @@ static struct enc scratch(struct recorder *r)
 	return (struct enc){ r->scratch, 0, sizeof(r->scratch) };
 }
 
-/*
- * Opens path for writing without following a symlink, and writes an existing
- * file only if it is a regular file of ours with no other link; see recorder__new.
- */
-static int create_file(const char *path)
+/* Whether the open file fd is a regular file of ours with no other link: 0 or -errno. */
+static int check_own_file(int fd, struct stat *st)
 {
-	struct stat st;
-	int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-		      0600);
-	int err = 0;
-
-	if (fd < 0)
+	if (fstat(fd, st))
 		return -errno;
-	if (fstat(fd, &st))
-		err = -errno;
-	else if (!S_ISREG(st.st_mode))
-		err = -EINVAL;
-	else if (st.st_nlink > 1)
-		err = -EMLINK;
-	else if (st.st_uid != geteuid())
-		err = -EPERM;
-	else if (ftruncate(fd, 0) || fchmod(fd, 0600))
-		err = -errno;
-	else if (fcntl(fd, F_SETFL, 0))
-		err = -errno;
-	if (err) {
-		close(fd);
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	if (st->st_nlink > 1)
+		return -EMLINK;
+	return st->st_uid != geteuid() ? -EPERM : 0;
+}
+
+/* Takes fd's lock (no wait): -EBUSY while another recorder writes that file. */
+static int lock_file(int fd)
+{
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return 0;
+	return errno == EWOULDBLOCK ? -EBUSY : -errno;
+}
+
+/*
+ * A temporary file beside path (".NAME.XXXXXX", 0600), its name into r->tmp.
+ * Returns its descriptor or -errno.
+ */
+static int create_temp(struct recorder *r, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t dir = base ? (size_t)(base - path) + 1 : 0;
+	size_t len = strlen(path) + 9;
+	int fd;
+
+	r->tmp = malloc(len);
+	if (!r->tmp)
+		return -ENOMEM;
+	snprintf(r->tmp, len, "%.*s.%s.XXXXXX", (int)dir, path, path + dir);
+	fd = mkostemp(r->tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+
+		free(r->tmp);
+		r->tmp = NULL;
 		return err;
 	}
 	return fd;
+}
+
+/*
+ * Opens the file the recording goes to; see recorder__new. A new file is
+ * created exclusively and written in place; an existing one is locked first
+ * (a second recorder of the same path is refused with EBUSY) and, unless
+ * empty, replaced only at a successful end: the recording is written to a
+ * temporary file beside it, renamed over it by recorder__finish.
+ */
+static int create_file(struct recorder *r, const char *path, bool replace)
+{
+	struct stat st;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	int err;
+
+	if (fd >= 0) {
+		/* another recorder may have opened it between the two calls: it is theirs */
+		err = lock_file(fd);
+		if (err) {
+			close(fd);
+			return err;
+		}
+		r->created = true;
+		return fd;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	err = check_own_file(fd, &st);
+	err = err ?: lock_file(fd);
+	if (!err && st.st_size && !replace)
+		err = -EEXIST;
+	if (!err && !st.st_size && (fchmod(fd, 0600) || fcntl(fd, F_SETFL, 0)))
+		err = -errno;
+	if (err || !st.st_size) {
+		if (err)
+			close(fd);
+		return err ? err : fd;
+	}
+	/* the old recording stays whole until the new one is */
+	r->lock_fd = fd;
+	return create_temp(r, path);
 }
 
 static int write_header(struct recorder *r)
@@ -340,18 +403,20 @@ struct recorder *recorder__new(const char *path, const struct recorder_opts *o)
 	if (!r)
 		return NULL;
 	r->fd = -1;
+	r->lock_fd = -1;
 	r->o = *o;
+	r->path = strdup(path);
 	r->zcap = compressBound(GLR_CHUNK_RAW_MAX);
 	r->buf = malloc(GLR_CHUNK_RAW_MAX);
 	r->zbuf = malloc(r->zcap);
 	r->codes = htab__new(sizeof(uint32_t), 1);
-	if (!r->buf || !r->zbuf || !r->codes)
+	if (!r->buf || !r->zbuf || !r->codes || !r->path)
 		goto fail;
 	if (o->max_size && o->max_size < GLR_HDR_SIZE + 4 * TRAILER_RESERVE) {
 		err = -ENOSPC;
 		goto fail;
 	}
-	r->fd = create_file(path);
+	r->fd = create_file(r, path, o->replace);
 	if (r->fd < 0) {
 		err = r->fd;
 		goto fail;
@@ -361,7 +426,7 @@ struct recorder *recorder__new(const char *path, const struct recorder_opts *o)
 		goto fail;
 	return r;
 fail:
-	recorder__free(r);
+	recorder__discard(r);
 	errno = -err;
 	return NULL;
 }
@@ -376,19 +441,39 @@ void recorder__begin(struct recorder *r, struct modules *m, struct stacks *s, ui
 	flush(r);
 }
 
-void recorder__free(struct recorder *r)
+static void release(struct recorder *r, bool discard)
 {
-	if (!r)
-		return;
 	if (r->fd >= 0) {
-		flush(r);
+		if (!discard)
+			flush(r);
 		close(r->fd);
 	}
+	/* a replacement that did not end well: the old recording stays as it was */
+	if (r->tmp)
+		unlink(r->tmp);
+	else if (discard && r->created)
+		unlink(r->path);
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
+	free(r->tmp);
+	free(r->path);
 	htab__free(r->codes);
 	free(r->mods_done);
 	free(r->buf);
 	free(r->zbuf);
 	free(r);
+}
+
+void recorder__free(struct recorder *r)
+{
+	if (r)
+		release(r, false);
+}
+
+void recorder__discard(struct recorder *r)
+{
+	if (r)
+		release(r, true);
 }
 
 void recorder__proc_new(struct recorder *r, const struct proc *proc)
@@ -577,6 +662,13 @@ int recorder__finish(struct recorder *r, uint64_t end_ns, const uint64_t *stats,
 	err = flush(r);
 	if (!err && fsync(r->fd))
 		err = -errno;
+	/* a replacement takes the old recording's place in one step */
+	if (!err && r->tmp && rename(r->tmp, r->path))
+		err = -errno;
+	if (!err && r->tmp) {
+		free(r->tmp);
+		r->tmp = NULL;
+	}
 	if (err)
 		fail(r, err);
 	return err;

@@ -100,14 +100,18 @@ struct recorder_opts {
 	/* function and file of a Python code id (NULLs if unknown); NULL: no names */
 	void (*code_info)(void *ctx, uint32_t id, const char **function, const char **file);
 	void *code_ctx;
+	bool replace; /* an existing recording at path is replaced (at a successful end) */
 };
 
 /*
- * Creates the file at path (0600; a symlink there is refused with ELOOP, a
- * file with other links with EMLINK, one of another user with EPERM,
- * anything but a regular file with EINVAL; an existing file is truncated)
- * and writes its header. NULL with
- * errno set (ENOSPC: max_size cannot hold a recording).
+ * Creates the file at path (0600, created exclusively; a symlink there is
+ * refused with ELOOP, a file with other links with EMLINK, one of another
+ * user with EPERM, anything but a regular file with EINVAL, a file another
+ * recorder writes with EBUSY, an existing recording with EEXIST unless
+ * o->replace) and writes its header. An existing empty file is written in
+ * place; an existing recording is replaced only by a successful
+ * recorder__finish (the new one is written beside it, then renamed over it).
+ * NULL with errno set (ENOSPC: max_size cannot hold a recording).
  */
 struct recorder *recorder__new(const char *path, const struct recorder_opts *o);
 /*
@@ -117,8 +121,11 @@ struct recorder *recorder__new(const char *path, const struct recorder_opts *o);
  */
 void recorder__begin(struct recorder *r, struct modules *m, struct stacks *s, uint64_t start_ns,
 		     uint64_t series_width_ns);
-/* Closes the file (a last flush, no end record); NULL is a no-op. */
+/* Closes the file (a last flush, no end record; a replacement not finished is
+ * dropped, the old recording kept); NULL is a no-op. */
 void recorder__free(struct recorder *r);
+/* Closes it and removes what it wrote (nothing was recorded); NULL is a no-op. */
+void recorder__discard(struct recorder *r);
 
 /* A process entered the books. */
 void recorder__proc_new(struct recorder *r, const struct proc *proc);

@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "recording/recread.h"
 #include "util/log.h"
+#include <dirent.h>
 #include <zlib.h>
 
 static char dir[64];
@@ -35,6 +36,20 @@ static int teardown(void **state)
 {
 	unit_rm_tree(dir);
 	return 0;
+}
+
+/* Files of d whose name starts with prefix. */
+static int count_files(const char *d, const char *prefix)
+{
+	DIR *dh = opendir(d);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(dh);
+	while ((de = readdir(dh)))
+		n += !strncmp(de->d_name, prefix, strlen(prefix));
+	closedir(dh);
+	return n;
 }
 
 struct replayed {
@@ -688,11 +703,24 @@ static void test_never_through_a_symlink(void **state)
 	assert_null(recorder__new(path, &ro));
 	assert_int_equal(errno, EPERM);
 	unlink(path);
-	/* an existing file of its own is replaced, and made 0600 */
+	/* an existing file of its own: refused unless replace */
 	unit_write_file(path, "old contents, longer than a header and then some more\n");
 	assert_int_equal(chmod(path, 0644), 0);
+	assert_null(recorder__new(path, &ro));
+	assert_int_equal(errno, EEXIST);
+	/* replaced only by a recording that ends well: one that does not leaves it whole */
+	ro.replace = true;
 	r = recorder__new(path, &ro);
 	assert_non_null(r);
+	recorder__free(r);
+	text = unit_read_file(path, NULL);
+	assert_string_equal(text, "old contents, longer than a header and then some more\n");
+	free(text);
+	assert_int_equal(count_files(dir, ".rec.glr."), 0);
+	r = recorder__new(path, &ro);
+	assert_non_null(r);
+	recorder__begin(r, m, s, 1, 1000000);
+	assert_int_equal(recorder__finish(r, 2, NULL, 0, 0), 0);
 	recorder__free(r);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
@@ -700,11 +728,48 @@ static void test_never_through_a_symlink(void **state)
 	assert_memory_equal(text, GLR_MAGIC, 8);
 	free(text);
 	unlink(path);
+	ro.replace = false;
 	r = recorder__new(path, &ro);
 	assert_non_null(r);
 	recorder__free(r);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
+	unlink(path);
+	stacks__free(s);
+	modules__free(m);
+}
+
+/* Two recorders of one path at once: the second is refused, the first's file stays whole;
+ * a recorder that recorded nothing removes only what it made. */
+static void test_one_recorder_a_path(void **state)
+{
+	struct recorder_opts ro = { .replace = true };
+	struct modules *m = modules__new();
+	struct stacks *s = stacks__new();
+	struct recorder *a, *b;
+	char *text;
+
+	a = recorder__new(path, &ro);
+	assert_non_null(a);
+	b = recorder__new(path, &ro);
+	assert_null(b);
+	assert_int_equal(errno, EBUSY);
+	recorder__begin(a, m, s, 1, 1000000);
+	assert_int_equal(recorder__finish(a, 2, NULL, 0, 0), 0);
+	recorder__free(a);
+	text = unit_read_file(path, NULL);
+	assert_memory_equal(text, GLR_MAGIC, 8);
+	free(text);
+	/* discarding a replacement keeps the old file; discarding a new file removes it */
+	a = recorder__new(path, &ro);
+	assert_non_null(a);
+	recorder__discard(a);
+	assert_int_equal(access(path, F_OK), 0);
+	unlink(path);
+	a = recorder__new(path, &ro);
+	assert_non_null(a);
+	recorder__discard(a);
+	assert_int_equal(access(path, F_OK), -1);
 	stacks__free(s);
 	modules__free(m);
 }
@@ -853,6 +918,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_malformed_tensor_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tensor_modes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_never_through_a_symlink, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_recorder_a_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_books_replay_call, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_command_lines, setup, teardown),
 	};
