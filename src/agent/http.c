@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "http.h"
+#include "util/log.h"
 
 #define ACCEPT_BURST 16
 
@@ -40,7 +41,12 @@ struct http_server {
 	struct client *clients;
 	struct http_stats stats;
 	char bound[80];
+	uint64_t accept_paused_until_ms; /* out of descriptors: the listener rests until then */
+	bool said_emfile;
 };
+
+/* The listener rests this long after accept ran out of descriptors or memory. */
+#define ACCEPT_BACKOFF_MS 200
 
 static uint64_t now_ms(void)
 {
@@ -209,6 +215,20 @@ static void accept_clients(struct http_server *h)
 		int fd = accept4(h->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct client *c;
 
+		if (fd < 0 &&
+		    (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* the connection waits in the backlog: polling the listener again at
+			 * once would spin */
+			h->stats.accept_paused++;
+			h->accept_paused_until_ms = now_ms() + ACCEPT_BACKOFF_MS;
+			if (!h->said_emfile)
+				log_warn(
+					"cannot accept an HTTP connection: %s: new connections wait "
+					"%d ms at a time (raise the file limit, ulimit -n)",
+					strerror(errno), ACCEPT_BACKOFF_MS);
+			h->said_emfile = true;
+			return;
+		}
 		if (fd < 0)
 			return;
 		c = take_slot(h);
@@ -317,7 +337,9 @@ int http__pollfds(struct http_server *h, struct pollfd *fds, int max)
 
 	if (max < 1)
 		return 0;
-	fds[n++] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+	/* a resting listener is left out (a negative fd is ignored by poll) */
+	fds[n++] = (struct pollfd){ .fd = now_ms() < h->accept_paused_until_ms ? -1 : h->fd,
+				    .events = POLLIN };
 	for (int i = 0; i < h->o.max_clients && n < max; i++) {
 		struct client *c = &h->clients[i];
 

@@ -58,10 +58,11 @@ struct http_opts {
 
 /* What the server has done, for the agent's health metrics. */
 struct http_stats {
-	uint64_t requests;     /* answered by the handler */
-	uint64_t bad_requests; /* answered 4xx/5xx by the server itself */
-	uint64_t timeouts;     /* clients closed at their deadline */
-	uint64_t refused;      /* connections closed for lack of a slot (the oldest idle reader) */
+	uint64_t requests;	/* answered by the handler */
+	uint64_t bad_requests;	/* answered 4xx/5xx by the server itself */
+	uint64_t timeouts;	/* clients closed at their deadline */
+	uint64_t refused;	/* connections closed for lack of a slot (the oldest idle reader) */
+	uint64_t accept_paused; /* accept ran out of descriptors or memory: the listener rested */
 };
 
 struct http_server;

@@ -175,6 +175,7 @@ static void fill_health(struct agent *a)
 	a->h.http_bad_requests = hs->bad_requests;
 	a->h.http_timeouts = hs->timeouts;
 	a->h.http_refused = hs->refused;
+	a->h.http_accept_paused = hs->accept_paused;
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		a->h.cpu_seconds = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
 				   (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;

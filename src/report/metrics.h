@@ -36,6 +36,7 @@ struct agent_health {
 	uint32_t max_procs, max_stacks, max_allocs;
 	int probes, libs;
 	uint64_t http_requests, http_bad_requests, http_timeouts, http_refused;
+	uint64_t http_accept_paused; /* accept ran out of file descriptors or memory */
 	uint64_t profiles_written, profile_errors;
 	double cpu_seconds;	   /* user + system */
 	double start_time_seconds; /* since the epoch */
