@@ -277,7 +277,8 @@ int forget_tensors(void *ctx)
 	return 0;
 }
 
-/* A thread exits: when it is the last of its process, the driver frees everything. */
+/* A thread exits: when it is the last of its process, the driver frees everything, and
+ * nothing of the process is kept. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(proc_exit, struct task_struct *exiting)
 {
@@ -288,6 +289,8 @@ int BPF_PROG(proc_exit, struct task_struct *exiting)
 		return 0;
 	close_books(task, tgid, GL_PROC_EXIT);
 	bpf_map_delete_elem(&targets, &tgid);
+	/* its frames' layout goes with it, whatever user space does next */
+	bpf_map_delete_elem(&py_procs, &tgid);
 	return 0;
 }
 
@@ -371,9 +374,10 @@ static __always_inline struct file *mmap_call_file(struct task_struct *task, __u
  * tp_btf on mmap_lock_acquire_returned, which an mmap(2) reaches once its
  * file has passed the security checks, just before the mapping is made (the
  * dynamic loader mapping a library at start-up or at dlopen): a target that
- * maps a libcuda or libc10_cuda that user space has not handled yet is
- * stopped with SIGSTOP, taken as the mmap returns, before any code of the
- * library can run; user space attaches the probes, then sends SIGCONT. No
+ * maps the code of a libcuda or libc10_cuda that user space has not handled
+ * yet is stopped with SIGSTOP, taken as the mmap returns, before any code of
+ * the library can run; user space attaches the probes, then sends SIGCONT (or
+ * the guard does, once the hold's deadline has passed: loader.c). No
  * probe is placed in any process; other write locks of the address space
  * (munmap, mprotect, brk) pay this check and nothing else. (fentry and LSM
  * hooks on the mmap path would be simpler, but are refused on some kernels.)
@@ -394,19 +398,22 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	if (!write || !success || tgid == targ_self || !is_target(tgid))
 		return 0;
 	file = mmap_call_file(task, &prot);
-	if (!file)
+	/* only the mapping of the code: the dynamic loader maps it before any of the
+	 * library's code can run, while a tool that reads the file (another gpuleak,
+	 * libelf, a debugger) maps it readable only and is never held */
+	if (!file || !(prot & 4 /* PROT_EXEC */))
 		return 0;
 	if (bpf_probe_read_kernel_str(name, sizeof(name),
 				      BPF_CORE_READ(file, f_path.dentry, d_name.name)) < 0)
 		return 0;
 	kind = lib_kind(name);
-	if (!kind)
+	/* with -a, libpython's mapping says nothing: a process matters once it maps libcuda,
+	 * and the scan then made finds its interpreter */
+	if (!kind || (kind == GL_LIB_PYTHON && targ_all))
 		return 0;
 	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
 	known = bpf_map_lookup_elem(&known_libs, &key);
-	if (known && !(prot & 4 /* PROT_EXEC */))
-		return 0; /* one record per mapping of the code is enough */
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
 		stat_inc(GL_STAT_LOST_PROC);

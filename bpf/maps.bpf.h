@@ -78,6 +78,16 @@ struct {
 	__type(value, __u64);
 } held SEC(".maps");
 
+/* Holds the guard ended at their deadline before user space released them: tgid ->
+ * bpf_ktime_get_ns() of the stop. Written by the guard (loader.c), taken by user space
+ * when it reaches the hold's record, so that the process is named and its books marked. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} hold_expired SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 32 << 20);

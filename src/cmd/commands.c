@@ -164,6 +164,17 @@ const struct cli_option cli_options[] = {
 	  "mapping until its probes are in (4096); one past\n"
 	  "it runs on, is named, and the report says so",
 	  "8192" },
+	{ "max-python-procs", OPT_MAX_PY_PROCS, "N",
+	  "processes using CUDA whose Python frames are\n"
+	  "walked at once (4096); one past it gets native\n"
+	  "stacks, is named, and the report says so",
+	  "8192" },
+	{ "hold-timeout", OPT_HOLD_TIMEOUT, "T",
+	  "a process stopped at a library's mapping runs\n"
+	  "on after T even if its probes are not in (5s;\n"
+	  "100ms to 60s); it is named, and the report\n"
+	  "says so",
+	  "2s" },
 	{ "census", OPT_CENSUS, NULL,
 	  "after the final report, the census of every PID\n"
 	  "still alive (as gpuleak census: tensors and\n"
@@ -203,10 +214,10 @@ const struct cli_option cli_options[] = {
 #undef D
 #undef W
 
-#define TRACE_OPTS                                                                             \
-	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks " \
-	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "           \
-	"tensor-duty resolution max-held ranks-from-env imbalance bench-floor "                \
+#define TRACE_OPTS                                                                                            \
+	"duration wait stacks stack-bytes ringbuf-size max-allocs max-stacks no-follow-forks "                \
+	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "                          \
+	"tensor-duty resolution max-held hold-timeout max-python-procs ranks-from-env imbalance bench-floor " \
 	"bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof top frames "
 #define LOG_OPTS "verbose quiet help"

@@ -99,6 +99,8 @@ struct gl_opts {
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_held;	   /* processes held at once at a library's mapping */
+	uint32_t max_py_procs;	   /* processes whose Python frames are walked (0: 4096) */
+	uint64_t hold_timeout_ms;  /* a hold ends after this long at most (0: 5 s) */
 	uint32_t max_stacks;	   /* distinct stacks interned */
 	bool ranks_env;		   /* --ranks-from-env: RANK, LOCAL_RANK, WORLD_SIZE only */
 	uint32_t imbalance_pct;	   /* --imbalance: a GPU or rank at this % of its peer (150) */

@@ -58,9 +58,14 @@ static void on_tensor_request(int sig)
 	tensor_request = 1;
 }
 
-static void on_signal(int sig)
+/* Whether the stop signal was sent by a process (kill), not by the terminal. */
+static volatile sig_atomic_t stop_by_kill;
+
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+	(void)uc;
 	stop_signal = sig;
+	stop_by_kill = si && si->si_code <= 0; /* SI_USER, SI_QUEUE, SI_TKILL */
 }
 
 static int on_record(void *ctx, const void *data, size_t size)
@@ -255,8 +260,9 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 	}
 	now = now_ns();
 	if (stop_signal) {
-		if (stop_signal == SIGTERM)
-			targets__signal_child(s->targets, SIGTERM);
+		/* run's child gets what gpuleak got, unless the terminal sent it to both */
+		if (stop_signal != SIGINT || stop_by_kill)
+			targets__signal_child(s->targets, stop_signal);
 		log_info("stopping (signal %d)", (int)stop_signal);
 		/* the report's books end here: what is in the ring is read to its end */
 		tracer__stop(s->tracer);
@@ -337,6 +343,27 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* What gpuleak holds beside its ring buffer once attached, about (books, stacks, libelf). */
+#define RESIDENT_BESIDE_RING (48ULL << 20)
+
+/*
+ * The memory cgroup kills a gpuleak whose ring buffer does not fit in it at once,
+ * with no message and an empty report: said before anything is loaded.
+ */
+static void warn_memory_limit(const struct gl_opts *o)
+{
+	uint64_t max, cur, need = o->ringbuf_bytes + RESIDENT_BESIDE_RING;
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (procfs__self_memory_limit(&max, &cur) || max > cur + need)
+		return;
+	log_warn("this memory cgroup allows %s and %s is used: the %s ring buffer and the "
+		 "books need about %s more, and the kernel may kill gpuleak without a word "
+		 "(lower --ringbuf-size, or raise the limit)",
+		 fmt_bytes(max, b1, sizeof(b1)), fmt_bytes(cur, b2, sizeof(b2)),
+		 fmt_bytes(o->ringbuf_bytes, b3, sizeof(b3)), fmt_bytes(need, b4, sizeof(b4)));
+}
+
 static int setup(struct session *s)
 {
 	const struct gl_opts *o = s->o;
@@ -351,6 +378,8 @@ static int setup(struct session *s)
 		.max_allocs = o->max_allocs,
 		.max_procs = o->max_procs,
 		.max_held = o->max_held,
+		.hold_timeout_ns = o->hold_timeout_ms * 1000000ULL,
+		.max_py_procs = o->max_py_procs,
 		/* tensor windows are per process */
 		.torch_per_pid = !o->no_torch && !o->tensors_full && !o->tensors_sampled,
 		.bench_floor = o->bench_floor,
@@ -412,6 +441,7 @@ static int setup(struct session *s)
 		log_error("out of memory");
 		return EXIT_RUNTIME;
 	}
+	warn_memory_limit(o);
 	s->tracer = tracer__new(&to, on_record, s);
 	if (!s->tracer)
 		return errno == EPERM ? EXIT_PRIV : EXIT_RUNTIME;
@@ -433,7 +463,7 @@ static int setup(struct session *s)
 struct session *session__new(const struct gl_opts *o, int *status)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO };
 
 	if (!s) {
 		*status = EXIT_RUNTIME;
@@ -446,8 +476,11 @@ struct session *session__new(const struct gl_opts *o, int *status)
 		session__free(s);
 		return NULL;
 	}
+	/* SIGHUP (a closed terminal, a supervisor) ends a session as SIGTERM does */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_flags = 0;
 	sa.sa_handler = on_tensor_request;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -481,6 +514,13 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
 {
 	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
+	struct snap_limits limits = {
+		.max_libs = GL_MAX_LIBS,
+		.max_py_procs = tracer__max_py_procs(s->tracer),
+		.py_refused = tracer__py_refused(s->tracer),
+		.hold_timeout_ns = s->o->hold_timeout_ms ? s->o->hold_timeout_ms * 1000000ULL :
+							   GL_HOLD_TIMEOUT_NS,
+	};
 	struct snapshot_opts so = {
 		.start_ns = s->start_ns,
 		.max_stacks = max_stacks,
@@ -498,9 +538,11 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.cap_stacks = s->o->max_stacks,
 		.imbalance_ratio = s->o->imbalance_pct / 100.0,
 		.cap_procs = s->o->max_procs,
+		.limits = &limits,
 	};
 	struct snapshot *snap = NULL;
 
+	targets__limits(s->targets, &limits.libs_refused, &limits.holds_expired);
 	so.ring_stack_bytes = so_ring_bytes;
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */

@@ -255,6 +255,8 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->cap_stacks = o->cap_stacks;
 	s->cap_procs = o->cap_procs;
 	s->procs_refused = procs__refused(procs);
+	if (o->limits)
+		s->limits = *o->limits;
 	s->stack_overflows = stacks__overflows(books__stacks(b));
 	if (o->tensors) {
 		s->tensors_buf = *o->tensors;
@@ -263,11 +265,11 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->procs = calloc(n ? n : 1, sizeof(*s->procs));
 	if (!s->procs)
 		goto fail;
-	s->complete = s->lost_events == 0 && s->unread_bytes == 0 &&
-		      s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 &&
-		      s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
-		      s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
-		      s->procs_refused == 0;
+	s->complete =
+		s->lost_events == 0 && s->unread_bytes == 0 &&
+		s->stats[GL_STAT_ALLOC_TABLE_FULL] == 0 && s->stats[GL_STAT_INFLIGHT_FULL] == 0 &&
+		s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
+		s->procs_refused == 0 && s->limits.libs_refused == 0 && s->limits.py_refused == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
 		struct snap_proc *sp = &s->procs[s->nprocs++];
 

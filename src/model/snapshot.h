@@ -312,6 +312,16 @@ struct snap_census {
 	struct snap_census_row rows[SNAP_CENSUS_ROWS];
 };
 
+/* The limits of the tracer's own tables and holds, and how often they bit. */
+struct snap_limits {
+	uint32_t max_libs;	  /* library files attached at once (GL_MAX_LIBS); 0: unknown */
+	uint64_t libs_refused;	  /* mappings of a file past it: that process is not traced */
+	uint32_t max_py_procs;	  /* processes whose Python frames are walked; 0: unknown */
+	uint64_t py_refused;	  /* processes that got no Python frames: the table was full */
+	uint64_t hold_timeout_ns; /* a hold ends after this long (0: not known) */
+	uint64_t holds_expired;	  /* holds that ended so, before the probes were in */
+};
+
 struct snapshot {
 	uint64_t now_ns;
 	double duration_s;
@@ -330,6 +340,7 @@ struct snapshot {
 	uint64_t stack_overflows;  /* allocations past it, counted under one "other stacks" */
 	uint32_t cap_procs;	   /* processes in the books (--max-procs), 0: no cap */
 	uint64_t procs_refused;	   /* records of processes past it: dropped, in no figure */
+	struct snap_limits limits; /* the tracer's own limits, and what reaching them cost */
 	uint32_t nprocs;
 	struct snap_proc *procs;
 	uint32_t nprocs_idle; /* after procs[nprocs]: made no CUDA call, not reported */
@@ -375,6 +386,7 @@ struct snapshot_opts {
 	uint32_t cap_stacks;
 	double imbalance_ratio; /* --imbalance: hi >= ratio x peer; 0: the default */
 	uint32_t cap_procs;
+	const struct snap_limits *limits; /* NULL: none known (a recording) */
 };
 
 /*

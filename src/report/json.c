@@ -310,6 +310,24 @@ static void write_caps(struct jsonw *w, const struct snapshot *s)
 	jsonw__field_bool(w, "reached", s->procs_refused != 0);
 	jsonw__field_u64(w, "refused_records", s->procs_refused);
 	jsonw__end_object(w);
+	jsonw__name(w, "max_libraries");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->limits.max_libs);
+	jsonw__field_bool(w, "reached", s->limits.libs_refused != 0);
+	jsonw__field_u64(w, "refused_mappings", s->limits.libs_refused);
+	jsonw__end_object(w);
+	jsonw__name(w, "max_python_procs");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit", s->limits.max_py_procs);
+	jsonw__field_bool(w, "reached", s->limits.py_refused != 0);
+	jsonw__field_u64(w, "refused_procs", s->limits.py_refused);
+	jsonw__end_object(w);
+	jsonw__name(w, "hold_timeout");
+	jsonw__start_object(w);
+	jsonw__field_u64(w, "limit_ms", s->limits.hold_timeout_ns / 1000000);
+	jsonw__field_bool(w, "reached", s->limits.holds_expired != 0);
+	jsonw__field_u64(w, "expired_holds", s->limits.holds_expired);
+	jsonw__end_object(w);
 	jsonw__end_object(w);
 	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
 }

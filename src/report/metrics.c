@@ -632,17 +632,26 @@ static void health_families(struct ctx *c)
 	family(c, "gpuleak_cap_hits_total", "counter",
 	       "Times a size cap was reached: procs (records of processes refused), stacks (new "
 	       "stacks folded into the overflow stack), allocs (allocations the kernel could not "
-	       "track).");
+	       "track), libraries (mappings of a libcuda file past the attached files' cap: "
+	       "not traced), python_procs (processes left without Python frames), "
+	       "hold_timeout (holds ended at --hold-timeout before the probes were in).");
 	labelled(c, "gpuleak_cap_hits_total", "cap", "procs",
 		 h->procs_refused + s->stats[GL_STAT_PROC_TABLE_FULL]);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "stacks", h->stacks_overflow);
 	labelled(c, "gpuleak_cap_hits_total", "cap", "allocs", s->stats[GL_STAT_ALLOC_TABLE_FULL]);
+	labelled(c, "gpuleak_cap_hits_total", "cap", "libraries", s->limits.libs_refused);
+	labelled(c, "gpuleak_cap_hits_total", "cap", "python_procs", s->limits.py_refused);
+	labelled(c, "gpuleak_cap_hits_total", "cap", "hold_timeout", s->limits.holds_expired);
 	family(c, "gpuleak_cap_limit", "gauge",
-	       "The size caps in force (--max-procs, "
-	       "--max-stacks, --max-allocs).");
+	       "The size caps in force (--max-procs, --max-stacks, --max-allocs, library "
+	       "files, Python processes, --hold-timeout in ms).");
 	labelled(c, "gpuleak_cap_limit", "cap", "procs", h->max_procs);
 	labelled(c, "gpuleak_cap_limit", "cap", "stacks", h->max_stacks);
 	labelled(c, "gpuleak_cap_limit", "cap", "allocs", h->max_allocs);
+	labelled(c, "gpuleak_cap_limit", "cap", "libraries", s->limits.max_libs);
+	labelled(c, "gpuleak_cap_limit", "cap", "python_procs", s->limits.max_py_procs);
+	labelled(c, "gpuleak_cap_limit", "cap", "hold_timeout",
+		 s->limits.hold_timeout_ns / 1000000);
 
 	agent_counter(c, "gpuleak_processes_tracked", "gauge",
 		      "Running processes gpuleak holds books for.", running);
@@ -679,6 +688,8 @@ static void health_families(struct ctx *c)
 	labelled(c, "gpuleak_http_errors_total", "kind", "bad_request", h->http_bad_requests);
 	labelled(c, "gpuleak_http_errors_total", "kind", "timeout", h->http_timeouts);
 	labelled(c, "gpuleak_http_errors_total", "kind", "too_many_clients", h->http_refused);
+	labelled(c, "gpuleak_http_errors_total", "kind", "out_of_descriptors",
+		 h->http_accept_paused);
 	agent_counter(c, "gpuleak_profiles_written_total", "counter",
 		      "Heap profiles written to --profile-dir.", h->profiles_written);
 	agent_counter(c, "gpuleak_profile_errors_total", "counter",

@@ -260,9 +260,24 @@ char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len)
 		n = snprintf(buf, len,
 			     "PID %d (%s) mapped %s and could not be held until its probes were "
 			     "in (more than --max-held processes held at once, the signal was "
-			     "refused, or it was continued by another tracer or a SIGCONT): its "
-			     "first calls may be missing from the figures",
+			     "refused, the hold outlasted --hold-timeout, or it was continued by "
+			     "another tracer or a SIGCONT): its first calls may be missing from "
+			     "the figures",
 			     p->pid, p->comm, p->unheld_lib);
+	else if (s->limits.libs_refused)
+		n = snprintf(buf, len,
+			     "more than %u libcuda files mapped at once: %llu mapping%s of the "
+			     "files past it %s not traced, and those processes are in no figure "
+			     "(see the log for the files)",
+			     s->limits.max_libs, (unsigned long long)s->limits.libs_refused,
+			     plural(s->limits.libs_refused),
+			     s->limits.libs_refused == 1 ? "is" : "are");
+	else if (s->limits.py_refused)
+		n = snprintf(buf, len,
+			     "the table of Python processes (%u) was full: %llu process%s got no "
+			     "Python frames (their stacks are native only; the figures are exact)",
+			     s->limits.max_py_procs, (unsigned long long)s->limits.py_refused,
+			     s->limits.py_refused == 1 ? "" : "es");
 	else if (s->malformed)
 		n = snprintf(buf, len,
 			     "%llu malformed record%s dropped; figures are "

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <linux/capability.h>
 #include <linux/membarrier.h>
 #include <stdio.h>
@@ -33,6 +34,9 @@
 /* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
  * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
 #define WAKEUP_BYTES (256 << 10)
+
+/* The guard looks at the holds this often (ms). */
+#define GUARD_TICK_MS 50
 
 /*
  * libbpf reads a ring for as long as records keep coming: a consumer slower than the
@@ -204,6 +208,12 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	err = err ?: bpf_map__set_max_entries(s->maps.procs, o->max_procs);
 	err = err ?: bpf_map__set_max_entries(s->maps.targets, o->max_procs);
 	err = err ?: bpf_map__set_max_entries(s->maps.held, o->max_held ? o->max_held : 4096);
+	err = err   ?:
+		      bpf_map__set_max_entries(s->maps.py_procs,
+					       o->max_py_procs ? o->max_py_procs : 4096);
+	err = err   ?:
+		      bpf_map__set_max_entries(s->maps.hold_expired,
+					       o->max_held ? o->max_held : 4096);
 	return err;
 }
 
@@ -254,14 +264,60 @@ static void release_all(int held_fd)
 }
 
 /*
- * A small child that outlives a tracer killed with SIGKILL or crashed: when
- * the pipe's last writer (this process) is gone, it releases every process
- * still held, so that none stays stopped. Returns 0 or -errno.
+ * Releases every process held since before deadline ns (bpf_ktime_get_ns): each
+ * entry is taken out of held first, so that a release by user space at the same
+ * moment sends SIGCONT once, then put in hold_expired for user space to name.
  */
-static int start_guard(struct tracer *t)
+static void release_overdue(int held_fd, int expired_fd, uint64_t deadline)
+{
+	__u32 key = 0, next;
+	__u64 since;
+	bool first = true;
+
+	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
+		first = false;
+		key = next;
+		if (!key || bpf_map_lookup_elem(held_fd, &key, &since) || since > deadline)
+			continue;
+		if (bpf_map_delete_elem(held_fd, &key))
+			continue;
+		bpf_map_update_elem(expired_fd, &key, &since, BPF_ANY);
+		kill(key, SIGCONT);
+	}
+}
+
+/*
+ * The guard's loop: every GUARD_TICK_MS it releases the holds older than
+ * timeout_ns, whatever the tracer is doing (stopped, starved, in a debugger);
+ * when the tracer is gone (EOF on the pipe), it releases every hold and ends.
+ */
+static void guard_loop(int pipe_fd, int held_fd, int expired_fd, uint64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = pipe_fd, .events = POLLIN };
+	char c;
+
+	for (;;) {
+		int n = poll(&pfd, 1, GUARD_TICK_MS);
+		ssize_t r = n > 0 ? read(pipe_fd, &c, 1) : 1;
+
+		if (r == 0 || (r < 0 && errno != EINTR) || (n < 0 && errno != EINTR))
+			break; /* EOF: the tracer is gone */
+		if (n == 0 && now_ns() > timeout_ns)
+			release_overdue(held_fd, expired_fd, now_ns() - timeout_ns);
+	}
+	release_all(held_fd);
+}
+
+/*
+ * A small child that outlives a tracer stopped, starved, killed with SIGKILL or
+ * crashed: it ends every hold that outlasts timeout_ns, and when the pipe's last
+ * writer (this process) is gone, it releases every process still held, so that
+ * none stays stopped. Returns 0 or -errno.
+ */
+static int start_guard(struct tracer *t, uint64_t timeout_ns)
 {
 	int pfd[2], held_fd = bpf_map__fd(t->skel->maps.held);
-	char c;
+	int expired_fd = bpf_map__fd(t->skel->maps.hold_expired);
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
@@ -273,20 +329,20 @@ static int start_guard(struct tracer *t)
 		return -errno;
 	}
 	if (t->guard == 0) {
-		/* keep only the pipe and the map: the links must close with the tracer
-		 * (both moved above 4 first, so that neither dup2 closes the other) */
+		/* keep only the pipe and the two maps: the links must close with the tracer
+		 * (all moved above 5 first, so that no dup2 closes another) */
 		int rd = fcntl(pfd[0], F_DUPFD, 10), map = fcntl(held_fd, F_DUPFD, 10);
+		int exp = fcntl(expired_fd, F_DUPFD, 10);
 
-		if (rd < 0 || map < 0 || dup2(rd, 3) < 0 || dup2(map, 4) < 0)
+		if (rd < 0 || map < 0 || exp < 0 || dup2(rd, 3) < 0 || dup2(map, 4) < 0 ||
+		    dup2(exp, 5) < 0)
 			_exit(1);
-		syscall(SYS_close_range, 5, ~0U, 0);
+		syscall(SYS_close_range, 6, ~0U, 0);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_NAME, "gpuleak-guard");
-		while (read(3, &c, 1) < 0 && errno == EINTR)
-			;
-		release_all(4);
+		guard_loop(3, 4, 5, timeout_ns);
 		_exit(0);
 	}
 	close(pfd[0]);
@@ -364,7 +420,8 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 				  strerror(-err));
 		goto cleanup;
 	}
-	if (!opts->no_hold && (err = start_guard(t))) {
+	if (!opts->no_hold && (err = start_guard(t, opts->hold_timeout_ns ? opts->hold_timeout_ns :
+									    GL_HOLD_TIMEOUT_NS))) {
 		log_error("failed to start the process that releases held processes: %s",
 			  strerror(-err));
 		goto cleanup;

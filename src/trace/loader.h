@@ -15,6 +15,9 @@
 
 struct tracer;
 
+/* A process held at a library's mapping runs on after this long by default. */
+#define GL_HOLD_TIMEOUT_NS 5000000000ULL
+
 struct tracer_opts {
 	bool all;	   /* every process, else only targets */
 	bool follow_forks; /* children of targets become targets */
@@ -25,13 +28,15 @@ struct tracer_opts {
 	uint64_t ringbuf_bytes; /* power of two */
 	uint32_t max_allocs;	/* BPF allocation table size */
 	uint32_t max_procs;
-	uint32_t max_held;     /* processes held at once (0: 4096) */
-	bool bench_floor;      /* attach the do-nothing floor programs (benchmarks) */
-	bool no_hold;	       /* never stop a target at a library's mapping */
-	bool stack_cache;      /* DWARF mode: BPF sends ids of stacks published (scache.h) */
-	uint64_t sample_bytes; /* tensor blocks: stacks for a byte-weighted sample of mean
+	uint32_t max_held;	  /* processes held at once (0: 4096) */
+	bool bench_floor;	  /* attach the do-nothing floor programs (benchmarks) */
+	bool no_hold;		  /* never stop a target at a library's mapping */
+	uint32_t max_py_procs;	  /* the py_procs map's size (0: 4096) */
+	uint64_t hold_timeout_ns; /* the guard ends a hold older than this (0: GL_HOLD_TIMEOUT_NS) */
+	bool stack_cache;	  /* DWARF mode: BPF sends ids of stacks published (scache.h) */
+	uint64_t sample_bytes;	  /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
-	bool torch_per_pid;    /* PyTorch's probes attached per process (tensor windows) */
+	bool torch_per_pid;	  /* PyTorch's probes attached per process (tensor windows) */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
@@ -115,6 +120,11 @@ int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino);
 int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino);
 /* Releases pid (SIGCONT) if BPF holds it. Returns whether it was held. */
 bool tracer__release(struct tracer *t, int pid);
+/*
+ * Whether the guard ended a hold of pid at its deadline (and when BPF had stopped it,
+ * in *ns); the entry is taken: a second call says false.
+ */
+bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns);
 /* When BPF stopped pid (bpf_ktime_get_ns). Returns 0, or -ENOENT if it is not held. */
 int tracer__held_since(struct tracer *t, int pid, uint64_t *ns);
 
@@ -164,6 +174,12 @@ int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
  * has them. Returns 0 or -errno.
  */
 int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time);
+
+/* Counts a process refused by the full py_procs map; returns the count so far. */
+uint64_t tracer__note_py_refused(struct tracer *t);
+/* Processes refused so far by the full py_procs map, and the map's size. */
+uint64_t tracer__py_refused(const struct tracer *t);
+uint32_t tracer__max_py_procs(const struct tracer *t);
 
 /* File descriptor of the BPF map called name (e.g. "py_procs"), or -ENOENT. */
 int tracer__map_fd(struct tracer *t, const char *name);

@@ -69,6 +69,7 @@ struct tracer {
 	int torch_found_next;	  /* torch_pids[] from here on: not yet taken by next_found */
 	uint64_t *torch_found_ns; /* per torch_pids[]: when found */
 	uint64_t stack_recs, stack_ring_bytes; /* stack records read and the ring bytes they took */
+	uint64_t py_refused;		       /* processes the full py_procs map refused */
 
 	/* reading the ring (tracer__poll, tracer__stop) */
 	bool stopped;		  /* tracer__stop: no call is booked any more */

@@ -67,6 +67,18 @@ bool tracer__release(struct tracer *t, int pid)
 	return true;
 }
 
+bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns)
+{
+	__u32 key = pid;
+	__u64 v;
+
+	if (bpf_map__lookup_and_delete_elem(t->skel->maps.hold_expired, &key, sizeof(key), &v,
+					    sizeof(v), 0))
+		return false;
+	*ns = v;
+	return true;
+}
+
 int tracer__held_since(struct tracer *t, int pid, uint64_t *ns)
 {
 	__u32 key = pid;
@@ -136,4 +148,19 @@ int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
 int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS])
 {
 	return sum_percpu(t, t->skel->maps.api_calls, out, GL_NR_APIS);
+}
+
+uint64_t tracer__note_py_refused(struct tracer *t)
+{
+	return ++t->py_refused;
+}
+
+uint64_t tracer__py_refused(const struct tracer *t)
+{
+	return t->py_refused;
+}
+
+uint32_t tracer__max_py_procs(const struct tracer *t)
+{
+	return bpf_map__max_entries(t->skel->maps.py_procs);
 }

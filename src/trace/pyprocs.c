@@ -7,6 +7,7 @@
 #include "gpuleak_abi.h"
 #include "loader.h"
 #include "pyprocs.h"
+#include "util/log.h"
 
 static int set(void *ctx, int pid, const struct gl_py_proc *walk)
 {
@@ -15,7 +16,14 @@ static int set(void *ctx, int pid, const struct gl_py_proc *walk)
 
 	if (fd < 0)
 		return fd;
-	return bpf_map_update_elem(fd, &key, walk, BPF_ANY) ? -errno : 0;
+	if (!bpf_map_update_elem(fd, &key, walk, BPF_ANY))
+		return 0;
+	if (errno == E2BIG && tracer__note_py_refused(ctx) == 1)
+		log_warn("the table of Python processes is full (%u, processes that use CUDA): PID "
+			 "%d and the next ones get native stacks only, until processes exit; "
+			 "counted in gpuleak_cap_hits_total{cap=\"python_procs\"}",
+			 tracer__max_py_procs(ctx), pid);
+	return -errno;
 }
 
 static void clear(void *ctx, int pid)

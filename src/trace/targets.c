@@ -20,6 +20,8 @@
 
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
+/* ... reading only PIDs new since the last one, and every one this often */
+#define FULL_RESCAN_NS 60000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
 /* A library change is scanned at once and once more this much later. */
 #define PENDING_FOLLOW_UP_NS 100000000ULL
@@ -194,7 +196,7 @@ static int start(struct targets *s)
 		return add_targets(s);
 	err = targets__attach_system_lib(s);
 	if (!err)
-		err = targets__scan_all(s);
+		err = targets__scan_all(s, true);
 	if (!err)
 		log_info("tracing every process that uses CUDA (%d libcuda attached)",
 			 tracer__nr_libs(s->tracer));
@@ -208,6 +210,7 @@ int targets__start(struct targets *s)
 
 	s->wait_deadline_ns = now + s->o.wait_ms * 1000000ULL;
 	s->next_rescan_ns = now + RESCAN_ALL_NS;
+	s->next_full_rescan_ns = now + FULL_RESCAN_NS;
 	return err;
 }
 
@@ -224,8 +227,12 @@ bool targets__step(struct targets *s, uint64_t now, int *err)
 	}
 	if (s->o.all) {
 		if (now >= s->next_rescan_ns) {
+			bool full = now >= s->next_full_rescan_ns;
+
 			s->next_rescan_ns = now + RESCAN_ALL_NS;
-			if (targets__scan_all(s) == -EPERM) {
+			if (full)
+				s->next_full_rescan_ns = now + FULL_RESCAN_NS;
+			if (targets__scan_all(s, full) == -EPERM) {
 				*err = -EPERM;
 				return true;
 			}
@@ -260,6 +267,8 @@ void targets__free(struct targets *s)
 	if (s->child > 0 && !s->child_done)
 		waitpid(s->child, NULL, 0);
 	free(s->pending);
+	free(s->listed);
+	free(s->listing);
 	free(s);
 }
 
@@ -276,4 +285,10 @@ void targets__exited(struct targets *s, int pid, const char *comm)
 bool targets__scanning(const struct targets *s)
 {
 	return s->nr_pending > 0;
+}
+
+void targets__limits(const struct targets *s, uint64_t *libs_refused, uint64_t *holds_expired)
+{
+	*libs_refused = s->libs_refused;
+	*holds_expired = s->holds_expired;
 }

@@ -65,6 +65,12 @@ bool targets__lib_mapped(struct targets *tg, const struct gl_proc *r);
 void targets__exited(struct targets *tg, int pid, const char *comm);
 /* Whether scans are pending (the caller then polls more often). */
 bool targets__scanning(const struct targets *tg);
+/*
+ * What the tracer's own limits cost so far: mappings of a libcuda file past the
+ * attached files' cap (those processes are not traced), and holds the guard ended
+ * at --hold-timeout before the probes were in.
+ */
+void targets__limits(const struct targets *tg, uint64_t *libs_refused, uint64_t *holds_expired);
 /* The run-mode child: forward a signal; collect its status if it exited. */
 void targets__signal_child(struct targets *tg, int sig);
 void targets__reap_child(struct targets *tg);

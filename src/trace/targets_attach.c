@@ -43,6 +43,30 @@ static void report_attached(struct targets *s, const struct cuda_lib *lib, int n
 			 tracer__nr_probes(s->tracer));
 }
 
+/* pid maps a libcuda file past the cap of files attached at once: counted once per
+ * process and file, the file named once. */
+static void lib_cap_reached(struct targets *s, const struct cuda_lib *lib, int pid)
+{
+	struct full_lib *f = NULL;
+
+	for (int i = 0; i < s->nr_full_libs && !f; i++)
+		if (s->full_libs[i].dev == lib->dev && s->full_libs[i].ino == lib->ino)
+			f = &s->full_libs[i];
+	if (f) {
+		s->libs_refused += f->last_pid != pid;
+		f->last_pid = pid;
+		return;
+	}
+	s->libs_refused++;
+	if (s->nr_full_libs < (int)(sizeof(s->full_libs) / sizeof(s->full_libs[0])))
+		s->full_libs[s->nr_full_libs++] =
+			(struct full_lib){ .dev = lib->dev, .ino = lib->ino, .last_pid = pid };
+	log_warn("%s (PID %d) is not traced: %d libcuda files are attached already, the most "
+		 "one gpuleak attaches (files are kept until it exits); counted in "
+		 "gpuleak_cap_hits_total{cap=\"libraries\"}",
+		 lib->display, pid, GL_MAX_LIBS);
+}
+
 int targets__attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
 {
 	int n;
@@ -53,6 +77,10 @@ int targets__attach_lib(struct targets *s, const struct cuda_lib *lib, int pid)
 		return 0;
 	}
 	n = tracer__attach_lib(s->tracer, lib);
+	if (n == -ENOSPC) {
+		lib_cap_reached(s, lib, pid > 0 ? pid : s->scanning);
+		return 0;
+	}
 	if (n < 0)
 		return n; /* explained by the tracer */
 	report_attached(s, lib, n, pid);
@@ -205,9 +233,12 @@ int targets__scan_pid(struct targets *s, int pid)
 
 	if (!lib)
 		return 0;
-	if (!s->o.no_python)
-		python__attach(s->python, pid);
+	s->scanning = pid;
 	err = libcuda__find_in_process(pid, lib);
+	/* Python frames only for a process that uses CUDA, before its probes are in: the
+	 * table of Python processes is the kernel's, and holds nothing for the others */
+	if (err == 0 && !s->o.no_python)
+		python__attach(s->python, pid);
 	if (err == -ENOEXEC) {
 		unreadable_lib(s, pid, lib);
 		free(lib);
@@ -230,18 +261,65 @@ int targets__scan_pid(struct targets *s, int pid)
 	return err == -EPERM ? -EPERM : ret;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Adds pid to the listing being made. Returns 0 or -ENOMEM. */
+static int list_pid(struct targets *s, int pid)
+{
+	if (s->nr_listing == s->cap_listing) {
+		size_t cap = s->cap_listing ? 2 * s->cap_listing : 256;
+		int *p = realloc(s->listing, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->listing = p;
+		s->cap_listing = cap;
+	}
+	s->listing[s->nr_listing++] = pid;
+	return 0;
+}
+
+struct scan_ctx {
+	struct targets *s;
+	bool full;
+};
+
 static int scan_one(int pid, void *data)
 {
-	struct targets *s = data;
+	struct scan_ctx *c = data;
+	struct targets *s = c->s;
+	bool listed = s->nr_listed && bsearch(&pid, s->listed, s->nr_listed, sizeof(pid), cmp_pid);
 
-	if (pid == getpid())
+	/* a listing that could not grow only costs the next rescan more reads */
+	list_pid(s, pid);
+	if (pid == getpid() || (listed && !c->full))
 		return 0;
 	return targets__scan_pid(s, pid) == -EPERM ? -EPERM : 0;
 }
 
-int targets__scan_all(struct targets *s)
+int targets__scan_all(struct targets *s, bool full)
 {
-	return procfs__for_each_pid(scan_one, s) == -EPERM ? -EPERM : 0;
+	struct scan_ctx c = { s, full || !s->nr_listed };
+	int err, *tmp;
+	size_t cap;
+
+	s->nr_listing = 0;
+	err = procfs__for_each_pid(scan_one, &c);
+	qsort(s->listing, s->nr_listing, sizeof(*s->listing), cmp_pid);
+	/* the listing becomes the listed; the old list's buffer is the next listing's */
+	tmp = s->listed;
+	s->listed = s->listing;
+	s->nr_listed = s->nr_listing;
+	s->listing = tmp;
+	cap = s->cap_listed;
+	s->cap_listed = s->cap_listing;
+	s->cap_listing = cap;
+	return err == -EPERM ? -EPERM : 0;
 }
 
 int targets__attach_system_lib(struct targets *s)

@@ -96,8 +96,16 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
 	if (tracer__held_since(s->tracer, pid, &since))
 		since = t0;
-	if (!tracer__release(s->tracer, pid))
-		return false;
+	if (!tracer__release(s->tracer, pid)) {
+		if (!tracer__hold_expired(s->tracer, pid, &since))
+			return false;
+		s->holds_expired++;
+		log_warn("PID %d (%s) maps %s and was held %.1f s, past the hold's deadline, "
+			 "before gpuleak could attach it: the guard let it go; its first calls "
+			 "may be missed, and its figures say so",
+			 pid, r->comm, name, (now_ns() - since) / 1e9);
+		return true;
+	}
 	if (found && !stopped) {
 		log_warn("PID %d (%s) maps %s and was held, but ran on before its probes were in "
 			 "(continued by another tracer or a SIGCONT): its first calls may be "

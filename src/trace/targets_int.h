@@ -57,7 +57,21 @@ struct targets {
 	int nr_torch_denied;
 	struct lib_id bad_libs[16]; /* libcuda files that cannot be read: said once */
 	int nr_bad_libs;
-	bool hold_eperm; /* attaching for a held process was refused: stop */
+	bool hold_eperm;	/* attaching for a held process was refused: stop */
+	uint64_t holds_expired; /* holds the guard ended at their deadline (targets_hold.c) */
+	uint64_t libs_refused;	/* mappings of a libcuda file past GL_MAX_LIBS files */
+	struct full_lib {
+		dev_t dev;
+		ino_t ino;
+		int last_pid; /* the last process counted for it */
+	} full_libs[16];      /* files refused for the cap: named once each */
+	int scanning;	      /* the PID targets__scan_pid() is looking at */
+	int nr_full_libs;
+	/* -a: the PIDs of the last listing of /proc, sorted; a rescan reads only the others
+	 * (one already listed that maps a library later is seen by BPF at its mapping) */
+	int *listed, *listing;
+	size_t nr_listed, cap_listed, nr_listing, cap_listing;
+	uint64_t next_full_rescan_ns;
 };
 
 /* The named target pid, or NULL. */
@@ -89,8 +103,11 @@ int targets__try_attach(struct targets *s, struct target *t);
  * -ENOEXEC if it maps one gpuleak cannot read (said), -EPERM on privileges.
  */
 int targets__scan_pid(struct targets *s, int pid);
-/* -a: attach to every libcuda any process maps. Returns 0 or -EPERM. */
-int targets__scan_all(struct targets *s);
+/*
+ * -a: attach to every libcuda any process maps; unless full, only in processes not
+ * listed in /proc at the last scan. Returns 0 or -EPERM.
+ */
+int targets__scan_all(struct targets *s, bool full);
 /*
  * -a: the libcuda new processes would load (--libcuda, else the dynamic
  * loader's choice) is attached before any process maps it, so that they are

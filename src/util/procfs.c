@@ -8,6 +8,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,4 +320,63 @@ cleanup:
 		close(fd);
 	free(buf);
 	return err;
+}
+
+/* The first line of a small file, without its newline. Returns 0 or -errno. */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	ssize_t n = read_small_file(path, buf, len);
+
+	if (n <= 0)
+		return n ? (int)n : -ENODATA;
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Limits at or above this are cgroup v1's way of saying none. */
+#define NO_LIMIT (1ULL << 60)
+
+/* The limit and use in dir (a cgroup's directory) from the files named max and cur. */
+static int read_limit(const char *dir, const char *max_file, const char *cur_file, uint64_t *max,
+		      uint64_t *current)
+{
+	char path[PATH_MAX], v[64];
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, max_file) >= (int)sizeof(path))
+		return -ENOENT;
+	/* cgroup v2 writes "max" for no limit */
+	if (read_line(path, v, sizeof(v)) || parse_u64(v, 1, UINT64_MAX, max) || *max >= NO_LIMIT)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/%s", dir, cur_file);
+	if (read_line(path, v, sizeof(v)) || parse_u64(v, 0, UINT64_MAX, current))
+		*current = 0;
+	return 0;
+}
+
+int procfs__self_memory_limit(uint64_t *max, uint64_t *current)
+{
+	char cg[4096], dir[PATH_MAX];
+	char *line, *save = NULL;
+	ssize_t n = read_small_file("/proc/self/cgroup", cg, sizeof(cg));
+
+	if (n <= 0)
+		return -ENOENT;
+	/* cgroup v1's memory controller ("N:memory:/PATH"), else v2's one line ("0::/PATH") */
+	for (line = strtok_r(cg, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *rel = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!rel)
+			continue;
+		*ctl = '\0';
+		*rel++ = '\0';
+		if (!strcmp(ctl + 1, "memory") &&
+		    snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory%s", rel) < (int)sizeof(dir))
+			return read_limit(dir, "memory.limit_in_bytes", "memory.usage_in_bytes",
+					  max, current);
+		if (!strcmp(ctl + 1, "") && !strcmp(line, "0") &&
+		    snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", rel) < (int)sizeof(dir) &&
+		    !read_limit(dir, "memory.max", "memory.current", max, current))
+			return 0;
+	}
+	return -ENOENT;
 }

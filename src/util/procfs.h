@@ -55,6 +55,12 @@ int procfs__ns_pid(int pid);
  */
 int procfs__for_each_pid(int (*cb)(int pid, void *ctx), void *ctx);
 
+/*
+ * This process's cgroup v2 memory limit (memory.max) and use (memory.current), in bytes.
+ * Returns 0, or -ENOENT when there is no limit (none set, cgroup v1, not mounted).
+ */
+int procfs__self_memory_limit(uint64_t *max, uint64_t *current);
+
 /* Reads a whole small file into buf (NUL-terminated). Returns bytes read or -errno. */
 ssize_t read_small_file(const char *path, char *buf, size_t len);
 

@@ -317,7 +317,8 @@ static void test_text_unheld(void **state)
 	assert_string_equal(report__incomplete_why(&s, why, sizeof(why)),
 			    "PID 42 (job) mapped libcuda.so.1 and could not be held until its "
 			    "probes were in (more than --max-held processes held at once, the "
-			    "signal was refused, or it was continued by another tracer or a "
+			    "signal was refused, the hold outlasted --hold-timeout, or it was "
+			    "continued by another tracer or a "
 			    "SIGCONT): its first calls may be missing from the figures");
 	s.lost_events = 1; /* lost events come first */
 	assert_non_null(strstr(report__incomplete_why(&s, why, sizeof(why)), "events were lost"));

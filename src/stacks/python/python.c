@@ -217,8 +217,10 @@ static int configure(const struct py_publisher *pub, struct py_proc *pp)
 	if (pub->set) {
 		err = pub->set(pub->ctx, pp->pid, &walk);
 		if (err) {
-			log_warn("PID %d: cannot enable Python frames: %s", pp->pid,
-				 strerror(-err));
+			/* a full table is said once, by its writer */
+			if (err != -E2BIG)
+				log_warn("PID %d: cannot enable Python frames: %s", pp->pid,
+					 strerror(-err));
 			return err;
 		}
 	}
