@@ -63,14 +63,49 @@ int caps__limit(uint64_t keep)
 
 void caps__names(uint64_t mask, char *buf, size_t len)
 {
-	static const struct {
-		int cap;
-		const char *name;
-	} names[] = {
-		{ 0, "CAP_CHOWN" },	  { 1, "CAP_DAC_OVERRIDE" }, { 2, "CAP_DAC_READ_SEARCH" },
-		{ 19, "CAP_SYS_PTRACE" }, { 21, "CAP_SYS_ADMIN" },   { 24, "CAP_SYS_RESOURCE" },
-		{ 38, "CAP_PERFMON" },	  { 39, "CAP_BPF" },	     { 8, "CAP_SETPCAP" },
-		{ 12, "CAP_NET_ADMIN" },  { 6, "CAP_SETGID" },	     { 7, "CAP_SETUID" },
+	/* every capability of linux/capability.h, by number (0 to CAP_LAST_CAP) */
+	static const char *const names[] = {
+		"CAP_CHOWN",
+		"CAP_DAC_OVERRIDE",
+		"CAP_DAC_READ_SEARCH",
+		"CAP_FOWNER",
+		"CAP_FSETID",
+		"CAP_KILL",
+		"CAP_SETGID",
+		"CAP_SETUID",
+		"CAP_SETPCAP",
+		"CAP_LINUX_IMMUTABLE",
+		"CAP_NET_BIND_SERVICE",
+		"CAP_NET_BROADCAST",
+		"CAP_NET_ADMIN",
+		"CAP_NET_RAW",
+		"CAP_IPC_LOCK",
+		"CAP_IPC_OWNER",
+		"CAP_SYS_MODULE",
+		"CAP_SYS_RAWIO",
+		"CAP_SYS_CHROOT",
+		"CAP_SYS_PTRACE",
+		"CAP_SYS_PACCT",
+		"CAP_SYS_ADMIN",
+		"CAP_SYS_BOOT",
+		"CAP_SYS_NICE",
+		"CAP_SYS_RESOURCE",
+		"CAP_SYS_TIME",
+		"CAP_SYS_TTY_CONFIG",
+		"CAP_MKNOD",
+		"CAP_LEASE",
+		"CAP_AUDIT_WRITE",
+		"CAP_AUDIT_CONTROL",
+		"CAP_SETFCAP",
+		"CAP_MAC_OVERRIDE",
+		"CAP_MAC_ADMIN",
+		"CAP_SYSLOG",
+		"CAP_WAKE_ALARM",
+		"CAP_BLOCK_SUSPEND",
+		"CAP_AUDIT_READ",
+		"CAP_PERFMON",
+		"CAP_BPF",
+		"CAP_CHECKPOINT_RESTORE",
 	};
 	size_t n = 0;
 
@@ -83,16 +118,18 @@ void caps__names(uint64_t mask, char *buf, size_t len)
 
 		if (!(mask & (1ULL << c)))
 			continue;
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			if (names[i].cap == c)
-				name = names[i].name;
-		if (!name) {
+		if ((size_t)c < sizeof(names) / sizeof(names[0]))
+			name = names[c];
+		else {
+			/* one newer than this build: its number */
 			snprintf(other, sizeof(other), "cap_%d", c);
 			name = other;
 		}
 		w = snprintf(buf + n, len - n, "%s%s", n ? "," : "", name);
-		if (w < 0 || (size_t)w >= len - n)
+		if (w < 0 || (size_t)w >= len - n) {
+			buf[n] = '\0'; /* whole names only */
 			return;
+		}
 		n += w;
 	}
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "stacks.h"
 #include "util/htab.h"
+#include "util/log.h"
 
 struct stack_ref {
 	uint64_t first;
@@ -129,8 +130,13 @@ uint32_t stacks__intern(struct stacks *s, const struct frame *frames, uint32_t n
 	if (!s->max || s->nr_refs - 1 < s->max)
 		return insert(s, h, frames, n);
 	s->overflows++;
-	if (!s->overflow_id)
+	if (!s->overflow_id) {
 		s->overflow_id = insert(s, hash_bytes(&of, sizeof(of), 0x5eed), &of, 1);
+		log_warn("the stack table is full (--max-stacks %u): allocations at new stacks "
+			 "are counted under \"[stack table full]\" (totals stay exact; counted in "
+			 "gpuleak_cap_hits_total{cap=\"stacks\"})",
+			 s->max);
+	}
 	return s->overflow_id;
 }
 
