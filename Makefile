@@ -176,12 +176,21 @@ $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJS)
 	$(Q)$(CC) $(CFLAGS) $(INCLUDES) -Itests/unit $(LDFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka \
 		-o $@
 
+# TEST_COUNTS=FILE: each suite adds a line "LABEL PASSED FAILED" to FILE (make test's summary).
+TEST_COUNTS ?=
+SUITE := $(if $(filter 1,$(SAN)),under ASan+UBSan,plain)
+
 unit: deps $(UNIT_BINS)
-	$(Q)for t in $(UNIT_BINS); do echo "== $$t"; (cd tests/unit && ../../$$t) || exit 1; done
+	$(Q)p=0; for t in $(UNIT_BINS); do echo "== $$t"; \
+		(cd tests/unit && ../../$$t) > $(BUILD)/unit.log 2>&1; rc=$$?; cat $(BUILD)/unit.log; \
+		n=$$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' $(BUILD)/unit.log); \
+		p=$$((p + $${n:-0})); [ $$rc = 0 ] || exit 1; done; \
+		echo "unit tests ($(SUITE)): $$p passed, 0 failed"; \
+		[ -z "$(TEST_COUNTS)" ] || echo "unit_$(FLAVOUR) $$p 0" >> $(TEST_COUNTS)
 
 integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \
-		$(PYTHON) tests/integration/run.py
+		$(PYTHON) tests/integration/run.py $(if $(TEST_COUNTS),--counts $(TEST_COUNTS) integration)
 
 # The integration suite again, against gpuleak built with ASan and UBSan (the SAN=1
 # flavour, built beside the default one); any sanitizer report fails it. The fuzz tests
@@ -190,17 +199,22 @@ integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
 	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
-		$(PYTHON) tests/integration/run.py -x test_fuzz.
+		$(PYTHON) tests/integration/run.py -x test_fuzz. \
+		$(if $(TEST_COUNTS),--counts $(TEST_COUNTS) integration_san)
 
+# Ends with one line that sums up every suite it ran (scripts/test-summary).
+TEST_COUNTS_FILE := $(abspath $(OUTPUT))/test-counts
 test: deps
+	$(Q)rm -f $(TEST_COUNTS_FILE)
 	$(Q)$(MAKE) --no-print-directory gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
-	$(Q)$(MAKE) --no-print-directory fakecuda-selftest
-	$(Q)$(MAKE) --no-print-directory unit
-	$(Q)$(MAKE) --no-print-directory integration
+	$(Q)$(MAKE) --no-print-directory fakecuda-selftest && echo "selftest 1 0" >> $(TEST_COUNTS_FILE)
+	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) integration
 ifneq ($(SAN),1)
-	$(Q)$(MAKE) --no-print-directory SAN=1 unit
-	$(Q)$(MAKE) --no-print-directory integration-san
+	$(Q)$(MAKE) --no-print-directory SAN=1 TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) integration-san
 endif
+	$(Q)scripts/test-summary $(TEST_COUNTS_FILE)
 
 # The agent's image: the static binary alone, built offline with buildah into an OCI
 # layout and an oci-archive under $(OUTPUT)/image (tests/integration/test_fleet.py checks it).

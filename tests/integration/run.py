@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Runs gpuleak's integration tests: every test_* function of every test_*.py here.
 
-Usage: run.py [-k SUBSTRING] [-x SUBSTRING] [-v]
+Usage: run.py [-k SUBSTRING] [-x SUBSTRING] [-v] [--counts FILE LABEL]
 -k runs only the tests whose name (module.function) contains SUBSTRING; -x leaves out
 those that do.
 The tests load BPF programs and attach uprobes, so they need root. Nothing is
@@ -45,6 +45,8 @@ def main():
     ap.add_argument("-k", dest="pattern", default="")
     ap.add_argument("-x", dest="exclude", default="")
     ap.add_argument("-v", dest="verbose", action="store_true")
+    ap.add_argument("--counts", nargs=2, metavar=("FILE", "LABEL"),
+                    help='add a line "LABEL PASSED FAILED" to FILE')
     args = ap.parse_args()
 
     if os.geteuid() != 0:
@@ -88,6 +90,9 @@ def main():
                 print(f"FAIL sanitizer report {name}:\n{f.read()[:4000]}", flush=True)
     print(f"integration tests took {time.monotonic() - t_all:.0f} s")
     print(f"{passed} passed, {failed} failed")
+    if args.counts:
+        with open(args.counts[0], "a") as f:
+            f.write(f"{args.counts[1]} {passed} {failed}\n")
     return 1 if failed or not passed else 0
 
 
