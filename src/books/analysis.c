@@ -371,7 +371,7 @@ static bool early_staircase(const struct series *s, uint64_t now, uint64_t windo
 	out->growth_bytes_per_s = (double)(step_of(s, k)->bytes - step_of(s, 0)->bytes) /
 				  ((double)(last - step_of(s, 0)->t_ns) / NS_PER_S);
 	fmt_bytes(u64_of(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
-	say(out, VERDICT_LEAK, "+%s/s: %u equal steps of %s in %s, no plateau", b1, k,
+	say(out, VERDICT_LEAK, "+%s/s: %u equal rises of %s in %s, no plateau", b1, k,
 	    fmt_bytes(med_rise, b2, sizeof(b2)), fmt_secs(out->window_s, t1, sizeof(t1)));
 	return true;
 }
@@ -412,7 +412,7 @@ void series__classify(const struct series *s, uint64_t now_ns, struct verdict_in
 		if (out->growth_bytes_per_s <= 0)
 			out->growth_bytes_per_s = (fs.floor_now - fs.floor_first) / out->window_s;
 		fmt_bytes(u64_of(out->growth_bytes_per_s + 0.5), b1, sizeof(b1));
-		say(out, VERDICT_LEAK, "+%s/s over %s, %u steps, no plateau", b1,
+		say(out, VERDICT_LEAK, "+%s/s over %s, rose %u times, no plateau", b1,
 		    fmt_secs(out->window_s, t1, sizeof(t1)), fs.rises);
 		return;
 	}

@@ -93,8 +93,8 @@ const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len)
 	}
 	f = frame_with(st, forward);
 	say(evidence, len,
-	    "%llu of %llu allocated here are held (%s)%s%s: one more kept each "
-	    "step, as outputs or losses stored in a list are",
+	    "%llu of %llu allocated here are held (%s)%s%s: one more is kept each "
+	    "step, as when outputs or losses are stored in a list",
 	    (unsigned long long)st->outstanding_allocs, (unsigned long long)st->allocs,
 	    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])), f ? ", under " : "",
 	    f ? fn_name(f) : "");

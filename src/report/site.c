@@ -21,6 +21,26 @@ static const char *basename_of(const char *path)
 	return s ? s + 1 : path;
 }
 
+/*
+ * The length of a native function's name without the suffixes the compiler adds to
+ * the copies it makes (".constprop.0", ".isra.0", ".part.0", ".cold"): the name as
+ * its source has it.
+ */
+static int source_name_len(const char *fn)
+{
+	static const char *const clones[] = { ".constprop.", ".isra.", ".part.", ".cold",
+					      ".lto_priv.", ".clone." };
+	size_t n = strlen(fn);
+
+	for (size_t i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
+		const char *c = strstr(fn, clones[i]);
+
+		if (c && c != fn && (size_t)(c - fn) < n)
+			n = c - fn;
+	}
+	return (int)n;
+}
+
 void report__site(const struct snap_stack *st, char *buf, size_t len)
 {
 	const struct snap_frame *f = site__pick(st);
@@ -31,6 +51,10 @@ void report__site(const struct snap_stack *st, char *buf, size_t len)
 		snprintf(buf, len, "%s:%d %s%s", basename_of(f->file) ? basename_of(f->file) : "?",
 			 f->line, f->function ? f->function : "?",
 			 f->inferred ? " (inferred)" : "");
+	else if (f->function && f->file && f->line > 0)
+		snprintf(buf, len, "%.*s (%s:%d, %s)", source_name_len(f->function), f->function,
+			 basename_of(f->file), f->line,
+			 basename_of(f->module) ? basename_of(f->module) : "?");
 	else if (f->function)
 		snprintf(buf, len, "%s (%s)", f->function,
 			 basename_of(f->module) ? basename_of(f->module) : "?");

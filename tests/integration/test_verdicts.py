@@ -134,7 +134,7 @@ def test_short_staircase_is_judged_by_its_steps(tmp):
     once; a few steps are too few to tell."""
     procs, _ = trace(tmp, ["staircase"], run_ms=1000, resolution="250ms")
     st = site(procs["staircase"], "pattern_keep_output")
-    check_verdict(st, "leak", "equal steps of 1.00 MiB")
+    check_verdict(st, "leak", "equal rises of 1.00 MiB")
     check_rate(st["growth_bytes_per_s"], MIB / STEP_S, "growth of the staircase")
     procs, _ = trace(tmp, ["staircase"], run_ms=1000, resolution="250ms",
                      wl_args=("--interval-ms", "300"))

@@ -275,13 +275,13 @@ static void test_early_staircase_is_leak(void **state)
 	(void)state;
 	staircase(h, 0, 250 * MS, 13, 4 * MIB); /* 12 rises by 3 s */
 	vi = classify(h, 3 * SEC + 100 * MS);
-	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
+	assert_verdict(&vi, VERDICT_LEAK, "12 equal rises of 4.00 MiB");
 	/* a snapshot whose clock was read before its last changes were drained */
 	series__free(h->s);
 	h = hist_new(1 * SEC);
 	staircase(h, 100 * MS, 250 * MS, 13, 4 * MIB); /* the last at 3.1 s */
 	vi = classify(h, 3050 * MS);
-	assert_verdict(&vi, VERDICT_LEAK, "12 equal steps of 4.00 MiB");
+	assert_verdict(&vi, VERDICT_LEAK, "12 equal rises of 4.00 MiB");
 	assert_near(vi.growth_bytes_per_s, 4.0 * MIB / 0.250, 0.01);
 	assert_int_equal(vi.steps, 12);
 	/* 7 rises are not yet enough */
@@ -346,7 +346,7 @@ static void test_early_churn_leak(void **state)
 	(void)state;
 	churn_leak(h, 0, 3 * SEC, 64 * KIB);
 	vi = classify(h, 3 * SEC);
-	assert_verdict(&vi, VERDICT_LEAK, "equal steps of 64.00 KiB");
+	assert_verdict(&vi, VERDICT_LEAK, "equal rises of 64.00 KiB");
 	assert_near(vi.growth_bytes_per_s, 64.0 * KIB / 0.020, 0.05);
 	series__free(h->s);
 }
@@ -397,7 +397,7 @@ static void test_min_steps_boundary(void **state)
 	assert_int_equal(vi.steps, 3);
 	alloc_at(h, 800 * MS, MIB);
 	vi = classify(h, 1000 * MS);
-	assert_verdict(&vi, VERDICT_LEAK, "4 steps");
+	assert_verdict(&vi, VERDICT_LEAK, "rose 4 times");
 	series__free(h->s);
 }
 

@@ -100,6 +100,34 @@ static void test_native(void **state)
 	check_pick(&st, &fr[5], "ffi_call_unix64 (libffi.so.8)");
 }
 
+/* A native site with its source line: the function as its source names it (the
+ * compiler's clone suffixes dropped), file:line and module; a name with a dot of its own
+ * (Go's main.main) kept whole. */
+static void test_native_line(void **state)
+{
+	struct snap_frame fr[] = {
+		driver,
+		{ .kind = "native",
+		  .function = "remember_activations.constprop.0.isra.0",
+		  .module = "/opt/app/wl_demo",
+		  .file = "/src/tests/workloads/wl_demo.c",
+		  .line = 72 },
+	};
+	struct snap_frame go[] = {
+		driver,
+		{ .kind = "native",
+		  .function = "main.train",
+		  .module = "/opt/app/trainer",
+		  .file = "/src/train.go",
+		  .line = 9 },
+	};
+	struct snap_stack st = STACK(fr), g = STACK(go);
+
+	(void)state;
+	check_pick(&st, &fr[1], "remember_activations (wl_demo.c:72, wl_demo)");
+	check_pick(&g, &go[1], "main.train (train.go:9, trainer)");
+}
+
 /* Nothing better: the innermost frame, named or not. */
 static void test_innermost(void **state)
 {
@@ -189,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_native),
 		cmocka_unit_test(test_innermost),
 		cmocka_unit_test(test_api_only),
+		cmocka_unit_test(test_native_line),
 		cmocka_unit_test(test_site_skips_the_static_runtime),
 		cmocka_unit_test(test_site_skips_generated_code),
 	};
