@@ -185,8 +185,8 @@ unit: deps $(UNIT_BINS)
 		(cd tests/unit && ../../$$t) > $(BUILD)/unit.log 2>&1; rc=$$?; cat $(BUILD)/unit.log; \
 		n=$$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' $(BUILD)/unit.log); \
 		p=$$((p + $${n:-0})); [ $$rc = 0 ] || exit 1; done; \
-		echo "unit tests ($(SUITE)): $$p passed, 0 failed"; \
-		[ -z "$(TEST_COUNTS)" ] || echo "unit_$(FLAVOUR) $$p 0" >> $(TEST_COUNTS)
+		echo "unit tests ($(SUITE)): $$p passed, 0 failed" \
+		$(if $(TEST_COUNTS),&& echo "unit_$(FLAVOUR) $$p 0" >> $(TEST_COUNTS))
 
 integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)GPULEAK=$(CURDIR)/gpuleak GPULEAK_SAN=$(SAN) OUTPUT=$(abspath $(OUTPUT)) \

@@ -22,12 +22,11 @@
 const struct cli_option cli_options[] = {
 	{ "all", 'a', NULL, "every process that maps libcuda, now and later" },
 	{ "pid", 'p', "PID",
-	  "a process to trace (repeatable; attach and record\n"
-	  "also take PIDs as operands)",
+	  "a process to trace (repeatable; PIDs may also\n"
+	  "be given as operands)",
 	  "1234", COMPLETE_PID },
 	{ "interval", 'i', "T",
-	  "print a summary every T (10s; 0: never);\n"
-	  "top: redraw every T (2s)",
+	  "print a summary every T (10s; 0: never)",
 	  "10s" },
 	{ "duration", 'd', "T",
 	  "stop after T (default: when the targets exit,\n"
@@ -51,17 +50,17 @@ const struct cli_option cli_options[] = {
 	  "write a gzipped pprof profile (inuse/alloc space\n"
 	  "and objects: go tool pprof, Parca, Pyroscope)",
 	  "heap.pb.gz", F },
-	{ "top", OPT_TOP, "N", "stacks shown per process (10; top: 20; 0: all)", "20" },
+	{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
 	{ "stacks", OPT_STACKS, "MODE",
 	  "dwarf (default on x86-64: CFI unwinding in user\n"
 	  "space), fp (frame pointers, in the kernel) or none",
 	  "fp", W, "dwarf fp none" },
-	{ "stack-bytes", OPT_STACK_BYTES, "N",
+	{ "stack-bytes", OPT_STACK_BYTES, "SIZE",
 	  "user stack copied per call with dwarf (16k,\n"
 	  "256 to 32k)",
 	  "16k" },
-	{ "ringbuf-size", OPT_RINGBUF, "N",
+	{ "ringbuf-size", OPT_RINGBUF, "SIZE",
 	  "ring buffer, a power of two from 4k to 2G\n"
 	  "(128M with dwarf stacks, else 32M)",
 	  "64M" },
@@ -70,8 +69,10 @@ const struct cli_option cli_options[] = {
 	  "(1048576)",
 	  "4194304" },
 	{ "libcuda", OPT_LIBCUDA, "PATH",
-	  "the CUDA driver library to probe (run and -a;\n"
-	  "default: as the dynamic loader finds libcuda.so.1)",
+	  "with -a: the CUDA driver library new processes\n"
+	  "load, probed before any maps it (default: as\n"
+	  "the dynamic loader finds libcuda.so.1); a\n"
+	  "PID's own is found in its maps",
 	  "/usr/lib/x86_64-linux-gnu/libcuda.so.1", F },
 	{ "no-follow-forks", OPT_NO_FOLLOW, NULL, "do not trace children of the targets" },
 	{ "no-python", OPT_NO_PYTHON, NULL, "do not walk CPython frames" },
@@ -89,7 +90,7 @@ const struct cli_option cli_options[] = {
 	  "stacks for a byte-weighted sample), full (always:\n"
 	  "every block with its stack) or off",
 	  "sampled", W, "windowed sampled full off" },
-	{ "tensor-sample", OPT_TENSOR_SAMPLE, "N",
+	{ "tensor-sample", OPT_TENSOR_SAMPLE, "SIZE",
 	  "tensor-block stacks one per N bytes on\n"
 	  "average (Poisson; 0: every block; 1M with\n"
 	  "--tensors sampled)",
@@ -120,7 +121,7 @@ const struct cli_option cli_options[] = {
 	  "links refused)",
 	  "job.glr", F },
 	{ "force", OPT_FORCE, NULL, "replace an existing recording at -o FILE" },
-	{ "max-size", OPT_MAX_SIZE, "N",
+	{ "max-size", OPT_MAX_SIZE, "SIZE",
 	  "stop recording when FILE reaches N (16k or\n"
 	  "more)",
 	  "1G" },
@@ -128,7 +129,7 @@ const struct cli_option cli_options[] = {
 	  "copy the modules of recorded stacks into\n"
 	  "DIR by build-id, for report --debug-dir",
 	  "/var/lib/gpuleak/modules", D },
-	{ "keep-modules-max", OPT_KEEP_MAX, "N", "most bytes DIR may hold (2G)", "4G" },
+	{ "keep-modules-max", OPT_KEEP_MAX, "SIZE", "most bytes DIR may hold (2G)", "4G" },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR",
 	  "where modules are found by build-id\n"
 	  "(DIR/xx/yyyy[.debug]), before\n"
@@ -169,6 +170,12 @@ const struct cli_option cli_options[] = {
 	  "walked at once (4096); one past it gets native\n"
 	  "stacks, is named, and the report says so",
 	  "8192" },
+	{ "rescan", OPT_RESCAN, "T",
+	  "with -a, and serve: every process's maps read\n"
+	  "every T (1m; 1s to 1h; new processes every\n"
+	  "5s); a libcuda file no process maps for T is\n"
+	  "let go",
+	  "10m" },
 	{ "hold-timeout", OPT_HOLD_TIMEOUT, "T",
 	  "a process stopped at a library's mapping runs\n"
 	  "on after T even if its probes are not in (5s;\n"
@@ -234,7 +241,7 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid libcuda interval census max-procs " TRACE_OPTS
+		.options = "all pid libcuda interval census max-procs rescan " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
@@ -255,6 +262,11 @@ const struct cli_command cli_commands[] = {
 			"command, 126 when it cannot be run). Options end at CMD: what follows is CMD's own. Children "
 			"are traced too; the report shows the processes that used CUDA and "
 			"counts the others in one line.",
+		.option_help = (const struct cli_opt_help[]){
+			{ "libcuda", "the CUDA driver library CMD loads, probed\n"
+				     "before it starts (default: as the dynamic\n"
+				     "loader finds libcuda.so.1 for CMD)" },
+			{ NULL, NULL } },
 		.options = "libcuda interval max-procs " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak run -- python3 train.py --epochs 3\t"
@@ -279,7 +291,11 @@ const struct cli_command cli_commands[] = {
 			"site, Enter on a process shows its stacks only, h or ? help, q quits. "
 			"Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
-		.options = "all pid libcuda interval sort top " TRACE_OPTS LOG_OPTS,
+		.options = "all pid libcuda interval sort top rescan " TRACE_OPTS LOG_OPTS,
+		.option_help = (const struct cli_opt_help[]){
+			{ "interval", "redraw every T (2s)" },
+			{ "top", "stacks shown per process (20; 0: all)" },
+			{ NULL, NULL } },
 		.examples = "sudo gpuleak top\tevery process that uses CUDA\n"
 			    "sudo gpuleak top 1234 --sort bytes\t"
 			    "one process, largest holders first\n",
@@ -299,7 +315,7 @@ const struct cli_command cli_commands[] = {
 			"it without --force. With -- CMD it exits with CMD's status, as run. "
 			"--json FILE writes the session's own final report, which the report "
 			"of the recording equals.",
-		.options = "output force max-size all pid libcuda json " TRACE_OPTS
+		.options = "output force max-size all pid libcuda json rescan " TRACE_OPTS
 			   "keep-modules keep-modules-max " LOG_OPTS,
 		.examples = "sudo gpuleak record -o job.glr -- python3 train.py\t"
 			    "record a job; gpuleak report job.glr later\n"
@@ -336,7 +352,10 @@ const struct cli_command cli_commands[] = {
 			"failure seen, its cause: a leak, fragmentation, a library outside "
 			"PyTorch, a peak, or memory from before attach. It answers once: it "
 			"takes PIDs, not -a, and no --interval.",
-		.options = "pid libcuda " TRACE_OPTS REPORT_OPTS LOG_OPTS,
+		.options = "pid " TRACE_OPTS REPORT_OPTS LOG_OPTS,
+		.option_help = (const struct cli_opt_help[]){
+			{ "duration", "how long to watch before answering (1s)" },
+			{ NULL, NULL } },
 		.examples = "sudo gpuleak explain 1234\twhere PID 1234's GPU memory is, now\n"
 			    "sudo gpuleak explain 1234 --duration 10s --json -\t"
 			    "watch 10 seconds; the answer as JSON\n",
@@ -374,7 +393,7 @@ const struct cli_command cli_commands[] = {
 			"nowhere but --state-dir. GET /census?pid=N gives the census of a traced "
 			"process, read without pausing it; POST /census?pid=N&pause=1 pauses it "
 			"for the read.",
-		.options = "libcuda listen state-dir profile-dir profile-every profile-keep "
+		.options = "libcuda listen state-dir profile-dir profile-every profile-keep rescan "
 			   "max-procs " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
@@ -445,11 +464,12 @@ const struct cli_doc cli_doc = {
 		"outstanding bytes. A stack is a leak when the floor of its history keeps "
 		"rising with no plateau (a staircase); steady when it rose and plateaued, "
 		"churns around a level or returns to an old low; unknown while the evidence is "
-		"short: a staircase needs 4 steps, or 8 x --resolution of history.",
-	.values =
-		"A duration T is a number and a unit: " PARSE_DURATION_FORMS
-		"; a bare number is seconds. A size N takes k, M, G, T (powers of 1024): " PARSE_SIZE_FORMS
-		".",
+		"short. A verdict needs 8 x --resolution of history, and a leak's floor then "
+		"rose at least 4 times through more than half of it; a staircase of at least 8 "
+		"equal rises is a leak sooner, after 2 x --resolution.",
+	.durations = "A duration T is a number and a unit: " PARSE_DURATION_FORMS
+		     "; a bare number is seconds.",
+	.sizes = "A SIZE takes k, M, G, T (powers of 1024): " PARSE_SIZE_FORMS ".",
 	.overhead = "gpuleak traces the allocating and freeing functions of libcuda (and "
 		    "PyTorch's allocator probes), not kernels or copies: a program's cost grows "
 		    "with its allocation calls only, and a CUDA program that allocates up front "

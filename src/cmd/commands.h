@@ -45,6 +45,7 @@ enum {
 	OPT_MAX_HELD,
 	OPT_HOLD_TIMEOUT,
 	OPT_MAX_PY_PROCS,
+	OPT_RESCAN,
 	OPT_MAX_STACKS,
 	OPT_SORT,
 	OPT_RESOLUTION,
@@ -91,6 +92,12 @@ struct cli_option {
 	bool hidden;	     /* in no help and no completion (bench/ only) */
 };
 
+/* A subcommand's own wording of an option's help. */
+struct cli_opt_help {
+	const char *name; /* the option's long name; NULL ends the list */
+	const char *help; /* as cli_option.help */
+};
+
 struct cli_command {
 	const char *name;
 	enum gl_cmd cmd;	 /* what cli.c checks it by; CMD_NONE for none of its checks */
@@ -99,6 +106,8 @@ struct cli_command {
 	const char *description; /* a paragraph for SUBCOMMAND --help and the man page */
 	const char *options;	 /* long names of the options it takes, space-separated */
 	const char *examples;	 /* "COMMAND LINE\tWHAT IT DOES\n" per example */
+	/* options whose help says something else for this subcommand; NULL: none */
+	const struct cli_opt_help *option_help;
 	enum cli_complete operand;
 	const char *choices;  /* operand COMPLETE_WORDS: the values */
 	bool stop_at_operand; /* options end at the first operand (run: CMD's own options) */
@@ -110,7 +119,8 @@ struct cli_command {
 struct cli_doc {
 	const char *name_line;	 /* NAME: "gpuleak - ..." */
 	const char *description; /* paragraphs separated by "\n\n" */
-	const char *values;	 /* how durations and sizes are written */
+	const char *durations; /* how durations (T) are written */
+	const char *sizes;     /* how sizes (SIZE) are written */
 	const char *overhead;
 	const char *exit_status; /* "N\tmeaning\n" per status */
 	const char *see_also;

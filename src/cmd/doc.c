@@ -64,11 +64,20 @@ static int option_label(const struct cli_option *op, char *buf, size_t len)
 			op->arg ? op->arg : "");
 }
 
-static void option_help(FILE *f, const struct cli_option *op)
+/* op's help as subcommand c words it (c NULL: the general wording). */
+static const char *help_of(const struct cli_command *c, const struct cli_option *op)
+{
+	for (const struct cli_opt_help *h = c ? c->option_help : NULL; h && h->name; h++)
+		if (!strcmp(h->name, op->name))
+			return h->help;
+	return op->help;
+}
+
+static void option_help(FILE *f, const struct cli_command *c, const struct cli_option *op)
 {
 	char label[64];
 	int n = option_label(op, label, sizeof(label));
-	const char *p = op->help;
+	const char *p = help_of(c, op);
 
 	fprintf(f, "  %s", label);
 	if (n + 3 > OPT_COL)
@@ -149,7 +158,8 @@ int doc__help(FILE *f)
 	     "the version.",
 	     0);
 	fputc('\n', f);
-	wrap(f, cli_doc.values, 0);
+	wrap(f, cli_doc.durations, 0);
+	wrap(f, cli_doc.sizes, 0);
 	fputs("\nexit status: 0 ok, 1 runtime error, 2 usage error, 3 not a readable recording,\n"
 	      "4 missing privileges; run: the command's own status (128 + signal; 127: no\n"
 	      "such command, 126: it cannot be run)\n",
@@ -173,12 +183,14 @@ int doc__command_help(FILE *f, const struct cli_command *c)
 		if (!any)
 			fputs("options:\n", f);
 		any = true;
-		option_help(f, op);
+		option_help(f, c, op);
 	}
-	if (takes_values(c, "T") || takes_values(c, "N")) {
+	if (takes_values(c, "T") || takes_values(c, "SIZE"))
 		fputc('\n', f);
-		wrap(f, cli_doc.values, 0);
-	}
+	if (takes_values(c, "T"))
+		wrap(f, cli_doc.durations, 0);
+	if (takes_values(c, "SIZE"))
+		wrap(f, cli_doc.sizes, 0);
 	if (c->examples) {
 		fputs("\nexamples:\n", f);
 		examples(f, c, "  ");
@@ -322,7 +334,8 @@ int doc__man(FILE *f)
 		if (!op->hidden)
 			man_option(f, op);
 	fputs("# VALUES\n\n", f);
-	scd_paragraphs(f, cli_doc.values);
+	scd_paragraphs(f, cli_doc.durations);
+	scd_paragraphs(f, cli_doc.sizes);
 	fputs("# OVERHEAD\n\n", f);
 	scd_paragraphs(f, cli_doc.overhead);
 	fputs("# EXIT STATUS\n\n", f);

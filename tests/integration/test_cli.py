@@ -106,6 +106,47 @@ def test_help_per_subcommand(tmp):
         check(re.match(r"gpuleak \d+\.\d+\.\d+ ", out), f"gpuleak {flag}: {out!r}")
 
 
+def _options_in_help(text):
+    """The long options a help text lists, with the value each takes (None: a flag)."""
+    return {m.group(1): m.group(2) for m in
+            re.finditer(r"^  (?:-\w, |    )--([\w-]+)(?: ([A-Z]+))?", text, re.M)}
+
+
+def test_help_holds_to_the_options_taken(tmp):
+    """Each subcommand's help lists exactly the options its parser takes, says nothing of
+    other subcommands' defaults, and explains durations and sizes only where it takes
+    them (before: explain gave two defaults for --duration, top's -i described summaries,
+    -p named only attach and record, report ended on durations and sizes it takes no
+    option of, and explain listed --libcuda, which it ignored)."""
+    rc, man, _ = run_gpuleak(["man"])
+    every = {}
+    for m in re.finditer(r"^\*(?:-\w\*, \*)?--([\w-]+)\*(?: _([A-Z]+)_)?", man, re.M):
+        every[m.group(1)] = m.group(2)
+    check(len(every) > 40, f"the man page lists the options: {len(every)}")
+    for sub in ("attach", "run", "top", "record", "report", "explain", "serve", "census"):
+        rc, text, _ = run_gpuleak([sub, "--help"])
+        listed = _options_in_help(text)
+        for opt, arg in every.items():
+            if opt == "help":
+                continue
+            args = [sub, f"--{opt}"] + ([{"T": "1s", "SIZE": "64k", "N": "8"}.get(arg, "x")]
+                                         if arg else []) + ["--help"]
+            rc, _, err = run_gpuleak(args)
+            taken = "is not an option of" not in err
+            check_eq(opt in listed, taken, f"{sub} --help lists --{opt} ({err.strip()!r})")
+        check(not re.search(r"^ +(?:top|attach|record|run|explain|serve):", text, re.M),
+              f"{sub} --help words an option for another subcommand:\n{text}")
+        takes_t = any(a == "T" for a in listed.values())
+        takes_size = any(a == "SIZE" for a in listed.values())
+        check_eq("A duration T is" in text, takes_t, f"{sub} --help explains durations")
+        check_eq("A SIZE takes" in text, takes_size, f"{sub} --help explains sizes")
+    _, top, _ = run_gpuleak(["top", "--help"])
+    check("redraw every T (2s)" in top and "print a summary" not in top, top)
+    _, explain, _ = run_gpuleak(["explain", "--help"])
+    check(explain.count("(1s)") >= 1 and "when the targets exit" not in explain, explain)
+    check("attach and record" not in man, "-p is not said to be attach's and record's")
+
+
 def test_readme_usage_is_gpuleak_help(tmp):
     """The README's usage block is `gpuleak help`, word for word."""
     rc, out, _ = run_gpuleak(["help"])
