@@ -82,7 +82,9 @@ static void census_targets(struct session *s, const struct gl_opts *o, struct sn
 
 static int final_report(struct session *s, const struct gl_opts *o, struct output_files *files)
 {
-	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
+	struct text_opts to = { .max_stacks = o->top,
+				.max_frames = o->frames,
+				.all_frames = o->all_frames };
 	struct snapshot *snap;
 	char *texts[GL_MAX_PIDS] = { 0 };
 	char why[320];

@@ -83,7 +83,9 @@ int report_cmd__run(const struct gl_opts *o)
 {
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
 	struct replay_opts ro = { .dirs = dirs };
-	struct text_opts to = { .max_stacks = o->top, .max_frames = o->frames };
+	struct text_opts to = { .max_stacks = o->top,
+				.max_frames = o->frames,
+				.all_frames = o->all_frames };
 	bool text = !output__to_stdout(o);
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;

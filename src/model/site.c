@@ -50,6 +50,36 @@ static bool is_plumbing(const struct snap_frame *f)
 	return false;
 }
 
+/* The base name of f's module, or NULL. */
+static const char *module_base(const struct snap_frame *f)
+{
+	const char *base = f->module ? strrchr(f->module, '/') : NULL;
+
+	return base ? base + 1 : f->module;
+}
+
+bool site__is_plumbing(const struct snap_frame *f)
+{
+	static const char *const libs[] = { "libpython", "python3", "python2", "libffi",
+					    "_ctypes",	 "ld-linux", "libc.so", "libc-" };
+	static const char *const start[] = { "_start", "__libc_start_main",
+					     "__libc_start_call_main", "start_thread", "clone3",
+					     "clone" };
+	const char *base = module_base(f);
+
+	if (f->kind[0] == 'p' || (f->function && f->function[0] == '[' && !f->module))
+		return false; /* Python frames, and gpuleak's notes */
+	if (is_plumbing(f) && base)
+		return true;
+	for (size_t i = 0; f->function && i < sizeof(start) / sizeof(start[0]); i++)
+		if (!strcmp(f->function, start[i]))
+			return true;
+	for (size_t i = 0; base && i < sizeof(libs) / sizeof(libs[0]); i++)
+		if (!strncmp(base, libs[i], strlen(libs[i])))
+			return true;
+	return base && !strcmp(base, "python");
+}
+
 const struct snap_frame *site__pick(const struct snap_stack *st)
 {
 	const struct snap_frame *native = NULL, *python = NULL;

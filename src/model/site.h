@@ -19,4 +19,12 @@
  */
 const struct snap_frame *site__pick(const struct snap_stack *st);
 
+/*
+ * Whether f is plumbing a reader of a stack passes over: a native frame of the CUDA stack's
+ * own libraries (as above), of the Python interpreter (libpython, the python executable),
+ * of ctypes and libffi, of the dynamic loader, or of process and thread start-up (libc's,
+ * _start). Python frames and the program's own native frames are not.
+ */
+bool site__is_plumbing(const struct snap_frame *f);
+
 #endif /* GL_SITE_H */

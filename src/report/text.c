@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include "report.h"
+#include "model/site.h"
 #include "trace/probes.h"
 #include "util/fmt.h"
 
@@ -41,6 +42,32 @@ static void print_frame(FILE *f, uint32_t i, const struct snap_frame *fr)
 	fputc('\n', f);
 }
 
+/* frames[from..to), plumbing, as one line: how many, in which modules (the first three). */
+static void print_folded(FILE *f, const struct snap_frame *frames, uint32_t from, uint32_t to)
+{
+	const char *seen[3];
+	uint32_t nseen = 0;
+	bool more = false;
+
+	fprintf(f, "      #%u-#%u %u frames in ", from, to - 1, to - from);
+	for (uint32_t i = from; i < to; i++) {
+		const char *m = frames[i].module ? basename_of(frames[i].module) : "?";
+		bool dup = false;
+
+		for (uint32_t j = 0; j < nseen; j++)
+			dup |= !strcmp(seen[j], m);
+		if (dup)
+			continue;
+		if (nseen == 3) {
+			more = true;
+			continue;
+		}
+		fprintf(f, "%s%s", nseen ? ", " : "", m);
+		seen[nseen++] = m;
+	}
+	fprintf(f, "%s (--all-frames shows them)\n", more ? ", ..." : "");
+}
+
 static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 			const struct text_opts *o)
 {
@@ -71,8 +98,19 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 	}
 	if (o->max_frames && n > o->max_frames)
 		n = o->max_frames;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t end = i;
+
+		/* past the allocating call, a run of plumbing is one line */
+		while (!o->all_frames && i && end < n && site__is_plumbing(&st->frames[end]))
+			end++;
+		if (end - i >= 2) {
+			print_folded(f, st->frames, i, end);
+			i = end - 1;
+			continue;
+		}
 		print_frame(f, i, &st->frames[i]);
+	}
 	if (n < st->nframes)
 		fprintf(f, "      ... %u more frames\n", st->nframes - n);
 }

@@ -248,6 +248,54 @@ static void test_text_more_stacks_count(void **state)
 	free(out);
 }
 
+/* A ctypes call from a three-line Python loop: the interpreter's, libffi's and start-up
+ * frames fold into one line each run, the allocating call and the program's lines stay;
+ * --all-frames shows them all. */
+static void test_text_folds_plumbing(void **state)
+{
+#define NATIVE(fn, mod) { .kind = "native", .function = fn, .module = mod }
+	struct snap_frame fr[] = {
+		NATIVE("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+		NATIVE("ffi_call_unix64", "/usr/lib/libffi.so.8"),
+		NATIVE("ffi_call", "/usr/lib/libffi.so.8"),
+		NATIVE("_ctypes_callproc", "/usr/lib/_ctypes.cpython-311-x86_64-linux-gnu.so"),
+		NATIVE("_PyEval_EvalFrameDefault", "/usr/bin/python3.11"),
+		{ .kind = "python", .function = "step", .file = "/home/u/loop.py", .line = 3 },
+		NATIVE("_PyEval_EvalFrameDefault", "/usr/bin/python3.11"),
+		NATIVE("Py_RunMain", "/usr/bin/python3.11"),
+		NATIVE("__libc_start_call_main", "/usr/lib/libc.so.6"),
+		NATIVE("__libc_start_main", "/usr/lib/libc.so.6"),
+		NATIVE("_start", "/usr/bin/python3.11"),
+	};
+#undef NATIVE
+	struct snap_stack st = { .id = 1, .cls = GL_CLASS_DEVICE, .verdict = "unknown",
+				 .outstanding_bytes = 1 << 20, .outstanding_allocs = 1,
+				 .allocs = 1, .alloc_bytes = 1 << 20, .nframes = 11, .frames = fr };
+	struct text_opts o = { 0 };
+	char *out;
+
+	build();
+	procs[0].stacks = &st;
+	procs[0].nstacks = 1;
+	procs[0].nfailures = 0;
+	snap.nprocs = 1;
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "      at loop.py:3 step\n"
+				    "      #0  cuMemAlloc_v2+0x0 (libcuda.so.1)\n"
+				    "      #1-#4 4 frames in libffi.so.8, "
+				    "_ctypes.cpython-311-x86_64-linux-gnu.so, python3.11 "
+				    "(--all-frames shows them)\n"
+				    "      #5  step (/home/u/loop.py:3) [python]\n"
+				    "      #6-#10 5 frames in python3.11, libc.so.6 "
+				    "(--all-frames shows them)\n"));
+	free(out);
+	o.all_frames = true;
+	out = text_of(&snap, &o);
+	assert_null(strstr(out, "frames in"));
+	assert_non_null(strstr(out, "      #10 _start+0x0 (python3.11)\n"));
+	free(out);
+}
+
 static void test_text_lost_and_empty(void **state)
 {
 	struct text_opts o = { 0 };
@@ -497,6 +545,7 @@ int main(void)
 		cmocka_unit_test(test_text_summary),
 		cmocka_unit_test(test_text_more_stacks_count),
 		cmocka_unit_test(test_text_unheld),
+		cmocka_unit_test(test_text_folds_plumbing),
 		cmocka_unit_test(test_text_lost_and_empty),
 		cmocka_unit_test(test_json_full),
 		cmocka_unit_test(test_json_empty),
