@@ -57,7 +57,11 @@ static uint32_t add_label(struct census_walk *w, const char *s)
 	return off;
 }
 
-/* The label of a dict entry: ".name" in a __dict__, "['key']" or "[3]" in a dict. */
+/*
+ * The label of a dict entry: ".name" in a __dict__, "['key']" or "[3]" in a dict, and
+ * for a key of another type "[<TYPE @0xADDR>]", which the paths name by the key's own
+ * path where the census reached it (holders.c).
+ */
 static void key_label(struct census_walk *w, uint64_t key, bool attrs, char *buf, size_t len)
 {
 	const struct census_type *t = census__obj_type(w, key);
@@ -71,8 +75,10 @@ static void key_label(struct census_walk *w, uint64_t key, bool attrs, char *buf
 			snprintf(buf, len, "['%s']", s);
 	} else if (t && t->kind == K_INT && !census__read_int(w, key, &v)) {
 		snprintf(buf, len, "[%lld]", v);
+	} else if (t) {
+		snprintf(buf, len, "[<%s @0x%llx>]", t->name, (unsigned long long)key);
 	} else {
-		snprintf(buf, len, "[<%s key>]", t ? t->name : "unreadable");
+		snprintf(buf, len, "[<unreadable key>]");
 	}
 }
 

@@ -11,8 +11,34 @@
 #include <string.h>
 #include "census_int.h"
 
-/* The path of node i from its root, into buf. */
-static void node_path(struct census_walk *w, uint32_t i, char *buf, size_t len)
+/* Keys named by their own path at most this deep (a key whose path has a key...). */
+#define MAX_KEY_DEPTH 2
+
+static void node_path_d(struct census_walk *w, uint32_t i, char *buf, size_t len, int depth);
+
+/*
+ * One label into buf: a key of a dict that is not a str or an int ("[<TYPE @0xADDR>]")
+ * named by its own path where the census reached it ("[<Parameter __main__.w>]"), else
+ * by its type alone. Returns what snprintf returns.
+ */
+static int label_into(struct census_walk *w, const char *label, char *buf, size_t len, int depth)
+{
+	const char *at = strstr(label, " @0x"), *end;
+	unsigned long long addr;
+	uint32_t *node;
+	char path[512];
+
+	if (!at)
+		return snprintf(buf, len, "%s", label);
+	addr = strtoull(at + 4, (char **)&end, 16);
+	node = htab__lookup(w->seen, &(uint64_t){ addr });
+	if (!node || depth >= MAX_KEY_DEPTH)
+		return snprintf(buf, len, "%.*s key%s", (int)(at - label), label, end);
+	node_path_d(w, *node, path, sizeof(path), depth + 1);
+	return snprintf(buf, len, "%.*s %s%s", (int)(at - label), label, path, end);
+}
+
+static void node_path_d(struct census_walk *w, uint32_t i, char *buf, size_t len, int depth)
 {
 	uint32_t chain[MAX_DEPTH];
 	int n = 0;
@@ -24,13 +50,19 @@ static void node_path(struct census_walk *w, uint32_t i, char *buf, size_t len)
 	if (n == MAX_DEPTH)
 		used = snprintf(buf, len, "...");
 	for (int k = n - 1; k >= 0 && used < len; k--) {
-		int r = snprintf(buf + used, len - used, "%s",
-				 w->labels + w->nodes[chain[k]].label);
+		int r = label_into(w, w->labels + w->nodes[chain[k]].label, buf + used, len - used,
+				   depth);
 
 		if (r < 0)
 			break;
 		used += r;
 	}
+}
+
+/* The path of node i from its root, into buf. */
+static void node_path(struct census_walk *w, uint32_t i, char *buf, size_t len)
+{
+	node_path_d(w, i, buf, len, 0);
 }
 
 static char *path_with(struct census_walk *w, uint32_t parent, uint32_t label)
@@ -40,7 +72,7 @@ static char *path_with(struct census_walk *w, uint32_t parent, uint32_t label)
 
 	node_path(w, parent, buf, sizeof(buf));
 	n = strlen(buf);
-	snprintf(buf + n, sizeof(buf) - n, "%s", w->labels + label);
+	label_into(w, w->labels + label, buf + n, sizeof(buf) - n, 0);
 	return strdup(buf);
 }
 

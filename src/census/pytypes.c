@@ -55,6 +55,18 @@ static uint8_t builtin_kind(const char *name)
 	return K_OTHER;
 }
 
+/* The kind of a subclass of list, tuple, dict or type, by its type's flags; else K_OTHER. */
+static uint8_t subclass_kind(uint64_t flags)
+{
+	if (flags & TPF_LIST_SUBCLASS)
+		return K_LIST;
+	if (flags & TPF_TUPLE_SUBCLASS)
+		return K_TUPLE;
+	if (flags & TPF_DICT_SUBCLASS)
+		return K_DICT;
+	return flags & TPF_TYPE_SUBCLASS ? K_TYPE : K_OTHER;
+}
+
 static bool mro_has_tensor(struct census_walk *w, uint64_t mro)
 {
 	uint8_t hdr[24];
@@ -94,14 +106,10 @@ const struct census_type *census__type_of(struct census_walk *w, uint64_t addr)
 	nt.dictoffset = (int64_t)w64(b, TP_DICTOFFSET);
 	if (!(nt.flags & TPF_HEAPTYPE))
 		nt.kind = builtin_kind(nt.name);
-	else if (nt.flags & TPF_LIST_SUBCLASS)
-		nt.kind = K_LIST;
-	else if (nt.flags & TPF_TUPLE_SUBCLASS)
-		nt.kind = K_TUPLE;
-	else if (nt.flags & TPF_DICT_SUBCLASS)
-		nt.kind = K_DICT;
-	else if (nt.flags & TPF_TYPE_SUBCLASS)
-		nt.kind = K_TYPE;
+	/* subclasses, heap types or C ones (collections.OrderedDict, defaultdict), keep
+	 * their base's layout first */
+	if (nt.kind == K_OTHER)
+		nt.kind = subclass_kind(nt.flags);
 	if (is_tensor_base(nt.name) || mro_has_tensor(w, w64(b, TP_MRO)))
 		nt.kind = K_TENSOR;
 	if (nt.flags & TPF_HEAPTYPE) {

@@ -391,3 +391,52 @@ def test_census_walk_stand_in(tmp):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_census_reaches_a_model_and_its_optimizer(tmp):
+    """A torch.nn model and an Adam optimizer after a step: every parameter (in the
+    modules' _parameters, an OrderedDict up to PyTorch 2.0) and every state tensor (in
+    opt.state, a defaultdict keyed by the Parameters: exp_avg and exp_avg_sq, twice the
+    model) has a Python holder, and a state tensor's key is named by where its Parameter
+    is held (before: the parameters were reached only through param_groups, the state
+    not at all: "no Python holder")."""
+    wl = CensusWorkload(tmp)
+    wl.kill()
+    wl.truth_path = os.path.join(tmp, "optim.json")
+    wl.proc = subprocess.Popen([PYTHON, os.path.join(ROOT, "tests", "workloads",
+                                                     "py_census_optim.py"),
+                                "--truth", wl.truth_path],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    wl.pid = wl.proc.pid
+    try:
+        line = _readline(wl.proc.stdout, 60, "py_census_optim.py to say ready")
+        check(line == f"ready {wl.pid}", f"py_census_optim.py said {line!r}")
+        with open(wl.truth_path) as f:
+            truth = json.load(f)
+        rep = census(wl.pid)
+        by_data = {}
+        for t in rep["tensors"]:
+            by_data.setdefault(t["data"], []).extend(t["holders"])
+        check_eq(len(truth["params"]), 4, "two layers' weights and biases")
+        check_eq(len(truth["state"]), 12, "exp_avg, exp_avg_sq and step of each")
+        for name, want in truth["params"].items():
+            holders = by_data.get(want["data"], [])
+            idx, attr = name.split(".")
+            own = f"__main__.model._modules['{idx}']._parameters['{attr}']"
+            check(own in holders, f"parameter {name} held by {own}: {holders}")
+        for name, want in truth["state"].items():
+            holders = by_data.get(want["data"], [])
+            idx, attr, key = name.split(".")
+            param = by_data[truth["params"][f"{idx}.{attr}"]["data"]]
+            named = [h for h in holders if re.fullmatch(
+                rf"__main__\.opt\.state\[<Parameter (.*)>\]\['{key}'\]", h)]
+            check(named and named[0][len("__main__.opt.state[<Parameter "):
+                                     -len(f">]['{key}']")] in param,
+                  f"state tensor {name} held in opt.state under its Parameter, named by one "
+                  f"of that Parameter's holders {param}: {holders}")
+        check_eq(rep["no_holder"]["tensors"], 0, f"no tensor without a holder: "
+                 f"{rep['no_holder']}")
+        wl.finish()
+    finally:
+        wl.kill()
