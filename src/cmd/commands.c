@@ -377,7 +377,7 @@ const struct cli_command cli_commands[] = {
 			"with ptrace (unless --no-pause), reads its heap with process_vm_readv "
 			"and prints every live torch.Tensor, its storage and the objects that "
 			"hold it, then lets the process go. --json FILE writes the census as "
-			"JSON too ('-': JSON alone on stdout); the README has the contract. "
+			"JSON too ('-': JSON alone on stdout); docs/census.md has the contract. "
 			"attach --census joins it with the line that allocated each tensor.",
 		.options = "json no-pause max-objects max-read max-time " LOG_OPTS,
 		.examples = "sudo gpuleak census 1234\tPID 1234's tensors and their holders\n"

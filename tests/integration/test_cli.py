@@ -304,3 +304,35 @@ def test_record_progress_and_no_overwrite(tmp):
     # not a terminal: no progress line
     rc, out, err = run_gpuleak(["record", "-o", path, "--force", "--", "/bin/true"])
     check("\rrecording" not in err, f"no progress line off a terminal: {err!r}")
+
+
+def test_docs_name_every_json_field_and_links_resolve(tmp):
+    """docs/json.md names every field the JSON reporter writes (the reporters' expected
+    outputs hold them all), and every link of the README and docs/ to a file of the
+    repository reaches it."""
+    doc = open(os.path.join(ROOT, "docs", "json.md")).read()
+
+    def keys(o, out):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                out.add(k)
+                keys(v, out)
+        elif isinstance(o, list):
+            for v in o:
+                keys(v, out)
+        return out
+    fields = set()
+    for name in ("report_full.json", "report_empty.json"):
+        with open(os.path.join(ROOT, "tests", "unit", "expected", name)) as f:
+            keys(json.load(f), fields)
+    # "calls" holds one field per traced function: named by the functions' own names
+    fields -= {k for k in fields if k.startswith("cu")}
+    missing = sorted(k for k in fields if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", doc))
+    check_eq(missing, [], "JSON fields docs/json.md does not name")
+    pages = [os.path.join(ROOT, "README.md")] + [
+        os.path.join(ROOT, "docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))]
+    for page in pages:
+        text = open(page).read()
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", text):
+            path = os.path.normpath(os.path.join(os.path.dirname(page), target))
+            check(os.path.exists(path), f"{os.path.relpath(page, ROOT)} links to {target}")
