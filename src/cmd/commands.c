@@ -25,9 +25,7 @@ const struct cli_option cli_options[] = {
 	  "a process to trace (repeatable; PIDs may also\n"
 	  "be given as operands)",
 	  "1234", COMPLETE_PID },
-	{ "interval", 'i', "T",
-	  "print a summary every T (10s; 0: never)",
-	  "10s" },
+	{ "interval", 'i', "T", "print a summary every T (10s; 0: never)", "10s" },
 	{ "duration", 'd', "T",
 	  "stop after T (default: when the targets exit,\n"
 	  "or at Ctrl-C)",
@@ -267,11 +265,12 @@ const struct cli_command cli_commands[] = {
 			"command, 126 when it cannot be run). Options end at CMD: what follows is CMD's own. Children "
 			"are traced too; the report shows the processes that used CUDA and "
 			"counts the others in one line.",
-		.option_help = (const struct cli_opt_help[]){
-			{ "libcuda", "the CUDA driver library CMD loads, probed\n"
-				     "before it starts (default: as the dynamic\n"
-				     "loader finds libcuda.so.1 for CMD)" },
-			{ NULL, NULL } },
+		.option_help =
+			(const struct cli_opt_help[]){
+				{ "libcuda", "the CUDA driver library CMD loads, probed\n"
+					     "before it starts (default: as the dynamic\n"
+					     "loader finds libcuda.so.1 for CMD)" },
+				{ NULL, NULL } },
 		.options = "libcuda interval max-procs " TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak run -- python3 train.py --epochs 3\t"
@@ -297,10 +296,11 @@ const struct cli_command cli_commands[] = {
 			"Without PIDs, every process that maps libcuda. When "
 			"stdout is not a terminal it prints plain text blocks.",
 		.options = "all pid libcuda interval sort top rescan " TRACE_OPTS LOG_OPTS,
-		.option_help = (const struct cli_opt_help[]){
-			{ "interval", "redraw every T (2s)" },
-			{ "top", "stacks shown per process (20; 0: all)" },
-			{ NULL, NULL } },
+		.option_help =
+			(const struct cli_opt_help[]){
+				{ "interval", "redraw every T (2s)" },
+				{ "top", "stacks shown per process (20; 0: all)" },
+				{ NULL, NULL } },
 		.examples = "sudo gpuleak top\tevery process that uses CUDA\n"
 			    "sudo gpuleak top 1234 --sort bytes\t"
 			    "one process, largest holders first\n",
@@ -358,9 +358,10 @@ const struct cli_command cli_commands[] = {
 			"PyTorch, a peak, or memory from before attach. It answers once: it "
 			"takes PIDs, not -a, and no --interval.",
 		.options = "pid " TRACE_OPTS REPORT_OPTS LOG_OPTS,
-		.option_help = (const struct cli_opt_help[]){
-			{ "duration", "how long to watch before answering (1s)" },
-			{ NULL, NULL } },
+		.option_help =
+			(const struct cli_opt_help[]){
+				{ "duration", "how long to watch before answering (1s)" },
+				{ NULL, NULL } },
 		.examples = "sudo gpuleak explain 1234\twhere PID 1234's GPU memory is, now\n"
 			    "sudo gpuleak explain 1234 --duration 10s --json -\t"
 			    "watch 10 seconds; the answer as JSON\n",

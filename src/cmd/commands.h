@@ -120,8 +120,8 @@ struct cli_command {
 struct cli_doc {
 	const char *name_line;	 /* NAME: "gpuleak - ..." */
 	const char *description; /* paragraphs separated by "\n\n" */
-	const char *durations; /* how durations (T) are written */
-	const char *sizes;     /* how sizes (SIZE) are written */
+	const char *durations;	 /* how durations (T) are written */
+	const char *sizes;	 /* how sizes (SIZE) are written */
 	const char *overhead;
 	const char *exit_status; /* "N\tmeaning\n" per status */
 	const char *see_also;

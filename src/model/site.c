@@ -60,11 +60,12 @@ static const char *module_base(const struct snap_frame *f)
 
 bool site__is_plumbing(const struct snap_frame *f)
 {
-	static const char *const libs[] = { "libpython", "python3", "python2", "libffi",
+	static const char *const libs[] = { "libpython", "python3",  "python2", "libffi",
 					    "_ctypes",	 "ld-linux", "libc.so", "libc-" };
-	static const char *const start[] = { "_start", "__libc_start_main",
-					     "__libc_start_call_main", "start_thread", "clone3",
-					     "clone" };
+	static const char *const start[] = {
+		"_start", "__libc_start_main", "__libc_start_call_main", "start_thread", "clone3",
+		"clone"
+	};
 	const char *base = module_base(f);
 
 	if (f->kind[0] == 'p' || (f->function && f->function[0] == '[' && !f->module))

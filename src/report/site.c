@@ -28,8 +28,8 @@ static const char *basename_of(const char *path)
  */
 static int source_name_len(const char *fn)
 {
-	static const char *const clones[] = { ".constprop.", ".isra.", ".part.", ".cold",
-					      ".lto_priv.", ".clone." };
+	static const char *const clones[] = { ".constprop.", ".isra.",	   ".part.",
+					      ".cold",	     ".lto_priv.", ".clone." };
 	size_t n = strlen(fn);
 
 	for (size_t i = 0; i < sizeof(clones) / sizeof(clones[0]); i++) {
