@@ -84,7 +84,7 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 {
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
-				.all_frames = o->all_frames };
+				.full_stacks = o->full_stacks };
 	struct snapshot *snap;
 	char *texts[GL_MAX_PIDS] = { 0 };
 	char why[320];

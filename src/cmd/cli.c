@@ -272,7 +272,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (parse_u32(arg, 1, 1 << 20, &o->max_py_procs))
 			return bad_value(c, arg, "1 to 1048576");
 		return 0;
-	case OPT_ALL_FRAMES: o->all_frames = true; return 0;
+	case OPT_FULL_STACKS: o->full_stacks = true; return 0;
 	case OPT_RESCAN:
 		return parse_duration_ms(arg, 1000, 3600000, &o->rescan_ms) ?
 			       bad_duration(c, arg, " from 1s to 1h") :

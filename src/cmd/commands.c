@@ -50,7 +50,7 @@ const struct cli_option cli_options[] = {
 	  "heap.pb.gz", F },
 	{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
-	{ "all-frames", OPT_ALL_FRAMES, NULL,
+	{ "full-stacks", OPT_FULL_STACKS, NULL,
 	  "text stacks show every frame (by default a run\n"
 	  "of the interpreter's, libffi's, the CUDA\n"
 	  "libraries' or start-up frames is one line; JSON,\n"
@@ -229,7 +229,7 @@ const struct cli_option cli_options[] = {
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "                          \
 	"tensor-duty resolution max-held hold-timeout max-python-procs ranks-from-env imbalance bench-floor " \
 	"bench-torch-lib no-stack-cache "
-#define REPORT_OPTS "json folded svg pprof top frames all-frames "
+#define REPORT_OPTS "json folded svg pprof top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
 
 const struct cli_command cli_commands[] = {

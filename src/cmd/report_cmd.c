@@ -85,7 +85,7 @@ int report_cmd__run(const struct gl_opts *o)
 	struct replay_opts ro = { .dirs = dirs };
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
-				.all_frames = o->all_frames };
+				.full_stacks = o->full_stacks };
 	bool text = !output__to_stdout(o);
 	struct rec_reader *rr = NULL;
 	struct replay *rp = NULL;

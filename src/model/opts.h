@@ -99,7 +99,7 @@ struct gl_opts {
 	uint32_t profile_keep;	   /* profiles kept on disk */
 	uint32_t max_procs;	   /* processes tracked (BPF and user space) */
 	uint32_t max_held;	   /* processes held at once at a library's mapping */
-	bool all_frames;	   /* text stacks show the plumbing's frames too */
+	bool full_stacks;	   /* text stacks show the plumbing's frames too */
 	uint32_t max_py_procs;	   /* processes whose Python frames are walked (0: 4096) */
 	uint64_t rescan_ms;	   /* -a, serve: every process's maps read this often (0: 1m) */
 	uint64_t hold_timeout_ms;  /* a hold ends after this long at most (0: 5 s) */

@@ -15,7 +15,7 @@ struct text_opts {
 	uint32_t max_stacks; /* per process; 0 = all in the snapshot */
 	uint32_t max_frames; /* per stack; 0 = all */
 	bool summary;	     /* one line per process, no stacks */
-	bool all_frames;     /* every frame; else, past the allocating call, runs of plumbing
+	bool full_stacks;    /* every frame; else, past the allocating call, runs of plumbing
 				(site__is_plumbing) are one line each */
 };
 

@@ -65,7 +65,7 @@ static void print_folded(FILE *f, const struct snap_frame *frames, uint32_t from
 		fprintf(f, "%s%s", nseen ? ", " : "", m);
 		seen[nseen++] = m;
 	}
-	fprintf(f, "%s (--all-frames shows them)\n", more ? ", ..." : "");
+	fprintf(f, "%s (--full-stacks shows them)\n", more ? ", ..." : "");
 }
 
 static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
@@ -102,7 +102,7 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 		uint32_t end = i;
 
 		/* past the allocating call, a run of plumbing is one line */
-		while (!o->all_frames && i && end < n && site__is_plumbing(&st->frames[end]))
+		while (!o->full_stacks && i && end < n && site__is_plumbing(&st->frames[end]))
 			end++;
 		if (end - i >= 2) {
 			print_folded(f, st->frames, i, end);

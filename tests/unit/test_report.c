@@ -250,7 +250,7 @@ static void test_text_more_stacks_count(void **state)
 
 /* A ctypes call from a three-line Python loop: the interpreter's, libffi's and start-up
  * frames fold into one line each run, the allocating call and the program's lines stay;
- * --all-frames shows them all. */
+ * --full-stacks shows them all. */
 static void test_text_folds_plumbing(void **state)
 {
 #define NATIVE(fn, mod) { .kind = "native", .function = fn, .module = mod }
@@ -284,12 +284,12 @@ static void test_text_folds_plumbing(void **state)
 				    "      #0  cuMemAlloc_v2+0x0 (libcuda.so.1)\n"
 				    "      #1-#4 4 frames in libffi.so.8, "
 				    "_ctypes.cpython-311-x86_64-linux-gnu.so, python3.11 "
-				    "(--all-frames shows them)\n"
+				    "(--full-stacks shows them)\n"
 				    "      #5  step (/home/u/loop.py:3) [python]\n"
 				    "      #6-#10 5 frames in python3.11, libc.so.6 "
-				    "(--all-frames shows them)\n"));
+				    "(--full-stacks shows them)\n"));
 	free(out);
-	o.all_frames = true;
+	o.full_stacks = true;
 	out = text_of(&snap, &o);
 	assert_null(strstr(out, "frames in"));
 	assert_non_null(strstr(out, "      #10 _start+0x0 (python3.11)\n"));
