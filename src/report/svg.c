@@ -14,6 +14,7 @@
 #include <string.h>
 #include "report.h"
 #include "svg_assets.h"
+#include "model/site.h"
 #include "xml.h"
 #include "trace/probes.h"
 #include "util/fmt.h"
@@ -33,6 +34,8 @@ enum { V_LEAK, V_STEADY, V_UNKNOWN, V_NR };
 
 struct node {
 	char *name, *where;
+	double growth; /* a leaking stack's site: its growth (bytes/s), else 0 */
+	int line;      /* ... and a native site's line (0: none, or lines that differ) */
 	uint64_t bytes, allocs, x;
 	uint64_t by_verdict[V_NR];
 	uint32_t parent, child, next, depth; /* child, next: 0 = none */
@@ -179,6 +182,7 @@ static void charge(struct node *n, const struct snap_stack *st)
 
 static int add_stack(struct tree *t, const struct snap_proc *p, const struct snap_stack *st)
 {
+	const struct snap_frame *site = site__pick(st);
 	char name[NAME_LEN], where[NAME_LEN];
 	int id;
 
@@ -196,6 +200,14 @@ static int add_stack(struct tree *t, const struct snap_proc *p, const struct sna
 		if (id < 0)
 			return id;
 		charge(&t->n[id], st);
+		/* the leak's own line carries its rate, on the frame rather than on hover */
+		if (fr == site && !strcmp(st->verdict, "leak") && st->growth_bytes_per_s > 0) {
+			struct node *n = &t->n[id];
+			int line = fr->kind[0] == 'n' && fr->file ? fr->line : 0;
+
+			n->line = n->growth == 0 ? line : n->line == line ? line : 0;
+			n->growth += st->growth_bytes_per_s;
+		}
 	}
 	return 0;
 }
@@ -238,15 +250,33 @@ static int layout(struct tree *t)
 	return 0;
 }
 
+/*
+ * A frame's colour says whether what it holds leaks, then whose code it is: every byte
+ * judged a leak is in bright reds and oranges, a share of it in salmon, memory that does
+ * not leak in quiet blues, sands and greys (a frame's own hash spreads the shades).
+ */
 static void put_fill(FILE *f, const struct node *n)
 {
-	/* base colour and spread: grey, grey, Python blue, libcuda red, native orange */
-	static const int col[][6] = {
-		[N_ROOT] = { 185, 185, 190, 20, 20, 20 },  [N_PROC] = { 185, 185, 190, 20, 20, 20 },
-		[N_PYTHON] = { 70, 150, 225, 40, 50, 25 }, [N_CUDA] = { 215, 55, 50, 35, 40, 30 },
-		[N_NATIVE] = { 235, 140, 40, 20, 80, 40 },
+	/* base colour and spread, by kind: root, process, Python, libcuda, native */
+	static const int quiet[][6] = {
+		[N_ROOT] = { 200, 200, 204, 15, 15, 15 },
+		[N_PROC] = { 200, 200, 204, 15, 15, 15 },
+		[N_PYTHON] = { 150, 185, 215, 30, 30, 25 },
+		[N_CUDA] = { 196, 196, 202, 25, 25, 25 },
+		[N_NATIVE] = { 214, 204, 178, 25, 25, 25 },
 	};
-	const int *c = col[n->kind];
+	static const int leak[][6] = {
+		[N_ROOT] = { 200, 60, 45, 30, 30, 20 },	  [N_PROC] = { 200, 60, 45, 30, 30, 20 },
+		[N_PYTHON] = { 215, 45, 40, 35, 35, 25 }, [N_CUDA] = { 190, 35, 35, 30, 25, 20 },
+		[N_NATIVE] = { 235, 95, 25, 20, 55, 25 },
+	};
+	static const int part[6] = { 240, 160, 130, 12, 30, 30 };
+	const int *c = quiet[n->kind];
+
+	if (n->bytes && n->by_verdict[V_LEAK] == n->bytes)
+		c = leak[n->kind];
+	else if (n->by_verdict[V_LEAK])
+		c = part;
 	double v = hash_bytes(n->name, strlen(n->name), 0) % 1000 / 1000.0;
 
 	fprintf(f, "rgb(%d,%d,%d)", c[0] + (int)(c[3] * v), c[1] + (int)(c[4] * v),
@@ -279,16 +309,42 @@ static void put_classes(FILE *f, const struct node *n)
 			fprintf(f, "%s%s", shown++ ? ", " : "", class__name(c));
 }
 
+/*
+ * What a frame shows: its name, or for a leak's site its rate and (native) line first,
+ * so that they show in a narrow frame: "+40.00 MiB/s wl_demo.c:72 remember_activations".
+ */
+static void node_label(const struct node *n, char *buf, size_t len)
+{
+	const char *file = strrchr(n->where, ' ');
+	char b[32];
+
+	if (n->growth <= 0) {
+		snprintf(buf, len, "%s", n->name);
+		return;
+	}
+	fmt_bytes(u64_of(n->growth), b, sizeof(b));
+	if (n->line)
+		snprintf(buf, len, "+%s/s %s:%d %s", b, base_name(file ? file + 1 : n->where),
+			 n->line, n->name);
+	else
+		snprintf(buf, len, "+%s/s %s", b, n->name);
+}
+
 static void put_node(FILE *f, const struct tree *t, const struct node *n, double scale, double full)
 {
 	double x = PAD + n->x * scale, w = n == t->n ? full : n->bytes * scale;
 	double y = TOP + (double)(t->maxdepth - n->depth) * ROW;
-	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0, len = xml__chars(n->name);
-	char b[32];
+	size_t fit = w > 6 ? (size_t)((w - 6) / CHAR_W) : 0;
+	char b[32], label[NAME_LEN + 96];
 
+	node_label(n, label, sizeof(label));
 	fprintf(f, "<g class=\"f%s\" data-n=\"",
 		n->bytes && n->by_verdict[V_LEAK] == n->bytes ? " leak" : "");
 	xml__put(f, n->name, SIZE_MAX);
+	if (n->growth > 0) { /* what the frame shows when it differs from its name */
+		fputs("\" data-l=\"", f);
+		xml__put(f, label, SIZE_MAX);
+	}
 	fputs("\" data-w=\"", f);
 	xml__put(f, n->where, SIZE_MAX);
 	fprintf(f, "\" data-x=\"%llu\" data-v=\"%llu\" data-d=\"%u\" data-a=\"%llu\" data-c=\"",
@@ -308,10 +364,10 @@ static void put_node(FILE *f, const struct tree *t, const struct node *n, double
 	put_fill(f, n);
 	/* the baseline TEXT_RISE above the bottom: underscores clear a leak's outline */
 	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + ROW - TEXT_RISE);
-	if (fit >= 3 && len <= fit) {
-		xml__put(f, n->name, len);
+	if (fit >= 3 && xml__chars(label) <= fit) {
+		xml__put(f, label, SIZE_MAX);
 	} else if (fit >= 3) {
-		xml__put(f, n->name, fit - 2);
+		xml__put(f, label, fit - 2);
 		fputs("..", f);
 	}
 	fputs("</text></g>\n", f);
@@ -381,9 +437,9 @@ static void put_legend(FILE *f)
 	static const struct {
 		const char *fill, *label;
 	} items[] = {
-		{ "rgb(90,175,238)", "Python" },      { "rgb(232,75,65)", "native, libcuda" },
-		{ "rgb(245,180,60)", "native" },      { "rgb(195,195,200)", "process" },
-		{ "rgb(230,0,230)", "search match" },
+		{ "rgb(220,55,45)", "leak" },		{ "rgb(246,175,150)", "part leaks" },
+		{ "rgb(165,200,228)", "Python" },	{ "rgb(226,216,190)", "native" },
+		{ "rgb(208,208,214)", "CUDA library" }, { "rgb(230,0,230)", "search match" },
 	};
 	int x = PAD;
 
@@ -397,7 +453,7 @@ static void put_legend(FILE *f)
 	fprintf(f,
 		"<rect x=\"%d\" y=\"48\" width=\"12\" height=\"12\" fill=\"#fff\" "
 		"stroke=\"#8b0000\" stroke-width=\"1.5\"/><text x=\"%d\" y=\"58\">"
-		"every byte under it judged a leak</text>\n",
+		"outline: every byte under it judged a leak</text>\n",
 		x, x + 16);
 }
 
@@ -417,11 +473,12 @@ static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts 
 	fprintf(f,
 		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"gl\" "
-		"width=\"%u\" height=\"%u\" viewBox=\"0 0 %u %u\" data-width=\"%u\" "
+		"width=\"100%%\" viewBox=\"0 0 %u %u\" preserveAspectRatio=\"xMinYMin meet\" "
+		"data-width=\"%u\" "
 		"data-charw=\"%.1f\">\n<style><![CDATA[\n%s]]></style>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#f6f6f4\"/>\n"
 		"<text id=\"gl-title\" x=\"%u\" y=\"22\" text-anchor=\"middle\">",
-		width, height, width, height, width, CHAR_W, svg__style, width / 2);
+		width, height, width, CHAR_W, svg__style, width / 2);
 	xml__put(f, title, SIZE_MAX);
 	fprintf(f,
 		"</text>\n<text class=\"sub\" x=\"%u\" y=\"39\" text-anchor=\"middle\">"
