@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "gpu/sampler.h"
 #include "model/session.h"
+#include "model/site.h"
 #include "model/snapshot.h"
 #include "report/report.h"
 #include "top.h"
@@ -46,6 +47,8 @@ struct view {
 	bool editing;	      /* typing the filter */
 	int only_pid;	      /* Enter on a process: only its stacks; 0 for all */
 	bool help;
+	int open_pid;	  /* Enter on a stack: its frames are shown (0: none) */
+	uint32_t open_id; /* ... the stack's id */
 	uint32_t max_stacks;
 	struct row *procs, *stacks;
 	size_t nprocs, nstacks;
@@ -278,10 +281,23 @@ static void proc_line(int y, int attr, const struct row *r)
 		     p->exited ? "exited" : "run");
 }
 
+/* Colour pairs, where the terminal has colours. */
+enum { PAIR_LEAK = 1 };
+
+/* How a stack's row is drawn for its verdict: a leak in bold red, unknown dim. */
+static int verdict_attr(const char *verdict)
+{
+	if (!strcmp(verdict, "leak"))
+		return A_BOLD | (has_colors() ? COLOR_PAIR(PAIR_LEAK) : 0);
+	return strcmp(verdict, "unknown") ? A_NORMAL : A_DIM;
+}
+
 static void stack_line(int y, int attr, const struct row *r)
 {
 	char b[32], g[32];
 
+	if (!(attr & A_REVERSE))
+		attr |= verdict_attr(r->st->verdict);
 	fmt_bytes(r->st->outstanding_bytes, b, sizeof(b));
 	fmt_rate(r->st->growth_bytes_per_s, g, sizeof(g));
 	if (COLS >= 100)
@@ -337,8 +353,9 @@ static const char *const help_lines[] = {
 	"  PgUp/PgDn       a page up or down",
 	"  Home/End        first or last row",
 	"  Tab             processes <-> stacks",
-	"  Enter           stacks of this process only",
-	"                  (again: every process)",
+	"  Enter           on a process: its stacks only",
+	"                  (again: every process);",
+	"                  on a stack: its frames",
 	"  s               next sort: growth, bytes, name",
 	"  g / b / n       sort by growth / bytes / name",
 	"  /               filter by name, PID or site",
@@ -355,6 +372,52 @@ static void draw_help(void)
 		line(i, i ? A_NORMAL : A_BOLD, "%s", help_lines[i]);
 }
 
+/*
+ * The frames of the open stack, innermost first, the plumbing folded as in the text
+ * report. Returns false when that stack is not in the lists any more.
+ */
+static bool draw_frames(const struct view *v)
+{
+	const struct row *r = NULL;
+	char name[256], b[32];
+	int y = 0;
+
+	for (size_t i = 0; i < v->nstacks && !r; i++)
+		if (v->stacks[i].p->pid == v->open_pid && v->stacks[i].st->id == v->open_id)
+			r = &v->stacks[i];
+	if (!r)
+		return false;
+	line(y++, A_BOLD, "PID %d: %s %s, %s", r->p->pid, class__name(r->st->cls),
+	     fmt_bytes(r->st->outstanding_bytes, b, sizeof(b)), r->st->verdict);
+	if (r->st->why)
+		line(y++, verdict_attr(r->st->verdict), "  %s", r->st->why);
+	if (r->st->pattern)
+		line(y++, A_NORMAL, "  hint: %s? %s", r->st->pattern, r->st->evidence);
+	line(y++, A_NORMAL, "  at %s", r->site);
+	for (uint32_t i = 0; i < r->st->nframes && y < LINES - 1; i++) {
+		const struct snap_frame *f = &r->st->frames[i];
+		uint32_t end = i;
+
+		while (i && end < r->st->nframes && site__is_plumbing(&r->st->frames[end]))
+			end++;
+		if (end - i >= 2) {
+			line(y++, A_DIM, "  #%-3u %u frames of plumbing", i, end - i);
+			i = end - 1;
+			continue;
+		}
+		report__frame_name(f, name, sizeof(name));
+		if (f->kind[0] == 'p')
+			line(y++, A_NORMAL, "  #%-3u %s (%s:%d)", i, name, f->file ? f->file : "?",
+			     f->line);
+		else if (f->file && f->line)
+			line(y++, A_NORMAL, "  #%-3u %s  %s:%d", i, name, f->file, f->line);
+		else
+			line(y++, A_NORMAL, "  #%-3u %s", i, name);
+	}
+	line(LINES - 1, A_REVERSE, "any key: back to the lists");
+	return true;
+}
+
 static void draw(struct view *v, const struct snapshot *s, const struct nvml_sample *nv)
 {
 	int y = 0, avail, proc_rows, stack_rows;
@@ -365,6 +428,11 @@ static void draw(struct view *v, const struct snapshot *s, const struct nvml_sam
 		refresh();
 		return;
 	}
+	if (v->open_pid && draw_frames(v)) {
+		refresh();
+		return;
+	}
+	v->open_pid = 0; /* gone from the lists */
 	line(y++, A_BOLD, "gpuleak top - %.0f s, %u process%s, %llu lost%s  sort: %s%s%s%s",
 	     s->duration_s, s->nprocs, s->nprocs == 1 ? "" : "es",
 	     (unsigned long long)s->lost_events, s->complete ? "" : " (incomplete)",
@@ -446,6 +514,10 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 		*rebuild = filter_key(v, c);
 		return false;
 	}
+	if (v->open_pid && c != KEY_RESIZE) {
+		v->open_pid = 0;
+		return false;
+	}
 	if (v->help && c != KEY_RESIZE) {
 		v->help = false;
 		return c == 'q' || c == 'Q';
@@ -485,6 +557,11 @@ static bool handle_key(struct view *v, int c, bool *rebuild)
 			v->only_pid = v->only_pid == pid ? 0 : pid;
 			v->sel[PANE_STACKS] = v->first[PANE_STACKS] = 0;
 			*rebuild = true;
+		} else if (v->pane == PANE_STACKS && v->nstacks) {
+			const struct row *r = &v->stacks[v->sel[PANE_STACKS]];
+
+			v->open_pid = r->p->pid;
+			v->open_id = r->st->id;
 		}
 		break;
 	default: break;
@@ -564,6 +641,11 @@ static int draw_loop(struct session *s, const struct gl_opts *o)
 	noecho();
 	nonl();
 	keypad(stdscr, TRUE);
+	if (has_colors()) {
+		start_color();
+		use_default_colors();
+		init_pair(PAIR_LEAK, COLOR_RED, -1);
+	}
 	timeout(STEP_MS);
 	curs_set(0);
 	set_escdelay(25);

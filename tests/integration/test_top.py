@@ -59,8 +59,8 @@ def check_layout(lines, cols, rows, pid):
         check(len(line) <= cols, f"a line wider than {cols} columns: {line!r}")
     check(any(re.match(r"GPU0 used \S+ \S+ \(\d+%\)\s+free 10\.00 GiB", l) for l in lines),
           f"a header for the GPU with NVML's used and free: {lines[:3]}")
-    stack = [l for l in lines if re.match(rf"\s*{pid} +[\d.]+ \w?i?B +\S+ +(leak|unknown) +"
-                                          r"leak_site_staircase", l)]
+    stack = [l for l in lines if re.match(rf"\s*{pid} +[\d.]+ \w?i?B +(?:0|[+-][\d.]+ \w?i?B/s) "
+                                          r"+(leak|unknown) +leak_site_staircase", l)]
     check(stack, f"the leaking stack, on one line, with its site: {lines}")
 
 
@@ -130,6 +130,21 @@ def test_top_in_a_terminal(tmp):
         t.keys("Tab", "Down", "j", "k")
         t.wait_screen(lambda s: any("leak_site_staircase" in l for l in sel()),
                       "the stack selected after Tab")
+        # Enter on a stack: its frames, the allocating call first; any key goes back
+        t.keys("Enter")
+        t.wait_screen(lambda s: s[0].startswith(f"PID {wl.pid}: device") and
+                      any(re.match(r"\s+#0\s+cuMemAlloc_v2", l) for l in s) and
+                      any("leak_site_staircase" in l for l in s[1:]) and
+                      s[-1].startswith("any key"), "the stack's frames", whole=False)
+        t.keys("x")
+        t.wait_screen(lambda s: s[0].startswith("gpuleak top - "), "back to the lists")
+        # a leak's row is red once it is judged a leak (and not selected)
+        t.keys("Tab")
+        t.wait_screen(lambda s: any("leak_site_staircase" in l and " leak " in l and
+                                    re.search(r"\x1b\[[0-9;]*31m", l) for l in
+                                    t.tmux("capture-pane", "-p", "-e", "-t", "t").split("\n")),
+                      "the leak's row in red")
+        t.keys("Tab")
         # Enter on a process: its stacks only
         t.keys("Tab", "Enter")
         t.wait_screen(lambda s: "(one process)" in s[0], "Enter: one process's stacks")
