@@ -219,6 +219,12 @@ static int draw_gpus(int y, int max_lines, const struct snapshot *s, const struc
 				ndev = row + 1;
 		}
 	}
+	/* a machine with one GPU: device memory of no known device is on it */
+	if (nv && nv->ndevices == 1 && unknown) {
+		traced[0] += unknown;
+		growth[0] += unknown_growth;
+		unknown = 0;
+	}
 	if (nv && (int)nv->ndevices > ndev)
 		ndev = nv->ndevices < MAX_GPUS ? (int)nv->ndevices : MAX_GPUS;
 	for (int d = 0; d < ndev && shown < max_lines; d++, shown++) {

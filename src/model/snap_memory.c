@@ -71,7 +71,8 @@ static bool fits(const struct snap_proc *sp, int ord, uint64_t used)
  * read), in its own order: an ordinal names a GPU only when the counts match,
  * one for one (basis "one"), or in ascending order on both sides when every
  * ordinal's bytes fit under NVML's figure for its GPU ("order"), or, for two,
- * in the only order the bytes allow ("bytes").
+ * in the only order the bytes allow ("bytes"); and the machine's only GPU is the
+ * one ordinal of a process NVML lists nowhere ("only").
  */
 static void map_gpus(const struct nvml_sample *n, int pid, struct snap_proc *sp)
 {
@@ -92,6 +93,15 @@ static void map_gpus(const struct nvml_sample *n, int pid, struct snap_proc *sp)
 			return;
 		used[ngpus] = u;
 		gpus[ngpus++] = i;
+	}
+	/* NVML lists the process on no GPU (it often lists none of another PID namespace,
+	 * a container's), and the machine has one: the process's one ordinal is that GPU */
+	if (!ngpus && nords == 1 && n->ndevices == 1) {
+		sp->gpus[ords[0]].nvml_index = 0;
+		snprintf(sp->gpus[ords[0]].uuid, sizeof(sp->gpus[ords[0]].uuid), "%s",
+			 n->devs[0].uuid);
+		sp->gpu_basis = "only";
+		return;
 	}
 	if (!nords || (uint32_t)nords != ngpus)
 		return;

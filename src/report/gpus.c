@@ -84,7 +84,9 @@ void report__gpus_text(FILE *f, const struct snapshot *s, const struct snap_proc
 		print_gpu(f, p, d);
 		first = false;
 	}
-	if (p->gpu_basis && strcmp(p->gpu_basis, "one"))
+	if (p->gpu_basis && !strcmp(p->gpu_basis, "only"))
+		fputs(" (the machine's only GPU)", f);
+	else if (p->gpu_basis && strcmp(p->gpu_basis, "one"))
 		fprintf(f, " (ordinals matched to NVML by %s)", p->gpu_basis);
 	fputc('\n', f);
 	if (!im->found)

@@ -101,6 +101,10 @@ def test_top_in_a_terminal(tmp):
     wl, t = start_top(tmp, GPULEAK, f"LD_LIBRARY_PATH={libdir}")
     try:
         lines = leak_on_screen(t, wl, "top's screen")
+        # NVML lists the process nowhere, but the machine has one GPU: it is that one
+        t.wait_screen(lambda s: not any(l.startswith("GPU?") for l in s) and
+                      any(l.startswith("GPU0 ") and "traced 0 B" not in l for l in s),
+                      "the traced memory on GPU0, not GPU?")
         check(any(re.match(r"\s+PID COMM +DEVICE +TORCH +GROWTH", l) for l in lines),
               f"the process list's columns at 80: {lines}")
         # sort keys
