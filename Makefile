@@ -195,11 +195,12 @@ integration: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 # The integration suite again, against gpuleak built with ASan and UBSan (the SAN=1
 # flavour, built beside the default one); any sanitizer report fails it. The fuzz tests
 # do not run gpuleak (their targets are built with the sanitizers): they run once, in
-# 'integration'.
+# 'integration'; so do the benchmarks' smoke tests, which check the benchmark scripts
+# (gpuleak's paths they take are the other tests' too).
 integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 	$(Q)$(MAKE) --no-print-directory SAN=1 $(OUTPUT)/san/gpuleak
 	$(Q)GPULEAK=$(abspath $(OUTPUT))/san/gpuleak GPULEAK_SAN=1 OUTPUT=$(abspath $(OUTPUT)) \
-		$(PYTHON) tests/integration/run.py -x test_fuzz. \
+		$(PYTHON) tests/integration/run.py -x test_fuzz.,test_bench_smoke. \
 		$(if $(TEST_COUNTS),--counts $(TEST_COUNTS) integration_san)
 
 # Ends with one line that sums up every suite it ran (scripts/test-summary).

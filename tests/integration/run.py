@@ -4,7 +4,7 @@
 
 Usage: run.py [-k SUBSTRING] [-x SUBSTRING] [-v] [--counts FILE LABEL]
 -k runs only the tests whose name (module.function) contains SUBSTRING; -x leaves out
-those that do.
+those that contain any of its comma-separated SUBSTRINGs.
 The tests load BPF programs and attach uprobes, so they need root. Nothing is
 skipped: without the privileges, the tests fail. The last line is
 'N passed, N failed'.
@@ -35,7 +35,8 @@ def load_tests(pattern, exclude):
             fn = getattr(mod, attr)
             if attr.startswith("test_") and callable(fn):
                 full = f"{name[:-3]}.{attr}"
-                if (not pattern or pattern in full) and not (exclude and exclude in full):
+                if (not pattern or pattern in full) and not any(
+                        x and x in full for x in exclude.split(",")):
                     tests.append((full, fn))
     return tests
 

@@ -209,11 +209,11 @@ def test_libcuda_files_past_the_cap_are_named(tmp):
 
 
 def test_two_records_to_one_path(tmp):
-    """Two `record -o F` started at once, six times over: one is refused with one line, the
+    """Two `record -o F` started at once, four times over: one is refused with one line, the
     other's recording is whole (gpuleak report reads it to its end)."""
     from harness import GPULEAK, run_gpuleak
     wl = os.path.join(WORKLOADS, "wl_basic")
-    for i in range(6):
+    for i in range(4):
         path = os.path.join(tmp, f"job{i}.glr")
         procs = [subprocess.Popen([GPULEAK, "record", "-q", "-o", path, "--", wl, "--no-wait"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -364,3 +364,28 @@ def test_memory_cgroup_too_small_is_said_before_loading(tmp):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def test_libcuda_files_no_process_maps_are_let_go(tmp):
+    """70 copies of libcuda mapped in batches, each batch's processes gone before the next
+    (images with their own cuda-compat copy, over months): a file no process maps for a
+    whole --rescan is detached, its slot serves a new file, and every process is traced,
+    books exact; the report is complete."""
+    from harness import check_books
+    tr = Tracer(["attach", "-a", "-i", "0", "-v", "--rescan", "1s", "--libcuda", FAKECUDA],
+                tmp)
+    tr.wait_attached()
+    truths = []
+    for batch in range(7):
+        for i in range(10):
+            truths.append(_run_dlopen(tmp, _copy(tmp, f"c{batch}-{i}"), timeout=30)[1])
+        time.sleep(2.5)  # two full rescans: the batch's files are let go
+    tr.stop()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep, err = tr.report(), tr.stderr()
+    check("no process maps" in err and "is not traced" not in err, err[-3000:])
+    for truth in truths:
+        check_books(rep, process(rep, truth["pid"]), truth)
+    caps = rep["caps"]["max_libraries"]
+    check_eq(caps["reached"], False, f"the cap never bit: {caps}")
+    check(rep["complete"], rep["incomplete_why"])
