@@ -408,6 +408,7 @@ static int setup(struct session *s)
 		.no_torch = o->no_torch,
 		.torch = o->torch,
 		.keep_going = o->cmd == CMD_SERVE,
+		.rescan_ms = o->rescan_ms,
 	};
 	struct py_publisher pub;
 

@@ -463,6 +463,7 @@ void tracer__free(struct tracer *t)
 		for (int j = 0; j < t->libs[i].nr_links; j++)
 			bpf_link__destroy(t->libs[i].links[j]);
 		free(t->libs[i].links);
+		free(t->libs[i].users);
 		for (int j = 0; j < 2; j++)
 			if (t->libs[i].multi_fds[j] >= 0)
 				close(t->libs[i].multi_fds[j]);
@@ -510,7 +511,7 @@ bool tracer__uses_multi_links(const struct tracer *t)
 
 int tracer__nr_libs(const struct tracer *t)
 {
-	return t->nr_libs;
+	return t->nr_libs_in_use;
 }
 
 /* The reads from now on end once they have taken ns (0: no limit); t->yielded says so. */

@@ -103,7 +103,23 @@ int tracer__forget_tensors_pid(struct tracer *t, int pid, uint64_t *forgotten);
 
 /* Number of probes (entry + return) attached over all libraries. */
 int tracer__nr_probes(const struct tracer *t);
+/* Library files attached now. */
 int tracer__nr_libs(const struct tracer *t);
+/*
+ * Library files no process maps any more are detached (-a, serve), so that their
+ * slots serve new files and a deleted file is let go. Each file keeps the processes
+ * (PID and start time) seen mapping it: by a scan (tracer__lib_seen, a stat()
+ * identity) and by every mapping's record, whether the maps of that process can be
+ * read or not (tracer__lib_mapped, the kernel's identity); a pinned file (the one new
+ * processes load) stays. tracer__detach_unused() detaches each file none of whose
+ * processes lives and that was not seen since since_ns: the file is first made
+ * unhandled (a mapping from then on is held), the ring read to where it stands, and a
+ * file a process mapped meanwhile is kept. Returns how many were detached.
+ */
+void tracer__pin_lib(struct tracer *t, dev_t dev, ino_t ino);
+void tracer__lib_seen(struct tracer *t, dev_t dev, ino_t ino, int pid);
+void tracer__lib_mapped(struct tracer *t, __u64 kdev, __u64 kino, int pid);
+int tracer__detach_unused(struct tracer *t, uint64_t since_ns);
 /* Whether libraries are attached with uprobe_multi links (else one perf event per probe). */
 bool tracer__uses_multi_links(const struct tracer *t);
 /*
@@ -118,6 +134,10 @@ bool tracer__uses_multi_links(const struct tracer *t);
  */
 int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino);
 int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino);
+/* The file is not handled any more: a process mapping it is held again. */
+void tracer__file_unhandled(struct tracer *t, dev_t dev, ino_t ino);
+/* The kernel's dev_t (s_dev) of a dev_t as stat() gives it. */
+__u64 tracer__kernel_dev(dev_t dev);
 /* Releases pid (SIGCONT) if BPF holds it. Returns whether it was held. */
 bool tracer__release(struct tracer *t, int pid);
 /*

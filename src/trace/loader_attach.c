@@ -18,13 +18,20 @@
 #include "probes.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/procfs.h"
+
+/* The slot of the library with this identity, or -1. */
+static int lib_slot(const struct tracer *t, dev_t dev, ino_t ino)
+{
+	for (int i = 0; i < t->nr_libs; i++)
+		if (t->libs[i].used && t->libs[i].dev == dev && t->libs[i].ino == ino)
+			return i;
+	return -1;
+}
 
 bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino)
 {
-	for (int i = 0; i < t->nr_libs; i++)
-		if (t->libs[i].dev == dev && t->libs[i].ino == ino)
-			return true;
-	return false;
+	return lib_slot(t, dev, ino) >= 0;
 }
 
 /* The program attached to entries or returns: the floor's do-nothing ones when benchmarking. */
@@ -35,10 +42,10 @@ static struct bpf_program *call_prog(struct tracer *t, bool ret)
 	return ret ? t->skel->progs.call_exit : t->skel->progs.call_enter;
 }
 
-static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int api, bool ret)
+static struct bpf_link *attach_one(struct tracer *t, const struct cuda_lib *lib, int slot, int api,
+				   bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = GL_COOKIE(api, t->nr_libs),
-		    .retprobe = ret);
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = GL_COOKIE(api, slot), .retprobe = ret);
 	struct bpf_program *prog = call_prog(t, ret);
 
 	return bpf_program__attach_uprobe_opts(prog, -1, lib->path, lib->offsets[api], &opts);
@@ -82,7 +89,8 @@ static void explain_attach_error(const struct cuda_lib *lib, const char *what, i
  * The return probes go in first (the kernel arms a call's return at its entry, for the
  * return probes there then), and nothing is booked before arm_lib().
  */
-static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al,
+			int slot)
 {
 	uint64_t offsets[GL_NR_APIS], cookies[GL_NR_APIS];
 	uint32_t n = 0;
@@ -92,7 +100,7 @@ static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct att
 		if (!lib->offsets[api])
 			continue;
 		offsets[n] = lib->offsets[api];
-		cookies[n++] = GL_COOKIE(api, t->nr_libs);
+		cookies[n++] = GL_COOKIE(api, slot);
 	}
 	if (!n)
 		return -ENOENT;
@@ -116,7 +124,8 @@ static int attach_multi(struct tracer *t, const struct cuda_lib *lib, struct att
  * One perf-event uprobe per function and direction (kernels before 6.6), each return
  * probe before its entry probe, as in attach_multi().
  */
-static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al)
+static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct attached_lib *al,
+		       int slot)
 {
 	int attached = 0, err = 0;
 
@@ -128,8 +137,8 @@ static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct atta
 
 		if (!lib->offsets[api])
 			continue;
-		out = attach_one(t, lib, api, true);
-		in = out ? attach_one(t, lib, api, false) : NULL;
+		out = attach_one(t, lib, slot, api, true);
+		in = out ? attach_one(t, lib, slot, api, false) : NULL;
 		if (!in || !out) {
 			err = -errno;
 			bpf_link__destroy(out);
@@ -150,12 +159,9 @@ static int attach_perf(struct tracer *t, const struct cuda_lib *lib, struct atta
  * with its entry and its return (lib_armed in maps.bpf.h). Those that entered before
  * are from before the attach: their returns count as unpaired.
  */
-static int arm_lib(struct tracer *t, __u32 i)
+static int arm_lib(struct tracer *t, __u32 i, __u32 on)
 {
-	__u32 one = 1;
-
-	if (bpf_map__update_elem(t->skel->maps.lib_armed, &i, sizeof(i), &one, sizeof(one),
-				 BPF_ANY))
+	if (bpf_map__update_elem(t->skel->maps.lib_armed, &i, sizeof(i), &on, sizeof(on), BPF_ANY))
 		return -errno;
 	return 0;
 }
@@ -163,17 +169,19 @@ static int arm_lib(struct tracer *t, __u32 i)
 int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 {
 	struct attached_lib *al;
-	int n = -EINVAL, err;
+	int n = -EINVAL, err, slot = 0;
 
-	if (t->nr_libs >= MAX_LIBS)
+	while (slot < t->nr_libs && t->libs[slot].used)
+		slot++;
+	if (slot >= MAX_LIBS)
 		return -ENOSPC;
-	al = &t->libs[t->nr_libs];
+	al = &t->libs[slot];
 	memset(al, 0, sizeof(*al));
 	al->multi_fds[0] = al->multi_fds[1] = -1;
 	al->dev = lib->dev;
 	al->ino = lib->ino;
 	if (!t->no_multi) {
-		n = attach_multi(t, lib, al);
+		n = attach_multi(t, lib, al, slot);
 		if (n == -EINVAL || n == -EOPNOTSUPP || n == -E2BIG || n == -ENOSYS) {
 			log_debug("uprobe_multi links unavailable (%s): one perf event per probe",
 				  strerror(-n));
@@ -188,8 +196,8 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 		}
 	}
 	if (t->no_multi)
-		n = attach_perf(t, lib, al);
-	err = n >= 0 ? arm_lib(t, t->nr_libs) : 0;
+		n = attach_perf(t, lib, al, slot);
+	err = n >= 0 ? arm_lib(t, slot, 1) : 0;
 	if (err) {
 		log_error("failed to arm the probes of %s: %s (free memory and run again)",
 			  lib->display, strerror(-err));
@@ -204,9 +212,133 @@ int tracer__attach_lib(struct tracer *t, const struct cuda_lib *lib)
 		free(al->links);
 		return n == -EACCES ? -EPERM : n;
 	}
-	t->nr_libs++;
+	al->used = true;
+	al->nr_funcs = n;
+	al->last_seen_ns = now_ns();
+	if (slot == t->nr_libs)
+		t->nr_libs++;
+	t->nr_libs_in_use++;
 	t->nr_probes += 2 * n;
 	tracer__file_handled(t, lib->dev, lib->ino);
+	return n;
+}
+
+void tracer__pin_lib(struct tracer *t, dev_t dev, ino_t ino)
+{
+	int i = lib_slot(t, dev, ino);
+
+	if (i >= 0)
+		t->libs[i].pinned = true;
+}
+
+/* pid maps slot i's library now: seen, and one of its users. */
+static void add_user(struct tracer *t, int i, int pid)
+{
+	struct attached_lib *al = &t->libs[i];
+	uint64_t ticks = 0;
+
+	al->last_seen_ns = now_ns();
+	if (pid <= 0 || procfs__start_ticks(pid, &ticks))
+		return;
+	for (uint32_t u = 0; u < al->nr_users; u++) {
+		if (al->users[u].pid == pid) {
+			al->users[u].start_ticks = ticks;
+			return;
+		}
+	}
+	if (al->nr_users == al->cap_users) {
+		uint32_t cap = al->cap_users ? 2 * al->cap_users : 8;
+		struct lib_user *u = realloc(al->users, cap * sizeof(*u));
+
+		if (!u) {
+			al->pinned = true; /* its users cannot be kept: never let go */
+			return;
+		}
+		al->users = u;
+		al->cap_users = cap;
+	}
+	al->users[al->nr_users++] = (struct lib_user){ pid, ticks };
+}
+
+/* Drops slot i's users that are gone; returns how many live. */
+static uint32_t live_users(struct tracer *t, int i)
+{
+	struct attached_lib *al = &t->libs[i];
+	uint32_t kept = 0;
+
+	for (uint32_t u = 0; u < al->nr_users; u++) {
+		uint64_t ticks;
+
+		if (procfs__start_ticks(al->users[u].pid, &ticks) ||
+		    ticks != al->users[u].start_ticks)
+			continue;
+		al->users[kept++] = al->users[u];
+	}
+	al->nr_users = kept;
+	return kept;
+}
+
+void tracer__lib_seen(struct tracer *t, dev_t dev, ino_t ino, int pid)
+{
+	int i = lib_slot(t, dev, ino);
+
+	if (i >= 0)
+		add_user(t, i, pid);
+}
+
+void tracer__lib_mapped(struct tracer *t, __u64 kdev, __u64 kino, int pid)
+{
+	for (int i = 0; i < t->nr_libs; i++)
+		if (t->libs[i].used && tracer__kernel_dev(t->libs[i].dev) == kdev &&
+		    t->libs[i].ino == kino)
+			add_user(t, i, pid);
+}
+
+/* Takes slot i's probes out and frees the slot: no process maps its library. */
+static void detach_slot(struct tracer *t, int i)
+{
+	struct attached_lib *al = &t->libs[i];
+
+	arm_lib(t, i, 0); /* nothing is booked from the slot until it is reused */
+	for (int j = 0; j < al->nr_links; j++)
+		bpf_link__destroy(al->links[j]);
+	free(al->links);
+	for (int j = 0; j < 2; j++)
+		if (al->multi_fds[j] >= 0)
+			close(al->multi_fds[j]);
+	t->nr_probes -= 2 * al->nr_funcs;
+	free(al->users);
+	memset(al, 0, sizeof(*al));
+	al->multi_fds[0] = al->multi_fds[1] = -1;
+	t->nr_libs_in_use--;
+}
+
+int tracer__detach_unused(struct tracer *t, uint64_t since_ns)
+{
+	bool stale[MAX_LIBS] = {};
+	int n = 0;
+
+	/* a mapping from now on is held (the file is not handled any more), and one made
+	 * before is in the ring: read to where it stands, its record marks the file seen */
+	for (int i = 0; i < t->nr_libs; i++) {
+		struct attached_lib *al = &t->libs[i];
+
+		stale[i] = al->used && !al->pinned && al->last_seen_ns < since_ns &&
+			   !live_users(t, i);
+		if (stale[i])
+			tracer__file_unhandled(t, al->dev, al->ino);
+	}
+	tracer__drain(t);
+	for (int i = 0; i < t->nr_libs; i++) {
+		if (!stale[i])
+			continue;
+		if (t->libs[i].last_seen_ns >= since_ns || live_users(t, i)) {
+			tracer__file_handled(t, t->libs[i].dev, t->libs[i].ino);
+			continue;
+		}
+		detach_slot(t, i);
+		n++;
+	}
 	return n;
 }
 

@@ -25,8 +25,17 @@ struct ring_buffer;
 struct bpf_link;
 
 struct attached_lib {
+	bool used;	       /* the slot holds a library (a detached one's slot is reused) */
+	bool pinned;	       /* never detached: the library new processes load (-a, serve) */
+	uint64_t last_seen_ns; /* a process was last seen mapping it (a scan or a record) */
 	dev_t dev;
 	ino_t ino;
+	int nr_funcs; /* functions probed (entry and return each) */
+	struct lib_user {
+		int pid;
+		uint64_t start_ticks;
+	} * users; /* processes seen mapping it, dead ones pruned at each detach pass */
+	uint32_t nr_users, cap_users;
 	int nr_links;
 	struct bpf_link **links; /* perf-event uprobes, one per probe */
 	int multi_fds[2];	 /* uprobe_multi links: entries, returns (-1 if none) */
@@ -57,7 +66,8 @@ struct tracer {
 	tracer_record_fn fn;
 	void *fn_ctx;
 	struct attached_lib libs[MAX_LIBS];
-	int nr_libs;
+	int nr_libs;	    /* slots in use or used before: libs[0..nr_libs) */
+	int nr_libs_in_use; /* of them, used */
 	int nr_probes;
 	int ncpus;
 	bool no_multi; /* the kernel has no uprobe_multi links: one perf event per probe */

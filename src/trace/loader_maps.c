@@ -33,8 +33,7 @@ int tracer__remove_target(struct tracer *t, int pid)
 	return 0;
 }
 
-/* The kernel's dev_t (s_dev) of a dev_t as stat() gives it. */
-static __u64 kernel_dev(dev_t dev)
+__u64 tracer__kernel_dev(dev_t dev)
 {
 	return ((__u64)major(dev) << 20) | minor(dev);
 }
@@ -54,7 +53,16 @@ int tracer__lib_handled(struct tracer *t, __u64 kdev, __u64 kino)
 
 int tracer__file_handled(struct tracer *t, dev_t dev, ino_t ino)
 {
-	return tracer__lib_handled(t, kernel_dev(dev), ino);
+	return tracer__lib_handled(t, tracer__kernel_dev(dev), ino);
+}
+
+void tracer__file_unhandled(struct tracer *t, dev_t dev, ino_t ino)
+{
+	struct {
+		__u64 dev, ino;
+	} key = { tracer__kernel_dev(dev), ino };
+
+	bpf_map__delete_elem(t->skel->maps.known_libs, &key, sizeof(key), 0);
 }
 
 bool tracer__release(struct tracer *t, int pid)

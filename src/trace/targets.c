@@ -20,7 +20,7 @@
 
 #define LIVENESS_NS 250000000ULL
 #define RESCAN_ALL_NS 5000000000ULL
-/* ... reading only PIDs new since the last one, and every one this often */
+/* ... reading only PIDs new since the last one, and every one this often by default */
 #define FULL_RESCAN_NS 60000000000ULL
 #define EXIT_GRACE_NS 1000000000ULL
 /* A library change is scanned at once and once more this much later. */
@@ -203,14 +203,48 @@ static int start(struct targets *s)
 	return err;
 }
 
+static uint64_t full_rescan_ns(const struct targets *s)
+{
+	return s->o.rescan_ms ? s->o.rescan_ms * 1000000ULL : FULL_RESCAN_NS;
+}
+
+/* New processes are looked for this often: every RESCAN_ALL_NS, or each full rescan. */
+static uint64_t rescan_ns(const struct targets *s)
+{
+	return full_rescan_ns(s) < RESCAN_ALL_NS ? full_rescan_ns(s) : RESCAN_ALL_NS;
+}
+
+/*
+ * After a full rescan that began at now: library files no process was seen mapping
+ * since the one before began (one whole interval) are detached.
+ */
+static void detach_unused(struct targets *s, uint64_t now)
+{
+	uint64_t stats[GL_NR_STATS] = {};
+	bool lost;
+	int n;
+
+	/* a mapping's record lost: a file's users may not all be known; none is let go */
+	tracer__stats(s->tracer, stats);
+	lost = stats[GL_STAT_LOST_PROC] != s->lost_proc_records;
+	s->lost_proc_records = stats[GL_STAT_LOST_PROC];
+	n = s->last_full_scan_ns && !lost ? tracer__detach_unused(s->tracer, s->last_full_scan_ns) :
+					    0;
+	s->last_full_scan_ns = now;
+	if (n)
+		log_info("let go of %d libcuda file%s no process maps (%d attached)", n,
+			 n == 1 ? "" : "s", tracer__nr_libs(s->tracer));
+}
+
 int targets__start(struct targets *s)
 {
 	int err = start(s);
 	uint64_t now = now_ns();
 
 	s->wait_deadline_ns = now + s->o.wait_ms * 1000000ULL;
-	s->next_rescan_ns = now + RESCAN_ALL_NS;
-	s->next_full_rescan_ns = now + FULL_RESCAN_NS;
+	s->next_rescan_ns = now + rescan_ns(s);
+	s->next_full_rescan_ns = now + full_rescan_ns(s);
+	s->last_full_scan_ns = now;
 	return err;
 }
 
@@ -229,13 +263,15 @@ bool targets__step(struct targets *s, uint64_t now, int *err)
 		if (now >= s->next_rescan_ns) {
 			bool full = now >= s->next_full_rescan_ns;
 
-			s->next_rescan_ns = now + RESCAN_ALL_NS;
+			s->next_rescan_ns = now + rescan_ns(s);
 			if (full)
-				s->next_full_rescan_ns = now + FULL_RESCAN_NS;
+				s->next_full_rescan_ns = now + full_rescan_ns(s);
 			if (targets__scan_all(s, full) == -EPERM) {
 				*err = -EPERM;
 				return true;
 			}
+			if (full)
+				detach_unused(s, now);
 		}
 		return false;
 	}

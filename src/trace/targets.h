@@ -32,6 +32,7 @@ struct targets_opts {
 	bool no_torch;	     /* do not attach to PyTorch's allocator probes */
 	bool torch;	     /* say so loudly when the probes are missing */
 	bool keep_going;     /* the agent: go on without PyTorch's probes where privileges lack */
+	uint64_t rescan_ms;  /* all: every process's maps read this often (0: a minute) */
 };
 
 /*

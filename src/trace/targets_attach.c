@@ -250,6 +250,8 @@ int targets__scan_pid(struct targets *s, int pid)
 			s->seen(s->seen_ctx, pid);
 		if (!tracer__has_lib(s->tracer, lib->dev, lib->ino))
 			err = targets__attach_lib(s, lib, t ? pid : -1);
+		/* one of the file's users, now that it is attached */
+		tracer__lib_seen(s->tracer, lib->dev, lib->ino, pid);
 		if (!err && t && t->state == T_WAITING)
 			t->state = T_ATTACHED;
 	} else {
@@ -341,6 +343,8 @@ int targets__attach_system_lib(struct targets *s)
 			libcuda__strerror(lib, err));
 	else
 		err = targets__attach_lib(s, lib, -1);
+	if (!err) /* what new processes load stays attached */
+		tracer__pin_lib(s->tracer, lib->dev, lib->ino);
 	free(lib);
 	if (err == -EPERM)
 		return -EPERM;

@@ -69,6 +69,8 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 	char name[sizeof(r->lib.name) + 1];
 	bool found, stopped;
 
+	if (r->lib.kind == GL_LIB_CUDA)
+		tracer__lib_mapped(s->tracer, r->lib.dev, r->lib.ino, pid);
 	if (r->lib.held == 2) {
 		log_warn("PID %d (%s) maps %.*s, not attached yet, and could not be held (more "
 			 "than --max-held held at once, or the signal was refused): its first "
@@ -113,12 +115,20 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 			 pid, r->comm, name);
 		return true;
 	}
-	if (found)
+	if (found) {
 		log_debug("PID %d was held %.1f ms at its mapping of %s until the probes were in",
 			  pid, (now_ns() - since) / 1e6, name);
-	else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0)
+	} else if (procfs__start_ticks(pid, &(uint64_t){ 0 }) == 0) {
 		log_debug("PID %d (%s) mapped %s, which is not in /proc/%d/maps (the mapping "
 			  "failed or was undone): released; its next mapping of it is held again",
 			  pid, r->comm, name, pid);
+	} else {
+		/* held, then let go by someone else and ended before this gpuleak could look */
+		log_warn("PID %d (%s) maps %s and was held, but ran on and exited before its "
+			 "probes were in (continued by another tracer or a SIGCONT): its calls "
+			 "are missing, and the report says so",
+			 pid, r->comm, name);
+		return true;
+	}
 	return false;
 }

@@ -71,7 +71,8 @@ struct targets {
 	 * (one already listed that maps a library later is seen by BPF at its mapping) */
 	int *listed, *listing;
 	size_t nr_listed, cap_listed, nr_listing, cap_listing;
-	uint64_t next_full_rescan_ns;
+	uint64_t next_full_rescan_ns, last_full_scan_ns;
+	uint64_t lost_proc_records; /* BPF's count at the last full scan */
 };
 
 /* The named target pid, or NULL. */
