@@ -312,7 +312,13 @@ int targets__scan_all(struct targets *s, bool full)
 
 	s->nr_listing = 0;
 	err = procfs__for_each_pid(scan_one, &c);
-	qsort(s->listing, s->nr_listing, sizeof(*s->listing), cmp_pid);
+	if (err == -EPERM)
+		return -EPERM;
+	/* /proc could not be listed (out of descriptors): the last listing stands */
+	if (err && !s->nr_listing)
+		return 0;
+	if (s->nr_listing)
+		qsort(s->listing, s->nr_listing, sizeof(*s->listing), cmp_pid);
 	/* the listing becomes the listed; the old list's buffer is the next listing's */
 	tmp = s->listed;
 	s->listed = s->listing;
@@ -321,7 +327,7 @@ int targets__scan_all(struct targets *s, bool full)
 	cap = s->cap_listed;
 	s->cap_listed = s->cap_listing;
 	s->cap_listing = cap;
-	return err == -EPERM ? -EPERM : 0;
+	return 0;
 }
 
 int targets__attach_system_lib(struct targets *s)
