@@ -284,49 +284,43 @@ static void write_oom(struct jsonw *w, const struct snap_failure *f)
 	jsonw__end_object(w);
 }
 
+/* One cap's object, left open: {"LIMIT_NAME": limit, "reached": reached, "COUNT_NAME": count. */
+static void write_cap(struct jsonw *w, const char *name, const char *limit_name, uint64_t limit,
+		      bool reached, const char *count_name, uint64_t count)
+{
+	jsonw__name(w, name);
+	jsonw__start_object(w);
+	jsonw__field_u64(w, limit_name, limit);
+	jsonw__field_bool(w, "reached", reached);
+	jsonw__field_u64(w, count_name, count);
+}
+
 /* The caps on what gpuleak keeps, and what reaching them cost. */
 static void write_caps(struct jsonw *w, const struct snapshot *s)
 {
+	const struct snap_limits *l = &s->limits;
 	char why[320];
 
 	jsonw__name(w, "caps");
 	jsonw__start_object(w);
-	jsonw__name(w, "max_allocs");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit", s->cap_allocs);
-	jsonw__field_bool(w, "reached", s->stats[GL_STAT_ALLOC_TABLE_FULL] != 0);
-	jsonw__field_u64(w, "untracked_allocs", s->untracked_allocs);
+	write_cap(w, "max_allocs", "limit", s->cap_allocs, s->stats[GL_STAT_ALLOC_TABLE_FULL] != 0,
+		  "untracked_allocs", s->untracked_allocs);
 	jsonw__field_u64(w, "untracked_bytes", s->untracked_bytes);
 	jsonw__end_object(w);
-	jsonw__name(w, "max_stacks");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit", s->cap_stacks);
-	jsonw__field_bool(w, "reached", s->stack_overflows != 0);
-	jsonw__field_u64(w, "allocs_past", s->stack_overflows);
+	write_cap(w, "max_stacks", "limit", s->cap_stacks, s->stack_overflows != 0, "allocs_past",
+		  s->stack_overflows);
 	jsonw__end_object(w);
-	jsonw__name(w, "max_procs");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit", s->cap_procs);
-	jsonw__field_bool(w, "reached", s->procs_refused != 0);
-	jsonw__field_u64(w, "refused_records", s->procs_refused);
+	write_cap(w, "max_procs", "limit", s->cap_procs, s->procs_refused != 0, "refused_records",
+		  s->procs_refused);
 	jsonw__end_object(w);
-	jsonw__name(w, "max_libraries");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit", s->limits.max_libs);
-	jsonw__field_bool(w, "reached", s->limits.libs_refused != 0);
-	jsonw__field_u64(w, "refused_mappings", s->limits.libs_refused);
+	write_cap(w, "max_libraries", "limit", l->max_libs, l->libs_refused != 0,
+		  "refused_mappings", l->libs_refused);
 	jsonw__end_object(w);
-	jsonw__name(w, "max_python_procs");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit", s->limits.max_py_procs);
-	jsonw__field_bool(w, "reached", s->limits.py_refused != 0);
-	jsonw__field_u64(w, "refused_procs", s->limits.py_refused);
+	write_cap(w, "max_python_procs", "limit", l->max_py_procs, l->py_refused != 0,
+		  "refused_procs", l->py_refused);
 	jsonw__end_object(w);
-	jsonw__name(w, "hold_timeout");
-	jsonw__start_object(w);
-	jsonw__field_u64(w, "limit_ms", s->limits.hold_timeout_ns / 1000000);
-	jsonw__field_bool(w, "reached", s->limits.holds_expired != 0);
-	jsonw__field_u64(w, "expired_holds", s->limits.holds_expired);
+	write_cap(w, "hold_timeout", "limit_ms", l->hold_timeout_ns / 1000000,
+		  l->holds_expired != 0, "expired_holds", l->holds_expired);
 	jsonw__end_object(w);
 	jsonw__end_object(w);
 	jsonw__field_string(w, "incomplete_why", report__incomplete_why(s, why, sizeof(why)));
