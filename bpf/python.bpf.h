@@ -47,6 +47,27 @@ struct {
 #define GL_PY_MAX_BLOCKS 8     /* blocks read in one walk */
 #define GL_PY_CSTACK (8 << 20) /* a frame this close above sp is on the C stack */
 
+/*
+ * What the walk's steps change. In the CPU's scratch, not on the BPF stack:
+ * the verifier tracks values on the stack through every step of a bpf_loop()
+ * callback, each count and flag a state of its own, and each state went on
+ * through everything verified after the walk (half a million instructions
+ * and a second of every start); values loaded from a map are not followed.
+ */
+struct py_walk_vars {
+	__u64 interp;  /* interpreter whose threads are being looked at */
+	__u64 tstate;  /* next thread state to look at, 0 = go to the next interpreter */
+	__u64 frame;   /* next frame to look at */
+	__u64 other;   /* the current frame of another thread inside Python code */
+	__u32 busy;    /* other threads inside Python code: 0, 1, 2 for several */
+	__u32 fflags;  /* flags of every frame recorded (GL_PY_INFERRED) */
+	__u32 ns_tid;  /* this thread's id in its own PID namespace, 0 until needed */
+	__u32 n;       /* frames recorded */
+	__u32 interps; /* interpreters looked at */
+	__u16 status;
+	bool found;
+};
+
 struct gl_py_scratch {
 	__u8 win[GL_PY_WINDOW];
 	__u8 blk[GL_PY_BLOCK + GL_PY_WINDOW]; /* a window at the block's end stays in bounds */
@@ -57,6 +78,7 @@ struct gl_py_scratch {
 	__u64 lowest;	 /* the lowest frame taken from the first block */
 	__u32 blk_len;	 /* 0: no block */
 	__u32 blocks;	 /* blocks read in this walk */
+	struct py_walk_vars v;
 };
 
 /* A window of the target's memory, one per CPU (too large for the BPF stack). */
@@ -76,17 +98,7 @@ struct py_walk {
 	struct task_struct *task;
 	struct gl_py_frame *out;
 	__u64 fsbase;
-	__u64 interp;  /* interpreter whose threads are being looked at */
-	__u64 tstate;  /* next thread state to look at, 0 = go to the next interpreter */
-	__u64 frame;   /* next frame to look at */
-	__u64 other;   /* the current frame of another thread inside Python code */
-	__u32 busy;    /* other threads inside Python code: 0, 1, 2 for several */
-	__u32 fflags;  /* flags of every frame recorded (GL_PY_INFERRED) */
-	__u32 ns_tid;  /* this thread's id in its own PID namespace, 0 until needed */
-	__u32 n;       /* frames recorded */
-	__u32 interps; /* interpreters looked at */
-	__u16 status;
-	bool found;
+	struct py_walk_vars *v; /* what the steps change: in the scratch */
 };
 
 static __always_inline __u64 win_u64(const __u8 *win, __u32 off)
@@ -151,9 +163,9 @@ static __always_inline bool is_this_thread(struct py_walk *w)
 	native = win_u64(w->win, cfg->ts_native_tid);
 	if (!native)
 		return false;
-	if (!w->ns_tid)
-		w->ns_tid = task_ns_tid(w->task);
-	return native == w->ns_tid;
+	if (!w->v->ns_tid)
+		w->v->ns_tid = task_ns_tid(w->task);
+	return native == w->v->ns_tid;
 }
 
 /* One step of the thread search: look at one thread state, or move to the next interpreter. */
@@ -163,32 +175,32 @@ static long find_thread_step(__u32 i, void *data)
 	const struct gl_py_proc *cfg = w->cfg;
 	__u64 frame;
 
-	if (!w->tstate) {
-		if (!w->interp || w->interps >= GL_PY_MAX_INTERPS)
+	if (!w->v->tstate) {
+		if (!w->v->interp || w->v->interps >= GL_PY_MAX_INTERPS)
 			return 1;
-		w->tstate = read_ptr(w->interp + cfg->is_threads_head);
-		w->interp = read_ptr(w->interp + cfg->is_next);
-		w->interps++;
+		w->v->tstate = read_ptr(w->v->interp + cfg->is_threads_head);
+		w->v->interp = read_ptr(w->v->interp + cfg->is_next);
+		w->v->interps++;
 		return 0;
 	}
-	if (read_window(w->win, w->tstate, cfg->win_ts)) {
-		w->status = GL_PY_FAULT;
+	if (read_window(w->win, w->v->tstate, cfg->win_ts)) {
+		w->v->status = GL_PY_FAULT;
 		return 1;
 	}
 	if (is_this_thread(w)) {
-		w->frame = win_u64(w->win, cfg->ts_frame);
-		w->found = true;
+		w->v->frame = win_u64(w->win, cfg->ts_frame);
+		w->v->found = true;
 		return 1;
 	}
-	w->tstate = win_u64(w->win, cfg->ts_next);
+	w->v->tstate = win_u64(w->win, cfg->ts_next);
 	/* another thread: inside Python code if it has a current frame */
 	frame = win_u64(w->win, cfg->ts_frame);
 	if (frame && (cfg->flags & GL_PY_F_CFRAME))
 		frame = read_ptr(frame + cfg->cf_frame);
 	if (frame) {
 		/* 1 or 2 (several), never a count: the verifier's loop states stay few */
-		w->busy = w->other ? 2 : 1;
-		w->other = frame;
+		w->v->busy = w->v->other ? 2 : 1;
+		w->v->other = frame;
 	}
 	return 0;
 }
@@ -236,14 +248,14 @@ static __always_inline bool window_in_block(struct py_walk *w, __u64 frame)
 }
 
 /*
- * Points w->win at the first win_fr bytes of frame w->frame: in the block, in a
+ * Points w->win at the first win_fr bytes of frame w->v->frame: in the block, in a
  * new block when the frame is off the C stack, else read alone. False if they
  * cannot be read.
  */
 static __always_inline bool frame_window(struct py_walk *w)
 {
 	struct gl_py_scratch *s = w->s;
-	__u64 frame = w->frame;
+	__u64 frame = w->v->frame;
 
 	if (w->blocks) {
 		if (window_in_block(w, frame))
@@ -264,34 +276,34 @@ static long walk_frame_step(__u32 i, void *data)
 	const struct gl_py_proc *cfg = w->cfg;
 	struct gl_py_frame *f;
 	__u64 code, prev, instr;
-	__u32 n = w->n;
+	__u32 n = w->v->n;
 
-	if (!w->frame)
+	if (!w->v->frame)
 		return 1;
 	if (n >= GL_MAX_PY_FRAMES) {
-		w->status = GL_PY_TRUNCATED;
+		w->v->status = GL_PY_TRUNCATED;
 		return 1;
 	}
 	if (!frame_window(w)) {
-		w->status = GL_PY_FAULT;
+		w->v->status = GL_PY_FAULT;
 		return 1;
 	}
 	prev = win_u64(w->win, cfg->fr_previous);
-	if (prev == w->frame) {
-		w->status = GL_PY_LOOP;
+	if (prev == w->v->frame) {
+		w->v->status = GL_PY_LOOP;
 		return 1;
 	}
 	if (cfg->owner_shim && win_u8(w->win, cfg->fr_owner) >= cfg->owner_shim) {
 		if (n > 0)
 			w->out[(n - 1) & (GL_MAX_PY_FRAMES - 1)].flags |= GL_PY_ENTRY;
-		w->frame = prev;
+		w->v->frame = prev;
 		return 0;
 	}
 	/* 3.14 tags the low bit of f_executable; objects are 16-byte aligned */
 	code = win_u64(w->win, cfg->fr_code) & ~7ULL;
 	f = &w->out[n & (GL_MAX_PY_FRAMES - 1)];
 	f->code = code;
-	f->flags = w->fflags;
+	f->flags = w->v->fflags;
 	if (cfg->flags & GL_PY_F_LASTI_INT) {
 		f->lasti = win_u32(w->win, cfg->fr_instr);
 	} else {
@@ -303,8 +315,8 @@ static long walk_frame_step(__u32 i, void *data)
 	if ((cfg->flags & GL_PY_F_ALL_ENTRY) ||
 	    ((cfg->flags & GL_PY_F_IS_ENTRY) && win_u8(w->win, cfg->fr_is_entry)))
 		f->flags |= GL_PY_ENTRY;
-	w->n = n + 1;
-	w->frame = prev;
+	w->v->n = n + 1;
+	w->v->frame = prev;
 	return 0;
 }
 
@@ -334,6 +346,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 	s = bpf_map_lookup_elem(&py_scratch, &zero);
 	if (!s)
 		return 0;
+	__builtin_memset(&s->v, 0, sizeof(s->v));
+	w.v = &s->v;
 	w.cfg = cfg;
 	w.win = s->win;
 	w.s = s;
@@ -345,40 +359,40 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 #endif
 	/* the thread state found last time, if it still names this thread: no search */
 	if (inf->py_tstate) {
-		w.tstate = inf->py_tstate;
+		w.v->tstate = inf->py_tstate;
 		find_thread_step(0, &w);
-		if (!w.found) {
-			w.tstate = 0;
-			w.status = GL_PY_OK;
-			w.busy = 0; /* the full search below counts every other thread */
-			w.other = 0;
+		if (!w.v->found) {
+			w.v->tstate = 0;
+			w.v->status = GL_PY_OK;
+			w.v->busy = 0; /* the full search below counts every other thread */
+			w.v->other = 0;
 		}
 	}
-	if (!w.found) {
-		w.interp = read_ptr(cfg->runtime + cfg->rt_interp_head);
-		if (!w.interp) {
+	if (!w.v->found) {
+		w.v->interp = read_ptr(cfg->runtime + cfg->rt_interp_head);
+		if (!w.v->interp) {
 			*status = GL_PY_NO_RUNTIME;
 			inf->py_tstate = 0;
 			return 0;
 		}
 		bpf_loop(GL_PY_MAX_THREADS + GL_PY_MAX_INTERPS, find_thread_step, &w, 0);
 	}
-	inf->py_tstate = w.found ? w.tstate : 0;
-	if (!w.found) {
-		*status = w.status ?: (w.tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
-		if (*status != GL_PY_NO_THREAD || !w.busy)
+	inf->py_tstate = w.v->found ? w.v->tstate : 0;
+	if (!w.v->found) {
+		*status = w.v->status ?: (w.v->tstate ? GL_PY_MANY_THREADS : GL_PY_NO_THREAD);
+		if (*status != GL_PY_NO_THREAD || !w.v->busy)
 			return 0;
-		if (w.busy > 1) {
+		if (w.v->busy > 1) {
 			*status = GL_PY_AMBIGUOUS;
 			return 0;
 		}
 		/* the one thread inside Python code: its frames, flagged as inferred */
-		w.frame = w.other;
-		w.fflags = GL_PY_INFERRED;
-	} else if ((cfg->flags & GL_PY_F_CFRAME) && w.frame) {
-		w.frame = read_ptr(w.frame + cfg->cf_frame);
+		w.v->frame = w.v->other;
+		w.v->fflags = GL_PY_INFERRED;
+	} else if ((cfg->flags & GL_PY_F_CFRAME) && w.v->frame) {
+		w.v->frame = read_ptr(w.v->frame + cfg->cf_frame);
 	}
-	if (cfg->version >= 0x030b && w.frame) {
+	if (cfg->version >= 0x030b && w.v->frame) {
 		/* frames on the data stack: the first block as long as the last walk used */
 		__u32 len = inf->py_block;
 
@@ -387,8 +401,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 		w.blocks = true;
 		s->blocks = 0;
 		s->lowest = 0;
-		s->first_end = w.frame + cfg->win_fr;
-		read_block(s, w.frame, cfg->win_fr, len);
+		s->first_end = w.v->frame + cfg->win_fr;
+		read_block(s, w.v->frame, cfg->win_fr, len);
 	}
 	bpf_loop(GL_PY_MAX_STEPS, walk_frame_step, &w, 0);
 	if (w.blocks) {
@@ -399,10 +413,10 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 					(used | (GL_PY_WINDOW - 1)) + 1 + GL_PY_WINDOW :
 					GL_PY_BLOCK;
 	}
-	if (!w.status && w.frame)
-		w.status = GL_PY_LOOP;
-	*status = w.status;
-	return w.n;
+	if (!w.v->status && w.v->frame)
+		w.v->status = GL_PY_LOOP;
+	*status = w.v->status;
+	return w.v->n;
 }
 
 #endif /* GPULEAK_PYTHON_BPF_H */

@@ -156,17 +156,28 @@ static __always_inline bool emit_stack_direct(struct gl_stack_buf *b, __u64 off,
 			   off, want, GL_MAX_STACK_COPY, task, pid_tgid);
 }
 
-/*
- * Whether the live words at sp (buf, span bytes) hold every value v's unwinding
- * depended on: a bounded loop, not bpf_loop(), whose callback per word costs
- * more than the compare.
- */
-static __always_inline bool scache_words_equal(const struct gl_scache_val *v, const __u8 *buf)
-{
-	__u32 nr = v->nr_checks, span = v->span;
+/* The stack copied at sp, as a global function's argument (its size is the type's). */
+struct gl_stack_words {
+	__u8 b[GL_MAX_STACK_COPY];
+};
 
+/*
+ * Whether the live words at sp (w, span bytes) hold every value v's unwinding
+ * depended on: a bounded loop, not bpf_loop(), whose callback per word costs
+ * more than the compare. A global function: the verifier checks it once, not
+ * once for every state that reaches it (the loop's 128 steps, each state of
+ * the walk before it: a third of a second of every start).
+ */
+__noinline int scache_words_equal(const struct gl_scache_val *v, const struct gl_stack_words *w)
+{
+	__u32 nr, span;
+
+	if (!v || !w)
+		return 0;
+	nr = v->nr_checks;
+	span = v->span;
 	if (nr > GL_SC_CHECKS)
-		return false;
+		return 0;
 	for (__u32 i = 0; i < GL_SC_CHECKS; i++) {
 		const struct gl_scache_check *k = &v->checks[i];
 		__u32 off = k->off;
@@ -174,11 +185,11 @@ static __always_inline bool scache_words_equal(const struct gl_scache_val *v, co
 		if (i >= nr)
 			break;
 		if (off > GL_MAX_STACK_COPY - 8 || off + 8 > span)
-			return false;
-		if (*(const __u64 *)(buf + off) != k->val)
-			return false;
+			return 0;
+		if (*(const __u64 *)(w->b + off) != k->val)
+			return 0;
 	}
-	return true;
+	return 1;
 }
 
 struct scache_probe {
@@ -216,7 +227,7 @@ static long scache_way_step(__u32 i, void *data)
 	 * sooner, past span: the unwinding read nothing between span and len) */
 	if (v->len < p->want && !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + v->len)))
 		return 0;
-	if (!scache_words_equal(v, p->buf))
+	if (!scache_words_equal(v, (const struct gl_stack_words *)p->buf))
 		return 0;
 	p->id = v->id;
 	return 1;
@@ -282,7 +293,8 @@ static __always_inline void build_stack(struct gl_stack_buf *b, struct pt_regs *
 	if (targ_python) {
 		r->nr_py = py_walk(task, inf, pid_tgid, r->sp, (struct gl_py_frame *)b->data,
 				   &r->py_status);
-		off = r->nr_py * sizeof(struct gl_py_frame);
+		/* read back from the map: one state after the walk, whatever its count */
+		off = *(volatile __u16 *)&r->nr_py * sizeof(struct gl_py_frame);
 		if (off > GL_PY_BYTES)
 			off = GL_PY_BYTES;
 	}

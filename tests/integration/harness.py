@@ -365,9 +365,10 @@ def tmpdir():
 
 
 def bpf_objects(pid):
-    """The BPF links and maps a process holds, from /proc/PID/fdinfo:
-    {"links": {id: type}, "maps": [{"id", "type", "key_size", "value_size"}]}."""
-    links, maps = {}, []
+    """The BPF links, maps and programs a process holds, from /proc/PID/fdinfo:
+    {"links": {id: type}, "maps": [{"id", "type", "key_size", "value_size"}],
+     "progs": {id: instructions the verifier walked}}."""
+    links, maps, progs = {}, [], {}
     fd_dir = f"/proc/{pid}/fd"
     for fd in os.listdir(fd_dir):
         try:
@@ -383,7 +384,9 @@ def bpf_objects(pid):
             maps.append({"id": int(info["map_id"]), "type": int(info["map_type"]),
                          "key_size": int(info["key_size"]),
                          "value_size": int(info["value_size"])})
-    return {"links": links, "maps": maps}
+        elif target == "anon_inode:bpf-prog":
+            progs[int(info["prog_id"])] = int(info.get("verified_insns", -1))
+    return {"links": links, "maps": maps, "progs": progs}
 
 
 def live_link_ids():

@@ -2,6 +2,7 @@
 """The core promise: every libcuda allocation of a traced process is accounted,
 exactly, per process and per call site, against the CUDA driver stand-in's own
 ground truth."""
+import json
 import os
 import signal
 import subprocess
@@ -48,6 +49,28 @@ def test_every_family_run_mode(tmp):
     check_books(rep, p, truth)
     check_eq(truth["device_bytes"], base["device_bytes"], "same work in both runs")
     check("attached" in tr.stderr(), "run mode says it attached")
+
+
+def test_the_verifier_walks_each_program_in_few_instructions(tmp):
+    """Loading the programs is most of an attach's time, and the kernel refuses a program
+    whose verification walks a million instructions. With DWARF stacks and Python frames
+    (the default), no program may take more than 150,000: a walk whose loop states
+    multiply (each count of a bpf_loop() step a state of its own, each going on through
+    the stack copy) walked 491,488 for torch_malloc and took 2 s of every start."""
+    wl, tr = attach_workload(tmp, "wl_basic")
+    progs = harness.bpf_objects(tr.proc.pid)["progs"]
+    names = {}
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, timeout=20)
+    for p in json.loads(out.stdout or b"[]"):
+        names[p["id"]] = p.get("name", "?")
+    finish_attached(wl, tr)
+    check(len(progs) >= 8, f"the tracer holds its programs: {progs}")
+    walked = {names.get(i, str(i)): n for i, n in progs.items()}
+    check(all(n >= 0 for n in walked.values()), f"the kernel says what it verified: {walked}")
+    check(walked.get("call_enter", 0) > 1000 and walked.get("torch_malloc", 0) > 1000,
+          f"the stack-taking programs are among them: {walked}")
+    over = {k: n for k, n in walked.items() if n > 150_000}
+    check(not over, f"programs whose verification walked over 150,000 instructions: {over}")
 
 
 def test_vmm_handles_mappings_reservations(tmp):
