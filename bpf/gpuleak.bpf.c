@@ -284,6 +284,7 @@ int BPF_PROG(proc_exit, struct task_struct *exiting)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct gl_hold_key hk = { .agent = targ_self };
 
 	if (BPF_CORE_READ(task, signal, live.counter) != 0)
 		return 0;
@@ -291,6 +292,8 @@ int BPF_PROG(proc_exit, struct task_struct *exiting)
 	bpf_map_delete_elem(&targets, &tgid);
 	/* its frames' layout goes with it, whatever user space does next */
 	bpf_map_delete_elem(&py_procs, &tgid);
+	hk.tgid = tgid;
+	bpf_map_delete_elem(&hold_book, &hk);
 	return 0;
 }
 
@@ -434,9 +437,15 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 		 * there already: held at an earlier mapping */
 		long err = bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST);
 
-		if (err == 0 && bpf_send_signal(19 /* SIGSTOP */) == 0)
+		if (err == 0 && bpf_send_signal(19 /* SIGSTOP */) == 0) {
+			struct gl_hold_key hk = { .tgid = tgid, .agent = targ_self };
+			struct gl_hold_val hv = { .since = now,
+						  .start_ns = task->group_leader->start_boottime,
+						  .agent_ticks = targ_self_ticks };
+
 			r->lib.held = 1;
-		else if (err == 0)
+			bpf_map_update_elem(&hold_book, &hk, &hv, BPF_ANY);
+		} else if (err == 0)
 			bpf_map_delete_elem(&held, &tgid);
 		if (err != -17 /* EEXIST */ && !r->lib.held)
 			r->lib.held = 2;

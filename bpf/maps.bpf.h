@@ -22,6 +22,7 @@ const volatile bool targ_torch_python_only = false; /* tensor blocks: no native 
 const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for every record */
 const volatile bool targ_hold = true; /* stop a target at the mapping of a library not attached */
 const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
+const volatile __u64 targ_self_ticks = 0;     /* the tracer's start (gl_hold_val.agent_ticks) */
 const volatile bool targ_stack_cache = false; /* DWARF mode: look stacks up in stack_cache */
 
 /*
@@ -77,6 +78,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } held SEC(".maps");
+
+/* Every gpuleak's holds on this host (gpuleak_abi.h): pinned by user space where it can
+ * be; else this gpuleak's own, and two gpuleaks do not wait for each other. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, GL_HOLD_BOOK_MAX);
+	__type(key, struct gl_hold_key);
+	__type(value, struct gl_hold_val);
+} hold_book SEC(".maps");
 
 /* Holds the guard ended at their deadline before user space released them: tgid ->
  * bpf_ktime_get_ns() of the stop. Written by the guard (loader.c), taken by user space

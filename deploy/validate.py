@@ -107,9 +107,11 @@ def check_k8s():
     for m in mounts.values():
         need(m["name"] in vols, f"volumeMount {m['name']} has no volume")
         v = vols.get(m["name"], {})
-        if "hostPath" in v:
+        # writable host paths: the BPF file system alone (the book of holds agents share)
+        if "hostPath" in v and v["hostPath"]["path"] != "/sys/fs/bpf":
             need(m.get("readOnly") is True, f"hostPath {v['hostPath']['path']} mounted read-only")
     need("/sys/kernel/btf" in mounts, "/sys/kernel/btf mounted")
+    need("/sys/fs/bpf" in mounts, "/sys/fs/bpf mounted (the book of holds agents share)")
     state = [a.split("=", 1)[1] for a in args if a.startswith("--state-dir=")]
     need(state and state[0] in mounts and "emptyDir" in vols.get(mounts[state[0]]["name"], {}),
          "--state-dir is a writable emptyDir volume (the root filesystem is read-only)")

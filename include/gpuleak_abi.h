@@ -319,6 +319,28 @@ struct gl_libmap {
 	char name[48]; /* the file's base name */
 };
 
+/*
+ * The book of holds that every gpuleak on the host shares (map hold_book, pinned
+ * at GL_HOLD_BOOK_PIN where a BPF file system is mounted there): one entry per
+ * process held and gpuleak holding it. A gpuleak done attaching takes its entry
+ * out and continues the process only when no other live gpuleak still holds it;
+ * each one's guard ends the entries of others past the deadline, or whose gpuleak
+ * is gone. The layout is part of the pinned map's name: change both together.
+ */
+#define GL_HOLD_BOOK_PIN "/sys/fs/bpf/gpuleak/hold_book_v1"
+#define GL_HOLD_BOOK_MAX 4096
+
+struct gl_hold_key {
+	__u32 tgid;  /* the process held */
+	__u32 agent; /* the gpuleak holding it (its tgid in the initial PID namespace) */
+};
+
+struct gl_hold_val {
+	__u64 since;	   /* bpf_ktime_get_ns() of the stop */
+	__u64 start_ns;	   /* the held process's start (start_boottime): its identity */
+	__u64 agent_ticks; /* the gpuleak's start, in clock ticks (/proc/PID/stat) */
+};
+
 /* Exact per-process counters kept by BPF (map procs, key = tgid). */
 struct gl_proc_stats {
 	__u64 start_time;

@@ -27,9 +27,11 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gpuleak.skel.h"
+#include "holdbook.h"
 #include "loader_int.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/procfs.h"
 
 /* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
  * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
@@ -185,6 +187,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_torch_python_only = o->torch_python_only;
 	s->rodata->targ_hold = !o->no_hold;
 	s->rodata->targ_self = getpid();
+	procfs__start_ticks(getpid(), (uint64_t *)&s->rodata->targ_self_ticks);
 	s->rodata->targ_stack_cache = o->stack_cache;
 	s->rodata->targ_sample_bytes = o->sample_bytes;
 	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
@@ -220,7 +223,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 /* Opens the embedded object, configures it and loads it (the verifier checks every program). */
 static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 {
-	int err;
+	int err, book;
 
 	t->skel = gpuleak__open();
 	if (!t->skel) {
@@ -236,8 +239,26 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
 			  strerror(-err));
 		return err;
 	}
-	return gpuleak__load(t->skel);
+	/* the book of holds another gpuleak pinned, or this one's, pinned for the next */
+	book = opts->no_hold ? -1 : holdbook__open_shared();
+	if (book >= 0) {
+		err = bpf_map__reuse_fd(t->skel->maps.hold_book, book);
+		close(book);
+		if (err)
+			log_warn("cannot share the book of holds at %s: %s", GL_HOLD_BOOK_PIN,
+				 strerror(-err));
+	}
+	err = gpuleak__load(t->skel);
+	if (!err && book == -ENOENT)
+		holdbook__share(bpf_map__fd(t->skel->maps.hold_book));
+	return err;
 }
+
+/* What the guard works with: its maps (held, hold_expired, hold_book) and the tracer's PID. */
+struct guard_fds {
+	int held, expired, book;
+	__u32 self;
+};
 
 /*
  * Ends holding: key 0 in the held map tells BPF to hold no more processes
@@ -245,21 +266,21 @@ static int open_and_load(struct tracer *t, const struct tracer_opts *opts)
  * every process held, each once (its entry is taken first). A full map makes
  * room for key 0 by releasing one first.
  */
-static void release_all(int held_fd)
+static void release_all(const struct guard_fds *g, uint64_t expired_before)
 {
 	__u32 key = 0, next;
 	__u64 zero = 0;
 	bool first = true;
 
-	while (bpf_map_update_elem(held_fd, &key, &zero, BPF_ANY) &&
-	       !bpf_map_get_next_key(held_fd, NULL, &next))
-		if (next && !bpf_map_delete_elem(held_fd, &next))
-			kill(next, SIGCONT);
-	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
+	while (bpf_map_update_elem(g->held, &key, &zero, BPF_ANY) &&
+	       !bpf_map_get_next_key(g->held, NULL, &next))
+		if (next && !bpf_map_delete_elem(g->held, &next))
+			holdbook__let_go(g->book, next, g->self, expired_before, NULL);
+	while (!bpf_map_get_next_key(g->held, first ? NULL : &key, &next)) {
 		first = false;
 		key = next;
-		if (key && !bpf_map_delete_elem(held_fd, &key))
-			kill(key, SIGCONT);
+		if (key && !bpf_map_delete_elem(g->held, &key))
+			holdbook__let_go(g->book, key, g->self, expired_before, NULL);
 	}
 }
 
@@ -268,22 +289,26 @@ static void release_all(int held_fd)
  * entry is taken out of held first, so that a release by user space at the same
  * moment sends SIGCONT once, then put in hold_expired for user space to name.
  */
-static void release_overdue(int held_fd, int expired_fd, uint64_t deadline)
+static void release_overdue(const struct guard_fds *g, uint64_t deadline)
 {
 	__u32 key = 0, next;
 	__u64 since;
 	bool first = true;
 
-	while (!bpf_map_get_next_key(held_fd, first ? NULL : &key, &next)) {
+	while (!bpf_map_get_next_key(g->held, first ? NULL : &key, &next)) {
+		struct gl_hold_key mine = { .tgid = next, .agent = g->self };
+
 		first = false;
 		key = next;
-		if (!key || bpf_map_lookup_elem(held_fd, &key, &since) || since > deadline)
+		if (!key || bpf_map_lookup_elem(g->held, &key, &since) || since > deadline)
 			continue;
-		if (bpf_map_delete_elem(held_fd, &key))
+		if (bpf_map_delete_elem(g->held, &key))
 			continue;
-		bpf_map_update_elem(expired_fd, &key, &since, BPF_ANY);
-		kill(key, SIGCONT);
+		bpf_map_update_elem(g->expired, &key, &since, BPF_ANY);
+		bpf_map_delete_elem(g->book, &mine);
+		kill(key, SIGCONT); /* past the deadline: whoever else holds it */
 	}
+	holdbook__sweep(g->book, g->self, deadline);
 }
 
 /*
@@ -291,7 +316,7 @@ static void release_overdue(int held_fd, int expired_fd, uint64_t deadline)
  * timeout_ns, whatever the tracer is doing (stopped, starved, in a debugger);
  * when the tracer is gone (EOF on the pipe), it releases every hold and ends.
  */
-static void guard_loop(int pipe_fd, int held_fd, int expired_fd, uint64_t timeout_ns)
+static void guard_loop(int pipe_fd, const struct guard_fds *g, uint64_t timeout_ns)
 {
 	struct pollfd pfd = { .fd = pipe_fd, .events = POLLIN };
 	char c;
@@ -303,9 +328,9 @@ static void guard_loop(int pipe_fd, int held_fd, int expired_fd, uint64_t timeou
 		if (r == 0 || (r < 0 && errno != EINTR) || (n < 0 && errno != EINTR))
 			break; /* EOF: the tracer is gone */
 		if (n == 0 && now_ns() > timeout_ns)
-			release_overdue(held_fd, expired_fd, now_ns() - timeout_ns);
+			release_overdue(g, now_ns() - timeout_ns);
 	}
-	release_all(held_fd);
+	release_all(g, now_ns() > timeout_ns ? now_ns() - timeout_ns : 0);
 }
 
 /*
@@ -318,6 +343,8 @@ static int start_guard(struct tracer *t, uint64_t timeout_ns)
 {
 	int pfd[2], held_fd = bpf_map__fd(t->skel->maps.held);
 	int expired_fd = bpf_map__fd(t->skel->maps.hold_expired);
+	int book_fd = bpf_map__fd(t->skel->maps.hold_book);
+	__u32 self = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
@@ -329,20 +356,21 @@ static int start_guard(struct tracer *t, uint64_t timeout_ns)
 		return -errno;
 	}
 	if (t->guard == 0) {
-		/* keep only the pipe and the two maps: the links must close with the tracer
-		 * (all moved above 5 first, so that no dup2 closes another) */
+		/* keep only the pipe and the three maps: the links must close with the tracer
+		 * (all moved above 6 first, so that no dup2 closes another) */
 		int rd = fcntl(pfd[0], F_DUPFD, 10), map = fcntl(held_fd, F_DUPFD, 10);
-		int exp = fcntl(expired_fd, F_DUPFD, 10);
+		int exp = fcntl(expired_fd, F_DUPFD, 10), book = fcntl(book_fd, F_DUPFD, 10);
+		struct guard_fds g = { .held = 4, .expired = 5, .book = 6, .self = self };
 
-		if (rd < 0 || map < 0 || exp < 0 || dup2(rd, 3) < 0 || dup2(map, 4) < 0 ||
-		    dup2(exp, 5) < 0)
+		if (rd < 0 || map < 0 || exp < 0 || book < 0 || dup2(rd, 3) < 0 ||
+		    dup2(map, 4) < 0 || dup2(exp, 5) < 0 || dup2(book, 6) < 0)
 			_exit(1);
-		syscall(SYS_close_range, 6, ~0U, 0);
+		syscall(SYS_close_range, 7, ~0U, 0);
 		signal(SIGINT, SIG_IGN);
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGHUP, SIG_IGN);
 		prctl(PR_SET_NAME, "gpuleak-guard");
-		guard_loop(3, 4, 5, timeout_ns);
+		guard_loop(3, &g, timeout_ns);
 		_exit(0);
 	}
 	close(pfd[0]);
@@ -420,8 +448,8 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 				  strerror(-err));
 		goto cleanup;
 	}
-	if (!opts->no_hold && (err = start_guard(t, opts->hold_timeout_ns ? opts->hold_timeout_ns :
-									    GL_HOLD_TIMEOUT_NS))) {
+	t->hold_timeout_ns = opts->hold_timeout_ns ? opts->hold_timeout_ns : GL_HOLD_TIMEOUT_NS;
+	if (!opts->no_hold && (err = start_guard(t, t->hold_timeout_ns))) {
 		log_error("failed to start the process that releases held processes: %s",
 			  strerror(-err));
 		goto cleanup;
@@ -453,8 +481,15 @@ void tracer__free(struct tracer *t)
 		munmap((void *)t->ring_cons, t->ring_page);
 		munmap((void *)t->ring_prod, t->ring_page);
 	}
-	if (t->skel)
-		release_all(bpf_map__fd(t->skel->maps.held));
+	if (t->skel) {
+		struct guard_fds g = { .held = bpf_map__fd(t->skel->maps.held),
+				       .expired = bpf_map__fd(t->skel->maps.hold_expired),
+				       .book = bpf_map__fd(t->skel->maps.hold_book),
+				       .self = getpid() };
+		uint64_t now = now_ns();
+
+		release_all(&g, now > t->hold_timeout_ns ? now - t->hold_timeout_ns : 0);
+	}
 	if (t->guard_fd >= 0)
 		close(t->guard_fd);
 	if (t->guard > 0)

@@ -58,8 +58,9 @@ struct torch_pid {
 
 struct tracer {
 	struct gpuleak *skel;
-	pid_t guard;  /* releases held processes if the tracer dies; 0 if none */
-	int guard_fd; /* the guard sees EOF on its end of this pipe when we are gone */
+	pid_t guard;		  /* releases held processes if the tracer dies; 0 if none */
+	int guard_fd;		  /* the guard sees EOF on its end of this pipe when we are gone */
+	uint64_t hold_timeout_ns; /* a hold older than this counts for no gpuleak */
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
 	struct ring_buffer *rb;

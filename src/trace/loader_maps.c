@@ -7,11 +7,15 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "gpuleak.skel.h"
+#include "holdbook.h"
 #include "loader_int.h"
+#include "util/clock.h"
+#include "util/log.h"
 
 int tracer__add_target(struct tracer *t, int pid)
 {
@@ -67,11 +71,16 @@ void tracer__file_unhandled(struct tracer *t, dev_t dev, ino_t ino)
 
 bool tracer__release(struct tracer *t, int pid)
 {
-	__u32 key = pid;
+	uint64_t now = now_ns();
+	__u32 key = pid, other = 0;
 
 	if (bpf_map__delete_elem(t->skel->maps.held, &key, sizeof(key), 0))
 		return false;
-	kill(pid, SIGCONT);
+	if (!holdbook__let_go(bpf_map__fd(t->skel->maps.hold_book), pid, getpid(),
+			      now > t->hold_timeout_ns ? now - t->hold_timeout_ns : 0, &other))
+		log_debug("PID %d stays stopped until gpuleak PID %u, which holds it too, has "
+			  "attached (or the hold's deadline)",
+			  pid, other);
 	return true;
 }
 

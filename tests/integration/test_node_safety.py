@@ -84,6 +84,141 @@ def test_two_agents_and_a_job_mapping_a_new_libcuda(tmp):
             check(a.stop() != "hung", "serve stops on SIGTERM")
 
 
+def _guard_of(pid):
+    """The PID of a gpuleak's guard (its child named gpuleak-guard)."""
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except (OSError, ValueError):
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        if comm == "gpuleak-guard" and int(st[st.rindex(")") + 2:].split()[1]) == pid:
+            return int(d)
+    raise AssertionError(f"gpuleak {pid} has no guard")
+
+
+def _proc_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+    except OSError:
+        return None
+    return st[st.rindex(")") + 2]
+
+
+def test_two_tracers_both_trace_a_job_from_its_first_call(tmp):
+    """Two gpuleaks side by side meet a job that maps a libcuda neither has attached, one
+    of them slow for a moment (stopped 0.5 s: a starved cgroup). Both hold the job; the
+    one done attaching first finds the other's entry in the book of holds they share and
+    leaves the job stopped; the slow one, done in turn, continues it. Each books every
+    call of the job, its figures complete, and neither says the job ran before its
+    probes."""
+    trs = [Tracer(["attach", "-a", "-i", "0"], tmp) for _ in range(2)]
+    for tr in trs:
+        wait_until(lambda tr=tr: "tracing every process" in tr.stderr(), 20,
+                   "each tracer to start")
+    lib = _copy(tmp, "both")
+    truth_path = os.path.join(tmp, "both.truth.json")
+    slow = trs[1].proc.pid
+    os.kill(slow, signal.SIGSTOP)
+    try:
+        job = subprocess.Popen([os.path.join(WORKLOADS, "wl_dlopen"), "--lib", lib,
+                                "--no-wait", "--truth", truth_path],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+        wait_until(lambda: f"functions in {lib}" in trs[0].stderr(), 10,
+                   "the tracer that runs to attach the new file")
+        time.sleep(0.5)
+        check_eq(_proc_state(job.pid), "T",
+                 "the job stays held while the slow tracer has not attached")
+    finally:
+        os.kill(slow, signal.SIGCONT)
+    check_eq(job.wait(20), 0, "the job's exit status")
+    with open(truth_path) as f:
+        truth = json.load(f)
+    for tr in trs:
+        wait_until(lambda tr=tr: f"functions in {lib}" in tr.stderr(), 10,
+                   "each tracer to attach the new file")
+        tr.stop()
+        err = tr.stderr()
+        check("before its probes were in" not in err and "deadline" not in err, err)
+        rep = tr.report()
+        p = process(rep, truth["pid"])
+        check_eq(p["alloc_calls"], truth["alloc_calls"], "the job's calls, in each tracer")
+        check_eq(p["free_calls"], truth["free_calls"], "the job's frees, in each tracer")
+        check(rep["complete"] is True,
+              f"the figures complete in each tracer: {rep.get('incomplete_why')}")
+
+
+def test_a_frozen_agent_beside_a_live_one_holds_a_job_only_until_the_deadline(tmp):
+    """Two agents, one frozen with its guard (a cgroup freezer stops both): the live one
+    attaches the new file and leaves the job to the other's hold, which its own guard
+    ends at the deadline. The job runs after about --hold-timeout, traced from its first
+    call by the live agent."""
+    trs = [Tracer(["attach", "-a", "-i", "0", "--hold-timeout", "1s"], tmp) for _ in range(2)]
+    for tr in trs:
+        wait_until(lambda tr=tr: "tracing every process" in tr.stderr(), 20,
+                   "each tracer to start")
+    frozen = [trs[1].proc.pid, _guard_of(trs[1].proc.pid)]
+    lib = _copy(tmp, "frozen")
+    for pid in frozen:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        took, truth = _run_dlopen(tmp, lib, timeout=30)
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    check(0.9 < took < 3.5, f"the job was held about 1 s, then ran: {took:.1f} s")
+    live = trs[0]
+    wait_until(lambda: f"functions in {lib}" in live.stderr(), 10,
+               "the live tracer to attach the new file")
+    for tr in trs:
+        tr.stop()
+    check("before its probes were in" not in live.stderr(), live.stderr())
+    p = process(live.report(), truth["pid"])
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "the job's calls, in the live tracer")
+    wait_until(lambda: "past the hold's deadline" in trs[1].stderr(), 10,
+               "the thawed tracer to name its expired hold")
+
+
+def test_a_hold_of_a_killed_agent_counts_for_nothing(tmp):
+    """An agent killed with its guard (SIGKILL to the pod) while it holds a job beside a
+    live one: its entry stays in the shared book, but the live agent's guard sees that its
+    gpuleak is gone and continues the job at once, long before the deadline."""
+    trs = [Tracer(["attach", "-a", "-i", "0", "--hold-timeout", "20s"], tmp)
+           for _ in range(2)]
+    for tr in trs:
+        wait_until(lambda tr=tr: "tracing every process" in tr.stderr(), 20,
+                   "each tracer to start")
+    doomed = [trs[1].proc.pid, _guard_of(trs[1].proc.pid)]
+    for pid in doomed:
+        os.kill(pid, signal.SIGSTOP)
+    lib = _copy(tmp, "killed")
+    truth_path = os.path.join(tmp, "killed.truth.json")
+    job = subprocess.Popen([os.path.join(WORKLOADS, "wl_dlopen"), "--lib", lib, "--no-wait",
+                            "--truth", truth_path], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_until(lambda: f"functions in {lib}" in trs[0].stderr(), 10,
+                   "the live tracer to attach the new file")
+        time.sleep(0.3)
+        check_eq(_proc_state(job.pid), "T", "the job stays held while the other holds it")
+    finally:
+        for pid in doomed:
+            os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    check_eq(job.wait(10), 0, "the job's exit status")
+    check(time.monotonic() - t0 < 2, f"the job went on soon after the agent was killed: "
+                                     f"{time.monotonic() - t0:.1f} s")
+    trs[1].proc.wait(10)
+    trs[0].stop()
+    with open(truth_path) as f:
+        truth = json.load(f)
+    p = process(trs[0].report(), truth["pid"])
+    check_eq(p["alloc_calls"], truth["alloc_calls"], "the job's calls, in the live tracer")
+
+
 def test_stopped_agent_holds_a_job_only_until_the_deadline(tmp):
     """An agent that cannot run (SIGSTOP here; a starved cgroup or a debugger alike) while
     a job maps a new libcuda: the job is held no longer than --hold-timeout, then runs; once
