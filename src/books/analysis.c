@@ -64,23 +64,51 @@ struct series *series__new(uint64_t width_ns)
 
 void series__free(struct series *s)
 {
+	if (s) {
+		free(s->pts);
+		free(s->steps);
+	}
 	free(s);
 }
 
 void series__reset(struct series *s)
 {
 	if (s)
-		*s = (struct series){ .base_ns = s->base_ns, .width_ns = s->base_ns };
+		*s = (struct series){ .base_ns = s->base_ns,
+				      .width_ns = s->base_ns,
+				      .cap = s->cap,
+				      .pts = s->pts,
+				      .cap_steps = s->cap_steps,
+				      .steps = s->steps };
+}
+
+/* Room for one more element in an array of *cap (doubling up to max); false if it
+ * cannot grow (at max, or out of memory). */
+static bool grow(void **arr, uint32_t *cap, uint32_t max, size_t size)
+{
+	uint32_t want = *cap ? *cap * 2 : 2;
+	void *p;
+
+	if (*cap >= max)
+		return false;
+	if (want > max)
+		want = max;
+	p = realloc(*arr, want * size);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = want;
+	return true;
 }
 
 static struct series_step *step_at(struct series *s, uint32_t i)
 {
-	return &s->steps[(s->step0 + i) % SERIES_STEPS];
+	return &s->steps[(s->step0 + i) % s->cap_steps];
 }
 
 static const struct series_step *step_of(const struct series *s, uint32_t i)
 {
-	return &s->steps[(s->step0 + i) % SERIES_STEPS];
+	return &s->steps[(s->step0 + i) % s->cap_steps];
 }
 
 /*
@@ -95,9 +123,17 @@ static void add_step(struct series *s, uint64_t ts_ns, uint64_t bytes)
 		s->stair_ns = ts_ns;
 	if (s->nsteps && step_at(s, s->nsteps - 1)->bytes == bytes)
 		return;
-	if (s->nsteps == SERIES_STEPS) {
-		s->step0 = (s->step0 + 1) % SERIES_STEPS;
-		s->nsteps--;
+	if (s->nsteps == s->cap_steps &&
+	    !grow((void **)&s->steps, &s->cap_steps, SERIES_STEPS, sizeof(*s->steps))) {
+		if (!s->cap_steps)
+			return; /* out of memory before the first: no staircase */
+		if (s->cap_steps <
+		    SERIES_STEPS) /* out of memory: the oldest goes (not a ring yet) */
+			memmove(s->steps, s->steps + 1, --s->nsteps * sizeof(*s->steps));
+		else {
+			s->step0 = (s->step0 + 1) % SERIES_STEPS;
+			s->nsteps--;
+		}
 	}
 	*step_at(s, s->nsteps++) = (struct series_step){ ts_ns, bytes };
 }
@@ -146,10 +182,14 @@ void series__add(struct series *s, uint64_t ts_ns, uint64_t bytes)
 		coarsen(s);
 	if (s->n) {
 		p = &s->pts[s->n - 1];
-		if (ts_ns < p->t_ns + s->width_ns || s->n == SERIES_POINTS) {
-			merge_into(p, &one);
+		if (ts_ns < p->t_ns + s->width_ns || s->n == SERIES_POINTS ||
+		    (s->n == s->cap &&
+		     !grow((void **)&s->pts, &s->cap, SERIES_POINTS, sizeof(*s->pts)))) {
+			merge_into(p, &one); /* (out of memory: a coarser last bucket) */
 			return;
 		}
+	} else if (!s->cap && !grow((void **)&s->pts, &s->cap, SERIES_POINTS, sizeof(*s->pts))) {
+		return; /* out of memory: no history, the verdict stays unknown */
 	}
 	/* buckets start on multiples of the width, so merged buckets line up */
 	one.t_ns = ts_ns - ts_ns % s->width_ns;

@@ -31,22 +31,26 @@ struct series_step {
 	uint64_t t_ns, bytes;
 };
 
+/*
+ * Its arrays grow as they fill, up to SERIES_POINTS and SERIES_STEPS: a stack that
+ * allocated a few times (most of a short process's) takes ~0.2 KiB, not 2.6.
+ */
 struct series {
 	uint64_t base_ns;  /* the first width: the finest resolution, unit of the thresholds */
 	uint64_t width_ns; /* bucket width; doubles (buckets merge) when the series is full */
 	uint64_t first_ns; /* first change */
 	uint64_t changes;  /* calls to series__add */
-	uint32_t n;
-	struct series_point pts[SERIES_POINTS];
+	uint32_t n, cap;   /* buckets used, room in pts */
+	struct series_point *pts;
 	/*
 	 * The floor's staircase at the resolution of single changes, the newest
 	 * SERIES_STEPS rises (a ring from step0): rising bytes, each still held.
 	 * A staircase of many equal steps is a leak before the series has the
 	 * history a verdict otherwise needs.
 	 */
-	uint32_t step0, nsteps;
+	uint32_t step0, nsteps, cap_steps; /* a ring once cap_steps is SERIES_STEPS */
 	uint64_t stair_ns; /* the base of the staircase: the oldest, before the ring forgot it */
-	struct series_step steps[SERIES_STEPS];
+	struct series_step *steps;
 };
 
 struct verdict_info {
