@@ -27,6 +27,7 @@
 #include "allocs.bpf.h"
 #include "books.bpf.h"
 #include "tiers.bpf.h"
+#include "deadline.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -445,6 +446,7 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 
 			r->lib.held = 1;
 			bpf_map_update_elem(&hold_book, &hk, &hv, BPF_ANY);
+			start_deadline(task, tgid);
 		} else if (err == 0)
 			bpf_map_delete_elem(&held, &tgid);
 		if (err != -17 /* EEXIST */ && !r->lib.held)

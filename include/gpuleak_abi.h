@@ -329,6 +329,8 @@ struct gl_libmap {
  */
 #define GL_HOLD_BOOK_PIN "/sys/fs/bpf/gpuleak/hold_book_v1"
 #define GL_HOLD_BOOK_MAX 4096
+/* In a hold_expired value: the kernel side (a BPF timer) ended the hold, not the guard. */
+#define GL_HOLD_BY_KERNEL (1ULL << 63)
 
 struct gl_hold_key {
 	__u32 tgid;  /* the process held */

@@ -187,6 +187,8 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	s->rodata->targ_torch_python_only = o->torch_python_only;
 	s->rodata->targ_hold = !o->no_hold;
 	s->rodata->targ_self = getpid();
+	s->rodata->targ_hold_timeout_ns = o->hold_timeout_ns ? o->hold_timeout_ns :
+							       GL_HOLD_TIMEOUT_NS;
 	procfs__start_ticks(getpid(), (uint64_t *)&s->rodata->targ_self_ticks);
 	s->rodata->targ_stack_cache = o->stack_cache;
 	s->rodata->targ_sample_bytes = o->sample_bytes;

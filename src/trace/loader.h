@@ -141,10 +141,11 @@ __u64 tracer__kernel_dev(dev_t dev);
 /* Releases pid (SIGCONT) if BPF holds it. Returns whether it was held. */
 bool tracer__release(struct tracer *t, int pid);
 /*
- * Whether the guard ended a hold of pid at its deadline (and when BPF had stopped it,
- * in *ns); the entry is taken: a second call says false.
+ * Whether a hold of pid ended at its deadline (and when BPF had stopped it, in *ns;
+ * *by_kernel: ended by the BPF timer, not by the guard); the entry is taken: a second
+ * call says false.
  */
-bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns);
+bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns, bool *by_kernel);
 /* When BPF stopped pid (bpf_ktime_get_ns). Returns 0, or -ENOENT if it is not held. */
 int tracer__held_since(struct tracer *t, int pid, uint64_t *ns);
 

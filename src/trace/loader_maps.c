@@ -84,7 +84,7 @@ bool tracer__release(struct tracer *t, int pid)
 	return true;
 }
 
-bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns)
+bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns, bool *by_kernel)
 {
 	__u32 key = pid;
 	__u64 v;
@@ -92,7 +92,8 @@ bool tracer__hold_expired(struct tracer *t, int pid, uint64_t *ns)
 	if (bpf_map__lookup_and_delete_elem(t->skel->maps.hold_expired, &key, sizeof(key), &v,
 					    sizeof(v), 0))
 		return false;
-	*ns = v;
+	*ns = v & ~GL_HOLD_BY_KERNEL;
+	*by_kernel = v & GL_HOLD_BY_KERNEL;
 	return true;
 }
 

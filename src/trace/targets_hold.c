@@ -67,7 +67,7 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 	int pid = r->hdr.pid, err;
 	uint64_t t0 = now_ns(), since;
 	char name[sizeof(r->lib.name) + 1];
-	bool found, stopped;
+	bool found, stopped, by_kernel;
 
 	if (r->lib.kind == GL_LIB_CUDA)
 		tracer__lib_mapped(s->tracer, r->lib.dev, r->lib.ino, pid);
@@ -99,13 +99,14 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 	if (tracer__held_since(s->tracer, pid, &since))
 		since = t0;
 	if (!tracer__release(s->tracer, pid)) {
-		if (!tracer__hold_expired(s->tracer, pid, &since))
+		if (!tracer__hold_expired(s->tracer, pid, &since, &by_kernel))
 			return false;
 		s->holds_expired++;
 		log_warn("PID %d (%s) maps %s and was held %.1f s, past the hold's deadline, "
-			 "before gpuleak could attach it: the guard let it go; its first calls "
-			 "may be missed, and its figures say so",
-			 pid, r->comm, name, (now_ns() - since) / 1e9);
+			 "before gpuleak could attach it: %s let it go; its first calls may be "
+			 "missed, and its figures say so",
+			 pid, r->comm, name, (now_ns() - since) / 1e9,
+			 by_kernel ? "the kernel side (a BPF timer)" : "the guard");
 		return true;
 	}
 	if (found && !stopped) {

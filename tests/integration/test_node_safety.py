@@ -249,6 +249,41 @@ def test_stopped_agent_holds_a_job_only_until_the_deadline(tmp):
         check(agent.stop() != "hung", "serve stops on SIGTERM")
 
 
+def test_a_frozen_agent_and_its_guard_hold_a_job_only_until_the_deadline(tmp):
+    """The agent and its guard stopped together (a cgroup freezer stops both), no other
+    gpuleak on the host: the kernel side keeps the deadline. A BPF timer continues the job
+    at --hold-timeout. The kernel sends that signal only while a user task runs on the
+    timer's CPU, so the host here is kept busy, as a GPU node is (a spinning process per
+    CPU). Once thawed, the agent names the hold and says the kernel ended it."""
+    tr = Tracer(["attach", "-a", "-i", "0", "--hold-timeout", "1s"], tmp)
+    wait_until(lambda: "tracing every process" in tr.stderr(), 20, "the tracer to start")
+    frozen = [tr.proc.pid, _guard_of(tr.proc.pid)]
+    spinners = [subprocess.Popen([PYTHON, "-c", "while True: pass"])
+                for _ in range(os.cpu_count() or 1)]
+    lib = _copy(tmp, "kernel")
+    try:
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            took, truth = _run_dlopen(tmp, lib, timeout=30)
+        finally:
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    check(0.9 < took < 3, f"the job was held about 1 s, then ran: {took:.1f} s")
+    wait_until(lambda: "past the hold's deadline" in tr.stderr(), 10,
+               "the thawed tracer to name the expired hold")
+    tr.stop()
+    err = tr.stderr()
+    check(f"PID {truth['pid']} (wl_dlopen) maps libcuda.so.1 and was held" in err, err)
+    check("the kernel side (a BPF timer) let it go" in err, err)
+    check(tr.report()["caps"]["hold_timeout"]["expired_holds"] == 1,
+          f"the expired hold is counted: {tr.report()['caps']['hold_timeout']}")
+
+
 def test_python_processes_that_never_use_cuda_take_no_entry(tmp):
     """Short-lived Python processes that never touch CUDA (DataLoader workers, cron jobs,
     probes), more of them than the table of Python processes holds, live across a rescan
