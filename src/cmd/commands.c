@@ -48,6 +48,15 @@ const struct cli_option cli_options[] = {
 	  "write a gzipped pprof profile (inuse/alloc space\n"
 	  "and objects: go tool pprof, Parca, Pyroscope)",
 	  "heap.pb.gz", F },
+	{ "memory-viz", OPT_MEMORY_VIZ, "FILE",
+	  "write the PyTorch process's segments and blocks\n"
+	  "as the pickle torch.cuda.memory._snapshot()\n"
+	  "writes (pytorch.org/memory_viz)",
+	  "snapshot.pickle", F },
+	{ "perfetto", OPT_PERFETTO, "FILE",
+	  "write memory over time as a trace (JSON Trace\n"
+	  "Event Format: ui.perfetto.dev, chrome://tracing)",
+	  "memory.trace.json", F },
 	{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
 	{ "full-stacks", OPT_FULL_STACKS, NULL,
@@ -229,7 +238,7 @@ const struct cli_option cli_options[] = {
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "                          \
 	"tensor-duty resolution max-held hold-timeout max-python-procs ranks-from-env imbalance bench-floor " \
 	"bench-torch-lib no-stack-cache "
-#define REPORT_OPTS "json folded svg pprof top frames full-stacks "
+#define REPORT_OPTS "json folded svg pprof memory-viz perfetto top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
 
 const struct cli_command cli_commands[] = {

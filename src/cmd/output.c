@@ -19,14 +19,16 @@
 bool output__to_stdout(const struct gl_opts *o)
 {
 	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
-	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path);
+	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path) ||
+	       outfile__is_stdout(o->memory_viz_path) || outfile__is_stdout(o->perfetto_path);
 }
 
-enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF };
+enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF, OUT_MEMVIZ, OUT_PERFETTO };
 
 int output__open_files(const struct gl_opts *o, struct output_files *rf)
 {
-	static const char *const opts[] = { "--json", "--folded", "--svg", "--pprof" };
+	static const char *const opts[] = { "--json",  "--folded",     "--svg",
+					    "--pprof", "--memory-viz", "--perfetto" };
 	struct stat st;
 	int err = 0;
 
@@ -35,6 +37,8 @@ int output__open_files(const struct gl_opts *o, struct output_files *rf)
 	rf->path[OUT_FOLDED] = o->folded_path;
 	rf->path[OUT_SVG] = o->svg_path;
 	rf->path[OUT_PPROF] = o->pprof_path;
+	rf->path[OUT_MEMVIZ] = o->memory_viz_path;
+	rf->path[OUT_PERFETTO] = o->perfetto_path;
 	for (int i = 0; i < OUTPUT_NR_FILES && !err; i++) {
 		const char *path = rf->path[i];
 
@@ -76,6 +80,26 @@ void output__close_files(struct output_files *rf)
 	}
 }
 
+/* The memory_viz snapshot of the process with the most PyTorch memory (others named). */
+static int write_memory_viz(FILE *f, const struct snapshot *snap, const char *path)
+{
+	int others;
+	const struct snap_proc *sp = report__memory_viz_proc(snap, &others);
+
+	if (!sp) {
+		log_warn("%s: no process had PyTorch memory gpuleak could see (segments its "
+			 "caching allocator took, or tensor blocks): the snapshot is empty",
+			 path);
+		return report__memory_viz(f, snap, &(struct snap_proc){ .pid = 0, .comm = "" });
+	}
+	if (others)
+		log_warn("%s holds PID %d (%s), the process with the most PyTorch memory; %d "
+			 "other%s had some too (a snapshot is one process's, as PyTorch's own: "
+			 "trace that one alone to have it)",
+			 path, sp->pid, sp->comm, others, others > 1 ? "s" : "");
+	return report__memory_viz(f, snap, sp);
+}
+
 /* Writes one report into f (from output__open_files; none if NULL) and closes it.
  * Returns 0 or -errno, said on stderr. */
 static int write_output(const struct snapshot *snap, enum output kind, const char *path, FILE *f)
@@ -98,6 +122,10 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 		err = report__folded(f, snap, &(struct folded_opts){ 0 });
 	} else if (kind == OUT_SVG) {
 		err = report__svg(f, snap, &(struct svg_opts){ 0 });
+	} else if (kind == OUT_MEMVIZ) {
+		err = write_memory_viz(f, snap, path);
+	} else if (kind == OUT_PERFETTO) {
+		err = report__perfetto(f, snap);
 	} else {
 		clock_gettime(CLOCK_REALTIME, &wall);
 		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
@@ -114,7 +142,7 @@ int output__write_files(const struct snapshot *snap, struct output_files *rf)
 {
 	int err = 0;
 
-	for (int i = OUT_JSON; i <= OUT_PPROF; i++) {
+	for (int i = OUT_JSON; i <= OUT_PERFETTO; i++) {
 		err = write_output(snap, i, rf->path[i], rf->f[i]) ?: err;
 		rf->f[i] = NULL;
 	}

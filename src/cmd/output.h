@@ -12,8 +12,8 @@
 
 struct snapshot;
 
-#define OUTPUT_NR_FILES 4
-/* The report files o names (--json, --folded, --svg, --pprof), open from the start. */
+#define OUTPUT_NR_FILES 6
+/* The report files o names (--json, --folded, --svg, --pprof, --memory-viz), open from the start. */
 struct output_files {
 	FILE *f[OUTPUT_NR_FILES]; /* NULL where none is named */
 	const char *path[OUTPUT_NR_FILES];

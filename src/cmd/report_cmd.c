@@ -82,7 +82,7 @@ static void print_gaps(FILE *f, const struct snap_recording *r, const struct rr_
 int report_cmd__run(const struct gl_opts *o)
 {
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
-	struct replay_opts ro = { .dirs = dirs };
+	struct replay_opts ro = { .dirs = dirs, .timeline = o->perfetto_path != NULL };
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
 				.full_stacks = o->full_stacks };

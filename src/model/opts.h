@@ -65,6 +65,9 @@ struct gl_opts {
 	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
 	const char *json_path;
 	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
+	/* --memory-viz: the PyTorch memory_viz pickle of the process with most PyTorch memory */
+	const char *memory_viz_path;
+	const char *perfetto_path; /* memory over time, Trace Event Format */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;

@@ -40,11 +40,16 @@
 #include "trace/scache.h"
 #include "trace/targets.h"
 #include "util/clock.h"
+#include "timeline.h"
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/procfs.h"
 
 #define SNAPSHOT_ATTEMPTS 3
+/* --perfetto: changes closer than this keep the last; past this many points in all, the
+ * resolution doubles (model/timeline.h) */
+#define TIMELINE_RES_NS 1000000ULL
+#define TIMELINE_MAX_POINTS (1U << 20)
 #define SNAPSHOT_RETRY_US 20000
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
@@ -321,6 +326,7 @@ void session__free(struct session *s)
 	modstore__sync(s->keep, s->stacks, s->mods);
 	modstore__free(s->keep);
 	tiers__free(s->tiers);
+	timeline__free(s->timeline);
 	books__free(s->books);
 	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
@@ -430,6 +436,11 @@ static int setup(struct session *s)
 		return EXIT_RUNTIME;
 	}
 	books__set_hooks(s->books, &hooks);
+	if (o->perfetto_path &&
+	    !(s->timeline = timeline__new(s->books, TIMELINE_RES_NS, TIMELINE_MAX_POINTS))) {
+		log_error("out of memory (free memory and run again)");
+		return EXIT_RUNTIME;
+	}
 	if (o->keep_dir && !(s->keep = modstore__new(o->keep_dir, o->keep_max))) {
 		log_error("cannot keep modules in %s: %s: name a writable directory with "
 			  "--keep-modules",
@@ -507,6 +518,11 @@ static void proc_tensors(void *ctx, int pid, uint64_t now, struct snap_tensors *
 	tiers__proc_view(ctx, pid, now, out);
 }
 
+static void proc_timeline(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out)
+{
+	timeline__proc(ctx, pid, start_time, out);
+}
+
 static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 {
 	return tracer__proc_stats(ctx, pid, out);
@@ -540,6 +556,9 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		.imbalance_ratio = s->o->imbalance_pct / 100.0,
 		.cap_procs = s->o->max_procs,
 		.limits = &limits,
+		.memory_map = s->o->memory_viz_path != NULL,
+		.proc_timeline = s->timeline ? proc_timeline : NULL,
+		.timeline_ctx = s->timeline,
 	};
 	struct snapshot *snap = NULL;
 

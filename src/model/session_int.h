@@ -32,7 +32,8 @@ struct session {
 	struct symbolizer *sym;
 	struct python *python;
 	struct books *books;
-	struct modstore *keep; /* --keep-modules */
+	struct timeline *timeline; /* --perfetto */
+	struct modstore *keep;	   /* --keep-modules */
 	struct targets *targets;
 	struct tiers *tiers; /* when the tensor level is traced */
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;

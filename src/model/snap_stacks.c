@@ -218,6 +218,15 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		};
 		memcpy(st->dev_bytes, a->dev_bytes, sizeof(st->dev_bytes));
 		st->why = strdup(vi.why);
+		if (o->proc_timeline && a->series && a->series->n &&
+		    (st->hist = calloc(a->series->n, sizeof(*st->hist)))) {
+			st->nhist = a->series->n;
+			st->hist_width_ns = a->series->width_ns;
+			for (uint32_t i = 0; i < st->nhist; i++)
+				st->hist[i] = (struct snap_hpoint){ a->series->pts[i].t_ns,
+								    a->series->pts[i].last,
+								    a->series->pts[i].max };
+		}
 		if (st->torch_segment) /* of every stack, shown or not */
 			sp->torch_reserved_bytes += a->bytes;
 		if (k->cls == GL_CLASS_TORCH_BLOCK)
@@ -229,8 +238,10 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		return -ENOMEM;
 	qsort_r(sp->stacks, n, sizeof(*sp->stacks), cmp_stack, &blocks);
 	if (o->max_stacks && n > o->max_stacks) {
-		for (size_t i = o->max_stacks; i < n; i++)
+		for (size_t i = o->max_stacks; i < n; i++) {
 			free((char *)sp->stacks[i].why);
+			free(sp->stacks[i].hist);
+		}
 		n = o->max_stacks;
 	}
 	sp->nstacks = n;

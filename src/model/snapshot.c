@@ -37,10 +37,13 @@ void snapshot__free(struct snapshot *s)
 
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			free(p->stacks[j].frames);
+			free(p->stacks[j].hist);
 			free((char *)p->stacks[j].why);
 			free((char *)p->stacks[j].evidence);
 		}
 		free(p->stacks);
+		free(p->memmap.segs);
+		free(p->memmap.blocks);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
 			struct snap_failure *f = &p->failures_list[j];
 
@@ -219,7 +222,12 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		sp->tensors = *o->tensors;
 		sp->tensors_known = true;
 	}
-	if (snap_memory__fill(b, proc, o, sp) || snap_stacks__fill(b, sym, proc, o, sp))
+	if (o->proc_timeline) {
+		o->proc_timeline(o->timeline_ctx, t->pid, t->start_time, &sp->timeline);
+		sp->timeline.since_ns = o->start_ns;
+	}
+	if (snap_memory__fill(b, proc, o, sp) || snap_stacks__fill(b, sym, proc, o, sp) ||
+	    (o->memory_map && snap_memmap__fill(b, proc, sp)))
 		return -ENOMEM;
 	return snap_failures__fill(b, sym, proc, o, sp);
 }
@@ -236,6 +244,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	if (!s)
 		return NULL;
 	s->now_ns = o->now_ns;
+	s->start_ns = o->start_ns;
 	s->duration_s = o->start_ns && o->now_ns > o->start_ns ? (o->now_ns - o->start_ns) / 1e9 :
 								 0;
 	if (o->stats)

@@ -26,6 +26,11 @@ struct snap_frame {
 
 #define SNAP_MAX_DEVS 16 /* CUDA ordinals kept per process (PROC_MAX_DEVICES) */
 
+/* One bucket of a stack's history: its last value, and the most it held in it. */
+struct snap_hpoint {
+	uint64_t t_ns, last, max;
+};
+
 struct snap_stack {
 	uint32_t id;
 	uint8_t cls; /* enum gl_class */
@@ -47,6 +52,10 @@ struct snap_stack {
 					      tensor blocks of a live process) */
 	uint32_t nframes;
 	struct snap_frame *frames;
+	/* outstanding bytes over time, the books' buckets (--perfetto; else none) */
+	uint32_t nhist;
+	uint64_t hist_width_ns;	  /* each point covers [t_ns, t_ns + width) */
+	struct snap_hpoint *hist; /* oldest first */
 };
 
 /* Why a device allocation ran out of memory (books/explain.h's classification). */
@@ -155,6 +164,45 @@ struct snap_memory {
 	struct snap_pool pools[SNAP_MAX_POOLS]; /* largest first */
 };
 
+/* Outstanding bytes of a process per class at one time (model/timeline.h). */
+struct snap_tpoint {
+	uint64_t ts; /* bpf_ktime_get_ns clock: the last change in its bucket */
+	uint64_t device, managed, pinned, torch_block;
+};
+
+struct snap_timeline {
+	uint64_t resolution_ns; /* changes closer than this keep the last (0: every one) */
+	uint64_t since_ns;	/* followed from then on */
+	uint32_t n;
+	const struct snap_tpoint *pts; /* borrowed from the timeline */
+};
+
+/*
+ * PyTorch's segments and blocks by address, as the books hold them at the snapshot
+ * (snapshot_opts.memory_map): what a memory_viz snapshot is written from.
+ */
+struct snap_seg {
+	uint64_t addr, size;
+	uint32_t stack;		  /* its stack's id (snap_stack.id) */
+	int dev;		  /* CUDA ordinal, -1: not known */
+	uint32_t block0, nblocks; /* its blocks: memmap.blocks[block0 .. block0 + nblocks) */
+};
+
+struct snap_block {
+	uint64_t addr, size;
+	uint32_t stack;
+};
+
+struct snap_memmap {
+	bool valid;	      /* built: asked for, and the process's live books */
+	bool blocks_complete; /* every block since attach was seen: a gap in a segment is free */
+	uint32_t nsegs, nblocks;
+	struct snap_seg *segs;	   /* by device, then address */
+	struct snap_block *blocks; /* by segment, then address */
+	uint32_t outside_blocks;   /* blocks in no segment seen (segments from before attach) */
+	uint64_t outside_bytes;
+};
+
 /* The GPU behind one CUDA ordinal of a process, as NVML names it. */
 struct snap_gpu {
 	int nvml_index; /* -1: not known */
@@ -247,6 +295,8 @@ struct snap_proc {
 	bool pre_attach_valid;	   /* NVML listed the process */
 	uint64_t pre_attach_bytes; /* NVML's figure minus device bytes: before attach, context */
 	struct snap_memory memory;
+	struct snap_memmap memmap;
+	struct snap_timeline timeline; /* n 0: none followed */
 };
 
 #define SNAP_MAX_MEMBERS 64
@@ -323,6 +373,7 @@ struct snap_limits {
 };
 
 struct snapshot {
+	uint64_t start_ns; /* when tracing began (bpf_ktime_get_ns clock); 0: not known */
 	uint64_t now_ns;
 	double duration_s;
 	uint64_t lost_events;	  /* ring-buffer records dropped */
@@ -387,6 +438,10 @@ struct snapshot_opts {
 	double imbalance_ratio; /* --imbalance: hi >= ratio x peer; 0: the default */
 	uint32_t cap_procs;
 	const struct snap_limits *limits; /* NULL: none known (a recording) */
+	bool memory_map;		  /* fill each process's memmap (--memory-viz) */
+	/* a process's timeline into *out (--perfetto); NULL: none */
+	void (*proc_timeline)(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out);
+	void *timeline_ctx;
 };
 
 /*

@@ -29,6 +29,8 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 /* The memory breakdown of a live process into sp->memory, with o->nvml's figures. */
 int snap_memory__fill(struct books *b, struct proc *proc, const struct snapshot_opts *o,
 		      struct snap_proc *sp);
+/* PyTorch's segments and blocks of a live process into sp->memmap (after its stacks). */
+int snap_memmap__fill(struct books *b, struct proc *proc, struct snap_proc *sp);
 /* NVML's figures for pid into sp->memory's rows, and sp->gpus matched where they can be. */
 void snap_memory__add_nvml(const struct nvml_sample *n, int pid, struct snap_proc *sp);
 

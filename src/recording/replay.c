@@ -16,6 +16,7 @@
 #include <string.h>
 #include "books/books.h"
 #include "model/snapshot.h"
+#include "model/timeline.h"
 #include "model/winlog.h"
 #include "recread.h"
 #include "replay.h"
@@ -49,10 +50,11 @@ struct replay {
 	struct stacks *stacks;
 	struct symbolizer *sym;
 	struct books *books;
-	struct htab *mod_ids;	/* recorded id -> local id */
-	struct htab *stack_ids; /* recorded id -> local id */
-	struct htab *code_ids;	/* recorded id -> index in codes */
-	struct pycode *codes;	/* codes[0]: unknown */
+	struct timeline *timeline; /* o.timeline */
+	struct htab *mod_ids;	   /* recorded id -> local id */
+	struct htab *stack_ids;	   /* recorded id -> local id */
+	struct htab *code_ids;	   /* recorded id -> index in codes */
+	struct pycode *codes;	   /* codes[0]: unknown */
 	uint32_t nr_codes, cap_codes;
 	struct htab *procinfo; /* proc_id -> proc_info */
 	struct htab *bpf;      /* pid -> gl_proc_stats */
@@ -144,6 +146,7 @@ void replay__free(struct replay *rp)
 {
 	if (!rp)
 		return;
+	timeline__free(rp->timeline);
 	books__free(rp->books);
 	symbolizer__free(rp->sym);
 	stacks__free(rp->stacks);
@@ -174,6 +177,9 @@ static struct books *books_of(struct replay *rp)
 	rp->books = books__new(rp->mods, rp->stacks, NULL, NULL, &bo);
 	if (rp->books)
 		books__set_hooks(rp->books, &hooks);
+	/* as a live session follows it (session.c): 1 ms, at most 2^20 points */
+	if (rp->books && rp->o.timeline && !rp->timeline)
+		rp->timeline = timeline__new(rp->books, 1000000ULL, 1U << 20);
 	return rp->books;
 }
 
@@ -494,6 +500,11 @@ static void name_python(struct replay *rp, struct snap_stack *st)
 	}
 }
 
+static void proc_timeline(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out)
+{
+	timeline__proc(ctx, pid, start_time, out);
+}
+
 struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 {
 	struct snapshot_opts so = {
@@ -505,6 +516,9 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 		.bpf_ctx = rp,
 		.stack_mode = stack_mode__name(rp->stack_mode),
 		.nr_probes = rp->nr_probes,
+		.memory_map = true, /* report --memory-viz (a few bytes per block otherwise) */
+		.proc_timeline = rp->timeline ? proc_timeline : NULL,
+		.timeline_ctx = rp->timeline,
 	};
 	struct books *b = books_of(rp);
 	struct snapshot *snap;

@@ -44,6 +44,16 @@ int report__top(FILE *f, const struct snapshot *s, const struct top_opts *o);
  * "[no stack]"). */
 void report__site(const struct snap_stack *st, char *buf, size_t len);
 int report__json(FILE *f, const struct snapshot *s);
+/*
+ * memviz.c: the process's PyTorch segments and blocks (snap_proc.memmap) as the pickle
+ * torch.cuda.memory._snapshot() writes, for PyTorch's memory_viz. -ENOMEM or -EIO.
+ */
+int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc *sp);
+/* perfetto.c: memory over time in the Trace Event Format (ui.perfetto.dev, chrome://tracing). */
+int report__perfetto(FILE *f, const struct snapshot *s);
+/* The process a memory_viz snapshot is written for: the most PyTorch memory among those
+ * with a memory map; *others: how many others had one. NULL: none. */
+const struct snap_proc *report__memory_viz_proc(const struct snapshot *s, int *others);
 
 struct jsonw;
 /*

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * memviz.c - a process's PyTorch memory as the pickle torch.cuda.memory._snapshot()
+ * writes, for PyTorch's memory_viz (pytorch.org/memory_viz, torch.cuda._memory_viz:
+ * segments, memory, stats, trace_plot, segment_plot) to open.
+ *
+ * "segments" holds each segment PyTorch's allocator took from the driver,
+ * its blocks tiling it: the blocks gpuleak booked ("active_allocated", with
+ * their stacks, innermost frame first as PyTorch writes them) and the spans
+ * between them, "inactive" (free in the cache) where every block since
+ * attach was seen, else "unseen": gpuleak cannot tell what lies there, and
+ * says so rather than call it free. "device_traces" has one empty list per
+ * device: these are the books at one moment, not a history of events. What
+ * else gpuleak did not see (blocks in segments from before attach, streams:
+ * PyTorch's probes do not carry them) is in the "gpuleak" entry, which
+ * PyTorch's readers ignore.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+#include "util/pickle.h"
+
+/* A segment this size or smaller is from PyTorch's small pool (blocks up to 1 MiB
+ * come from 2 MiB segments). */
+#define SMALL_SEGMENT (2ULL << 20)
+
+static int cmp_stack_id(const void *a, const void *b)
+{
+	const struct snap_stack *x = *(struct snap_stack *const *)a;
+	const struct snap_stack *y = *(struct snap_stack *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static const struct snap_stack *stack_of(struct snap_stack **by_id, uint32_t n, uint32_t id)
+{
+	struct snap_stack key = { .id = id }, *kp = &key, **hit;
+
+	hit = bsearch(&kp, by_id, n, sizeof(*by_id), cmp_stack_id);
+	return hit ? *hit : NULL;
+}
+
+static const char *base(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* PyTorch's frames: {'filename', 'line', 'name'}, innermost first. */
+static void frames(struct pickle *p, const struct snap_stack *st)
+{
+	pickle__list(p);
+	for (uint32_t i = 0; st && i < st->nframes; i++) {
+		const struct snap_frame *f = &st->frames[i];
+		const char *file = f->file ? f->file : f->module ? f->module : "??";
+		char name[64] = "??";
+
+		if (!f->function && !f->file && !f->module) {
+			snprintf(name, sizeof(name), "0x%llx", (unsigned long long)f->address);
+		} else if (!f->function && f->module) {
+			snprintf(name, sizeof(name), "%s+0x%llx", base(f->module),
+				 (unsigned long long)f->offset);
+		}
+		pickle__dict(p);
+		pickle__str(p, "filename");
+		pickle__str(p, file);
+		pickle__str(p, "line");
+		pickle__int(p, f->line > 0 ? f->line : 0);
+		pickle__str(p, "name");
+		pickle__str(p, f->function ? f->function : name);
+		pickle__end_dict(p);
+	}
+	pickle__end_list(p);
+}
+
+static void block(struct pickle *p, uint64_t addr, uint64_t size, const char *state,
+		  const struct snap_stack *st)
+{
+	pickle__dict(p);
+	pickle__str(p, "address");
+	pickle__uint(p, addr);
+	pickle__str(p, "size");
+	pickle__uint(p, size);
+	pickle__str(p, "requested_size");
+	pickle__uint(p, st ? size : 0);
+	pickle__str(p, "state");
+	pickle__str(p, state);
+	pickle__str(p, "frames");
+	frames(p, st);
+	if (st) {
+		/* PyTorch 1.13's form of the same: its memory_viz reads the frames there */
+		pickle__str(p, "history");
+		pickle__list(p);
+		pickle__dict(p);
+		pickle__str(p, "addr");
+		pickle__uint(p, addr);
+		pickle__str(p, "real_size");
+		pickle__uint(p, size);
+		pickle__str(p, "frames");
+		frames(p, st);
+		pickle__end_dict(p);
+		pickle__end_list(p);
+	}
+	pickle__end_dict(p);
+}
+
+static void segment(struct pickle *p, const struct snap_memmap *m, const struct snap_seg *sg,
+		    struct snap_stack **by_id, uint32_t nids)
+{
+	const char *gap = m->blocks_complete ? "inactive" : "unseen";
+	uint64_t at = sg->addr, allocated = 0;
+
+	for (uint32_t i = 0; i < sg->nblocks; i++)
+		allocated += m->blocks[sg->block0 + i].size;
+	pickle__dict(p);
+	pickle__str(p, "device");
+	pickle__int(p, sg->dev >= 0 ? sg->dev : 0);
+	pickle__str(p, "address");
+	pickle__uint(p, sg->addr);
+	pickle__str(p, "total_size");
+	pickle__uint(p, sg->size);
+	pickle__str(p, "allocated_size");
+	pickle__uint(p, allocated);
+	pickle__str(p, "active_size");
+	pickle__uint(p, allocated);
+	pickle__str(p, "requested_size");
+	pickle__uint(p, allocated);
+	pickle__str(p, "stream");
+	pickle__int(p, 0);
+	pickle__str(p, "segment_type");
+	pickle__str(p, sg->size <= SMALL_SEGMENT ? "small" : "large");
+	pickle__str(p, "segment_pool_id");
+	pickle__pair(p, 0, 0);
+	pickle__str(p, "is_expandable");
+	pickle__bool(p, false);
+	pickle__str(p, "frames");
+	frames(p, stack_of(by_id, nids, sg->stack));
+	pickle__str(p, "blocks");
+	pickle__list(p);
+	for (uint32_t i = 0; i < sg->nblocks; i++) {
+		const struct snap_block *b = &m->blocks[sg->block0 + i];
+
+		if (b->addr < at) /* overlaps the one before: not PyTorch's map */
+			continue;
+		if (b->addr > at)
+			block(p, at, b->addr - at, gap, NULL);
+		block(p, b->addr, b->size, "active_allocated", stack_of(by_id, nids, b->stack));
+		at = b->addr + b->size;
+	}
+	if (at < sg->addr + sg->size)
+		block(p, at, sg->addr + sg->size - at, gap, NULL);
+	pickle__end_list(p);
+	pickle__end_dict(p);
+}
+
+/* What gpuleak did not see, and what the file is, for a reader that looks. */
+static void about(struct pickle *p, const struct snapshot *s, const struct snap_proc *sp)
+{
+	const struct snap_memmap *m = &sp->memmap;
+
+	pickle__str(p, "gpuleak");
+	pickle__dict(p);
+	pickle__str(p, "pid");
+	pickle__int(p, sp->pid);
+	pickle__str(p, "comm");
+	pickle__str(p, sp->comm);
+	pickle__str(p, "complete");
+	pickle__bool(p, s->complete && m->blocks_complete && !m->outside_blocks);
+	pickle__str(p, "blocks_complete");
+	pickle__bool(p, m->blocks_complete);
+	pickle__str(p, "gaps");
+	pickle__str(
+		p, m->blocks_complete ?
+			   "inactive: free in PyTorch's cache (every block since attach was seen)" :
+			   "unseen: blocks were not traced all along (tensor windows, or "
+			   "--tensors off), so gpuleak cannot tell what lies there");
+	pickle__str(p, "blocks_outside_segments");
+	pickle__uint(p, m->outside_blocks);
+	pickle__str(p, "bytes_outside_segments");
+	pickle__uint(p, m->outside_bytes);
+	pickle__str(p, "streams");
+	pickle__str(p,
+		    "not known (PyTorch's allocator probes do not carry them): 0 stands for all");
+	pickle__str(p, "device_traces");
+	pickle__str(p, "empty: the books at one moment, not a history of events");
+	pickle__end_dict(p);
+}
+
+/* The process with the most PyTorch memory seen, or NULL. */
+const struct snap_proc *report__memory_viz_proc(const struct snapshot *s, int *others)
+{
+	const struct snap_proc *best = NULL;
+
+	*others = 0;
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *sp = &s->procs[i];
+
+		if (!sp->memmap.valid || (!sp->memmap.nsegs && !sp->memmap.outside_blocks))
+			continue;
+		if (best)
+			(*others)++;
+		if (!best || sp->torch_reserved_bytes > best->torch_reserved_bytes)
+			best = sp;
+	}
+	return best;
+}
+
+int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc *sp)
+{
+	struct snap_stack **by_id = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(*by_id));
+	const struct snap_memmap *m = &sp->memmap;
+	struct pickle p;
+	int ndev = 1;
+
+	if (!by_id)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < sp->nstacks; i++)
+		by_id[i] = &sp->stacks[i];
+	qsort(by_id, sp->nstacks, sizeof(*by_id), cmp_stack_id);
+	for (uint32_t i = 0; i < m->nsegs; i++)
+		if (m->segs[i].dev + 1 > ndev)
+			ndev = m->segs[i].dev + 1;
+	pickle__start(&p, f);
+	pickle__dict(&p);
+	pickle__str(&p, "segments");
+	pickle__list(&p);
+	for (uint32_t i = 0; i < m->nsegs; i++)
+		segment(&p, m, &m->segs[i], by_id, sp->nstacks);
+	pickle__end_list(&p);
+	pickle__str(&p, "device_traces");
+	pickle__list(&p);
+	for (int d = 0; d < ndev; d++) {
+		pickle__list(&p);
+		pickle__end_list(&p);
+	}
+	pickle__end_list(&p);
+	about(&p, s, sp);
+	pickle__end_dict(&p);
+	free(by_id);
+	return pickle__finish(&p) == -EIO ? -EIO : 0;
+}
