@@ -8,9 +8,10 @@ writes its snapshot; the two are compared (segments by address, the active block
 and both are rendered with PyTorch's trace_plot and segment_plot.
 
 Usage: tests/gpu/memory_viz.py OUTDIR [GPULEAK]   (PYTHON: an interpreter with torch)
-OUTDIR gets job.pickle, gpuleak.pickle, gpuleak.err, compare.json, the HTML of gpuleak's
-snapshot (trace_plot, segment_plot) and of the job's (segment_plot) and, when the installed
-torch has it, MemoryViz.js (the pages load it from a CDN): eight files."""
+OUTDIR gets job.pickle, gpuleak.pickle, gpuleak.trace.json (--perfetto), gpuleak.err,
+compare.json, the HTML of gpuleak's snapshot (trace_plot, segment_plot: the job's own can
+be rendered into the same page) and, when the installed torch has it, MemoryViz.js (the
+pages load it from a CDN): eight files."""
 import json
 import os
 import pickle
@@ -102,6 +103,7 @@ def main():
     time.sleep(2)  # some segments before attach, as in a job that has run a while
     gl = subprocess.Popen([gpuleak, "attach", str(pid), "-i", "0", "--tensors", "full",
                            "--memory-viz", os.path.join(out, "gpuleak.pickle"),
+                           "--perfetto", os.path.join(out, "gpuleak.trace.json"),
                            "--json", "/tmp/gpuleak-memory-viz-report.json"],
                           stderr=open(os.path.join(out, "gpuleak.err"), "w"))
     deadline = time.time() + 60
@@ -126,8 +128,7 @@ def main():
     res.update({"job_said": line.strip(), "gpuleak_exit": rc, "gpuleak_stop_s": stop_s,
                 "gpuleak_entry": gl_snap.get("gpuleak")})
     from torch.cuda import _memory_viz as mv
-    for name, snap, kinds in (("job", job_snap, ("segments",)),
-                              ("gpuleak", gl_snap, ("trace", "segments"))):
+    for name, snap, kinds in (("gpuleak", gl_snap, ("trace", "segments")),):
         for kind, fn in (("trace", mv.trace_plot), ("segments", mv.segment_plot)):
             if kind not in kinds:
                 continue
