@@ -223,7 +223,8 @@ static __always_inline void close_books(struct task_struct *task, __u32 tgid, __
 		return;
 	if (st && event == GL_PROC_EXIT)
 		st->exit_time = bpf_ktime_get_ns();
-	emit_proc(task, tgid, event, 0, st);
+	emit_proc(task, tgid, event, event == GL_PROC_EXIT ? BPF_CORE_READ(task, exit_code) : 0,
+		  st);
 	if (!st)
 		return;
 	drop_books(NULL, &w);

@@ -363,7 +363,11 @@ struct gl_proc_stats {
 struct gl_proc {
 	struct gl_hdr hdr;
 	__u32 event; /* enum gl_proc_event */
-	__u32 ppid;  /* FORK: the parent */
+	union {
+		__u32 ppid;	 /* FORK: the parent */
+		__u32 exit_code; /* EXIT: the wait status (a signal in its low 7 bits, else the
+				  * exit status above them); 0 in recordings from before it */
+	};
 	char comm[16];
 	union {
 		struct gl_proc_stats stats; /* EXIT/EXEC: the books at that moment */

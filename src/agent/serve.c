@@ -34,7 +34,9 @@
 #include "model/snapshot.h"
 #include "report/metrics.h"
 #include "serve.h"
+#include "incidents.h"
 #include "serve_int.h"
+#include "util/jsonw.h"
 #include "stacks/python/python.h"
 #include "stacks/stacks.h"
 #include "trace/loader.h"
@@ -160,6 +162,11 @@ static void fill_health(struct agent *a)
 	struct stacks *st = books__stacks(session__books(a->s));
 	const struct http_stats *hs = http__stats(a->http);
 	struct rusage ru;
+
+	a->h.incidents_on = a->incidents != NULL;
+	for (int c = 0; c < INCIDENT_NR_CAUSES && c < 3; c++)
+		a->h.incidents[c] = incidents__written(a->incidents, c);
+	a->h.incident_errors = incidents__failed(a->incidents);
 	char buf[256];
 	uint64_t pages, resident;
 
@@ -254,6 +261,8 @@ static const char index_html[] =
 	"<li><a href=\"debug/pprof/gpu_heap\">/debug/pprof/gpu_heap</a>: outstanding GPU "
 	"memory by call stack (pprof, gzipped)</li>\n"
 	"<li><a href=\"healthz\">/healthz</a>: liveness</li>\n"
+	"<li><a href=\"incidents\">/incidents</a>: the incident bundles written under "
+	"--state-dir (JSON), each file at /incidents/BUNDLE/FILE</li>\n"
 	"<li>POST /tensors/arm: trace tensor blocks for a window now</li>\n"
 	"<li>GET /census?pid=N: the tensors of traced process N and what holds them, "
 	"read without pausing it (JSON); POST /census?pid=N&amp;pause=1 pauses it for a "
@@ -341,6 +350,81 @@ static int reply_census(struct agent *a, const struct http_request *req, struct 
 	return 0;
 }
 
+/* GET /incidents: the bundles (JSON); /incidents/BUNDLE/FILE: one of its files. */
+static int reply_incidents(struct agent *a, const char *path, struct http_reply *rep)
+{
+	char bundle[128], file[64];
+	const char *slash;
+	struct jsonw *w;
+	FILE *f;
+	int fd;
+
+	if (!a->incidents && !strcmp(path, "/incidents")) {
+		reply_text(rep, 200,
+			   "{\"dir\": null, \"incidents\": [], \"why\": \"serve keeps incidents "
+			   "under --state-dir/incidents: none was given\"}\n");
+		rep->content_type = "application/json";
+		return 0;
+	}
+	if (!a->incidents)
+		return reply_text(rep, 404, "404 Not Found\n");
+	if (!strcmp(path, "/incidents")) {
+		f = open_memstream(&rep->body, &rep->len);
+		w = f ? jsonw__new(f, true) : NULL;
+		if (!w) {
+			if (f)
+				fclose(f);
+			rep->status = 500;
+			return 0;
+		}
+		incidents__list_json(a->incidents, w);
+		rep->status = jsonw__free(w) || fclose(f) ? 500 : 200;
+		rep->content_type = "application/json";
+		rep->compressible = true;
+		return 0;
+	}
+	path += 11;
+	slash = strchr(path, '/');
+	if (!slash || (size_t)(slash - path) >= sizeof(bundle) || strlen(slash + 1) >= sizeof(file))
+		return reply_text(rep, 404, "404 Not Found\n");
+	snprintf(bundle, sizeof(bundle), "%.*s", (int)(slash - path), path);
+	snprintf(file, sizeof(file), "%s", slash + 1);
+	fd = incidents__open_file(a->incidents, bundle, file);
+	if (fd < 0)
+		return reply_text(rep, 404, "404 Not Found\n");
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		rep->status = 500;
+		return 0;
+	}
+	rep->body = NULL;
+	rep->len = 0;
+	{
+		char buf[65536];
+		size_t n, cap = 0;
+
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+			char *nb = realloc(rep->body, cap + n);
+
+			if (!nb)
+				break;
+			memcpy(nb + cap, buf, n);
+			rep->body = nb;
+			cap += n;
+		}
+		rep->len = cap;
+	}
+	fclose(f);
+	rep->status = 200;
+	rep->content_type = strstr(file, ".json") ? "application/json" :
+			    strstr(file, ".svg")  ? "image/svg+xml" :
+			    strstr(file, ".gz")	  ? "application/gzip" :
+						    "text/plain; charset=utf-8";
+	rep->compressible = !strstr(file, ".gz");
+	return 0;
+}
+
 static int on_http(void *ctx, const struct http_request *req, struct http_reply *rep)
 {
 	struct agent *a = ctx;
@@ -368,6 +452,8 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 		return reply_html(rep, pprof_html);
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
+	if (!strcmp(req->path, "/incidents") || !strncmp(req->path, "/incidents/", 11))
+		return reply_incidents(a, req->path, rep);
 	if (!strcmp(req->path, "/"))
 		return reply_html(rep, index_html);
 	return reply_text(rep, 404, "404 Not Found\n");
@@ -496,6 +582,8 @@ int serve__run(const struct gl_opts *o, serve_census_fn census)
 		status = status ?: EXIT_RUNTIME;
 		goto cleanup;
 	}
+	if (a.incidents)
+		session__set_incident_hook(a.s, incidents__hook, a.incidents);
 	stacks__set_max(books__stacks(session__books(a.s)), o->max_stacks);
 	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);

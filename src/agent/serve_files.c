@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "report/report.h"
+#include "incidents.h"
 #include "serve_int.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -74,6 +76,7 @@ static int open_path_at(int at, const char *rel)
 int agent__open_state(struct agent *a)
 {
 	const struct gl_opts *o = a->o;
+	char path[PATH_MAX];
 	const char *rel;
 	size_t n;
 
@@ -86,6 +89,17 @@ int agent__open_state(struct agent *a)
 			"or name another)",
 			o->state_dir, strerror(-a->state_fd));
 		return EXIT_RUNTIME;
+	}
+	if (snprintf(path, sizeof(path), "%s/incidents", o->state_dir) < (int)sizeof(path)) {
+		struct incidents_opts io = { .dir = path,
+					     .max_count = o->incident_max,
+					     .max_bytes = o->incident_max_bytes };
+
+		a->incidents = incidents__open(&io);
+		if (!a->incidents) {
+			log_error("cannot keep incidents in %s: %s", path, strerror(errno));
+			return EXIT_RUNTIME;
+		}
 	}
 	if (!o->profile_dir)
 		return EXIT_OK;
@@ -111,6 +125,8 @@ int agent__open_state(struct agent *a)
 
 void agent__close_state(struct agent *a)
 {
+	incidents__free(a->incidents);
+	a->incidents = NULL;
 	if (a->profile_fd >= 0)
 		close(a->profile_fd);
 	if (a->state_fd >= 0)

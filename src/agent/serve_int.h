@@ -30,7 +30,8 @@ struct agent {
 	uint64_t profile_seq;
 	uint64_t compacted_at_forgotten; /* procs_forgotten at the last stack compaction */
 	uint64_t next_compact_ns;
-	serve_census_fn census; /* GET /census */
+	serve_census_fn census;	     /* GET /census */
+	struct incidents *incidents; /* --state-dir/incidents, or NULL */
 };
 
 /* Drops exited processes (and those /proc says are gone) from the books. */

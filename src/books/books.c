@@ -655,6 +655,8 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 			memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
 			proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
 		}
+		if (!proc->t.exited)
+			proc->t.exit_code = r->exit_code;
 		books__exited(b, proc, &r->stats, r->hdr.ts);
 		return;
 	}

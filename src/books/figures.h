@@ -104,6 +104,7 @@ struct proc_totals {
 	uint64_t start_time;		  /* boot-time ns */
 	char comm[16];
 	bool exited;
+	uint32_t exit_code; /* exited: its wait status (WIFSIGNALED...); 0 also when not known */
 	uint64_t first_ns, last_ns, exit_ns;
 	uint64_t bytes[GL_CLASS_SLOTS];	      /* outstanding, per class */
 	uint64_t nallocs[GL_CLASS_SLOTS];     /* outstanding allocations, per class */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "agent/incidents.h"
 #include "attach.h"
 #include "census_cmd.h"
 #include "census/join.h"
@@ -121,10 +122,28 @@ static int final_report(struct session *s, const struct gl_opts *o, struct outpu
 	return err ? EXIT_RUNTIME : EXIT_OK;
 }
 
+struct incidents *attach__open_incidents(const struct gl_opts *o)
+{
+	struct incidents_opts io = { .dir = o->incident_dir,
+				     .max_count = o->incident_max,
+				     .max_bytes = o->incident_max_bytes };
+	struct incidents *in;
+
+	if (!o->incident_dir)
+		return NULL;
+	in = incidents__open(&io);
+	if (!in)
+		log_error("cannot keep incidents in %s: %s (a directory of gpuleak's user or "
+			  "root, not writable by others, that gpuleak can make or open)",
+			  o->incident_dir, strerror(errno));
+	return in;
+}
+
 int session__run(const struct gl_opts *o)
 {
 	uint64_t start_ns, next_summary_ns, now;
 	struct output_files files;
+	struct incidents *in = NULL;
 	struct session *s;
 	bool done = false;
 	int status;
@@ -137,11 +156,18 @@ int session__run(const struct gl_opts *o)
 	/* every report is opened and checked before anything is traced */
 	if (output__open_files(o, &files))
 		return EXIT_RUNTIME;
+	if (o->incident_dir && !(in = attach__open_incidents(o))) {
+		output__close_files(&files);
+		return EXIT_RUNTIME;
+	}
 	s = session__new(o, &status);
 	if (!s) {
 		output__close_files(&files);
+		incidents__free(in);
 		return status;
 	}
+	if (in)
+		session__set_incident_hook(s, incidents__hook, in);
 	status = session__start(s);
 	start_ns = now_ns();
 	next_summary_ns = start_ns + o->interval_ms * 1000000ULL;
@@ -157,6 +183,7 @@ int session__run(const struct gl_opts *o)
 		status = final_report(s, o, &files);
 	status = session__exit_status(s, status);
 	session__free(s);
+	incidents__free(in);
 	output__close_files(&files);
 	return status;
 }

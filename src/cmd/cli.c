@@ -310,6 +310,19 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		if (parse_size(arg, 16384, 1ULL << 50, &o->max_size))
 			return bad_value(c, arg, "a size of 16k or more such as " PARSE_SIZE_FORMS);
 		return 0;
+	case OPT_INCIDENT_DIR:
+		if (!*arg)
+			return bad_value(c, arg, "a directory");
+		o->incident_dir = arg;
+		return 0;
+	case OPT_INCIDENT_MAX:
+		return parse_u32(arg, 1, 1000000, &o->incident_max) ?
+			       bad_value(c, arg, "1 to 1000000") :
+			       0;
+	case OPT_INCIDENT_MAX_BYTES:
+		if (parse_size(arg, 1 << 20, 1ULL << 50, &o->incident_max_bytes))
+			return bad_value(c, arg, "a size of 1M or more such as " PARSE_SIZE_FORMS);
+		return 0;
 	case OPT_KEEP_MODULES:
 		if (!*arg)
 			return bad_value(c, arg, "a directory");

@@ -137,6 +137,16 @@ const struct cli_option cli_options[] = {
 	  "stop recording when FILE reaches N (16k or\n"
 	  "more)",
 	  "1G" },
+	{ "incident-dir", OPT_INCIDENT_DIR, "DIR",
+	  "write a bundle here for each out-of-memory\n"
+	  "failure that reaches the program, each traced\n"
+	  "process killed by a signal and each that exits\n"
+	  "holding memory where it leaked (serve: under\n"
+	  "--state-dir/incidents)",
+	  "/var/lib/gpuleak/incidents", D },
+	{ "incident-max", OPT_INCIDENT_MAX, "N", "bundles kept, the oldest go first (32)", "100" },
+	{ "incident-max-bytes", OPT_INCIDENT_MAX_BYTES, "SIZE", "their bytes at most (256M)",
+	  "1G" },
 	{ "keep-modules", OPT_KEEP_MODULES, "DIR",
 	  "copy the modules of recorded stacks into\n"
 	  "DIR by build-id, for report --debug-dir",
@@ -240,6 +250,7 @@ const struct cli_option cli_options[] = {
 	"bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof memory-viz perfetto top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
+#define INCIDENT_OPTS "incident-dir incident-max incident-max-bytes "
 
 const struct cli_command cli_commands[] = {
 	{
@@ -253,8 +264,9 @@ const struct cli_command cli_commands[] = {
 			"libcuda yet. Prints a summary every --interval and the final report "
 			"when the targets exit, --duration ends, or at Ctrl-C; children are "
 			"traced too. With -a, every process that maps libcuda, now and later.",
-		.options = "all pid libcuda interval census max-procs rescan " TRACE_OPTS
-			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
+		.options =
+			"all pid libcuda interval census max-procs rescan " INCIDENT_OPTS TRACE_OPTS
+			"keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak attach 1234 --duration 30s\t"
 			    "trace PID 1234 for 30 seconds, then report\n"
 			    "sudo gpuleak attach -a --json report.json\t"
@@ -280,7 +292,7 @@ const struct cli_command cli_commands[] = {
 					     "before it starts (default: as the dynamic\n"
 					     "loader finds libcuda.so.1 for CMD)" },
 				{ NULL, NULL } },
-		.options = "libcuda interval max-procs " TRACE_OPTS
+		.options = "libcuda interval max-procs " INCIDENT_OPTS TRACE_OPTS
 			   "keep-modules keep-modules-max " REPORT_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak run -- python3 train.py --epochs 3\t"
 			    "trace a training job from its first call\n"
@@ -329,8 +341,9 @@ const struct cli_command cli_commands[] = {
 			"it without --force. With -- CMD it exits with CMD's status, as run. "
 			"--json FILE writes the session's own final report, which the report "
 			"of the recording equals.",
-		.options = "output force max-size all pid libcuda json rescan " TRACE_OPTS
-			   "keep-modules keep-modules-max " LOG_OPTS,
+		.options =
+			"output force max-size all pid libcuda json rescan " INCIDENT_OPTS TRACE_OPTS
+			"keep-modules keep-modules-max " LOG_OPTS,
 		.examples = "sudo gpuleak record -o job.glr -- python3 train.py\t"
 			    "record a job; gpuleak report job.glr later\n"
 			    "sudo gpuleak record -o job.glr --max-size 1G 1234\t"
@@ -409,7 +422,7 @@ const struct cli_command cli_commands[] = {
 			"process, read without pausing it; POST /census?pid=N&pause=1 pauses it "
 			"for the read.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep rescan "
-			   "max-procs " TRACE_OPTS LOG_OPTS,
+			   "max-procs incident-max incident-max-bytes " TRACE_OPTS LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
 		.run = census_cmd__serve,

@@ -19,6 +19,8 @@
 #include "model/snapshot.h"
 #include "model/tiers.h"
 #include "offline.h"
+#include "agent/incidents.h"
+#include "attach.h"
 #include "output.h"
 #include "recording/record.h"
 #include "stacks/python/python.h"
@@ -249,6 +251,7 @@ int record_cmd__run(const struct gl_opts *o)
 				    .code_ctx = &rc };
 	struct tier_hook tier_hook = { .window = on_window, .ctx = &rc };
 	const struct snap_tensors *tl;
+	struct incidents *in = NULL;
 	struct session *s;
 	struct books *b;
 	int status;
@@ -262,6 +265,10 @@ int record_cmd__run(const struct gl_opts *o)
 	/* the file first: a bad -o costs no BPF load */
 	if (check_replace(o) || output__open_files(o, &rc.files))
 		return EXIT_RUNTIME;
+	if (o->incident_dir && !(in = attach__open_incidents(o))) {
+		output__close_files(&rc.files);
+		return EXIT_RUNTIME;
+	}
 	rc.rec = recorder__new(o->record_path, &ro);
 	if (!rc.rec) {
 		explain_create_error(o->record_path, errno);
@@ -272,8 +279,11 @@ int record_cmd__run(const struct gl_opts *o)
 	if (!s) {
 		recorder__discard(rc.rec); /* nothing was recorded */
 		output__close_files(&rc.files);
+		incidents__free(in);
 		return status;
 	}
+	if (in)
+		session__set_incident_hook(s, incidents__hook, in);
 	b = session__books(s);
 	rc.python = books__python(b);
 	rc.next = *books__hooks(b);
@@ -306,6 +316,7 @@ cleanup:
 	books__set_hooks(b, &rc.next);
 	recorder__free(rc.rec);
 	session__free(s);
+	incidents__free(in);
 	output__close_files(&rc.files);
 	return status;
 }

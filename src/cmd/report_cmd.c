@@ -8,6 +8,9 @@
  * (EXIT_BADFILE) when FILE cannot be read as a gpuleak recording at all.
  */
 #include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +82,67 @@ static void print_gaps(FILE *f, const struct snap_recording *r, const struct rr_
 		    r->modules_missing, r->modules);
 }
 
+/* Copies a bundle's file to f; returns 0 or -errno. */
+static int cat_file(int dfd, const char *name, FILE *f)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	char buf[16384];
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, n, f) != (size_t)n)
+			break;
+	close(fd);
+	return n < 0 ? -EIO : 0;
+}
+
+/*
+ * gpuleak report BUNDLE: an incident bundle (a directory with incident.json) is shown as
+ * its incident, then its text report; its other files are named. Returns EXIT_*, or -1
+ * when path is no bundle (a recording, then).
+ */
+static int report_bundle(const struct gl_opts *o)
+{
+	static const char *const files[] = { "report.json", "profile.pb.gz", "flame.svg",
+					     "history.trace.json" };
+	int dfd = open(o->record_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (dfd < 0)
+		return -1;
+	if (fstatat(dfd, "incident.json", &st, AT_SYMLINK_NOFOLLOW)) {
+		close(dfd);
+		log_error("%s is a directory but no incident bundle (no incident.json in it): "
+			  "gpuleak report reads a recording or a bundle",
+			  o->record_path);
+		return EXIT_BADFILE;
+	}
+	if (o->json_path || o->folded_path || o->svg_path || o->pprof_path || o->memory_viz_path ||
+	    o->perfetto_path) {
+		close(dfd);
+		log_error("a bundle holds its reports already (report.json, profile.pb.gz, "
+			  "flame.svg, history.trace.json in %s): copy them",
+			  o->record_path);
+		return EXIT_USAGE;
+	}
+	printf("incident (%s/incident.json):\n", o->record_path);
+	if (cat_file(dfd, "incident.json", stdout) || putchar('\n') == EOF ||
+	    cat_file(dfd, "report.txt", stdout)) {
+		close(dfd);
+		log_error("%s: cannot read the bundle: %s", o->record_path, strerror(errno));
+		return EXIT_BADFILE;
+	}
+	printf("\nalso in the bundle:");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (!fstatat(dfd, files[i], &st, AT_SYMLINK_NOFOLLOW))
+			printf(" %s", files[i]);
+	printf("\n");
+	close(dfd);
+	return fflush(stdout) ? EXIT_RUNTIME : EXIT_OK;
+}
+
 int report_cmd__run(const struct gl_opts *o)
 {
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
@@ -94,6 +158,9 @@ int report_cmd__run(const struct gl_opts *o)
 	int status = EXIT_OK, err;
 	char why[256];
 
+	if ((status = report_bundle(o)) >= 0)
+		return status;
+	status = EXIT_OK;
 	for (int i = 0; i < o->nr_debug_dirs; i++)
 		dirs[ro.ndirs++] = o->debug_dirs[i];
 	dirs[ro.ndirs++] = SYSTEM_DEBUG_DIR;

@@ -114,6 +114,9 @@ struct gl_opts {
 	const char *bench_torch_lib; /* hidden: the file-name prefix of PyTorch's library */
 	const char *record_path;     /* record: -o FILE; report: FILE */
 	uint64_t max_size;	     /* record: 0 = no limit */
+	const char *incident_dir; /* the flight recorder's bundles (serve: state-dir/incidents) */
+	uint32_t incident_max;	  /* bundles kept (0: the default) */
+	uint64_t incident_max_bytes; /* their bytes (0: the default) */
 	const char *keep_dir;	     /* --keep-modules: build-id store */
 	uint64_t keep_max;
 	const char *debug_dirs[GL_MAX_DEBUG_DIRS]; /* report: --debug-dir */

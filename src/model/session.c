@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "books/analysis.h"
 #include "books/books.h"
 #include "books/explain.h"
 #include "gpu/sampler.h"
@@ -46,6 +47,7 @@
 #include "util/procfs.h"
 
 #define SNAPSHOT_ATTEMPTS 3
+#define CUDA_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY */
 /* --perfetto: changes closer than this keep the last; past this many points in all, the
  * resolution doubles (model/timeline.h) */
 #define TIMELINE_RES_NS 1000000ULL
@@ -85,6 +87,65 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return 0;
 }
 
+void session__set_incident_hook(struct session *s, session_incident_fn fn, void *ctx)
+{
+	s->incident_fn = fn;
+	s->incident_ctx = ctx;
+}
+
+/* The flight recorder is told, with the books as they are now. */
+static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what)
+{
+	struct snapshot *snap = session__snapshot_now(s);
+
+	if (!snap) {
+		log_warn("PID %d: %s: no incident written: out of memory", pid, what);
+		return;
+	}
+	s->incident_fn(s->incident_ctx, cause, pid, what, snap);
+	snapshot__free(snap);
+}
+
+/* Bytes held at exit under stacks judged to leak (their verdict as of the exit). */
+static uint64_t leaking_at_exit(const struct proc *proc)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	const struct agg_key *k;
+	const struct agg *a;
+	struct verdict_info vi;
+	uint64_t bytes = 0;
+	size_t it = 0;
+
+	while ((a = proc__next_agg(proc, &it, &k))) {
+		if (!a->bytes || k->cls == GL_CLASS_ADDRESS || k->cls == GL_CLASS_IMPORTED)
+			continue;
+		series__classify(a->series, t->exit_ns, &vi);
+		if (vi.verdict == VERDICT_LEAK)
+			bytes += a->bytes;
+	}
+	return bytes;
+}
+
+/* A process that ended badly: killed by a signal, or holding memory where it leaked. */
+static void exit_incident(struct session *s, struct proc *proc)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	int sig = t->exit_code & 0x7f;
+	uint64_t leaking;
+	char what[256], b[32];
+
+	if (sig && sig != 0x7f) {
+		snprintf(what, sizeof(what), "killed by signal %d (%s)%s", sig, strsignal(sig),
+			 sig == SIGKILL ? ": the kernel's OOM killer, or a kill -9" : "");
+		tell_incident(s, INCIDENT_KILLED, t->pid, what);
+	} else if ((leaking = leaking_at_exit(proc))) {
+		snprintf(what, sizeof(what),
+			 "exited (status %d) holding %s at stacks judged to leak",
+			 (t->exit_code >> 8) & 0xff, fmt_bytes(leaking, b, sizeof(b)));
+		tell_incident(s, INCIDENT_LEAK_AT_EXIT, t->pid, what);
+	}
+}
+
 static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 {
 	const struct proc_totals *t = proc__totals(proc);
@@ -105,6 +166,8 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 				 t->pid, fmt_bytes(t->bytes[GL_CLASS_DEVICE], b, sizeof(b)));
 		return;
 	}
+	if (s->incident_fn)
+		exit_incident(s, proc);
 	targets__exited(s->targets, t->pid, t->comm);
 }
 
@@ -193,6 +256,27 @@ static void say_cause(const struct proc *proc, const struct failure *f)
 		 oom__cause_name(ex.cause), ex.why, ex.action);
 }
 
+/* Out of memory that reaches the program: not PyTorch's first request, which its retry
+ * after freeing the cache may save (an incident then if the retry fails too). */
+static void oom_incident(struct session *s, struct proc *proc, const struct failure *f,
+			 const char *site)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	char what[512], b[32], cause[64] = "";
+	struct oom_explain ex;
+
+	if (!s->incident_fn || f->rc != CUDA_OOM || f->retry == RETRY_PENDING)
+		return;
+	if (f->has_facts) {
+		oom__classify(&f->facts, &ex);
+		snprintf(cause, sizeof(cause), " (%s)", oom__cause_name(ex.cause));
+	}
+	snprintf(what, sizeof(what), "out of memory%s: %s of %s at %s%s", cause,
+		 probe__name(f->api), fmt_bytes(f->bytes, b, sizeof(b)), site,
+		 f->is_retry ? ", PyTorch's retry after freeing its cache failed too" : "");
+	tell_incident(s, INCIDENT_OOM, t->pid, what);
+}
+
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 {
 	const struct proc_totals *t = proc__totals(proc);
@@ -200,6 +284,10 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 	char b1[32], b2[32], b3[32], site[256], holder[256];
 
 	say_cause(proc, f);
+	if (s->incident_fn) {
+		session__describe_site(s, f->stack, site, sizeof(site));
+		oom_incident(s, proc, f, site);
+	}
 
 	session__describe_site(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
@@ -528,7 +616,10 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 	return tracer__proc_stats(ctx, pid, out);
 }
 
-struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
+/* The snapshot; drain: the ring read to its end first, and a retry while the two books
+ * differ (not from inside a hook of the books, which the drain would enter again). */
+static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
+				    bool drain)
 {
 	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
 	struct snap_limits limits = {
@@ -566,12 +657,15 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 	so.ring_stack_bytes = so_ring_bytes;
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
-	for (int attempt = 0; attempt < SNAPSHOT_ATTEMPTS; attempt++) {
+	so.histories = !drain;
+	for (int attempt = 0; attempt < (drain ? SNAPSHOT_ATTEMPTS : 1); attempt++) {
 		if (attempt)
 			usleep(SNAPSHOT_RETRY_US);
-		tracer__drain(s->tracer);
+		if (drain) {
+			tracer__drain(s->tracer);
+			reconcile_exits(s);
+		}
 		so.unread_bytes = tracer__unread(s->tracer);
-		reconcile_exits(s);
 		tracer__stats(s->tracer, stats);
 		tracer__api_calls(s->tracer, calls);
 		so.now_ns = now_ns();
@@ -600,6 +694,16 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
 		errno = ENOMEM;
 	}
 	return snap;
+}
+
+struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
+{
+	return snapshot_of(s, max_stacks, symbols, true);
+}
+
+struct snapshot *session__snapshot_now(struct session *s)
+{
+	return snapshot_of(s, 0, true, false);
 }
 
 struct gpu_sampler *session__gpus(struct session *s)

@@ -37,6 +37,28 @@ int session__step(struct session *s, int timeout_ms, bool *done);
  * on ENOMEM.
  */
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols);
+/*
+ * The books as they are, without reading the ring first: for a hook of the books (an
+ * incident), which a drain would enter again. Every stack, with its history.
+ */
+struct snapshot *session__snapshot_now(struct session *s);
+
+/* Why the flight recorder is told of a process (agent/incidents.h writes the bundle). */
+enum incident_cause {
+	INCIDENT_OOM = 0, /* out of memory, reaching the program (PyTorch's retry failed too) */
+	INCIDENT_KILLED,  /* killed by a signal (the kernel's OOM killer's SIGKILL too) */
+	INCIDENT_LEAK_AT_EXIT, /* exited holding memory at stacks judged to leak */
+	INCIDENT_NR_CAUSES,
+};
+
+/*
+ * Called at once, from inside the books (so snap is the books as they are, the ring not
+ * read further), with the process's snapshot: out of memory (what says where and why),
+ * killed by a signal, or exited holding memory at leaking stacks.
+ */
+typedef void (*session_incident_fn)(void *ctx, enum incident_cause cause, int pid, const char *what,
+				    const struct snapshot *snap);
+void session__set_incident_hook(struct session *s, session_incident_fn fn, void *ctx);
 /* NVML's view of the devices, cached for the session. */
 struct gpu_sampler *session__gpus(struct session *s);
 struct tracer *session__tracer(struct session *s);

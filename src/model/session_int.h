@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "opts.h"
+#include "session.h"
 
 struct tracer;
 struct modules;
@@ -32,8 +33,10 @@ struct session {
 	struct symbolizer *sym;
 	struct python *python;
 	struct books *books;
-	struct timeline *timeline; /* --perfetto */
-	struct modstore *keep;	   /* --keep-modules */
+	struct timeline *timeline;	 /* --perfetto */
+	session_incident_fn incident_fn; /* the flight recorder, or NULL */
+	void *incident_ctx;
+	struct modstore *keep; /* --keep-modules */
 	struct targets *targets;
 	struct tiers *tiers; /* when the tensor level is traced */
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;

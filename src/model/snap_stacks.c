@@ -218,7 +218,7 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		};
 		memcpy(st->dev_bytes, a->dev_bytes, sizeof(st->dev_bytes));
 		st->why = strdup(vi.why);
-		if (o->proc_timeline && a->series && a->series->n &&
+		if ((o->proc_timeline || o->histories) && a->series && a->series->n &&
 		    (st->hist = calloc(a->series->n, sizeof(*st->hist)))) {
 			st->nhist = a->series->n;
 			st->hist_width_ns = a->series->width_ns;

@@ -439,6 +439,7 @@ struct snapshot_opts {
 	uint32_t cap_procs;
 	const struct snap_limits *limits; /* NULL: none known (a recording) */
 	bool memory_map;		  /* fill each process's memmap (--memory-viz) */
+	bool histories;			  /* each stack's history (snap_stack.hist) */
 	/* a process's timeline into *out (--perfetto); NULL: none */
 	void (*proc_timeline)(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out);
 	void *timeline_ctx;

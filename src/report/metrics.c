@@ -692,6 +692,16 @@ static void health_families(struct ctx *c)
 		 h->http_accept_paused);
 	agent_counter(c, "gpuleak_profiles_written_total", "counter",
 		      "Heap profiles written to --profile-dir.", h->profiles_written);
+	if (h->incidents_on) {
+		family(c, "gpuleak_incidents_total", "counter",
+		       "Incident bundles written (GET /incidents lists them), by cause.");
+		labelled(c, "gpuleak_incidents_total", "cause", "oom", h->incidents[0]);
+		labelled(c, "gpuleak_incidents_total", "cause", "killed", h->incidents[1]);
+		labelled(c, "gpuleak_incidents_total", "cause", "leak_at_exit", h->incidents[2]);
+		agent_counter(c, "gpuleak_incident_errors_total", "counter",
+			      "Incident bundles that could not be written (a full disk).",
+			      h->incident_errors);
+	}
 	agent_counter(c, "gpuleak_profile_errors_total", "counter",
 		      "Heap profiles that could not be written.", h->profile_errors);
 

@@ -38,6 +38,9 @@ struct agent_health {
 	uint64_t http_requests, http_bad_requests, http_timeouts, http_refused;
 	uint64_t http_accept_paused; /* accept ran out of file descriptors or memory */
 	uint64_t profiles_written, profile_errors;
+	bool incidents_on;	   /* --state-dir: the flight recorder writes bundles */
+	uint64_t incidents[3];	   /* written, by cause (oom, killed, leak_at_exit) */
+	uint64_t incident_errors;  /* bundles that could not be written */
 	double cpu_seconds;	   /* user + system */
 	double start_time_seconds; /* since the epoch */
 	uint64_t resident_bytes;

@@ -523,7 +523,7 @@ def test_serve_fleet_endpoints_and_dcgm_join(tmp):
               "the profile, gzipped already, is not wrapped again")
 
         # the index pages: every link answers
-        for page, links in (("/", {"metrics", "debug/pprof/", "debug/pprof/gpu_heap",
+        for page, links in (("/", {"metrics", "debug/pprof/", "debug/pprof/gpu_heap", "incidents",
                                    "healthz"}),
                             ("/debug/pprof/", {"gpu_heap"})):
             st, hdr, body = fetch(base + page)

@@ -169,7 +169,8 @@ def test_serve_prometheus_sees_the_leak_and_the_exit(tmp):
                                     timeout=10) as r:
             check_eq(r.status, 200, "pprof endpoint")
             check_eq(r.read()[:2], b"\x1f\x8b", "the profile is gzipped")
-        check_eq(os.listdir(state), ["profiles"], "the state dir holds the profiles alone")
+        check_eq(sorted(os.listdir(state)), ["incidents", "profiles"],
+                 "the state dir holds the profiles and the incidents alone")
         profiles = os.listdir(os.path.join(state, "profiles"))
         check(1 <= len(profiles) <= 3, f"profiles rotated to --profile-keep 3: {profiles}")
         for name in profiles:

@@ -15,6 +15,9 @@
  *   preattach      48 MiB allocated before the tracer attaches; then blocks
  *                  until a segment fails
  *   idle           48 MiB allocated before the tracer attaches; nothing after
+ *   retry_ok       7 segments of 8 MiB filled with 1 MiB blocks, the blocks of the
+ *                  first freed (a segment cached whole); then a new segment: it
+ *                  fails, the cached one is freed, and the retry succeeds
  *   torch_preattach  PyTorch's reserve from before attach: 3 segments of 8 MiB
  *                  and 2 MiB of blocks in them before the tracer attaches;
  *                  then 22 MiB of blocks in those segments and one segment of
@@ -117,6 +120,32 @@ static void torch_preattach(void)
 			wl_die("a block in a segment of its own failed");
 }
 
+/* The first segment goes back to the driver (PyTorch empties its cache of whole segments). */
+WL_SITE static void explain_site_release(void)
+{
+	wl_check(cuMemFree_v2(segs[0]), "cuMemFree_v2(cached segment)");
+	wl_site_free(&sites[S_SEGMENT], SEGMENT);
+	segs[0] = 0;
+}
+
+/* A failed segment that PyTorch's retry saves: no out-of-memory error reaches the program. */
+static void retry_ok(void)
+{
+	for (int i = 0; i < 7 * 8; i++)
+		explain_site_block(WL_MIB);
+	for (int i = 0; i < 8; i++) {
+		faketorch_free((void *)(uintptr_t)(segs[0] + (uint64_t)i * WL_MIB));
+		allocated -= WL_MIB;
+	}
+	faketorch_grow(explain_site_segment);
+	if (!seg_rc)
+		wl_die("the segment past capacity did not fail");
+	faketorch_grow(explain_site_release);
+	faketorch_grow(explain_site_segment);
+	if (seg_rc)
+		wl_die("the retry after freeing the cached segment failed");
+}
+
 /* Every other 1 MiB block of full segments freed; then a 2 MiB block. */
 static void fragment(void)
 {
@@ -141,7 +170,8 @@ int main(int argc, char **argv)
 	int n;
 
 	if (!scenario)
-		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach is required");
+		wl_die("--scenario fragmentation|leak|library|peak|preattach|idle|torch_preattach|"
+		       "retry_ok is required");
 	wl_parse(&o, argc, argv, WL_OPT_INTERVAL);
 	wl_set_capacity(CAPACITY);
 	wl_cuda_start(0);
@@ -168,6 +198,8 @@ int main(int argc, char **argv)
 		fragment();
 	} else if (!strcmp(scenario, "torch_preattach")) {
 		torch_preattach();
+	} else if (!strcmp(scenario, "retry_ok")) {
+		retry_ok();
 	} else if (!strcmp(scenario, "idle")) {
 		/* no CUDA call while traced */
 	} else if (!strcmp(scenario, "library") || !strcmp(scenario, "peak") ||
@@ -187,7 +219,8 @@ int main(int argc, char **argv)
 	n = snprintf(extra, sizeof(extra),
 		     "\"torch_reserved\":%lld,\"torch_allocated\":%lld,\"outside_bytes\":%lld,"
 		     "\"pre_attach\":%lld,\"segment\":%llu,\"blocks_outside\":%lld",
-		     (long long)(nsegs - pre_segs) * SEGMENT, allocated, outside, pre_attach,
+		     (long long)(nsegs - pre_segs - !strcmp(scenario, "retry_ok")) * SEGMENT,
+		     allocated, outside, pre_attach,
 		     (unsigned long long)SEGMENT, blocks_outside);
 	if (n < 0 || (size_t)n >= sizeof(extra))
 		wl_die("truth fields too long");

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The flight recorder: a bundle for each out-of-memory failure that reaches the program,
+each traced process killed by a signal and each that exits holding memory where it
+leaked, written by gpuleak from its books at once, so that a job killed right after its
+failure still leaves one; bounded in count and bytes, readable by gpuleak report, listed
+by serve."""
+import json
+import os
+import signal
+import stat
+import subprocess
+import urllib.request
+
+from harness import (GPULEAK, Agent, Tracer, Workload, build_fake_nvml, check, check_eq,
+                     free_port, process, wait_until)
+
+FILES = ("incident.json", "report.txt", "report.json", "profile.pb.gz", "flame.svg",
+         "history.trace.json")
+
+
+def _bundles(d):
+    return sorted(n for n in os.listdir(d) if not n.startswith("."))
+
+
+def _check_bundle(d, name, cause, pid):
+    """A whole bundle: its files, 0600 in a 0700 directory; incident.json says what and
+    who. Returns (incident, report's process)."""
+    path = os.path.join(d, name)
+    check_eq(stat.S_IMODE(os.stat(path).st_mode), 0o700, f"{name}: the directory's mode")
+    check_eq(sorted(os.listdir(path)), sorted(FILES), f"{name}: its files")
+    for f in FILES:
+        check_eq(stat.S_IMODE(os.stat(os.path.join(path, f)).st_mode), 0o600, f"{f}'s mode")
+        check(os.path.getsize(os.path.join(path, f)) > 0, f"{f} is not empty")
+    with open(os.path.join(path, "incident.json")) as f:
+        inc = json.load(f)
+    check_eq((inc["cause"], inc["process"]["pid"]), (cause, pid), f"the incident: {inc}")
+    with open(os.path.join(path, "report.json")) as f:
+        rep = json.load(f)
+    check_eq([p["pid"] for p in rep["processes"]], [pid], "the report is the process's")
+    with open(os.path.join(path, "history.trace.json")) as f:
+        check(json.load(f)["traceEvents"], "the history is a trace")
+    return inc, rep["processes"][0]
+
+
+def _oom_workload(tmp, incident_dir, *tracer_args):
+    """wl_oom under attach --incident-dir: three quarters of the stand-in's capacity held,
+    then a request beyond it fails (not PyTorch's: no retry)."""
+    wl = Workload("wl_oom", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--incident-dir", incident_dir, *tracer_args,
+                 str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    return wl, tr
+
+
+def test_oom_then_sigkill_leaves_both_bundles(tmp):
+    """The job runs out of memory and is killed at once (SIGKILL, as the OOM killer or a
+    scheduler would): the out-of-memory bundle holds the books at the failure (the bytes
+    the workload held then, the failure with its site), the second says it was killed;
+    gpuleak report reads either."""
+    d = os.path.join(tmp, "incidents")
+    wl, tr = _oom_workload(tmp, d)
+    truth = wl.truth()
+    wl.kill(signal.SIGKILL)
+    wl.wait()
+    wait_until(lambda: os.path.isdir(d) and any(n.endswith("-killed") for n in _bundles(d)),
+               10, "the bundle of the killed process")
+    tr.stop()
+    check_eq(tr.returncode, 0, f"gpuleak's exit status:\n{tr.stderr()}")
+    names = _bundles(d)
+    oom = [n for n in names if n.endswith("-oom")]
+    killed = [n for n in names if n.endswith("-killed")]
+    check_eq((len(oom), len(killed), len(names)),
+             (truth["expect"]["oom_failures"], 1, truth["expect"]["oom_failures"] + 1),
+             f"a bundle per out-of-memory failure (device, pinned host), one killed: {names}")
+    inc, p = _check_bundle(d, oom[0], "oom", wl.pid)
+    check("out of memory" in inc["what"] and "oom_site_too_big" in inc["what"],
+          f"what happened, and where: {inc['what']}")
+    check_eq(p["device_bytes"], truth["device_bytes"], "device bytes held at the failure")
+    check(any(f["error"] == "CUDA_ERROR_OUT_OF_MEMORY" for f in p["failures_list"]),
+          "the failure is in the report")
+    inc, p = _check_bundle(d, killed[0], "killed", wl.pid)
+    check("signal 9" in inc["what"], f"the signal: {inc['what']}")
+    check_eq(p["state"], "exited", "killed: the process had exited")
+    out = subprocess.run([GPULEAK, "report", os.path.join(d, oom[0])], capture_output=True,
+                         text=True, timeout=60)
+    check_eq(out.returncode, 0, f"report of a bundle ({out.stderr})")
+    check("oom_site_too_big" in out.stdout and "also in the bundle: report.json" in out.stdout,
+          out.stdout)
+    check(f"its incident is in {d}/{oom[0]}" in tr.stderr(), "the log names the bundle")
+
+
+def test_a_normal_exit_after_the_oom_and_a_saved_retry(tmp):
+    """A job that runs out of memory and exits normally leaves the out-of-memory bundle
+    only; a PyTorch request that its own retry saves (a cached segment freed, the retry
+    succeeds) leaves none."""
+    d = os.path.join(tmp, "incidents")
+    wl, tr = _oom_workload(tmp, d)
+    wl.truth()
+    wl.release()
+    check_eq(wl.wait(), 0, "the workload's exit status")
+    tr.stop()
+    names = _bundles(d)
+    check(names and all(n.endswith("-oom") for n in names),
+          f"the out-of-memory bundles alone: {names}")
+
+    d2 = os.path.join(tmp, "retry")
+    libdir = build_fake_nvml(tmp)
+    env = dict(os.environ, LD_LIBRARY_PATH=libdir,
+               FAKE_NVML_FILE=os.path.join(tmp, "nvml.txt"))
+    with open(env["FAKE_NVML_FILE"], "w") as f:
+        f.write(f"device {60 << 20} {4 << 20} GPU-fake-0\n")
+    wl = Workload("wl_explain", "--scenario", "retry_ok", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--incident-dir", d2, str(wl.pid)], tmp, env=env)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    wl.release()
+    wl.wait()
+    tr.stop()
+    p = process(tr.report(), wl.pid)
+    ooms = [f for f in p["failures_list"] if f["error"] == "CUDA_ERROR_OUT_OF_MEMORY"]
+    check_eq(len(ooms), truth["expect"]["oom_failures"], "the failure was booked")
+    check_eq(ooms[0]["oom"]["torch_retry"], "succeeded", "PyTorch's retry saved it")
+    check_eq(_bundles(d2), [], "no incident")
+
+
+def test_retention_and_a_full_disk(tmp):
+    """Three incidents with --incident-max 2: the oldest goes. On a file system with no
+    room the bundle is not written, no partial one is left, the log says so once, and the
+    tracing and its report go on."""
+    d = os.path.join(tmp, "incidents")
+    for _ in range(3):
+        wl, tr = _oom_workload(tmp, d, "--incident-max", "2")
+        wl.truth()
+        wl.release()
+        wl.wait()
+        tr.stop()
+    names = _bundles(d)
+    check_eq(len(names), 2, f"two bundles kept of the six written: {names}")
+    full = os.path.join(tmp, "full")
+    os.makedirs(full)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", full], check=True)
+    try:
+        wl, tr = _oom_workload(tmp, os.path.join(full, "incidents"))
+        truth = wl.truth()
+        wl.release()
+        wl.wait()
+        tr.stop()
+        check_eq(tr.returncode, 0, "gpuleak's exit status")
+        err = tr.stderr()
+        check("cannot write the incident" in err and "it is lost" in err, err)
+        check_eq(os.listdir(os.path.join(full, "incidents")), [], "nothing partial left")
+        p = process(tr.report(), wl.pid)
+        check_eq(p["device_bytes"], truth["device_bytes"], "the report goes on, exact")
+    finally:
+        subprocess.run(["umount", full], check=False)
+
+
+def test_serve_keeps_incidents_in_its_state_dir(tmp):
+    """serve writes the bundles under --state-dir/incidents, counts them by cause in
+    gpuleak_incidents_total, lists them at /incidents and serves their files."""
+    state = os.path.join(tmp, "state")
+    os.makedirs(state, mode=0o700)
+    port = free_port()
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--state-dir", state])
+    try:
+        agent.wait_serving()
+        wl = Workload("wl_oom", tmp=tmp, wait=False)
+        wl.truth()
+        wl.wait()
+        d = os.path.join(state, "incidents")
+        wait_until(lambda: os.path.isdir(d) and len(_bundles(d)) == 2, 10, "the bundles")
+        name = _bundles(d)[0]
+        _check_bundle(d, name, "oom", wl.pid)
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/metrics", timeout=10) as r:
+            metrics = r.read().decode()
+        check('gpuleak_incidents_total{cause="oom"} 2' in metrics, "the counter")
+        with urllib.request.urlopen(f"{base}/incidents", timeout=10) as r:
+            listed = json.loads(r.read())
+        check_eq(sorted(i["name"] for i in listed["incidents"]), _bundles(d),
+                 "/incidents lists them")
+        link = next(f for i in listed["incidents"] if i["name"] == name
+                    for f in i["files"] if f.endswith("report.txt"))
+        with urllib.request.urlopen(f"{base}{link}", timeout=10) as r:
+            check("oom_site_too_big" in r.read().decode(), "its text report is served")
+        for bad in ("/incidents/../state", f"/incidents/{name}/../../x", "/incidents/x/y"):
+            try:
+                urllib.request.urlopen(f"{base}{bad}", timeout=10)
+                check(False, f"{bad} is refused")
+            except urllib.error.HTTPError as e:
+                check_eq(e.code, 404, f"{bad}")
+    finally:
+        check(agent.stop() != "hung", "serve stops on SIGTERM")
+
+
+def test_exit_holding_leaked_memory(tmp):
+    """A loop that keeps a buffer every step (20 steps of 50 ms, judged at 50 ms) and exits
+    normally: a leak_at_exit bundle, its report naming the leaking line."""
+    d = os.path.join(tmp, "incidents")
+    wl = Workload("wl_leak", "--iters", "20", "--interval-ms", "50", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--resolution", "50ms", "--incident-dir", d,
+                 str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    wl.truth()
+    wl.release()
+    check_eq(wl.wait(), 0, "the workload's exit status")
+    wait_until(lambda: os.path.isdir(d) and _bundles(d), 10, "the bundle")
+    tr.stop()
+    names = _bundles(d)
+    check_eq(len(names), 1, f"one bundle: {names}")
+    inc, p = _check_bundle(d, names[0], "leak_at_exit", wl.pid)
+    check("exited (status 0) holding" in inc["what"], inc["what"])
+    leak = [s for s in p["stacks"] if s["verdict"] == "leak"]
+    check(leak and any(f.get("function") == "leak_site_staircase"
+                       for f in leak[0]["frames"]), f"the leaking line: {leak[:1]}")
