@@ -8,10 +8,10 @@ writes its snapshot; the two are compared (segments by address, the active block
 and both are rendered with PyTorch's trace_plot and segment_plot.
 
 Usage: tests/gpu/memory_viz.py OUTDIR [GPULEAK]   (PYTHON: an interpreter with torch)
-OUTDIR gets job.pickle, gpuleak.pickle, gpuleak.trace.json (--perfetto), gpuleak.err,
-compare.json, the HTML of gpuleak's snapshot (trace_plot, segment_plot: the job's own can
+OUTDIR gets job.pickle, gpuleak.pickle, gpuleak.trace.json (--perfetto), compare.json
+(with the end of gpuleak's stderr), the HTML of gpuleak's snapshot (trace_plot, segment_plot: the job's own can
 be rendered into the same page) and, when the installed torch has it, MemoryViz.js (the
-pages load it from a CDN): eight files."""
+pages load it from a CDN): seven files."""
 import json
 import os
 import pickle
@@ -105,11 +105,12 @@ def main():
                            "--memory-viz", os.path.join(out, "gpuleak.pickle"),
                            "--perfetto", os.path.join(out, "gpuleak.trace.json"),
                            "--json", "/tmp/gpuleak-memory-viz-report.json"],
-                          stderr=open(os.path.join(out, "gpuleak.err"), "w"))
+                          stderr=open("/tmp/gpuleak-memory-viz.err", "w"))
     deadline = time.time() + 60
-    while "attached to PID" not in open(os.path.join(out, "gpuleak.err")).read():
+    while "attached to PID" not in open("/tmp/gpuleak-memory-viz.err").read():
         if time.time() > deadline or gl.poll() is not None:
-            raise SystemExit("gpuleak did not attach: see gpuleak.err")
+            raise SystemExit("gpuleak did not attach: "
+                             + open("/tmp/gpuleak-memory-viz.err").read()[-2000:])
         time.sleep(0.1)
     time.sleep(8)
     open(flag + ".take", "w").close()
@@ -126,7 +127,8 @@ def main():
         gl_snap = pickle.load(f)
     res = compare(job_snap, gl_snap)
     res.update({"job_said": line.strip(), "gpuleak_exit": rc, "gpuleak_stop_s": stop_s,
-                "gpuleak_entry": gl_snap.get("gpuleak")})
+                "gpuleak_entry": gl_snap.get("gpuleak"),
+                "gpuleak_stderr": open("/tmp/gpuleak-memory-viz.err").read()[-3000:]})
     from torch.cuda import _memory_viz as mv
     for name, snap, kinds in (("gpuleak", gl_snap, ("trace", "segments")),):
         for kind, fn in (("trace", mv.trace_plot), ("segments", mv.segment_plot)):
