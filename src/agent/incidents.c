@@ -199,7 +199,8 @@ static char **list_bundles(struct incidents *in, uint32_t *n)
 		(*n)++;
 	}
 	closedir(d);
-	qsort(names, *n, sizeof(*names), cmp_name);
+	if (*n)
+		qsort(names, *n, sizeof(*names), cmp_name);
 	return names;
 }
 

@@ -159,7 +159,8 @@ int snap_memmap__fill(struct books *b, struct proc *proc, struct snap_proc *sp)
 			found[nfound++] = (struct snap_block){ k->key, v->size, v->stack };
 		}
 	}
-	qsort(m->segs, m->nsegs, sizeof(*m->segs), cmp_seg);
+	if (m->nsegs)
+		qsort(m->segs, m->nsegs, sizeof(*m->segs), cmp_seg);
 	m->blocks = calloc(nfound ? nfound : 1, sizeof(*m->blocks));
 	if (!m->blocks || place_blocks(m, found, nfound))
 		goto out;
