@@ -48,8 +48,33 @@ static const char *base(const char *path)
 	return s ? s + 1 : path;
 }
 
+/* The snapshot being written: a stack's frames are written once, then taken from the
+ * pickle's memo (a block's frames and its history's are the same list). */
+struct mv {
+	const struct snap_proc *sp;
+	uint32_t *memo; /* per sp->stacks[i]: memo index + 1, 0: not written yet */
+};
+
+static void frames_list(struct pickle *p, const struct snap_stack *st);
+
 /* PyTorch's frames: {'filename', 'line', 'name'}, innermost first. */
-static void frames(struct pickle *p, const struct snap_stack *st)
+static void frames(struct pickle *p, struct mv *mv, const struct snap_stack *st)
+{
+	size_t i = st ? (size_t)(st - mv->sp->stacks) : 0;
+
+	if (!st || i >= mv->sp->nstacks) {
+		frames_list(p, st);
+		return;
+	}
+	if (mv->memo[i]) {
+		pickle__get(p, mv->memo[i] - 1);
+		return;
+	}
+	frames_list(p, st);
+	mv->memo[i] = pickle__keep(p) + 1;
+}
+
+static void frames_list(struct pickle *p, const struct snap_stack *st)
 {
 	pickle__list(p);
 	for (uint32_t i = 0; st && i < st->nframes; i++) {
@@ -75,7 +100,7 @@ static void frames(struct pickle *p, const struct snap_stack *st)
 	pickle__end_list(p);
 }
 
-static void block(struct pickle *p, uint64_t addr, uint64_t size, const char *state,
+static void block(struct pickle *p, struct mv *mv, uint64_t addr, uint64_t size, const char *state,
 		  const struct snap_stack *st)
 {
 	pickle__dict(p);
@@ -88,7 +113,7 @@ static void block(struct pickle *p, uint64_t addr, uint64_t size, const char *st
 	pickle__str(p, "state");
 	pickle__str(p, state);
 	pickle__str(p, "frames");
-	frames(p, st);
+	frames(p, mv, st);
 	if (st) {
 		/* PyTorch 1.13's form of the same: its memory_viz reads the frames there */
 		pickle__str(p, "history");
@@ -99,15 +124,15 @@ static void block(struct pickle *p, uint64_t addr, uint64_t size, const char *st
 		pickle__str(p, "real_size");
 		pickle__uint(p, size);
 		pickle__str(p, "frames");
-		frames(p, st);
+		frames(p, mv, st);
 		pickle__end_dict(p);
 		pickle__end_list(p);
 	}
 	pickle__end_dict(p);
 }
 
-static void segment(struct pickle *p, const struct snap_memmap *m, const struct snap_seg *sg,
-		    struct snap_stack **by_id, uint32_t nids)
+static void segment(struct pickle *p, struct mv *mv, const struct snap_memmap *m,
+		    const struct snap_seg *sg, struct snap_stack **by_id, uint32_t nids)
 {
 	const char *gap = m->blocks_complete ? "inactive" : "unseen";
 	uint64_t at = sg->addr, allocated = 0;
@@ -136,7 +161,7 @@ static void segment(struct pickle *p, const struct snap_memmap *m, const struct 
 	pickle__str(p, "is_expandable");
 	pickle__bool(p, false);
 	pickle__str(p, "frames");
-	frames(p, stack_of(by_id, nids, sg->stack));
+	frames(p, mv, stack_of(by_id, nids, sg->stack));
 	pickle__str(p, "blocks");
 	pickle__list(p);
 	for (uint32_t i = 0; i < sg->nblocks; i++) {
@@ -145,12 +170,12 @@ static void segment(struct pickle *p, const struct snap_memmap *m, const struct 
 		if (b->addr < at) /* overlaps the one before: not PyTorch's map */
 			continue;
 		if (b->addr > at)
-			block(p, at, b->addr - at, gap, NULL);
-		block(p, b->addr, b->size, "active_allocated", stack_of(by_id, nids, b->stack));
+			block(p, mv, at, b->addr - at, gap, NULL);
+		block(p, mv, b->addr, b->size, "active_allocated", stack_of(by_id, nids, b->stack));
 		at = b->addr + b->size;
 	}
 	if (at < sg->addr + sg->size)
-		block(p, at, sg->addr + sg->size - at, gap, NULL);
+		block(p, mv, at, sg->addr + sg->size - at, gap, NULL);
 	pickle__end_list(p);
 	pickle__end_dict(p);
 }
@@ -210,12 +235,17 @@ const struct snap_proc *report__memory_viz_proc(const struct snapshot *s, int *o
 int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc *sp)
 {
 	struct snap_stack **by_id = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(*by_id));
+	struct mv mv = { .sp = sp,
+			 .memo = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(uint32_t)) };
 	const struct snap_memmap *m = &sp->memmap;
 	struct pickle p;
 	int ndev = 1;
 
-	if (!by_id)
+	if (!by_id || !mv.memo) {
+		free(by_id);
+		free(mv.memo);
 		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < sp->nstacks; i++)
 		by_id[i] = &sp->stacks[i];
 	qsort(by_id, sp->nstacks, sizeof(*by_id), cmp_stack_id);
@@ -227,7 +257,7 @@ int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc
 	pickle__str(&p, "segments");
 	pickle__list(&p);
 	for (uint32_t i = 0; i < m->nsegs; i++)
-		segment(&p, m, &m->segs[i], by_id, sp->nstacks);
+		segment(&p, &mv, m, &m->segs[i], by_id, sp->nstacks);
 	pickle__end_list(&p);
 	pickle__str(&p, "device_traces");
 	pickle__list(&p);
@@ -239,5 +269,6 @@ int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc
 	about(&p, s, sp);
 	pickle__end_dict(&p);
 	free(by_id);
+	free(mv.memo);
 	return pickle__finish(&p) == -EIO ? -EIO : 0;
 }

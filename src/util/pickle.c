@@ -26,6 +26,8 @@ enum {
 	OP_NEWTRUE = 0x88,
 	OP_NEWFALSE = 0x89,
 	OP_TUPLE2 = 0x86,
+	OP_LONG_BINPUT = 'r',
+	OP_LONG_BINGET = 'j',
 };
 
 static void put(struct pickle *p, const void *b, size_t n)
@@ -182,4 +184,17 @@ void pickle__pair(struct pickle *p, int64_t a, int64_t b)
 	pickle__int(p, a);
 	pickle__int(p, b);
 	op(p, OP_TUPLE2);
+}
+
+uint32_t pickle__keep(struct pickle *p)
+{
+	op(p, OP_LONG_BINPUT);
+	le(p, p->memo, 4);
+	return p->memo++;
+}
+
+void pickle__get(struct pickle *p, uint32_t index)
+{
+	op(p, OP_LONG_BINGET);
+	le(p, index, 4);
 }

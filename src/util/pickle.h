@@ -15,6 +15,7 @@ struct pickle {
 	FILE *f;
 	int depth; /* dicts and lists open */
 	bool failed;
+	uint32_t memo; /* objects kept for pickle__get: the next one's index */
 };
 
 /* Starts a pickle on f (not owned). */
@@ -36,5 +37,9 @@ void pickle__bool(struct pickle *p, bool v);
 void pickle__none(struct pickle *p);
 /* A tuple of two integers. */
 void pickle__pair(struct pickle *p, int64_t a, int64_t b);
+/* Keeps the object just written (a value, or a dict or list just ended): its index. */
+uint32_t pickle__keep(struct pickle *p);
+/* The object kept under index, again (the same object, not a copy). */
+void pickle__get(struct pickle *p, uint32_t index);
 
 #endif /* GL_PICKLE_H */

@@ -103,6 +103,30 @@ static void test_nesting(void **state)
 	free(out);
 }
 
+static void test_memo(void **state)
+{
+	struct unit_mem m;
+	struct pickle p;
+	char *out;
+	/* [['a'], ['a']]: the second the same list, from the memo */
+	static const char want[] = "\x80\x02](](X\x01\x00\x00\x00" "aer\x00\x00\x00\x00"
+				   "j\x00\x00\x00\x00" "e.";
+
+	pickle__start(&p, unit_mem_open(&m));
+	pickle__list(&p);
+	pickle__list(&p);
+	pickle__str(&p, "a");
+	pickle__end_list(&p);
+	assert_int_equal(pickle__keep(&p), 0);
+	pickle__get(&p, 0);
+	pickle__end_list(&p);
+	assert_int_equal(pickle__finish(&p), 0);
+	out = unit_mem_close(&m);
+	assert_int_equal(m.len, sizeof(want) - 1);
+	assert_memory_equal(out, want, sizeof(want) - 1);
+	free(out);
+}
+
 static void test_errors(void **state)
 {
 	struct unit_mem m;
@@ -128,6 +152,7 @@ int main(void)
 		cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_nesting),
+		cmocka_unit_test(test_memo),
 		cmocka_unit_test(test_errors),
 	};
 
