@@ -76,7 +76,9 @@ static int hold_deadline(void *map, __u32 *key, struct hold_timer *v)
 		return 0; /* user space or the guard is releasing it now */
 	task = bpf_task_from_pid(tgid);
 	if (!task) {
-		bpf_map_delete_elem(&hold_timers, &tgid); /* gone */
+		/* gone already (another gpuleak let it go): still a hold past its deadline */
+		bpf_map_update_elem(&hold_expired, &tgid, &since, BPF_ANY);
+		bpf_map_delete_elem(&hold_timers, &tgid);
 		return 0;
 	}
 	if (task->start_boottime == v->start_ns)

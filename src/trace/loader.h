@@ -201,6 +201,8 @@ uint64_t tracer__note_py_refused(struct tracer *t);
 /* Processes refused so far by the full py_procs map, and the map's size. */
 uint64_t tracer__py_refused(const struct tracer *t);
 uint32_t tracer__max_py_procs(const struct tracer *t);
+/* --hold-timeout in force (ns). */
+uint64_t tracer__hold_timeout(const struct tracer *t);
 
 /* File descriptor of the BPF map called name (e.g. "py_procs"), or -ENOENT. */
 int tracer__map_fd(struct tracer *t, const char *name);

@@ -182,3 +182,8 @@ uint32_t tracer__max_py_procs(const struct tracer *t)
 {
 	return bpf_map__max_entries(t->skel->maps.py_procs);
 }
+
+uint64_t tracer__hold_timeout(const struct tracer *t)
+{
+	return t->hold_timeout_ns;
+}

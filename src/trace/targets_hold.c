@@ -67,7 +67,7 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 	int pid = r->hdr.pid, err;
 	uint64_t t0 = now_ns(), since;
 	char name[sizeof(r->lib.name) + 1];
-	bool found, stopped, by_kernel;
+	bool found, stopped, by_kernel, released;
 
 	if (r->lib.kind == GL_LIB_CUDA)
 		tracer__lib_mapped(s->tracer, r->lib.dev, r->lib.ino, pid);
@@ -98,7 +98,18 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 		tracer__lib_handled(s->tracer, r->lib.dev, r->lib.ino);
 	if (tracer__held_since(s->tracer, pid, &since))
 		since = t0;
-	if (!tracer__release(s->tracer, pid)) {
+	released = tracer__release(s->tracer, pid);
+	/* released by this tracer, but past its deadline: another gpuleak's guard (the book
+	 * of holds) let it go meanwhile, or is about to */
+	if (released && now_ns() - since > tracer__hold_timeout(s->tracer)) {
+		s->holds_expired++;
+		log_warn("PID %d (%s) maps %s and was held %.1f s, past the hold's deadline, "
+			 "before gpuleak could attach it: another gpuleak's guard let it go; its "
+			 "first calls may be missed, and its figures say so",
+			 pid, r->comm, name, (now_ns() - since) / 1e9);
+		return true;
+	}
+	if (!released) {
 		if (!tracer__hold_expired(s->tracer, pid, &since, &by_kernel))
 			return false;
 		s->holds_expired++;
@@ -106,7 +117,8 @@ bool targets__lib_mapped(struct targets *s, const struct gl_proc *r)
 			 "before gpuleak could attach it: %s let it go; its first calls may be "
 			 "missed, and its figures say so",
 			 pid, r->comm, name, (now_ns() - since) / 1e9,
-			 by_kernel ? "the kernel side (a BPF timer)" : "the guard");
+			 by_kernel ? "the kernel side (a BPF timer)" :
+				     "the guard (this gpuleak's or another's)");
 		return true;
 	}
 	if (found && !stopped) {

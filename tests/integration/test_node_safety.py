@@ -174,13 +174,13 @@ def test_a_frozen_agent_beside_a_live_one_holds_a_job_only_until_the_deadline(tm
     live = trs[0]
     wait_until(lambda: f"functions in {lib}" in live.stderr(), 10,
                "the live tracer to attach the new file")
+    wait_until(lambda: "past the hold's deadline" in trs[1].stderr(), 10,
+               "the thawed tracer to name its expired hold")
     for tr in trs:
         tr.stop()
     check("before its probes were in" not in live.stderr(), live.stderr())
     p = process(live.report(), truth["pid"])
     check_eq(p["alloc_calls"], truth["alloc_calls"], "the job's calls, in the live tracer")
-    wait_until(lambda: "past the hold's deadline" in trs[1].stderr(), 10,
-               "the thawed tracer to name its expired hold")
 
 
 def test_a_hold_of_a_killed_agent_counts_for_nothing(tmp):
