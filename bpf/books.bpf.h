@@ -34,6 +34,7 @@
 #include "contexts.bpf.h"
 
 #define CUDA_SUCCESS 0
+#define CUDA_ERROR_OUT_OF_MEMORY 2
 
 struct mem_location {
 	__s32 type, id;
@@ -61,6 +62,23 @@ static __always_inline bool uses_ctx_device(__u8 role, int rc)
 	case GL_ROLE_MIPMAP_CREATE: return true;
 	default: return false;
 	}
+}
+
+/*
+ * --census-on-oom: a process whose allocation ran out of memory is held (SIGSTOP, taken
+ * before the call's caller sees the error), so that user space can read its heap as it
+ * was at the failure; it goes on at once if the failure is one PyTorch's retry may save,
+ * else after the census, and at the hold's deadline whatever happens.
+ */
+static __always_inline __u16 hold_at_failure(struct gl_call_ctx *c)
+{
+	__u32 zero = 0;
+
+	/* key 0 in held: the tracer is going away, hold nothing more */
+	if (!targ_stop_on_oom || c->rc != CUDA_ERROR_OUT_OF_MEMORY ||
+	    bpf_map_lookup_elem(&held, &zero))
+		return 0;
+	return hold_current(c->task, tgid_of(c), bpf_ktime_get_ns()) > 0 ? GL_CALL_HELD : 0;
 }
 
 /* Apply a returning call to the books and tell user space what changed. */
@@ -97,8 +115,8 @@ static __always_inline void apply_call(struct gl_call_ctx *c)
 			size = role == GL_ROLE_ALLOC_PITCH ? a[2] * a[3] : a[1];
 			if (role >= GL_ROLE_ARRAY_CREATE)
 				size = 0;
-			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls, 0,
-				  c->dev);
+			emit_call(c, GL_OP_FAIL, kind, 0, v1_size ? (__u32)size : size, cls,
+				  hold_at_failure(c), c->dev);
 			break;
 		default:
 			/* a failed free changes nothing (but see book_failed_free()) */

@@ -117,4 +117,31 @@ static __always_inline void start_deadline(struct task_struct *task, __u32 tgid)
 	bpf_timer_start(&v->timer, targ_hold_timeout_ns, 0);
 }
 
+/*
+ * Holds the current process: SIGSTOP to all of it, taken on the way back to user space,
+ * an entry in held and in the shared book. Returns 1 when held now, 0 when it was held
+ * already, -1 when it could not be (user space is told so). The caller starts the
+ * deadline: a uprobe cannot (the kernel keeps bpf_timer from kprobe-type programs), so
+ * for a hold made there the deadline starts as the stop is taken (hold_signal below).
+ */
+static __always_inline int hold_current(struct task_struct *task, __u32 tgid, __u64 now)
+{
+	long err = bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST);
+	struct gl_hold_key hk = { .tgid = tgid, .agent = targ_self };
+	struct gl_hold_val hv = { .since = now,
+				  .start_ns = task->group_leader->start_boottime,
+				  .agent_ticks = targ_self_ticks };
+
+	if (err == -17 /* EEXIST */)
+		return 0;
+	if (err)
+		return -1;
+	if (bpf_send_signal(19 /* SIGSTOP */)) {
+		bpf_map_delete_elem(&held, &tgid);
+		return -1;
+	}
+	bpf_map_update_elem(&hold_book, &hk, &hv, BPF_ANY);
+	return 1;
+}
+
 #endif /* GPULEAK_DEADLINE_BPF_H */

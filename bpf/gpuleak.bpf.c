@@ -23,11 +23,11 @@
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
 #include "stack.bpf.h"
+#include "deadline.bpf.h"
 #include "call.bpf.h"
 #include "allocs.bpf.h"
 #include "books.bpf.h"
 #include "tiers.bpf.h"
-#include "deadline.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -278,6 +278,24 @@ int forget_tensors(void *ctx)
 	return 0;
 }
 
+/*
+ * A SIGSTOP taken by a process held from a uprobe (--census-on-oom's hold at a failure):
+ * its deadline starts here, where a BPF timer may be started. A hold that has one
+ * already (held at a library's mapping) keeps it.
+ */
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(hold_signal, int sig)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (sig != 19 /* SIGSTOP */ || !bpf_map_lookup_elem(&held, &tgid) ||
+	    bpf_map_lookup_elem(&hold_timers, &tgid))
+		return 0;
+	start_deadline(task, tgid);
+	return 0;
+}
+
 /* A thread exits: when it is the last of its process, the driver frees everything, and
  * nothing of the process is kept. */
 SEC("tp_btf/sched_process_exit")
@@ -434,23 +452,12 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	now = bpf_ktime_get_ns();
 	/* key 0 in held: the tracer is going away, hold nothing more */
 	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero)) {
-		/* SIGSTOP to the whole process, taken on the way back to user space; an entry
-		 * there already: held at an earlier mapping */
-		long err = bpf_map_update_elem(&held, &tgid, &now, BPF_NOEXIST);
+		/* an entry in held already: held at an earlier mapping */
+		int h = hold_current(task, tgid, now);
 
-		if (err == 0 && bpf_send_signal(19 /* SIGSTOP */) == 0) {
-			struct gl_hold_key hk = { .tgid = tgid, .agent = targ_self };
-			struct gl_hold_val hv = { .since = now,
-						  .start_ns = task->group_leader->start_boottime,
-						  .agent_ticks = targ_self_ticks };
-
-			r->lib.held = 1;
-			bpf_map_update_elem(&hold_book, &hk, &hv, BPF_ANY);
+		if (h > 0)
 			start_deadline(task, tgid);
-		} else if (err == 0)
-			bpf_map_delete_elem(&held, &tgid);
-		if (err != -17 /* EEXIST */ && !r->lib.held)
-			r->lib.held = 2;
+		r->lib.held = h > 0 ? 1 : h < 0 ? 2 : 0;
 	}
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return 0;

@@ -23,6 +23,7 @@ const volatile __u64 targ_wakeup_bytes = 0;	    /* see rb_flags(); 0: wake for e
 const volatile bool targ_hold = true; /* stop a target at the mapping of a library not attached */
 const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
 const volatile __u64 targ_self_ticks = 0;     /* the tracer's start (gl_hold_val.agent_ticks) */
+const volatile bool targ_stop_on_oom = false; /* hold a process at an out-of-memory failure */
 const volatile bool targ_stack_cache = false; /* DWARF mode: look stacks up in stack_cache */
 
 /*

@@ -193,6 +193,8 @@ enum gl_op {
 #define GL_CALL_CTX_GONE \
 	0x20 /* a failed free of an allocation whose context was torn
 				   * down during the call: the kernel dropped it (a teardown) */
+#define GL_CALL_HELD \
+	0x40 /* FAIL: out of memory, the process held for its census (--census-on-oom) */
 
 struct gl_call {
 	struct gl_hdr hdr;

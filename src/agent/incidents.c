@@ -266,13 +266,37 @@ static void write_identity(struct jsonw *w, const struct snap_proc *p)
 }
 
 static const char *const files[] = { "incident.json", "report.txt", "report.json",
-				     "profile.pb.gz", "flame.svg",  "history.trace.json" };
+				     "profile.pb.gz", "flame.svg",  "history.trace.json",
+				     "census.json",   "census.txt" };
+#define NR_BASE_FILES 6 /* the census's two only when it was taken */
+
+static size_t nr_files(const struct incident *inc)
+{
+	return inc->census && inc->census->taken ? sizeof(files) / sizeof(files[0]) : NR_BASE_FILES;
+}
+
+static void write_census(struct jsonw *w, const struct incident *inc)
+{
+	const struct incident_census *ic = inc->census;
+
+	jsonw__name(w, "census");
+	jsonw__start_object(w);
+	jsonw__field_bool(w, "taken", ic && ic->taken);
+	jsonw__field_bool(w, "held", ic && ic->held_ns);
+	jsonw__field_double(w, "held_ms", ic ? ic->held_ns / 1e6 : 0);
+	jsonw__field_bool(w, "past_deadline", ic && ic->past_deadline);
+	jsonw__field_string(w, "note", ic ? ic->note : "not taken");
+	if (ic && ic->taken) {
+		jsonw__field_string(w, "json", "census.json");
+		jsonw__field_string(w, "text", "census.txt");
+	}
+	jsonw__end_object(w);
+}
 
 static int write_file(int dfd, const char *name, const struct snapshot *s,
 		      const struct incident *inc, const char *bundle)
 {
 	FILE *f = create_in(dfd, name);
-	struct timespec wall;
 	int err = 0;
 
 	if (!f)
@@ -295,13 +319,10 @@ static int write_file(int dfd, const char *name, const struct snapshot *s,
 		jsonw__start_object(w);
 		write_identity(w, &s->procs[0]);
 		jsonw__end_object(w);
-		jsonw__field_string(w, "census",
-				    "not taken: gpuleak does not stop a process "
-				    "at its failure (census-on-OOM is not built); run "
-				    "'gpuleak census PID' on a live one");
+		write_census(w, inc);
 		jsonw__name(w, "files");
 		jsonw__start_array(w);
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		for (size_t i = 0; i < nr_files(inc); i++)
 			jsonw__string(w, files[i]);
 		jsonw__end_array(w);
 		jsonw__end_object(w);
@@ -311,12 +332,21 @@ static int write_file(int dfd, const char *name, const struct snapshot *s,
 	} else if (!strcmp(name, "report.json")) {
 		err = report__json(f, s);
 	} else if (!strcmp(name, "profile.pb.gz")) {
-		clock_gettime(CLOCK_REALTIME, &wall);
 		err = report__pprof(f, s,
 				    &(struct pprof_opts){ .default_sample = PPROF_INUSE_SPACE,
 							  .time_ns = inc->wall_ns });
 	} else if (!strcmp(name, "flame.svg")) {
 		err = report__svg(f, s, &(struct svg_opts){ 0 });
+	} else if (!strcmp(name, "census.json")) {
+		err = fwrite(inc->census->json, 1, inc->census->json_len, f) ==
+				      inc->census->json_len ?
+			      0 :
+			      -EIO;
+	} else if (!strcmp(name, "census.txt")) {
+		err = fwrite(inc->census->text, 1, inc->census->text_len, f) ==
+				      inc->census->text_len ?
+			      0 :
+			      -EIO;
 	} else {
 		err = report__perfetto(f, s);
 	}
@@ -362,7 +392,7 @@ int incidents__write(struct incidents *in, const struct snapshot *snap, const st
 	dfd = err ? -1 : openat(in->dir_fd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (!err && dfd < 0)
 		err = -errno;
-	for (size_t i = 0; !err && i < sizeof(files) / sizeof(files[0]); i++)
+	for (size_t i = 0; !err && i < nr_files(inc); i++)
 		err = write_file(dfd, files[i], &s, inc, name);
 	if (dfd >= 0) {
 		if (!err && fsync(dfd))
@@ -415,6 +445,11 @@ void incidents__list_json(struct incidents *in, struct jsonw *w)
 		for (size_t j = 0; j < sizeof(files) / sizeof(files[0]); j++) {
 			char link[NAME_MAX_LEN + 48];
 
+			snprintf(link, sizeof(link), "%s/%s", names[i], files[j]);
+			if (j >= NR_BASE_FILES &&
+			    fstatat(in->dir_fd, link, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW))
+				continue; /* a census not taken */
+
 			snprintf(link, sizeof(link), "/incidents/%s/%s", names[i], files[j]);
 			jsonw__string(w, link);
 		}
@@ -448,9 +483,9 @@ int incidents__open_file(struct incidents *in, const char *bundle, const char *f
 }
 
 void incidents__hook(void *ctx, enum incident_cause cause, int pid, const char *what,
-		     const struct snapshot *snap)
+		     const struct snapshot *snap, const struct incident_census *census)
 {
-	struct incident inc = { .cause = cause, .pid = pid };
+	struct incident inc = { .cause = cause, .pid = pid, .census = census };
 	struct timespec wall;
 
 	clock_gettime(CLOCK_REALTIME, &wall);

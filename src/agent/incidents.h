@@ -25,8 +25,9 @@ struct incidents_opts {
 struct incident {
 	enum incident_cause cause;
 	int pid;
-	uint64_t wall_ns; /* CLOCK_REALTIME */
-	char what[512];	  /* one line: what happened */
+	uint64_t wall_ns;		      /* CLOCK_REALTIME */
+	char what[512];			      /* one line: what happened */
+	const struct incident_census *census; /* what was read of its heap (NULL: nothing) */
 };
 
 struct jsonw;
@@ -50,7 +51,7 @@ uint64_t incidents__written(const struct incidents *in, enum incident_cause c);
 uint64_t incidents__failed(const struct incidents *in);
 /* A session's incident hook (session__set_incident_hook): ctx is the incidents. */
 void incidents__hook(void *ctx, enum incident_cause cause, int pid, const char *what,
-		     const struct snapshot *snap);
+		     const struct snapshot *snap, const struct incident_census *census);
 /* The bundles, newest first, each with the links to its files (serve's /incidents). */
 void incidents__list_json(struct incidents *in, struct jsonw *w);
 /* A bundle's file, read-only (a bundle and file name it wrote; no path): fd or -errno. */

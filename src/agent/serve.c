@@ -584,6 +584,8 @@ int serve__run(const struct gl_opts *o, serve_census_fn census)
 	}
 	if (a.incidents)
 		session__set_incident_hook(a.s, incidents__hook, a.incidents);
+	if (a.incidents && o->census_on_oom)
+		session__set_census_hook(a.s, census);
 	stacks__set_max(books__stacks(session__books(a.s)), o->max_stacks);
 	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);

@@ -130,6 +130,7 @@ struct failure *failures__record(const struct explain_src *src, struct proc *pro
 		.cls = c->cls,
 		.rc = c->rc,
 		.held_device = proc->t.bytes[GL_CLASS_DEVICE],
+		.stopped = c->flags & GL_CALL_HELD,
 	};
 	if (c->rc == CUDA_ERROR_OUT_OF_MEMORY)
 		top_holders(proc, f);

@@ -85,6 +85,7 @@ struct failure {
 	uint8_t retry;	      /* enum failure_retry */
 	bool is_retry;	      /* this failure is that second request */
 	uint64_t retry_freed; /* cached segments freed between the two requests */
+	bool stopped;	      /* BPF holds the process at it (--census-on-oom) */
 };
 
 enum failure_retry {

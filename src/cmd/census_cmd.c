@@ -654,14 +654,13 @@ int census_cmd__run(const struct gl_opts *o)
 	return status;
 }
 
-/* /census of serve: JSON only, no summary. */
-static int serve_census(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
-			const struct census_books *books)
+int census_cmd__joined(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
+		       const struct census_books *books)
 {
 	return census_cmd__one(pid, text, json, pause, caps, books, NULL);
 }
 
 int census_cmd__serve(const struct gl_opts *o)
 {
-	return serve__run(o, serve_census);
+	return serve__run(o, census_cmd__joined);
 }

@@ -343,6 +343,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case 'q': o->verbosity = -1; return 0;
 	case OPT_FORCE: o->force = true; return 0;
 	case OPT_CENSUS: o->census = true; return 0;
+	case OPT_CENSUS_ON_OOM: o->census_on_oom = true; return 0;
 	case OPT_NO_PAUSE: o->census_no_pause = true; return 0;
 	case OPT_MAX_OBJECTS:
 		if (parse_u64(arg, 1, 1ULL << 32, &o->census_max_objects))
@@ -568,10 +569,34 @@ static int check_printers(struct gl_opts *o, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/*
+ * The token among the last one or two getopt took (args[ind-2..ind-1]) that named long
+ * option name, if it was abbreviated ("--census" for --census-on-oom), else NULL: getopt
+ * takes any unambiguous prefix, and a prefix that is another subcommand's option would
+ * then be read as this one's.
+ */
+static const char *abbreviated(char **args, int ind, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (int k = 1; k <= 2 && ind - k >= 0; k++) {
+		const char *a = args[ind - k];
+		size_t n;
+
+		if (strncmp(a, "--", 2))
+			continue;
+		n = strcspn(a + 2, "=");
+		if (n <= len && !strncmp(a + 2, name, n))
+			return n < len ? a : NULL;
+	}
+	return NULL;
+}
+
 static int parse_options(struct gl_opts *o, int argc, char **argv)
 {
 	struct getopt_tables t;
-	int c, err;
+	int c, err, li = -1;
+	const char *abbr;
 
 	build_tables(parsing, &t);
 	/*
@@ -581,9 +606,14 @@ static int parse_options(struct gl_opts *o, int argc, char **argv)
 	 */
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, t.shorts, t.longs, NULL)) != -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, t.shorts, t.longs, &li)) != -1) {
 		if (c == '?' || c == ':')
 			return option_error(c, optind > 0 ? argv[optind] : NULL);
+		if (li >= 0 && (abbr = abbreviated(argv + 1, optind, t.longs[li].name))) {
+			optopt = 0;
+			return option_error('?', abbr);
+		}
+		li = -1;
 		err = parse_option(o, c, optarg);
 		if (err || o->cmd == CMD_HELP)
 			return err;
@@ -626,6 +656,13 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 	err = check_offline(o, argc, argv);
 	if (err || o->cmd == CMD_REPORT)
 		return err;
+	if (o->census_on_oom && o->cmd == CMD_SERVE && !o->state_dir)
+		return usage_error(
+			"--census-on-oom writes into incident bundles, under --state-dir: "
+			"e.g. --state-dir /var/lib/gpuleak --census-on-oom");
+	if (o->census_on_oom && o->cmd != CMD_SERVE && !o->incident_dir)
+		return usage_error("--census-on-oom writes into incident bundles: give "
+				   "--incident-dir DIR too");
 	/* getopt stepped over a '--' that ended the options */
 	if (o->cmd == CMD_RECORD && optind + 1 < argc && !strcmp(argv[optind], "--")) {
 		if (o->all || o->nr_pids)

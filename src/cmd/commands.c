@@ -144,6 +144,13 @@ const struct cli_option cli_options[] = {
 	  "holding memory where it leaked (serve: under\n"
 	  "--state-dir/incidents)",
 	  "/var/lib/gpuleak/incidents", D },
+	{ "census-on-oom", OPT_CENSUS_ON_OOM, NULL,
+	  "hold a process at its out-of-memory failure\n"
+	  "(before the program sees it) for a census of\n"
+	  "what holds its tensors, written into the bundle;\n"
+	  "the pause is bounded by --hold-timeout and\n"
+	  "written there too (needs --incident-dir; serve:\n"
+	  "--state-dir)" },
 	{ "incident-max", OPT_INCIDENT_MAX, "N", "bundles kept, the oldest go first (32)", "100" },
 	{ "incident-max-bytes", OPT_INCIDENT_MAX_BYTES, "SIZE", "their bytes at most (256M)",
 	  "1G" },
@@ -250,7 +257,7 @@ const struct cli_option cli_options[] = {
 	"bench-torch-lib no-stack-cache "
 #define REPORT_OPTS "json folded svg pprof memory-viz perfetto top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
-#define INCIDENT_OPTS "incident-dir incident-max incident-max-bytes "
+#define INCIDENT_OPTS "incident-dir incident-max incident-max-bytes census-on-oom "
 
 const struct cli_command cli_commands[] = {
 	{
@@ -422,7 +429,8 @@ const struct cli_command cli_commands[] = {
 			"process, read without pausing it; POST /census?pid=N&pause=1 pauses it "
 			"for the read.",
 		.options = "libcuda listen state-dir profile-dir profile-every profile-keep rescan "
-			   "max-procs incident-max incident-max-bytes " TRACE_OPTS LOG_OPTS,
+			   "max-procs incident-max incident-max-bytes census-on-oom " TRACE_OPTS
+				   LOG_OPTS,
 		.examples = "sudo gpuleak serve --listen 127.0.0.1:9464\t"
 			    "metrics at http://127.0.0.1:9464/metrics\n",
 		.run = census_cmd__serve,

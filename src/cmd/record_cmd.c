@@ -20,6 +20,7 @@
 #include "model/tiers.h"
 #include "offline.h"
 #include "agent/incidents.h"
+#include "census_cmd.h"
 #include "attach.h"
 #include "output.h"
 #include "recording/record.h"
@@ -284,6 +285,8 @@ int record_cmd__run(const struct gl_opts *o)
 	}
 	if (in)
 		session__set_incident_hook(s, incidents__hook, in);
+	if (o->census_on_oom)
+		session__set_census_hook(s, census_cmd__joined);
 	b = session__books(s);
 	rc.python = books__python(b);
 	rc.next = *books__hooks(b);

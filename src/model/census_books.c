@@ -2,9 +2,11 @@
 /*
  * census_books.c - a process's books as the census joins them: its
  * outstanding PyTorch blocks and driver allocations of device memory, each
- * with the line that allocated it and its stack's verdict.
+ * with the line that allocated it and its stack's verdict; and the census of
+ * a process held at its out-of-memory failure (--census-on-oom).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "books/analysis.h"
@@ -15,6 +17,7 @@
 #include "session_int.h"
 #include "snapshot.h"
 #include "tiers.h"
+#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/htab.h"
 
@@ -135,4 +138,68 @@ void session__census_books_free(struct census_books *b)
 	free(b->v);
 	free(b->sites);
 	memset(b, 0, sizeof(*b));
+}
+
+void session__set_census_hook(struct session *s, session_census_fn fn)
+{
+	s->census_fn = fn;
+}
+
+/* The census of pid into ic's memory (text and JSON); an exit status, -1 if not run. */
+static int census_into(struct session *s, int pid, uint64_t max_ns, struct incident_census *ic)
+{
+	struct census_caps caps = { .max_objects = 4000000,
+				    .max_read_bytes = 1ULL << 30,
+				    .max_ns = max_ns };
+	struct census_books books;
+	FILE *text, *json;
+	int status = -1;
+
+	if (session__census_books(s, pid, &books))
+		return -1;
+	text = open_memstream(&ic->text, &ic->text_len);
+	json = open_memstream(&ic->json, &ic->json_len);
+	if (text && json)
+		status = s->census_fn(pid, text, json, true, &caps, &books);
+	if (text)
+		fclose(text);
+	if (json)
+		fclose(json);
+	session__census_books_free(&books);
+	return status;
+}
+
+void session__census_held(struct session *s, int pid, struct incident_census *ic)
+{
+	uint64_t timeout = tracer__hold_timeout(s->tracer), since = 0, ns;
+	bool released, by_kernel;
+	int status = -1;
+
+	tracer__held_since(s->tracer, pid, &since);
+	/* half the deadline for the read: stopping the threads and writing take the rest */
+	if (s->census_fn)
+		status = census_into(s, pid, timeout / 2, ic);
+	released = tracer__release(s->tracer, pid);
+	ic->held_ns = since ? now_ns() - since : 0;
+	if (!released && tracer__hold_expired(s->tracer, pid, &ns, &by_kernel))
+		ic->past_deadline = true;
+	ic->taken = status == 0 && ic->json_len;
+	if (ic->taken)
+		snprintf(ic->note, sizeof(ic->note),
+			 "taken while the process was held at its failure: held %.1f ms%s",
+			 ic->held_ns / 1e6,
+			 ic->past_deadline ? ", past the hold's deadline, which let it go "
+					     "before the census was done: it may be torn" :
+					     "");
+	else
+		snprintf(ic->note, sizeof(ic->note),
+			 "not taken: the census of the held process failed (gpuleak's log says "
+			 "why: no CPython, or PyTorch's layout not verified); it was held %.1f ms",
+			 ic->held_ns / 1e6);
+	if (!ic->taken) {
+		free(ic->json);
+		free(ic->text);
+		ic->json = ic->text = NULL;
+		ic->json_len = ic->text_len = 0;
+	}
 }

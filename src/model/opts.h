@@ -117,6 +117,7 @@ struct gl_opts {
 	const char *incident_dir; /* the flight recorder's bundles (serve: state-dir/incidents) */
 	uint32_t incident_max;	  /* bundles kept (0: the default) */
 	uint64_t incident_max_bytes; /* their bytes (0: the default) */
+	bool census_on_oom;	     /* hold a process at its out-of-memory failure for a census */
 	const char *keep_dir;	     /* --keep-modules: build-id store */
 	uint64_t keep_max;
 	const char *debug_dirs[GL_MAX_DEBUG_DIRS]; /* report: --debug-dir */

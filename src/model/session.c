@@ -94,7 +94,8 @@ void session__set_incident_hook(struct session *s, session_incident_fn fn, void 
 }
 
 /* The flight recorder is told, with the books as they are now. */
-static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what)
+static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what,
+			  const struct incident_census *ic)
 {
 	struct snapshot *snap = session__snapshot_now(s);
 
@@ -102,8 +103,27 @@ static void tell_incident(struct session *s, enum incident_cause cause, int pid,
 		log_warn("PID %d: %s: no incident written: out of memory", pid, what);
 		return;
 	}
-	s->incident_fn(s->incident_ctx, cause, pid, what, snap);
+	s->incident_fn(s->incident_ctx, cause, pid, what, snap, ic);
 	snapshot__free(snap);
+}
+
+/* A bundle without a census says why, and how to have one next time. */
+static void census_not_taken(struct session *s, enum incident_cause cause,
+			     struct incident_census *ic)
+{
+	*ic = (struct incident_census){ 0 };
+	if (cause != INCIDENT_OOM)
+		snprintf(ic->note, sizeof(ic->note),
+			 "not taken: the process had ended when gpuleak learned of it");
+	else if (!s->o->census_on_oom)
+		snprintf(ic->note, sizeof(ic->note),
+			 "not taken: gpuleak holds a process at its failure only with "
+			 "--census-on-oom; run with it to see what holds the tensors next time "
+			 "(or 'gpuleak census PID' while the process lives)");
+	else
+		snprintf(ic->note, sizeof(ic->note),
+			 "not taken: the process could not be held at its failure (held by this "
+			 "gpuleak already, or the kernel refused the signal)");
 }
 
 /* Bytes held at exit under stacks judged to leak (their verdict as of the exit). */
@@ -131,18 +151,21 @@ static void exit_incident(struct session *s, struct proc *proc)
 {
 	const struct proc_totals *t = proc__totals(proc);
 	int sig = t->exit_code & 0x7f;
+	struct incident_census ic;
 	uint64_t leaking;
 	char what[256], b[32];
 
 	if (sig && sig != 0x7f) {
 		snprintf(what, sizeof(what), "killed by signal %d (%s)%s", sig, strsignal(sig),
 			 sig == SIGKILL ? ": the kernel's OOM killer, or a kill -9" : "");
-		tell_incident(s, INCIDENT_KILLED, t->pid, what);
+		census_not_taken(s, INCIDENT_KILLED, &ic);
+		tell_incident(s, INCIDENT_KILLED, t->pid, what, &ic);
 	} else if ((leaking = leaking_at_exit(proc))) {
 		snprintf(what, sizeof(what),
 			 "exited (status %d) holding %s at stacks judged to leak",
 			 (t->exit_code >> 8) & 0xff, fmt_bytes(leaking, b, sizeof(b)));
-		tell_incident(s, INCIDENT_LEAK_AT_EXIT, t->pid, what);
+		census_not_taken(s, INCIDENT_LEAK_AT_EXIT, &ic);
+		tell_incident(s, INCIDENT_LEAK_AT_EXIT, t->pid, what, &ic);
 	}
 }
 
@@ -257,16 +280,24 @@ static void say_cause(const struct proc *proc, const struct failure *f)
 }
 
 /* Out of memory that reaches the program: not PyTorch's first request, which its retry
- * after freeing the cache may save (an incident then if the retry fails too). */
+ * after freeing the cache may save (an incident then if the retry fails too). A process
+ * BPF holds at the failure (--census-on-oom) goes on at once for a first request, else
+ * after its census. */
 static void oom_incident(struct session *s, struct proc *proc, const struct failure *f,
 			 const char *site)
 {
 	const struct proc_totals *t = proc__totals(proc);
 	char what[512], b[32], cause[64] = "";
+	struct incident_census ic;
 	struct oom_explain ex;
 
-	if (!s->incident_fn || f->rc != CUDA_OOM || f->retry == RETRY_PENDING)
+	if (!s->incident_fn || f->rc != CUDA_OOM || f->retry == RETRY_PENDING) {
+		if (f->stopped && tracer__release(s->tracer, t->pid))
+			log_debug("PID %d: held at an out-of-memory failure that PyTorch's retry "
+				  "may save: released at once",
+				  t->pid);
 		return;
+	}
 	if (f->has_facts) {
 		oom__classify(&f->facts, &ex);
 		snprintf(cause, sizeof(cause), " (%s)", oom__cause_name(ex.cause));
@@ -274,7 +305,12 @@ static void oom_incident(struct session *s, struct proc *proc, const struct fail
 	snprintf(what, sizeof(what), "out of memory%s: %s of %s at %s%s", cause,
 		 probe__name(f->api), fmt_bytes(f->bytes, b, sizeof(b)), site,
 		 f->is_retry ? ", PyTorch's retry after freeing its cache failed too" : "");
-	tell_incident(s, INCIDENT_OOM, t->pid, what);
+	census_not_taken(s, INCIDENT_OOM, &ic);
+	if (f->stopped)
+		session__census_held(s, t->pid, &ic);
+	tell_incident(s, INCIDENT_OOM, t->pid, what, &ic);
+	free(ic.json);
+	free(ic.text);
 }
 
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
@@ -284,10 +320,10 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 	char b1[32], b2[32], b3[32], site[256], holder[256];
 
 	say_cause(proc, f);
-	if (s->incident_fn) {
+	site[0] = '\0';
+	if (s->incident_fn)
 		session__describe_site(s, f->stack, site, sizeof(site));
-		oom_incident(s, proc, f, site);
-	}
+	oom_incident(s, proc, f, site); /* also lets a held process go */
 
 	session__describe_site(s, f->stack, site, sizeof(site));
 	if (!f->nr_holders) {
@@ -477,6 +513,7 @@ static int setup(struct session *s)
 		/* tensor windows are per process */
 		.torch_per_pid = !o->no_torch && !o->tensors_full && !o->tensors_sampled,
 		.bench_floor = o->bench_floor,
+		.stop_on_oom = o->census_on_oom,
 		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
 	};

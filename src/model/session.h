@@ -9,6 +9,9 @@
 #define GL_SESSION_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include "model/opts.h"
 
 struct session;
@@ -17,6 +20,8 @@ struct tracer;
 struct books;
 struct gpu_sampler;
 struct python;
+struct census_caps;
+struct census_books;
 
 /* Loads the BPF side. NULL with *status set (EXIT_PRIV, EXIT_RUNTIME) on failure. */
 struct session *session__new(const struct gl_opts *o, int *status);
@@ -51,14 +56,35 @@ enum incident_cause {
 	INCIDENT_NR_CAUSES,
 };
 
+/* What the flight recorder has of a process's Python heap at its incident. */
+struct incident_census {
+	bool taken;	   /* json and text hold the census, joined with the books */
+	char *json, *text; /* NULL when not taken */
+	size_t json_len, text_len;
+	uint64_t held_ns;   /* how long the process was held at its failure (0: it was not) */
+	bool past_deadline; /* the hold's deadline let it go before the census was done */
+	char note[384];	    /* how it was taken, or why not and how to get one next time */
+};
+
 /*
  * Called at once, from inside the books (so snap is the books as they are, the ring not
  * read further), with the process's snapshot: out of memory (what says where and why),
- * killed by a signal, or exited holding memory at leaking stacks.
+ * killed by a signal, or exited holding memory at leaking stacks; census says what was
+ * read of its heap at that moment.
  */
 typedef void (*session_incident_fn)(void *ctx, enum incident_cause cause, int pid, const char *what,
-				    const struct snapshot *snap);
+				    const struct snapshot *snap,
+				    const struct incident_census *census);
 void session__set_incident_hook(struct session *s, session_incident_fn fn, void *ctx);
+
+/*
+ * The census of pid joined with books, text and JSON into the files given (NULL: not
+ * written): cmd/census_cmd.c's, handed down. Returns an exit status (opts.h).
+ */
+typedef int (*session_census_fn)(int pid, FILE *text, FILE *json, bool pause,
+				 const struct census_caps *caps, const struct census_books *books);
+/* --census-on-oom: how a process held at its out-of-memory failure is read. */
+void session__set_census_hook(struct session *s, session_census_fn fn);
 /* NVML's view of the devices, cached for the session. */
 struct gpu_sampler *session__gpus(struct session *s);
 struct tracer *session__tracer(struct session *s);

@@ -36,11 +36,16 @@ struct session {
 	struct timeline *timeline;	 /* --perfetto */
 	session_incident_fn incident_fn; /* the flight recorder, or NULL */
 	void *incident_ctx;
-	struct modstore *keep; /* --keep-modules */
+	session_census_fn census_fn; /* --census-on-oom */
+	struct modstore *keep;	     /* --keep-modules */
 	struct targets *targets;
 	struct tiers *tiers; /* when the tensor level is traced */
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;
 	struct gpu_sampler *gpus; /* NVML, cached */
 };
+
+/* --census-on-oom: the census of pid, held by BPF at its failure, into ic; then pid goes
+ * on (or stays with another gpuleak that holds it too). */
+void session__census_held(struct session *s, int pid, struct incident_census *ic);
 
 #endif /* GL_SESSION_INT_H */

@@ -191,6 +191,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 							       GL_HOLD_TIMEOUT_NS;
 	procfs__start_ticks(getpid(), (uint64_t *)&s->rodata->targ_self_ticks);
 	s->rodata->targ_stack_cache = o->stack_cache;
+	s->rodata->targ_stop_on_oom = o->stop_on_oom;
 	s->rodata->targ_sample_bytes = o->sample_bytes;
 	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
 		s->rodata->targ_sample_exp[i] =

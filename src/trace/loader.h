@@ -37,6 +37,7 @@ struct tracer_opts {
 	uint64_t sample_bytes;	  /* tensor blocks: stacks for a byte-weighted sample of mean
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
 	bool torch_per_pid;	  /* PyTorch's probes attached per process (tensor windows) */
+	bool stop_on_oom;	  /* hold a process at an out-of-memory failure (GL_CALL_HELD) */
 };
 
 /* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */

@@ -11,8 +11,13 @@ import stat
 import subprocess
 import urllib.request
 
-from harness import (GPULEAK, Agent, Tracer, Workload, build_fake_nvml, check, check_eq,
-                     free_port, process, wait_until)
+from harness import (FAKECUDA, GPULEAK, OUTPUT, ROOT, Agent, Tracer, Workload,
+                     build_fake_nvml, check, check_eq, free_port, process, wait_until,
+                     _readline)
+
+PYTHON = "/usr/bin/python3"
+OOM_SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_oom_census.py")
+FAKETORCH = os.path.join(OUTPUT, "faketorch", "libc10_cuda.so")
 
 FILES = ("incident.json", "report.txt", "report.json", "profile.pb.gz", "flame.svg",
          "history.trace.json")
@@ -113,7 +118,9 @@ def test_a_normal_exit_after_the_oom_and_a_saved_retry(tmp):
         f.write(f"device {60 << 20} {4 << 20} GPU-fake-0\n")
     wl = Workload("wl_explain", "--scenario", "retry_ok", tmp=tmp, hold=True)
     wl.wait_ready()
-    tr = Tracer(["attach", "-i", "0", "--incident-dir", d2, str(wl.pid)], tmp, env=env)
+    # held at its first failure (--census-on-oom), let go at once: PyTorch's retry follows
+    tr = Tracer(["attach", "-i", "0", "--incident-dir", d2, "--census-on-oom", str(wl.pid)],
+                tmp, env=env)
     tr.wait_attached()
     wl.go()
     truth = wl.truth()
@@ -219,3 +226,95 @@ def test_exit_holding_leaked_memory(tmp):
     leak = [s for s in p["stacks"] if s["verdict"] == "leak"]
     check(leak and any(f.get("function") == "leak_site_staircase"
                        for f in leak[0]["frames"]), f"the leaking line: {leak[:1]}")
+
+
+def _python_oom(tmp, tracer_args, steps=24, interval_ms=10):
+    """py_oom_census.py (Debian's PyTorch, the CUDA stand-ins) under attach: a list that
+    gains a declared tensor a step, then a request the stand-in cannot meet. Returns
+    (the bundles' directory, its one oom bundle, the truth, the program's "failed" line,
+    the tracer)."""
+    d = os.path.join(tmp, "incidents")
+    truth_path = os.path.join(tmp, "oom.json")
+    wl = subprocess.Popen([PYTHON, OOM_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
+                           "--truth", truth_path, "--steps", str(steps),
+                           "--interval-ms", str(interval_ms)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    try:
+        check_eq(_readline(wl.stdout, 60, "py_oom_census.py to say ready"),
+                 f"ready {wl.pid}", "py_oom_census.py's first line")
+        tr = Tracer(["attach", "-i", "0", "--tensors", "full", "--incident-dir", d,
+                     *tracer_args, str(wl.pid)], tmp)
+        tr.wait_attached()
+        wl.stdin.write(b"go\n")
+        wl.stdin.flush()
+        failed = _readline(wl.stdout, 60, "py_oom_census.py to say failed").split()
+        wait_until(lambda: os.path.isdir(d) and _bundles(d), 10, "the bundle")
+        with open(truth_path) as f:
+            truth = json.load(f)
+        wl.stdin.close()
+        check_eq(wl.wait(timeout=30), 0, "the program ran on and exited normally")
+        tr.stop()
+        check_eq(tr.returncode, 0, f"gpuleak's exit status:\n{tr.stderr()}")
+        names = _bundles(d)
+        check_eq(len(names), 1, f"one bundle, the failure's: {names}")
+        return d, names[0], truth, failed, tr
+    finally:
+        if wl.poll() is None:
+            wl.kill()
+            wl.wait()
+
+
+def test_census_on_oom_names_the_list_that_holds_the_tensors(tmp):
+    """--census-on-oom: the process is held as its failing call returns, before the
+    program sees the error; its census, joined with the books, goes into the bundle: the
+    list that gained a tensor a step is named with every tensor, beside the line that made
+    them; the pause is written into the bundle and bounded, and the program ran on."""
+    # a step every 50 ms, judged at 50 ms: the list's line is judged to leak
+    d, name, truth, failed, tr = _python_oom(tmp, ["--census-on-oom", "--hold-timeout", "4s",
+                                                  "--resolution", "50ms"], interval_ms=50)
+    path = os.path.join(d, name)
+    check_eq(sorted(os.listdir(path)), sorted(FILES + ("census.json", "census.txt")),
+             f"{name}: the census's files too")
+    for f in ("census.json", "census.txt"):
+        check_eq(stat.S_IMODE(os.stat(os.path.join(path, f)).st_mode), 0o600, f"{f}'s mode")
+    with open(os.path.join(path, "incident.json")) as f:
+        inc = json.load(f)
+    c = inc["census"]
+    check(c["taken"] and c["held"] and not c["past_deadline"], f"the census was taken: {c}")
+    check_eq(failed[:2], ["failed", "2"], "the program saw CUDA_ERROR_OUT_OF_MEMORY")
+    # the program's own clock saw the pause: at least what gpuleak says it held it
+    check(0 < c["held_ms"] <= float(failed[2]) + 1 and c["held_ms"] < 4000,
+          f"the pause, bounded and written: {c['held_ms']} ms held, the call took "
+          f"{failed[2]} ms")
+    check("held" in c["note"], c["note"])
+    with open(os.path.join(path, "census.json")) as f:
+        census = json.load(f)
+    check_eq(census["pid"], inc["process"]["pid"], "the census is the process's")
+    group = [g for g in census["groups"] if g["holder"] == "__main__.results"]
+    check(group, f"the list is named: {[g['holder'] for g in census['groups']]}")
+    check_eq((group[0]["kind"], group[0]["length"], group[0]["tensors"]),
+             ("list", truth["length"], truth["length"]), "every tensor of the list")
+    held = {t["data"] for t in census["tensors"]
+            if any(h.startswith("__main__.results[") for h in t["holders"])}
+    check_eq(held, set(truth["data"]), "the list's tensors are the program's")
+    leaks = census["join"]["leaks"]
+    check(any("__main__.results" in l["holders"] and "step (" in l["site"] and
+              l["tensors"] == truth["length"] for l in leaks),
+          f"the line that made them, beside the list: {leaks}")
+    with open(os.path.join(path, "census.txt")) as f:
+        check("held by __main__.results (a list of" in f.read(), "the census's text")
+    out = subprocess.run([GPULEAK, "report", path], capture_output=True, text=True,
+                         timeout=60)
+    check_eq(out.returncode, 0, f"gpuleak report reads it: {out.stderr}")
+
+
+def test_without_census_on_oom_the_bundle_says_how_to_have_one(tmp):
+    """Without --census-on-oom the process is not held: the bundle has no census, and says
+    how to have one next time."""
+    d, name, _, failed, _ = _python_oom(tmp, [], steps=4)
+    check_eq(sorted(os.listdir(os.path.join(d, name))), sorted(FILES), "no census files")
+    with open(os.path.join(d, name, "incident.json")) as f:
+        c = json.load(f)["census"]
+    check(not c["taken"] and not c["held"] and "--census-on-oom" in c["note"], f"{c}")
+    check_eq(failed[:2], ["failed", "2"], "the program saw the failure")
