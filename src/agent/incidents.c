@@ -282,8 +282,12 @@ static void write_census(struct jsonw *w, const struct incident *inc)
 	jsonw__name(w, "census");
 	jsonw__start_object(w);
 	jsonw__field_bool(w, "taken", ic && ic->taken);
-	jsonw__field_bool(w, "held", ic && ic->held_ns);
-	jsonw__field_double(w, "held_ms", ic ? ic->held_ns / 1e6 : 0);
+	jsonw__field_bool(w, "held", ic && ic->held);
+	jsonw__name(w, "held_ms"); /* null: held until the deadline, for a time not measured */
+	if (ic && ic->held && ic->past_deadline)
+		jsonw__null(w);
+	else
+		jsonw__double(w, ic && ic->held ? ic->held_ns / 1e6 : 0);
 	jsonw__field_bool(w, "past_deadline", ic && ic->past_deadline);
 	jsonw__field_string(w, "note", ic ? ic->note : "not taken");
 	if (ic && ic->taken) {

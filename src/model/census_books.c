@@ -172,25 +172,32 @@ static int census_into(struct session *s, int pid, uint64_t max_ns, struct incid
 void session__census_held(struct session *s, int pid, struct incident_census *ic)
 {
 	uint64_t timeout = tracer__hold_timeout(s->tracer), since = 0, ns;
-	bool released, by_kernel;
+	bool held, by_kernel = false;
 	int status = -1;
 
-	tracer__held_since(s->tracer, pid, &since);
+	/* gone already: the hold's deadline let it go before gpuleak read the record (a
+	 * gpuleak frozen, or far behind) */
+	held = !tracer__held_since(s->tracer, pid, &since);
+	if (!held)
+		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
 	/* half the deadline for the read: stopping the threads and writing take the rest */
 	if (s->census_fn)
 		status = census_into(s, pid, timeout / 2, ic);
-	released = tracer__release(s->tracer, pid);
-	ic->held_ns = since ? now_ns() - since : 0;
-	if (!released && tracer__hold_expired(s->tracer, pid, &ns, &by_kernel))
-		ic->past_deadline = true;
+	if (held && !tracer__release(s->tracer, pid))
+		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
+	ic->held = held || ic->past_deadline;
+	ic->held_ns = held && !ic->past_deadline ? now_ns() - since : 0;
 	ic->taken = status == 0 && ic->json_len;
-	if (ic->taken)
+	if (ic->past_deadline)
 		snprintf(ic->note, sizeof(ic->note),
-			 "taken while the process was held at its failure: held %.1f ms%s",
-			 ic->held_ns / 1e6,
-			 ic->past_deadline ? ", past the hold's deadline, which let it go "
-					     "before the census was done: it may be torn" :
-					     "");
+			 "%s: the process was held at its failure until the hold's deadline "
+			 "(--hold-timeout %.1f s) let it go, before the census was done%s",
+			 ic->taken ? "taken" : "not taken", timeout / 1e9,
+			 ic->taken ? ": read while it ran on, it may be torn" : "");
+	else if (ic->taken)
+		snprintf(ic->note, sizeof(ic->note),
+			 "taken while the process was held at its failure: held %.1f ms",
+			 ic->held_ns / 1e6);
 	else
 		snprintf(ic->note, sizeof(ic->note),
 			 "not taken: the census of the held process failed (gpuleak's log says "

@@ -61,7 +61,8 @@ struct incident_census {
 	bool taken;	   /* json and text hold the census, joined with the books */
 	char *json, *text; /* NULL when not taken */
 	size_t json_len, text_len;
-	uint64_t held_ns;   /* how long the process was held at its failure (0: it was not) */
+	bool held;	    /* the process was held at its failure */
+	uint64_t held_ns;   /* how long, when gpuleak let it go (0: not held, or past_deadline) */
 	bool past_deadline; /* the hold's deadline let it go before the census was done */
 	char note[384];	    /* how it was taken, or why not and how to get one next time */
 };

@@ -11,6 +11,7 @@ import stat
 import subprocess
 import urllib.request
 
+from test_node_safety import _guard_of
 from harness import (FAKECUDA, GPULEAK, OUTPUT, ROOT, Agent, Tracer, Workload,
                      build_fake_nvml, check, check_eq, free_port, process, wait_until,
                      _readline)
@@ -228,11 +229,29 @@ def test_exit_holding_leaked_memory(tmp):
                        for f in leak[0]["frames"]), f"the leaking line: {leak[:1]}")
 
 
-def _python_oom(tmp, tracer_args, steps=24, interval_ms=10):
+def _frozen(pids):
+    """The processes stopped (as a cgroup freezer stops them) while the host is kept busy
+    (a spinning process per CPU: the kernel sends a BPF timer's signal only while a user
+    task runs on its CPU, as on a GPU node); a function that thaws them."""
+    spinners = [subprocess.Popen([PYTHON, "-c", "while True: pass"])
+                for _ in range(os.cpu_count() or 1)]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+
+    def thaw():
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+        for p in spinners:
+            p.kill()
+            p.wait()
+    return thaw
+
+
+def _python_oom(tmp, tracer_args, steps=24, interval_ms=10, freeze=False):
     """py_oom_census.py (Debian's PyTorch, the CUDA stand-ins) under attach: a list that
-    gains a declared tensor a step, then a request the stand-in cannot meet. Returns
-    (the bundles' directory, its one oom bundle, the truth, the program's "failed" line,
-    the tracer)."""
+    gains a declared tensor a step, then a request the stand-in cannot meet (with freeze,
+    gpuleak and its guard are stopped meanwhile). Returns (the bundles' directory, its one
+    oom bundle, the truth, the program's "failed" line, the tracer)."""
     d = os.path.join(tmp, "incidents")
     truth_path = os.path.join(tmp, "oom.json")
     wl = subprocess.Popen([PYTHON, OOM_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
@@ -246,9 +265,14 @@ def _python_oom(tmp, tracer_args, steps=24, interval_ms=10):
         tr = Tracer(["attach", "-i", "0", "--tensors", "full", "--incident-dir", d,
                      *tracer_args, str(wl.pid)], tmp)
         tr.wait_attached()
-        wl.stdin.write(b"go\n")
-        wl.stdin.flush()
-        failed = _readline(wl.stdout, 60, "py_oom_census.py to say failed").split()
+        thaw = _frozen([tr.proc.pid, _guard_of(tr.proc.pid)]) if freeze else None
+        try:
+            wl.stdin.write(b"go\n")
+            wl.stdin.flush()
+            failed = _readline(wl.stdout, 60, "py_oom_census.py to say failed").split()
+        finally:
+            if thaw:
+                thaw()
         wait_until(lambda: os.path.isdir(d) and _bundles(d), 10, "the bundle")
         with open(truth_path) as f:
             truth = json.load(f)
@@ -318,3 +342,20 @@ def test_without_census_on_oom_the_bundle_says_how_to_have_one(tmp):
         c = json.load(f)["census"]
     check(not c["taken"] and not c["held"] and "--census-on-oom" in c["note"], f"{c}")
     check_eq(failed[:2], ["failed", "2"], "the program saw the failure")
+
+
+def test_a_frozen_agent_holds_a_failing_job_only_until_the_deadline(tmp):
+    """--census-on-oom, and the agent and its guard frozen at the failure: the kernel's
+    timer lets the job go at --hold-timeout (a hold made in a uprobe, which may not start
+    a timer, has its deadline started as the SIGSTOP is taken). Thawed, gpuleak writes the
+    bundle; its census says the deadline ended the hold, and was read as the job ran on."""
+    d, name, _, failed, tr = _python_oom(tmp, ["--census-on-oom", "--hold-timeout", "1s"],
+                                         steps=4, freeze=True)
+    check_eq(failed[:2], ["failed", "2"], "the program saw the failure")
+    check(900 <= float(failed[2]) < 3000,
+          f"the job was held about 1 s, then ran: {failed[2]} ms")
+    with open(os.path.join(d, name, "incident.json")) as f:
+        c = json.load(f)["census"]
+    check(c["held"] and c["past_deadline"] and c["held_ms"] is None,
+          f"held until the deadline, for a time not measured: {c}")
+    check("deadline" in c["note"] and "may be torn" in c["note"], c["note"])
