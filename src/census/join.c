@@ -5,6 +5,7 @@
  * the leaking sites gathered with the holders of the tensors in them.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "join.h"
@@ -214,4 +215,47 @@ const char *census__join_why(const struct census_books *b, const struct census_j
 	case CENSUS_JOIN_UNVERIFIED: return "the tensor's storage was not read";
 	}
 	return "unknown";
+}
+
+static const struct census_group *group_named(const struct census *c, const char *path)
+{
+	for (size_t i = 0; i < c->nr_groups; i++)
+		if (!strcmp(c->groups[i].path, path))
+			return &c->groups[i];
+	return NULL;
+}
+
+void census__leak_reading(const struct census *c, const struct census_leak *l, char *buf,
+			  size_t len)
+{
+	const struct census_group *g = l->nr_holders ? group_named(c, l->holders[0]) : NULL;
+	const char *all = l->nr_holders == 1 && !l->no_holder ? "all" : "some";
+
+	if (g &&
+	    (!strcmp(g->kind, "list") || !strcmp(g->kind, "tuple") || !strcmp(g->kind, "dict"))) {
+		snprintf(buf, len,
+			 "%s, a %s of %llu, holds %s of its %d tensors while the line's memory "
+			 "rises step after step: outputs or losses kept in a %s stay in device "
+			 "memory; keep .item() of numbers and .detach().cpu() of tensors, or keep "
+			 "none",
+			 g->path, g->kind, (unsigned long long)g->length, all, l->tensors, g->kind);
+	} else if (l->nr_holders) {
+		snprintf(buf, len,
+			 "%s (%s) holds %s of its %d tensors while the line's memory rises step "
+			 "after step: an object that keeps each step's tensor; keep a bounded "
+			 "number, or .detach().cpu() copies",
+			 l->holders[0], g ? g->kind : "a name", all, l->tensors);
+	} else if (c->nr_graphs) {
+		snprintf(buf, len,
+			 "no Python object holds its %d tensors; the autograd graph reachable "
+			 "from %s may: a loss summed across steps keeps every step's graph alive; "
+			 "accumulate loss.item(), not the loss",
+			 l->tensors, c->graphs[0]);
+	} else {
+		snprintf(buf, len,
+			 "no Python object the census reached holds its %d tensors: C++ code (an "
+			 "extension, the autograd engine) or a container the census does not "
+			 "enter keeps them",
+			 l->tensors);
+	}
 }

@@ -78,6 +78,14 @@ void census__join_prepare(struct census_books *b);
 int census__join(const struct census *c, const struct census_books *b, struct census_joined *out);
 void census__joined_free(struct census_joined *j);
 
+/*
+ * One sentence on a leaking line l of census c: what holds its tensors as the census saw
+ * it, the pattern that usually is, and what usually fixes it; a holder the census did not
+ * prove is worded as a possibility. Into buf (cut to len).
+ */
+void census__leak_reading(const struct census *c, const struct census_leak *l, char *buf,
+			  size_t len);
+
 /* "block", "segment", "pre_attach", "cpu", "no_books", "empty", "unverified". */
 const char *census__join_name(enum census_join_kind k);
 /* Why there is no allocation line for a kind, one phrase; NULL for BLOCK. */

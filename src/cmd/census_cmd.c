@@ -153,7 +153,7 @@ static void text_tensor(FILE *f, const struct census_opts *o, const struct censu
 static void text_join(FILE *f, const struct census_opts *o, const struct census *c)
 {
 	const struct census_joined *jd = &o->joined;
-	char b[32];
+	char b[32], reading[512];
 
 	if (!c->nr_tensors || !c->layout_ok)
 		return;
@@ -189,6 +189,8 @@ static void text_join(FILE *f, const struct census_opts *o, const struct census 
 				l->no_holder);
 		fprintf(f, " (%d tensor%s, %s)\n", l->tensors, l->tensors == 1 ? "" : "s",
 			fmt_bytes(l->bytes, b, sizeof(b)));
+		census__leak_reading(c, l, reading, sizeof(reading));
+		fprintf(f, "    %s\n", reading);
 	}
 }
 
@@ -285,9 +287,10 @@ static void json_allocation(struct jsonw *j, const struct census_opts *o,
 	jsonw__end_object(j);
 }
 
-static void json_join(struct jsonw *j, const struct census_opts *o)
+static void json_join(struct jsonw *j, const struct census_opts *o, const struct census *c)
 {
 	const struct census_joined *jd = &o->joined;
+	char reading[512];
 
 	jsonw__name(j, "join");
 	jsonw__start_object(j);
@@ -313,6 +316,8 @@ static void json_join(struct jsonw *j, const struct census_opts *o)
 			jsonw__string(j, l->holders[h]);
 		jsonw__end_array(j);
 		jsonw__field_s64(j, "no_holder", l->no_holder);
+		census__leak_reading(c, l, reading, sizeof(reading));
+		jsonw__field_string(j, "reading", reading);
 		jsonw__end_object(j);
 	}
 	jsonw__end_array(j);
@@ -434,7 +439,7 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 		jsonw__field_u64(j, "storages", c->nr_storages);
 		jsonw__field_u64(j, "bytes", c->bytes);
 	}
-	json_join(j, o);
+	json_join(j, o, c);
 	jsonw__name(j, "groups");
 	jsonw__start_array(j);
 	for (size_t i = 0; i < c->nr_groups; i++) {

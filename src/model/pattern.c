@@ -4,6 +4,7 @@
  * hint says what it rests on; a stack whose evidence fits none gets none.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "pattern.h"
@@ -99,4 +100,32 @@ const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len)
 	    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])), f ? ", under " : "",
 	    f ? fn_name(f) : "");
 	return "outputs kept across steps";
+}
+
+static bool has_python(const struct snap_stack *st)
+{
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (st->frames[i].kind && !strcmp(st->frames[i].kind, "python"))
+			return true;
+	return false;
+}
+
+const char *pattern__fix(const struct snap_stack *st, const char *pattern)
+{
+	bool py = has_python(st);
+
+	if (!strcmp(pattern, "pinned buffers kept"))
+		return py ? "reuse one pinned buffer across steps, or drop the step's reference "
+			    "once its copy is done" :
+			    "reuse one pinned buffer across steps, or cuMemFreeHost each once "
+			    "its copy is done";
+	if (!strcmp(pattern, "module attribute growing"))
+		return py ? "keep a bounded window (slice it, or a deque with maxlen) or "
+			    ".detach().cpu() copies" :
+			    "free the old buffer when a larger one replaces it, or bound its growth";
+	if (!strcmp(pattern, "graph kept alive across steps"))
+		return "accumulate loss.item() (or loss.detach()), not the loss with its graph";
+	return py ? "keep .item() of numbers and .detach().cpu() of tensors that are kept, "
+		    "or do not keep them" :
+		    "free each step's buffer (cuMemFree) once it is used, or reuse one";
 }

@@ -16,5 +16,10 @@
  * (len bytes, cut with "..." if longer).
  */
 const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len);
+/*
+ * What usually fixes pattern (pattern__of's) at stack st, in the words of its language
+ * (Python when it has Python frames, else the driver's API). Static; never NULL.
+ */
+const char *pattern__fix(const struct snap_stack *st, const char *pattern);
 
 #endif /* GL_PATTERN_H */

@@ -254,6 +254,7 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		st->pattern = pattern__of(st, ev, sizeof(ev));
 		if (st->pattern && !(st->evidence = strdup(ev)))
 			return -ENOMEM;
+		st->fix = st->pattern ? pattern__fix(st, st->pattern) : NULL;
 	}
 	return 0;
 }

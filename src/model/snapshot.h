@@ -44,6 +44,7 @@ struct snap_stack {
 	bool torch_segment;   /* device memory PyTorch's caching allocator asked for */
 	const char *pattern;  /* leaks: the pattern its evidence points to (pattern.h), or NULL */
 	const char *evidence; /* what the pattern rests on (owned); NULL with it */
+	const char *fix;      /* what usually fixes it (pattern__fix, static); NULL with it */
 	/* tensor blocks whose stacks were sampled (snap_tensors.sample_bytes) */
 	bool estimated; /* the estimates below are set: a sampled stack */
 	bool unsampled; /* the blocks that drew no stack (exact figures, no frames) */

@@ -62,6 +62,7 @@ static void write_stack(struct jsonw *w, const struct snap_stack *st)
 		jsonw__start_object(w);
 		jsonw__field_string(w, "name", st->pattern);
 		jsonw__field_string(w, "evidence", st->evidence);
+		jsonw__field_string(w, "fix", st->fix);
 		jsonw__end_object(w);
 	}
 	if (st->estimated) {

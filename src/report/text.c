@@ -83,7 +83,8 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 		fprintf(f, ": %s", st->why);
 	fputc('\n', f);
 	if (st->pattern)
-		fprintf(f, "      hint: %s? %s\n", st->pattern, st->evidence);
+		fprintf(f, "      hint: %s? %s; the usual fix: %s\n", st->pattern, st->evidence,
+			st->fix);
 	if (st->estimated)
 		fprintf(f, "      sampled stack: about %s in %.0f blocks outstanding (estimated)\n",
 			fmt_bytes(u64_of(st->estimated_bytes), b1, sizeof(b1)),
