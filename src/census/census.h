@@ -80,6 +80,14 @@ struct census_group {
 	uint64_t bytes; /* bytes of the distinct storages */
 };
 
+#define CENSUS_MAX_NOT_ENTERED 256
+
+/* References the walk did not follow: to containers of a type it does not enter. */
+struct census_not_entered {
+	char type[48]; /* tp_name */
+	uint64_t refs;
+};
+
 struct census {
 	int minor;
 	struct census_tensor *tensors;
@@ -106,8 +114,13 @@ struct census {
 	bool one_refcount_word; /* TensorImpl/StorageImpl keep both counts in one word */
 	int off_st_data, off_st_device, off_st_nbytes;
 	int off_requires_grad; /* AutogradMeta::requires_grad_, -1: not proved (leaves unknown) */
-	int tensors_checked;   /* tensors the layout was checked against */
-	int tensors_failed;    /* tensors that contradicted it (freed or changed while read) */
+	/* containers reached but not entered (a set, a deque, a class with __slots__, an
+	 * extension's type): a tensor only they hold shows with no Python holder */
+	struct census_not_entered not_entered[CENSUS_MAX_NOT_ENTERED];
+	int nr_not_entered;	    /* most referenced first */
+	uint64_t not_entered_other; /* references to further types */
+	int tensors_checked;	    /* tensors the layout was checked against */
+	int tensors_failed;	    /* tensors that contradicted it (freed or changed while read) */
 };
 
 /*

@@ -18,6 +18,7 @@
 #define TPF_MANAGED_DICT (1UL << 4)
 #define TPF_INLINE_VALUES (1UL << 2) /* 3.13 */
 #define TPF_HEAPTYPE (1UL << 9)
+#define TPF_HAVE_GC (1UL << 14)
 #define TPF_LIST_SUBCLASS (1UL << 25)
 #define TPF_TUPLE_SUBCLASS (1UL << 26)
 #define TPF_DICT_SUBCLASS (1UL << 29)
@@ -52,6 +53,7 @@ struct census_type {
 	uint64_t flags;
 	int64_t dictoffset, basicsize;
 	uint64_t cached_keys;
+	uint64_t not_entered; /* references to instances the walk did not follow */
 	char name[48];
 };
 

@@ -107,6 +107,41 @@ static void add_tensor_obj(struct census_walk *w, uint64_t obj, uint32_t node)
 	w->tensor_node[w->nr_tensor_objs++] = node;
 }
 
+/* A reference to a container of a type the walk does not enter, counted by its type. */
+static void not_entered(const struct census_type *t)
+{
+	if (t->flags & TPF_HAVE_GC) /* else it holds no references: nothing is missed */
+		((struct census_type *)t)->not_entered++;
+}
+
+/* The types most referenced without being entered, into the census. */
+static void list_not_entered(struct census_walk *w)
+{
+	struct census *c = w->out;
+	const struct census_type *t;
+	size_t it = 0;
+
+	while ((t = htab__next(w->types, &it, NULL))) {
+		struct census_not_entered *e = c->not_entered;
+		int n = c->nr_not_entered, at = n;
+
+		if (!t->not_entered)
+			continue;
+		while (at > 0 && e[at - 1].refs < t->not_entered)
+			at--;
+		if (at == CENSUS_MAX_NOT_ENTERED) {
+			c->not_entered_other += t->not_entered;
+			continue;
+		}
+		if (n == CENSUS_MAX_NOT_ENTERED)
+			c->not_entered_other += e[--n].refs;
+		memmove(&e[at + 1], &e[at], (n - at) * sizeof(*e));
+		snprintf(e[at].type, sizeof(e[at].type), "%s", t->name);
+		e[at].refs = t->not_entered;
+		c->nr_not_entered = n + 1;
+	}
+}
+
 /* Adds obj as a node reached from parent (NO_NODE: a root) by label. */
 static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const char *label,
 		  bool attrs)
@@ -137,8 +172,10 @@ static void reach(struct census_walk *w, uint64_t obj, uint32_t parent, const ch
 	t = census__obj_type(w, obj);
 	if (!t)
 		return;
-	if (t->kind == K_OTHER && !t->inst_dict)
+	if (t->kind == K_OTHER && !t->inst_dict) {
+		not_entered(t);
 		return;
+	}
 	if (t->kind == K_STR || t->kind == K_INT)
 		return;
 	if (w->out->objects_visited >= w->caps->max_objects) {
@@ -175,6 +212,8 @@ static void reach_entry(struct census_walk *w, uint64_t key, uint64_t value, uin
 		return;
 	/* a label costs reads: only for what will be kept */
 	t = htab__lookup(w->seen, &value) ? NULL : census__obj_type(w, value);
+	if (t && t->kind == K_OTHER && !t->inst_dict)
+		not_entered(t);
 	if (!htab__lookup(w->seen, &value) &&
 	    (!t || t->kind == K_STR || t->kind == K_INT || (t->kind == K_OTHER && !t->inst_dict)))
 		return;
@@ -607,6 +646,7 @@ int census__walk(const struct census_mem *m, const struct census_py *py,
 		err = census__fill_holders(&w);
 	if (!err)
 		err = census__build_groups(&w);
+	list_not_entered(&w);
 cleanup:
 	out->elapsed_ns = now_ns() - w.start_ns;
 	walk_free(&w);

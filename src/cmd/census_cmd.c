@@ -255,6 +255,22 @@ static void print_text(FILE *f, const struct census_opts *o, const struct census
 				i ? ", " : " (graphs reachable from Python: ", c->graphs[i]);
 		fputs(c->nr_graphs ? ")\n" : "\n", f);
 	}
+	if (c->nr_not_entered) {
+		uint64_t more = c->not_entered_other;
+		int shown = c->nr_not_entered < 6 ? c->nr_not_entered : 6;
+
+		for (int i = shown; i < c->nr_not_entered; i++)
+			more += c->not_entered[i].refs;
+		fputs("  references not followed, to objects the walk does not enter (a tensor "
+		      "only these hold shows with no Python holder):",
+		      f);
+		for (int i = 0; i < shown; i++)
+			fprintf(f, "%s %llu to %s", i ? "," : "",
+				(unsigned long long)c->not_entered[i].refs, c->not_entered[i].type);
+		if (more)
+			fprintf(f, ", %llu to others", (unsigned long long)more);
+		fputc('\n', f);
+	}
 	if (c->nr_tensors)
 		fputs("\ntensors:\n", f);
 	for (size_t i = 0; i < c->nr_tensors; i++)
@@ -467,6 +483,19 @@ static void print_json(FILE *f, const struct census_opts *o, const struct census
 	for (size_t i = 0; i < c->nr_graphs; i++)
 		jsonw__string(j, c->graphs[i]);
 	jsonw__end_array(j);
+	jsonw__end_object(j);
+	jsonw__name(j, "not_entered");
+	jsonw__start_object(j);
+	jsonw__name(j, "types");
+	jsonw__start_array(j);
+	for (int i = 0; i < c->nr_not_entered; i++) {
+		jsonw__start_object(j);
+		jsonw__field_string(j, "type", c->not_entered[i].type);
+		jsonw__field_u64(j, "references", c->not_entered[i].refs);
+		jsonw__end_object(j);
+	}
+	jsonw__end_array(j);
+	jsonw__field_u64(j, "other_references", c->not_entered_other);
 	jsonw__end_object(j);
 	jsonw__name(j, "tensors");
 	jsonw__start_array(j);

@@ -117,6 +117,10 @@ def test_census_names_holders_and_bytes(tmp):
         check_eq(rep["no_holder"]["tensors"], len(graph), "no_holder.tensors")
         check("__main__.total.grad_fn" in rep["no_holder"]["graphs"],
               f"the graph is named: {rep['no_holder']}")
+        # what the walk did not enter is named, so that "no Python holder" means it
+        skipped = {t["type"]: t["references"] for t in rep["not_entered"]["types"]}
+        check(skipped.get("Slotted", 0) >= 1 and skipped.get("set", 0) >= 1,
+              f"a class with __slots__ and a set are said not entered: {rep['not_entered']}")
         check_eq(held_by(rep, "__main__.param")["type"], "Parameter", "nn.Parameter's type")
         check_eq(held_by(rep, "__main__.x")["type"], "Tensor", "a tensor's type")
         total = held_by(rep, "__main__.total")

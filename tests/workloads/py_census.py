@@ -60,8 +60,15 @@ def churn(stop):
             del keep[:25]
 
 
+class Slotted:
+    """An object without a __dict__: the census does not enter it, and says so."""
+    __slots__ = ("value",)
+
+
 def build(truth):
     g = globals()
+    g["slotted"] = Slotted()
+    g["slotted"].value = 3
     mod = types.ModuleType("census_cache")
     mod.table = torch.arange(64, dtype=torch.int64)
     sys.modules["census_cache"] = mod
