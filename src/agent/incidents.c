@@ -297,6 +297,28 @@ static void write_census(struct jsonw *w, const struct incident *inc)
 	jsonw__end_object(w);
 }
 
+/* The job of the process (every rank's bundle names it), or null. */
+static void write_job(struct jsonw *w, const struct snapshot *whole, const struct snap_proc *p)
+{
+	const struct snap_job *j = whole ? snap_job_of(whole, p) : NULL;
+
+	jsonw__name(w, "job");
+	if (!j) {
+		jsonw__null(w);
+		return;
+	}
+	jsonw__start_object(w);
+	jsonw__field_s64(w, "launcher_pid", j->id);
+	jsonw__field_string(w, "basis", j->basis);
+	jsonw__field_s64(w, "world_size", j->world_size);
+	jsonw__name(w, "member_pids");
+	jsonw__start_array(w);
+	for (uint32_t i = 0; i < j->nmembers; i++)
+		jsonw__s64(w, whole->procs[j->members[i]].pid);
+	jsonw__end_array(w);
+	jsonw__end_object(w);
+}
+
 static int write_file(int dfd, const char *name, const struct snapshot *s,
 		      const struct incident *inc, const char *bundle)
 {
@@ -323,6 +345,7 @@ static int write_file(int dfd, const char *name, const struct snapshot *s,
 		jsonw__start_object(w);
 		write_identity(w, &s->procs[0]);
 		jsonw__end_object(w);
+		write_job(w, inc->whole, inc->whole_proc);
 		write_census(w, inc);
 		jsonw__name(w, "files");
 		jsonw__start_array(w);
@@ -367,7 +390,9 @@ int incidents__write(struct incidents *in, const struct snapshot *snap, const st
 		     char *name_out, size_t name_len)
 {
 	const struct snap_proc *p = NULL;
-	char name[NAME_MAX_LEN], tmp[NAME_MAX_LEN + 8], stamp[32];
+	const struct snap_job *job;
+	struct incident in_job;
+	char name[NAME_MAX_LEN], tmp[NAME_MAX_LEN + 8], stamp[32], jobtag[48] = "";
 	time_t t = inc->wall_ns / 1000000000ULL;
 	struct snapshot s;
 	int dfd, err = 0;
@@ -378,12 +403,21 @@ int incidents__write(struct incidents *in, const struct snapshot *snap, const st
 	if (!p)
 		return -ESRCH;
 	s = one_proc(snap, p);
+	job = snap_job_of(snap, p);
+	if (job && p->rank >= 0)
+		snprintf(jobtag, sizeof(jobtag), "job%d-rank%d-", job->id, p->rank);
+	else if (job)
+		snprintf(jobtag, sizeof(jobtag), "job%d-", job->id);
+	in_job = *inc;
+	in_job.whole = snap;
+	in_job.whole_proc = p;
+	inc = &in_job;
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", gmtime(&t));
 	for (int seq = 0;; seq++) {
 		struct stat st;
 
-		snprintf(name, sizeof(name), "%s-%09llu-pid%d-%s%s%.0d", stamp,
-			 (unsigned long long)(inc->wall_ns % 1000000000ULL), inc->pid,
+		snprintf(name, sizeof(name), "%s-%09llu-%spid%d-%s%s%.0d", stamp,
+			 (unsigned long long)(inc->wall_ns % 1000000000ULL), jobtag, inc->pid,
 			 incidents__cause_name(inc->cause), seq ? "-" : "", seq);
 		if (fstatat(in->dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) && errno == ENOENT)
 			break;
@@ -426,6 +460,56 @@ int incidents__write(struct incidents *in, const struct snapshot *snap, const st
 	return 0;
 }
 
+/* The job a bundle's name gives ("...-jobN-..."), or -1. */
+static int job_of_name(const char *name)
+{
+	const char *j = strstr(name, "-job");
+
+	return j ? atoi(j + 4) : -1;
+}
+
+struct job_ref {
+	int job;
+	uint32_t at; /* index in the names, oldest first */
+};
+
+static int job_ref_cmp(const void *a, const void *b)
+{
+	const struct job_ref *x = a, *y = b;
+
+	if (x->job != y->job)
+		return x->job < y->job ? -1 : 1;
+	return x->at < y->at ? 1 : x->at > y->at ? -1 : 0; /* newest first */
+}
+
+/* Each job's bundles, by launcher PID; bundles of no job are not listed here. */
+static void list_jobs(struct jsonw *w, char **names, uint32_t n)
+{
+	struct job_ref *r = calloc(n ? n : 1, sizeof(*r));
+	uint32_t m = 0;
+
+	if (!r)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		if ((r[m].job = job_of_name(names[i])) >= 0)
+			r[m++].at = i;
+	qsort(r, m, sizeof(*r), job_ref_cmp);
+	for (uint32_t i = 0; i < m;) {
+		uint32_t k = i;
+
+		jsonw__start_object(w);
+		jsonw__field_s64(w, "job", r[i].job);
+		jsonw__name(w, "incidents");
+		jsonw__start_array(w);
+		for (; k < m && r[k].job == r[i].job; k++)
+			jsonw__string(w, names[r[k].at]);
+		jsonw__end_array(w);
+		jsonw__end_object(w);
+		i = k;
+	}
+	free(r);
+}
+
 void incidents__list_json(struct incidents *in, struct jsonw *w)
 {
 	uint32_t n;
@@ -442,8 +526,15 @@ void incidents__list_json(struct incidents *in, struct jsonw *w)
 	jsonw__name(w, "incidents");
 	jsonw__start_array(w);
 	for (uint32_t i = n; i-- > 0;) { /* newest first */
+		int job = job_of_name(names[i]);
+
 		jsonw__start_object(w);
 		jsonw__field_string(w, "name", names[i]);
+		jsonw__name(w, "job"); /* its launcher's PID */
+		if (job >= 0)
+			jsonw__s64(w, job);
+		else
+			jsonw__null(w);
 		jsonw__name(w, "files");
 		jsonw__start_array(w);
 		for (size_t j = 0; j < sizeof(files) / sizeof(files[0]); j++) {
@@ -460,6 +551,11 @@ void incidents__list_json(struct incidents *in, struct jsonw *w)
 		jsonw__end_array(w);
 		jsonw__end_object(w);
 	}
+	jsonw__end_array(w);
+	/* the same bundles by job: every rank's of one job together, newest first */
+	jsonw__name(w, "jobs");
+	jsonw__start_array(w);
+	list_jobs(w, names, n);
 	jsonw__end_array(w);
 	jsonw__end_object(w);
 	for (uint32_t i = 0; i < n; i++)

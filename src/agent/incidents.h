@@ -28,6 +28,9 @@ struct incident {
 	uint64_t wall_ns;		      /* CLOCK_REALTIME */
 	char what[512];			      /* one line: what happened */
 	const struct incident_census *census; /* what was read of its heap (NULL: nothing) */
+	/* set by incidents__write: the whole snapshot and the process in it (its job) */
+	const struct snapshot *whole;
+	const struct snap_proc *whole_proc;
 };
 
 struct jsonw;

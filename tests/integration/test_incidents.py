@@ -367,3 +367,48 @@ def test_a_frozen_agent_holds_a_failing_job_only_until_the_deadline(tmp):
     check(c["held"] and c["past_deadline"] and c["held_ms"] is None,
           f"held until the deadline, for a time not measured: {c}")
     check("deadline" in c["note"] and "may be torn" in c["note"], c["note"])
+
+
+def test_every_rank_of_a_killed_job_leaves_a_bundle_grouped_by_job(tmp):
+    """A launcher and two ranks under serve --ranks-from-env, both ranks killed (as a
+    scheduler kills a job): a bundle per rank, each named and marked with its job (the
+    launcher's PID) and rank; /incidents groups them by job."""
+    state = os.path.join(tmp, "state")
+    os.makedirs(state, mode=0o700)
+    port = free_port()
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}", "--state-dir", state,
+                        "--ranks-from-env"])
+    ranks = None
+    try:
+        agent.wait_serving()
+        ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True)
+        ranks.truth()
+        pids = [json.load(open(f"{ranks.truth_path}.rank{r}"))["pid"] for r in range(2)]
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+        d = os.path.join(state, "incidents")
+        wait_until(lambda: os.path.isdir(d) and
+                   len([n for n in _bundles(d) if n.endswith("-killed")]) == 2, 10,
+                   "a bundle per killed rank")
+        names = sorted(n for n in _bundles(d) if n.endswith("-killed"))
+        for r, pid in enumerate(pids):
+            name = next((n for n in names if f"-pid{pid}-" in n), None)
+            check(name and f"-job{ranks.pid}-rank{r}-pid{pid}-killed" in name,
+                  f"rank {r}'s bundle names its job and rank: {names}")
+            with open(os.path.join(d, name, "incident.json")) as f:
+                inc = json.load(f)
+            check_eq((inc["process"]["rank"], inc["job"]["launcher_pid"],
+                      inc["job"]["basis"], sorted(inc["job"]["member_pids"])),
+                     (r, ranks.pid, "environment", sorted(pids)), f"rank {r}'s job")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/incidents", timeout=10) as r:
+            listed = json.loads(r.read())
+        jobs = [j for j in listed["jobs"] if j["job"] == ranks.pid]
+        check(len(jobs) == 1 and set(names) <= set(jobs[0]["incidents"]),
+              f"/incidents groups the ranks' bundles by job: {listed['jobs']}")
+        check(all(i["job"] == ranks.pid for i in listed["incidents"] if i["name"] in names),
+              "each listed bundle names its job")
+    finally:
+        if ranks:
+            ranks.release()
+            ranks.wait()
+        check(agent.stop() != "hung", "serve stops on SIGTERM")
