@@ -6,7 +6,8 @@ keeps 1 GiB a step on the GPU until the device is full, PyTorch's retry after fr
 cache fails too, and the job dies of its OutOfMemoryError. The job's own out-of-memory
 observer takes torch.cuda.memory._snapshot() at that moment. The check compares the
 incident bundle serve wrote with that snapshot: PyTorch's reserved and allocated bytes,
-its blocks.
+its blocks; serve runs with --census-on-oom, so the bundle's census names what held the
+leaked tensors (and how long the job was held for it).
 
 Usage: tests/gpu/incident_oom.py OUTFILE [GPULEAK]   (PYTHON: an interpreter with torch)
 OUTFILE gets the comparison as JSON, with the bundle's incident.json and report.txt."""
@@ -45,7 +46,7 @@ def main():
     state = tempfile.mkdtemp(prefix="gpuleak-state-")
     port = 19467
     agent = subprocess.Popen([gpuleak, "serve", "--listen", f"127.0.0.1:{port}",
-                              "--state-dir", state, "--tensors", "full"],
+                              "--state-dir", state, "--tensors", "full", "--census-on-oom"],
                              stderr=open("/tmp/gpuleak-serve.err", "w"))
     time.sleep(3)
     snap_path = os.path.join(state, "..", "job-oom.pickle")
@@ -71,6 +72,15 @@ def main():
             res["incident"] = json.load(f)
         with open(os.path.join(d, "report.txt")) as f:
             res["report_txt"] = f.read()[:6000]
+        if os.path.exists(os.path.join(d, "census.json")):
+            with open(os.path.join(d, "census.json")) as f:
+                c = json.load(f)
+            res["census"] = {"groups": c["groups"][:5], "leaks": c["join"]["leaks"][:3],
+                             "tensors_found": c["tensors_found"],
+                             "pause_ns": c.get("pause_ns"),
+                             "no_holder": c["no_holder"]}
+            with open(os.path.join(d, "census.txt")) as f:
+                res["census_txt"] = f.read()[:3000]
         with open(os.path.join(d, "report.json")) as f:
             p = json.load(f)["processes"][0]
         res["bundle"] = {k: p.get(k) for k in ("torch_reserved_bytes", "torch_allocated_bytes",
