@@ -201,6 +201,22 @@ def test_serve_keeps_incidents_in_its_state_dir(tmp):
                 check(False, f"{bad} is refused")
             except urllib.error.HTTPError as e:
                 check_eq(e.code, 404, f"{bad}")
+        # an out-of-memory failure followed at once by SIGKILL: both bundles, the first
+        # with the books as they were at the failure
+        wl = Workload("wl_oom", tmp=tmp, wait=False, hold=True)
+        truth = wl.truth()
+        wl.kill(signal.SIGKILL)
+        wl.wait()
+        wait_until(lambda: any(n.endswith(f"-pid{wl.pid}-killed") for n in _bundles(d)), 10,
+                   "the killed process's bundle")
+        mine = [n for n in _bundles(d) if f"-pid{wl.pid}-" in n]
+        check_eq(sorted(n.rsplit("-", 1)[1] for n in mine), ["killed", "oom", "oom"],
+                 f"its bundles: {mine}")
+        _, p = _check_bundle(d, next(n for n in mine if n.endswith("-oom")), "oom", wl.pid)
+        check_eq(p["device_bytes"], truth["device_bytes"], "device bytes at the failure")
+        out = subprocess.run([GPULEAK, "report", os.path.join(d, mine[0])],
+                             capture_output=True, text=True, timeout=60)
+        check_eq(out.returncode, 0, f"gpuleak report reads it: {out.stderr}")
     finally:
         check(agent.stop() != "hung", "serve stops on SIGTERM")
 
