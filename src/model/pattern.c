@@ -45,6 +45,14 @@ static const char *fn_name(const struct snap_frame *f)
 	return f->function ? f->function : "?";
 }
 
+static bool has_python(const struct snap_stack *st)
+{
+	for (uint32_t i = 0; i < st->nframes; i++)
+		if (st->frames[i].kind && !strcmp(st->frames[i].kind, "python"))
+			return true;
+	return false;
+}
+
 const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len)
 {
 	static const char *const autograd[] = { "autograd::Engine", "evaluate_function", "backward",
@@ -95,19 +103,13 @@ const char *pattern__of(const struct snap_stack *st, char *evidence, size_t len)
 	f = frame_with(st, forward);
 	say(evidence, len,
 	    "%llu of %llu allocated here are held (%s)%s%s: one more is kept each "
-	    "step, as when outputs or losses are stored in a list",
+	    "step, %s",
 	    (unsigned long long)st->outstanding_allocs, (unsigned long long)st->allocs,
 	    fmt_bytes(st->outstanding_bytes, b[0], sizeof(b[0])), f ? ", under " : "",
-	    f ? fn_name(f) : "");
+	    f ? fn_name(f) : "",
+	    has_python(st) ? "as when outputs or losses are stored in a list" :
+			     "as when each step's buffer is kept and never freed");
 	return "outputs kept across steps";
-}
-
-static bool has_python(const struct snap_stack *st)
-{
-	for (uint32_t i = 0; i < st->nframes; i++)
-		if (st->frames[i].kind && !strcmp(st->frames[i].kind, "python"))
-			return true;
-	return false;
 }
 
 const char *pattern__fix(const struct snap_stack *st, const char *pattern)

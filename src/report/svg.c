@@ -572,6 +572,96 @@ static void put_census(FILE *f, const struct snapshot *s, uint32_t y)
 	}
 }
 
+#define SVG_LEAK_LINES 3 /* leaks told in words under the graph */
+
+/* The leaking stacks shown, fastest first (at most SVG_LEAK_LINES); their count. */
+static uint32_t top_leaks(const struct snapshot *s, const struct snap_proc **procs,
+			  const struct snap_stack **stacks)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		for (uint32_t j = 0; j < s->procs[i].nstacks; j++) {
+			const struct snap_stack *st = &s->procs[i].stacks[j];
+			uint32_t at = n;
+
+			if (!st->outstanding_bytes || !st->verdict || strcmp(st->verdict, "leak") ||
+			    !report__is_memory_class(st->cls))
+				continue;
+			while (at > 0 &&
+			       stacks[at - 1]->growth_bytes_per_s < st->growth_bytes_per_s)
+				at--;
+			if (at == SVG_LEAK_LINES)
+				continue;
+			if (n < SVG_LEAK_LINES)
+				n++;
+			memmove(&stacks[at + 1], &stacks[at], (n - 1 - at) * sizeof(*stacks));
+			memmove(&procs[at + 1], &procs[at], (n - 1 - at) * sizeof(*procs));
+			stacks[at] = st;
+			procs[at] = &s->procs[i];
+		}
+	return n;
+}
+
+/* Lines of the leaks' panel: a title, per leak its headline (and its hint and fix), a gap. */
+static uint32_t leak_lines(const struct snapshot *s)
+{
+	const struct snap_proc *p[SVG_LEAK_LINES];
+	const struct snap_stack *st[SVG_LEAK_LINES];
+	uint32_t n = top_leaks(s, p, st), lines = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		lines += st[i]->pattern ? 3 : 1;
+	return lines ? lines + 2 : 0;
+}
+
+/* The answer in words, under the graph: each leak's rate, line and process, then its
+ * pattern, evidence and usual fix; the whole line in a title when it is cut. */
+static uint32_t put_leaks(FILE *f, const struct snapshot *s, uint32_t y, uint32_t width)
+{
+	const struct snap_proc *p[SVG_LEAK_LINES];
+	const struct snap_stack *st[SVG_LEAK_LINES];
+	uint32_t n = top_leaks(s, p, st);
+	size_t chars = (width - 2 * PAD) / 8; /* 13 px monospace: about 7.8 px a character */
+	char b1[32], b2[32], site[256], line[1024], hint[1024], fix[512];
+
+	if (!n)
+		return y;
+	fprintf(f, "<text class=\"leaks title\" x=\"%d\" y=\"%u\">%s</text>\n", PAD, y,
+		n == 1 ? "The leak:" : "The leaks, fastest first:");
+	for (uint32_t i = 0; i < n; i++) {
+		const char *texts[3] = { line, NULL, NULL };
+
+		report__site(st[i], site, sizeof(site));
+		snprintf(line, sizeof(line), "+%s/s at %s, PID %d %s: %s held in %llu allocations",
+			 fmt_bytes((uint64_t)st[i]->growth_bytes_per_s, b1, sizeof(b1)), site,
+			 p[i]->pid, p[i]->comm, fmt_bytes(st[i]->outstanding_bytes, b2, sizeof(b2)),
+			 (unsigned long long)st[i]->outstanding_allocs);
+		if (st[i]->pattern) {
+			snprintf(hint, sizeof(hint), "  %s? %s", st[i]->pattern, st[i]->evidence);
+			snprintf(fix, sizeof(fix), "  the usual fix: %s", st[i]->fix);
+			texts[1] = hint;
+			texts[2] = fix;
+		}
+		for (int k = 0; k < 3 && texts[k]; k++) {
+			y += ROW;
+			fprintf(f, "<text class=\"leaks%s\" x=\"%d\" y=\"%u\">", k ? "" : " head",
+				PAD, y);
+			if (strlen(texts[k]) > chars) {
+				fputs("<title>", f);
+				xml__put(f, texts[k], SIZE_MAX);
+				fputs("</title>", f);
+				xml__put(f, texts[k], chars - 3);
+				fputs("...", f);
+			} else {
+				xml__put(f, texts[k], SIZE_MAX);
+			}
+			fputs("</text>\n", f);
+		}
+	}
+	return y + ROW;
+}
+
 static bool shown(const struct snap_stack *st, bool leak_only)
 {
 	return report__is_memory_class(st->cls) && st->outstanding_bytes &&
@@ -605,13 +695,15 @@ int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 		goto cleanup;
 	full = width - 2 * PAD;
 	scale = t.n[0].bytes ? full / t.n[0].bytes : 0;
-	height = TOP + (t.maxdepth + 1) * ROW + BOTTOM + census_lines(s) * ROW;
+	height = TOP + (t.maxdepth + 1) * ROW + BOTTOM + (census_lines(s) + leak_lines(s)) * ROW;
 	min_w = min_width(&t, scale, &left_out);
 	put_header(f, s, o, &t, width, height, nstacks, left_out);
 	err = put_frames(f, &t, scale, full, min_w);
 	if (err)
 		goto cleanup;
-	put_census(f, s, TOP + (t.maxdepth + 1) * ROW + ROW + 8);
+	put_census(f, s,
+		   put_leaks(f, s, TOP + (t.maxdepth + 1) * ROW + ROW + 8, width) +
+			   (leak_lines(s) ? ROW : 0));
 	fprintf(f,
 		"<text id=\"gl-details\" x=\"%d\" y=\"%u\">%s</text>\n"
 		"<text id=\"gl-details2\" x=\"%d\" y=\"%u\"></text>\n"

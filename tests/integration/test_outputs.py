@@ -268,3 +268,40 @@ def test_folded_on_stdout(tmp):
     status, _, err = run_gpuleak(["run", "--svg", "-", "--pprof", "-", "--", "true"])
     check_eq(status, 2, "two outputs on stdout is a usage error")
     check("only one of" in err, f"the error says why: {err!r}")
+
+
+def test_svg_tells_the_leak_in_words_under_the_graph(tmp):
+    """The flame graph of a leaking loop says the answer in words, under the graph and
+    inside the page: the leak's rate, its line (file:line), its process, then the
+    pattern with its evidence and the usual fix, in the loop's language (C: the driver's
+    API); a steady stack is not told there."""
+    svg = os.path.join(tmp, "leak.svg")
+    wl = Workload("wl_leak", "--iters", "20", "--interval-ms", "50", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--resolution", "50ms", "--svg", svg, str(wl.pid)],
+                tmp)
+    tr.wait_attached()
+    wl.go()
+    wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    with open(svg, encoding="utf-8") as f:
+        text = f.read()
+    heads = re.findall(r'<text class="leaks head"[^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>',
+                       text)
+    check_eq(len(heads), 1, f"one leak told: {heads}")
+    check(re.match(r"\+[\d.]+ [KMG]iB/s at leak_site_staircase \(wl_leak\.c:\d+, wl_leak\), "
+                   rf"PID {wl.pid} wl_leak: ", heads[0]), f"its headline: {heads[0]}")
+    lines = re.findall(r'<text class="leaks"[^>]*>(?:<title>([^<]*)</title>)?([^<]*)</text>',
+                       text)
+    check(len(lines) == 2 and "outputs kept across steps?" in (lines[0][0] or lines[0][1]) and
+          "never freed" in (lines[0][0] or lines[0][1]) and
+          "cuMemFree" in (lines[1][0] or lines[1][1]), f"its pattern and fix, in C's words: "
+          f"{lines}")
+    with Browser(height=600) as b:
+        b.open(svg)
+        right = b.eval("Math.max.apply(null, Array.prototype.map.call("
+                       "document.querySelectorAll('text.leaks'), function (t) {"
+                       " return t.getBoundingClientRect().right; }))")
+        check(0 < right <= 1200, f"every line of the panel inside the page: {right}")
