@@ -33,6 +33,7 @@
 #include "model/session.h"
 #include "model/snapshot.h"
 #include "report/metrics.h"
+#include "report/report.h"
 #include "serve.h"
 #include "incidents.h"
 #include "serve_int.h"
@@ -261,6 +262,8 @@ static const char index_html[] =
 	"<li><a href=\"debug/pprof/gpu_heap\">/debug/pprof/gpu_heap</a>: outstanding GPU "
 	"memory by call stack (pprof, gzipped)</li>\n"
 	"<li><a href=\"healthz\">/healthz</a>: liveness</li>\n"
+	"<li>GET /report?pid=N: one traced process's HTML report (memory over time by "
+	"allocation site, a time range's flame graph, the leaks with hints)</li>\n"
 	"<li><a href=\"incidents\">/incidents</a>: the incident bundles written under "
 	"--state-dir (JSON), each file at /incidents/BUNDLE/FILE</li>\n"
 	"<li>POST /tensors/arm: trace tensor blocks for a window now</li>\n"
@@ -425,6 +428,45 @@ static int reply_incidents(struct agent *a, const char *path, struct http_reply 
 	return 0;
 }
 
+/* /report?pid=N: the HTML report of one traced process, drawn from the books now. */
+static int reply_report(struct agent *a, const struct http_request *req, struct http_reply *rep)
+{
+	struct snapshot *snap;
+	char pid_s[16];
+	bool known = false;
+	FILE *f;
+	int pid, err;
+
+	if (!query_value(req->query, "pid", pid_s, sizeof(pid_s)) || parse_pid(pid_s, &pid))
+		return reply_text(rep, 400, "/report needs ?pid=N, a process this agent traces\n");
+	agent__housekeeping(a, now_ns());
+	tracer__drain(session__tracer(a->s));
+	snap = session__snapshot_now(a->s); /* every stack, with its history */
+	if (!snap)
+		return reply_text(rep, 500, "out of memory\n");
+	for (uint32_t i = 0; i < snap->nprocs; i++)
+		known |= snap->procs[i].pid == pid;
+	if (!known) {
+		snapshot__free(snap);
+		return reply_text(rep, 404, "that PID is not a process this agent traces\n");
+	}
+	f = open_memstream(&rep->body, &rep->len);
+	err = f ? report__html(f, snap, pid) : -ENOMEM;
+	if (f && fclose(f))
+		err = err ?: -ENOMEM;
+	snapshot__free(snap);
+	if (err) {
+		free(rep->body);
+		rep->body = NULL;
+		rep->len = 0;
+		return reply_text(rep, 500, "the report could not be written\n");
+	}
+	rep->status = 200;
+	rep->content_type = "text/html; charset=utf-8";
+	rep->compressible = true;
+	return 0;
+}
+
 static int on_http(void *ctx, const struct http_request *req, struct http_reply *rep)
 {
 	struct agent *a = ctx;
@@ -452,6 +494,8 @@ static int on_http(void *ctx, const struct http_request *req, struct http_reply 
 		return reply_html(rep, pprof_html);
 	if (!strcmp(req->path, "/healthz"))
 		return reply_text(rep, 200, "ok\n");
+	if (!strcmp(req->path, "/report"))
+		return reply_report(a, req, rep);
 	if (!strcmp(req->path, "/incidents") || !strncmp(req->path, "/incidents/", 11))
 		return reply_incidents(a, req->path, rep);
 	if (!strcmp(req->path, "/"))

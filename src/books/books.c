@@ -195,6 +195,14 @@ uint64_t books__now(const struct books *b)
 	return b->now;
 }
 
+/* A process ends: its running tables go (what it held is kept where asked). */
+static void retire(struct books *b, struct proc *proc)
+{
+	if (b->opts.keep_at_exit)
+		proc__keep_at_exit(proc);
+	proc__retire(proc);
+}
+
 static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 {
 	struct proc *proc, *old;
@@ -208,7 +216,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		if (old != proc && old->t.pid == proc->t.pid && !old->t.exited) {
 			old->t.exited = true;
 			old->t.exit_ns = h->ts;
-			proc__retire(old);
+			retire(b, old);
 		}
 	}
 	proc->t.first_ns = h->ts;
@@ -442,6 +450,9 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		.ctx = proc__ctx_index(proc, c->ctx),
 		.cls = c->cls,
 		.dev = (int8_t)c->dev,
+		.t_ms = c->hdr.ts > proc->t.first_ns ?
+				(uint32_t)((c->hdr.ts - proc->t.first_ns) / 1000000 + 1) :
+				1,
 	};
 	if (v->dev < 0 && v->ctx && proc->ctxs[v->ctx - 1].dev >= 0)
 		v->dev = (int8_t)proc->ctxs[v->ctx - 1].dev; /* learned by proc__learn_device() */
@@ -682,7 +693,7 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 	proc->t.exit_ns = ts;
 	proc->t.final = *final;
 	proc->t.has_final = true;
-	proc__retire(proc);
+	retire(b, proc);
 	if (b->hooks.proc_end)
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
 }
@@ -697,7 +708,7 @@ bool books__gone(struct books *b, struct proc *proc, uint64_t now_ns, uint64_t r
 		return false;
 	proc->t.exited = true;
 	proc->t.exit_ns = b->now;
-	proc__retire(proc);
+	retire(b, proc);
 	return true;
 }
 

@@ -22,6 +22,8 @@ struct books_opts {
 	uint64_t sample_bytes;	  /* tensor-block stacks sampled (tiers.bpf.h); 0: all */
 	bool rank_env;		  /* read RANK, LOCAL_RANK and WORLD_SIZE (no other variable) from a
 			  process's /proc/PID/environ at its first call: --ranks-from-env */
+	bool keep_at_exit;	  /* keep what a process held when it ended, by when it was made
+			    * (the HTML report's temporal view): memory per allocation */
 };
 
 struct books_counters {

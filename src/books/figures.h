@@ -36,6 +36,7 @@ struct alloc_val {
 	uint16_t ctx; /* index + 1 into proc.ctxs, 0 = unknown */
 	uint8_t cls;
 	int8_t dev;
+	uint32_t t_ms; /* when it was made, ms after the process's first record; 0: before */
 };
 
 #define PROC_MAX_FAILURES 16

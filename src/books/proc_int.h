@@ -44,6 +44,7 @@ struct proc {
 	struct proc_totals t; /* what proc__totals() shows */
 
 	struct htab *allocs;  /* alloc_key -> alloc_val */
+	struct htab *at_exit; /* its allocations when it ended (books_opts.keep_at_exit) */
 	struct htab *aggs;    /* agg_key -> agg */
 	struct htab *pending; /* pending_key -> pending */
 	struct addr_map *am;  /* re-read after misses, with a backoff (modules.h) */

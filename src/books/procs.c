@@ -59,6 +59,7 @@ static void proc_free(struct proc *proc)
 	if (!proc)
 		return;
 	proc__retire(proc);
+	htab__free(proc->at_exit);
 	free_aggs(proc->aggs);
 	htab__free(proc->aggs);
 	series__free(proc->device_series);
@@ -381,6 +382,23 @@ const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
 					 const struct alloc_key **key)
 {
 	return proc->allocs ? htab__next(proc->allocs, it, (const void **)key) : NULL;
+}
+
+const struct alloc_val *proc__next_held(const struct proc *proc, size_t *it,
+					const struct alloc_key **key)
+{
+	const struct htab *h = proc->allocs ? proc->allocs : proc->at_exit;
+
+	return h ? htab__next(h, it, (const void **)key) : NULL;
+}
+
+void proc__keep_at_exit(struct proc *proc)
+{
+	if (!proc->allocs)
+		return;
+	htab__free(proc->at_exit);
+	proc->at_exit = proc->allocs;
+	proc->allocs = NULL;
 }
 
 bool proc__live(const struct proc *proc)

@@ -35,6 +35,12 @@ const struct agg *proc__next_agg(const struct proc *proc, size_t *it, const stru
  */
 const struct alloc_val *proc__next_alloc(const struct proc *proc, size_t *it,
 					 const struct alloc_key **key);
+/* As proc__next_alloc, and for a process that ended, what it held then where the books
+ * keep it (books_opts.keep_at_exit). */
+const struct alloc_val *proc__next_held(const struct proc *proc, size_t *it,
+					const struct alloc_key **key);
+/* The process ends: its allocations are kept as they are (proc__next_held), not freed. */
+void proc__keep_at_exit(struct proc *proc);
 /* Whether the process still has its running tables (proc__retire() not called). */
 bool proc__live(const struct proc *proc);
 /* How many aggregates the process has. */

@@ -138,6 +138,7 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 	case OPT_PPROF: o->pprof_path = arg; return 0;
 	case OPT_MEMORY_VIZ: o->memory_viz_path = arg; return 0;
 	case OPT_PERFETTO: o->perfetto_path = arg; return 0;
+	case OPT_HTML: o->html_path = arg; return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
 			o->stack_mode = GL_STACK_FP;
@@ -368,14 +369,15 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 /* At most one of the report files may be stdout. */
 static int check_outputs(const struct gl_opts *o)
 {
-	const char *paths[] = { o->json_path,  o->folded_path,	   o->svg_path,
-				o->pprof_path, o->memory_viz_path, o->perfetto_path };
+	const char *paths[] = { o->json_path,	    o->folded_path,   o->svg_path, o->pprof_path,
+				o->memory_viz_path, o->perfetto_path, o->html_path };
 	int on_stdout = 0;
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
 		on_stdout += paths[i] && !strcmp(paths[i], "-");
 	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg, --pprof, "
-					   "--memory-viz and --perfetto can be '-' (stdout)") :
+					   "--memory-viz, --perfetto and --html can be '-' "
+					   "(stdout)") :
 			       0;
 }
 

@@ -57,6 +57,12 @@ const struct cli_option cli_options[] = {
 	  "write memory over time as a trace (JSON Trace\n"
 	  "Event Format: ui.perfetto.dev, chrome://tracing)",
 	  "memory.trace.json", F },
+	{ "html", OPT_HTML, "FILE",
+	  "write one self-contained HTML page: memory over\n"
+	  "time by allocation site, the flame graph of what\n"
+	  "a time range picked on it allocated and still\n"
+	  "holds, the leaks with hints, the failures",
+	  "report.html", F },
 	{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
 	{ "full-stacks", OPT_FULL_STACKS, NULL,
@@ -255,7 +261,7 @@ const struct cli_option cli_options[] = {
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "                          \
 	"tensor-duty resolution max-held hold-timeout max-python-procs ranks-from-env imbalance bench-floor " \
 	"bench-torch-lib no-stack-cache "
-#define REPORT_OPTS "json folded svg pprof memory-viz perfetto top frames full-stacks "
+#define REPORT_OPTS "json folded svg pprof memory-viz perfetto html top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
 #define INCIDENT_OPTS "incident-dir incident-max incident-max-bytes census-on-oom "
 

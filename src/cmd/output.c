@@ -20,15 +20,16 @@ bool output__to_stdout(const struct gl_opts *o)
 {
 	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
 	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path) ||
-	       outfile__is_stdout(o->memory_viz_path) || outfile__is_stdout(o->perfetto_path);
+	       outfile__is_stdout(o->memory_viz_path) || outfile__is_stdout(o->perfetto_path) ||
+	       outfile__is_stdout(o->html_path);
 }
 
-enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF, OUT_MEMVIZ, OUT_PERFETTO };
+enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF, OUT_MEMVIZ, OUT_PERFETTO, OUT_HTML };
 
 int output__open_files(const struct gl_opts *o, struct output_files *rf)
 {
-	static const char *const opts[] = { "--json",  "--folded",     "--svg",
-					    "--pprof", "--memory-viz", "--perfetto" };
+	static const char *const opts[] = { "--json",	    "--folded",	  "--svg", "--pprof",
+					    "--memory-viz", "--perfetto", "--html" };
 	struct stat st;
 	int err = 0;
 
@@ -39,6 +40,7 @@ int output__open_files(const struct gl_opts *o, struct output_files *rf)
 	rf->path[OUT_PPROF] = o->pprof_path;
 	rf->path[OUT_MEMVIZ] = o->memory_viz_path;
 	rf->path[OUT_PERFETTO] = o->perfetto_path;
+	rf->path[OUT_HTML] = o->html_path;
 	for (int i = 0; i < OUTPUT_NR_FILES && !err; i++) {
 		const char *path = rf->path[i];
 
@@ -126,6 +128,8 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 		err = write_memory_viz(f, snap, path);
 	} else if (kind == OUT_PERFETTO) {
 		err = report__perfetto(f, snap);
+	} else if (kind == OUT_HTML) {
+		err = report__html(f, snap, 0);
 	} else {
 		clock_gettime(CLOCK_REALTIME, &wall);
 		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
@@ -142,7 +146,7 @@ int output__write_files(const struct snapshot *snap, struct output_files *rf)
 {
 	int err = 0;
 
-	for (int i = OUT_JSON; i <= OUT_PERFETTO; i++) {
+	for (int i = OUT_JSON; i <= OUT_HTML; i++) {
 		err = write_output(snap, i, rf->path[i], rf->f[i]) ?: err;
 		rf->f[i] = NULL;
 	}

@@ -12,7 +12,7 @@
 
 struct snapshot;
 
-#define OUTPUT_NR_FILES 6
+#define OUTPUT_NR_FILES 7
 /* The report files o names (--json, --folded, --svg, --pprof, --memory-viz), open from the start. */
 struct output_files {
 	FILE *f[OUTPUT_NR_FILES]; /* NULL where none is named */

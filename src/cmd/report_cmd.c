@@ -120,7 +120,7 @@ static int report_bundle(const struct gl_opts *o)
 		return EXIT_BADFILE;
 	}
 	if (o->json_path || o->folded_path || o->svg_path || o->pprof_path || o->memory_viz_path ||
-	    o->perfetto_path) {
+	    o->perfetto_path || o->html_path) {
 		close(dfd);
 		log_error("a bundle holds its reports already (report.json, profile.pb.gz, "
 			  "flame.svg, history.trace.json in %s): copy them",
@@ -146,7 +146,9 @@ static int report_bundle(const struct gl_opts *o)
 int report_cmd__run(const struct gl_opts *o)
 {
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
-	struct replay_opts ro = { .dirs = dirs, .timeline = o->perfetto_path != NULL };
+	struct replay_opts ro = { .dirs = dirs,
+				  .timeline = o->perfetto_path != NULL,
+				  .histories = o->html_path != NULL };
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
 				.full_stacks = o->full_stacks };

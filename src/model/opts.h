@@ -68,6 +68,7 @@ struct gl_opts {
 	/* --memory-viz: the PyTorch memory_viz pickle of the process with most PyTorch memory */
 	const char *memory_viz_path;
 	const char *perfetto_path; /* memory over time, Trace Event Format */
+	const char *html_path;	   /* one self-contained HTML page */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;

@@ -519,7 +519,8 @@ static int setup(struct session *s)
 	};
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
 				 .sample_bytes = o->tensor_sample_bytes,
-				 .rank_env = o->ranks_env };
+				 .rank_env = o->ranks_env,
+				 .keep_at_exit = o->html_path != NULL };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -694,7 +695,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 	so.ring_stack_bytes = so_ring_bytes;
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
-	so.histories = !drain;
+	so.histories = !drain || s->o->html_path; /* what --html draws */
 	for (int attempt = 0; attempt < (drain ? SNAPSHOT_ATTEMPTS : 1); attempt++) {
 		if (attempt)
 			usleep(SNAPSHOT_RETRY_US);

@@ -178,6 +178,91 @@ static int estimate_sampled(struct books *b, struct proc *proc, uint64_t sample_
 	return 0;
 }
 
+struct held_slot {
+	uint32_t stack, cls, idx;
+};
+
+static int cmp_held_slot(const void *a, const void *b)
+{
+	const struct held_slot *x = a, *y = b;
+
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->cls < y->cls ? -1 : x->cls > y->cls;
+}
+
+/*
+ * Each shown stack's outstanding allocations by when they were made, in SNAP_HELD_BUCKETS
+ * buckets over the process's life: what a time range allocated and still holds (the
+ * HTML report's temporal flame graph).
+ */
+static int held_by_time(struct proc *proc, uint64_t now, struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	uint64_t life = now > t->first_ns ? now - t->first_ns : 1, width;
+	struct held_slot *slots = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(*slots)), key;
+	uint64_t(*b)[2] = NULL;
+	const struct alloc_key *k;
+	const struct alloc_val *v;
+	size_t it = 0;
+	int err = -ENOMEM;
+
+	width = (life + SNAP_HELD_BUCKETS - 1) / SNAP_HELD_BUCKETS;
+	if (width < 1000000)
+		width = 1000000; /* the books keep milliseconds */
+	b = calloc((size_t)(sp->nstacks ? sp->nstacks : 1) * SNAP_HELD_BUCKETS, sizeof(*b));
+	if (!slots || !b)
+		goto cleanup;
+	for (uint32_t i = 0; i < sp->nstacks; i++)
+		slots[i] = (struct held_slot){ sp->stacks[i].id, sp->stacks[i].cls, i };
+	qsort(slots, sp->nstacks, sizeof(*slots), cmp_held_slot);
+	while ((v = proc__next_held(proc, &it, &k))) {
+		const struct held_slot *hit;
+		uint64_t at;
+
+		key = (struct held_slot){ v->stack, v->cls, 0 };
+		hit = bsearch(&key, slots, sp->nstacks, sizeof(*slots), cmp_held_slot);
+		if (!hit)
+			continue;
+		if (!v->t_ms) {
+			sp->stacks[hit->idx].held_before += v->size;
+			continue;
+		}
+		at = (v->t_ms - 1) * 1000000ULL / width;
+		if (at >= SNAP_HELD_BUCKETS)
+			at = SNAP_HELD_BUCKETS - 1;
+		b[hit->idx * SNAP_HELD_BUCKETS + at][0] += v->size;
+		b[hit->idx * SNAP_HELD_BUCKETS + at][1]++;
+	}
+	for (uint32_t i = 0; i < sp->nstacks; i++) {
+		struct snap_stack *st = &sp->stacks[i];
+		uint32_t m = 0;
+
+		for (uint32_t j = 0; j < SNAP_HELD_BUCKETS; j++)
+			m += b[i * SNAP_HELD_BUCKETS + j][1] != 0;
+		st->held_width_ns = width;
+		if (!m)
+			continue;
+		st->held = calloc(m, sizeof(*st->held));
+		if (!st->held)
+			goto cleanup;
+		for (uint32_t j = 0; j < SNAP_HELD_BUCKETS; j++) {
+			const uint64_t *c = b[i * SNAP_HELD_BUCKETS + j];
+
+			if (c[1])
+				st->held[st->nheld++] =
+					(struct snap_held){ .t_ns = t->first_ns + j * width,
+							    .bytes = c[0],
+							    .allocs = c[1] };
+		}
+	}
+	err = 0;
+cleanup:
+	free(slots);
+	free(b);
+	return err;
+}
+
 int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc,
 		      const struct snapshot_opts *o, struct snap_proc *sp)
 {
@@ -245,6 +330,8 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 		n = o->max_stacks;
 	}
 	sp->nstacks = n;
+	if ((o->proc_timeline || o->histories) && held_by_time(proc, now, sp))
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct snap_stack *st = &sp->stacks[i];
 		char ev[256];

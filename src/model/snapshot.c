@@ -38,6 +38,7 @@ void snapshot__free(struct snapshot *s)
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			free(p->stacks[j].frames);
 			free(p->stacks[j].hist);
+			free(p->stacks[j].held);
 			free((char *)p->stacks[j].why);
 			free((char *)p->stacks[j].evidence);
 		}

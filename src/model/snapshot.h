@@ -31,6 +31,14 @@ struct snap_hpoint {
 	uint64_t t_ns, last, max;
 };
 
+#define SNAP_HELD_BUCKETS 256 /* a process's life, cut in this many for snap_stack.held */
+
+/* What a stack still holds of what it allocated in [t_ns, t_ns + width). */
+struct snap_held {
+	uint64_t t_ns;
+	uint64_t bytes, allocs;
+};
+
 struct snap_stack {
 	uint32_t id;
 	uint8_t cls; /* enum gl_class */
@@ -57,6 +65,12 @@ struct snap_stack {
 	uint32_t nhist;
 	uint64_t hist_width_ns;	  /* each point covers [t_ns, t_ns + width) */
 	struct snap_hpoint *hist; /* oldest first */
+	/* its outstanding allocations by when they were made (with the histories; else
+	 * none): held[i] covers [t_ns, t_ns + held_width_ns); held_before: made before the
+	 * process's first record gpuleak saw (before attach), time not known */
+	uint32_t nheld;
+	uint64_t held_width_ns, held_before;
+	struct snap_held *held; /* oldest first, buckets with nothing left out */
 };
 
 /* Why a device allocation ran out of memory (books/explain.h's classification). */

@@ -169,7 +169,9 @@ void replay__free(struct replay *rp)
 /* The books, made at the first record that needs them (after the session record). */
 static struct books *books_of(struct replay *rp)
 {
-	struct books_opts bo = { .series_width_ns = rp->width_ns, .no_proc_files = true };
+	struct books_opts bo = { .series_width_ns = rp->width_ns,
+				 .no_proc_files = true,
+				 .keep_at_exit = rp->o.histories };
 	struct books_hooks hooks = { .proc_new = on_proc_new, .ctx = rp };
 
 	if (rp->books)
@@ -519,6 +521,7 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 		.memory_map = true, /* report --memory-viz (a few bytes per block otherwise) */
 		.proc_timeline = rp->timeline ? proc_timeline : NULL,
 		.timeline_ctx = rp->timeline,
+		.histories = rp->o.histories,
 	};
 	struct books *b = books_of(rp);
 	struct snapshot *snap;

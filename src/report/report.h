@@ -51,6 +51,13 @@ int report__json(FILE *f, const struct snapshot *s);
 int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc *sp);
 /* perfetto.c: memory over time in the Trace Event Format (ui.perfetto.dev, chrome://tracing). */
 int report__perfetto(FILE *f, const struct snapshot *s);
+/*
+ * One self-contained HTML page (html.c): the leaks in words, memory over time by
+ * allocation site, a time range's flame graph of what it allocated and still holds, the
+ * leak table, the census's holders, the out-of-memory failures. pid > 0: that process
+ * alone. The snapshot needs the histories (snapshot_opts.histories). 0 or -errno.
+ */
+int report__html(FILE *f, const struct snapshot *s, int pid);
 /* The process a memory_viz snapshot is written for: the most PyTorch memory among those
  * with a memory map; *others: how many others had one. NULL: none. */
 const struct snap_proc *report__memory_viz_proc(const struct snapshot *s, int *others);

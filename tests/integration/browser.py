@@ -22,6 +22,7 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 class Browser:
     def __init__(self, width=1200, height=800, timeout=20):
         self.timeout = timeout
+        self.events = []
         self.profile = tempfile.mkdtemp(prefix="gpuleak-chromium-")
         cmd_r, cmd_w = os.pipe()  # our commands: the browser reads fd 3
         ans_r, ans_w = os.pipe()  # its answers: the browser writes fd 4
@@ -59,6 +60,8 @@ class Browser:
         self.session = self.call("Target.attachToTarget", targetId=pages[0]["targetId"],
                                  flatten=True)["sessionId"]
         self.call("Page.enable")
+        self.call("Runtime.enable")
+        self.call("Log.enable")
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
                   deviceScaleFactor=1, mobile=False)
 
@@ -86,6 +89,8 @@ class Browser:
         while True:
             reply = self._read_message(deadline)
             if reply.get("id") != self.next_id:
+                if reply.get("method"):
+                    self.events.append(reply)
                 continue  # an event
             if "error" in reply:
                 raise TestFailure(f"chromium: {method} failed: {reply['error']}")
@@ -98,6 +103,23 @@ class Browser:
             if time.monotonic() > deadline:
                 raise TestFailure(f"{path} did not load within {self.timeout} s")
             time.sleep(0.05)
+
+    def errors(self):
+        """What the page said was wrong so far: uncaught exceptions, console.error, and the
+        browser's own errors (a resource that did not load, a blocked request)."""
+        self.eval("0")  # reads the events that came meanwhile
+        out = []
+        for e in self.events:
+            m, p = e["method"], e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                out.append(p["exceptionDetails"].get("text", "") + " " +
+                           str(p["exceptionDetails"].get("exception", {}).get("description")))
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description")))
+                                    for a in p.get("args", [])))
+            elif m == "Log.entryAdded" and p["entry"].get("level") == "error":
+                out.append(p["entry"].get("text", ""))
+        return out
 
     def eval(self, expr):
         res = self.call("Runtime.evaluate", expression=expr, returnByValue=True)

@@ -1,12 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The files gpuleak writes for the viewers people already open: PyTorch's memory_viz
 snapshot, read back by Debian's real PyTorch (1.13, CPU), against the books and the
-workload's own truth."""
+workload's own truth; the Perfetto trace; the HTML report, opened in headless Chromium."""
 import json
 import os
 import subprocess
 
-from harness import (GPULEAK, Tracer, Workload, attach_workload, check, check_eq,
+import re
+import urllib.error
+import urllib.request
+
+from browser import Browser
+from harness import (GPULEAK, Agent, Tracer, Workload, attach_workload, check, check_eq,
+                     free_port,
                      finish_attached, process)
 
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch
@@ -182,3 +188,119 @@ def test_perfetto_trace_is_the_books_over_time(tmp):
         rep = json.load(f)
     _check_trace_format(trace)
     _check_trace_equals_books(trace, wl.pid, process(rep, wl.pid), truth)
+
+
+def _drag(b, box, frac0, frac1):
+    """Drags the mouse across an element's box from one fraction of its width to another."""
+    y = box[1] + box[3] / 2
+    b.mouse("mouseMoved", box[0] + box[2] * frac0, y)
+    b.call("Input.dispatchMouseEvent", type="mousePressed", x=box[0] + box[2] * frac0, y=y,
+           button="left", clickCount=1)
+    b.mouse("mouseMoved", box[0] + box[2] * (frac0 + frac1) / 2, y)
+    b.call("Input.dispatchMouseEvent", type="mouseMoved", x=box[0] + box[2] * frac1, y=y,
+           button="left", buttons=1)
+    b.call("Input.dispatchMouseEvent", type="mouseReleased", x=box[0] + box[2] * frac1, y=y,
+           button="left", clickCount=1)
+
+
+def test_html_report_shows_the_leak_over_time_and_a_range_flame_graph(tmp):
+    """--html: one page, no network, no console error in Chromium. It leads with the leak
+    in words; its timeline has the leaking site's band in red; the whole run's flame graph
+    holds every byte the books hold outstanding; a range dragged across the first part of
+    the timeline holds what was allocated then and is still held: whole steps of the leak,
+    fewer than all of them."""
+    page = os.path.join(tmp, "report.html")
+    size = 1 << 20
+    wl = Workload("wl_leak", "--iters", "24", "--interval-ms", "50", "--size", str(size),
+                  tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--resolution", "50ms", "--html", page, str(wl.pid)],
+                tmp)
+    tr.wait_attached()
+    wl.go()
+    wl.truth()
+    tr.stop()
+    wl.release()
+    wl.wait()
+    p = process(tr.report(), wl.pid)
+    leak = [st for st in p["stacks"] if st["verdict"] == "leak"]
+    check_eq(len(leak), 1, "one leaking stack")
+    held = sum(st["outstanding_bytes"] for st in p["stacks"]
+               if st["memory"] in ("device", "host_pinned", "managed", "torch_block"))
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
+    check(not re.search(r"(src|href)=[\"']?(https?:)?//", text),
+          "nothing is loaded from the network")
+    with Browser(width=1400, height=1200) as b:
+        b.open(page)
+        check_eq(b.errors(), [], "no error in the console")
+        head = b.eval("document.querySelector('#answer .head').textContent")
+        check(re.match(r"\+[\d.]+ MiB/s at leak_site_staircase \(wl_leak\.c:\d+, wl_leak\), "
+                       rf"PID {wl.pid} wl_leak: ", head), f"the answer first: {head!r}")
+        bands = b.eval("Array.prototype.map.call(document.querySelectorAll('#chart path.band'),"
+                       " function (e) { return [e.getAttribute('class'), "
+                       "e.getAttribute('data-site'), e.getAttribute('fill')]; })")
+        red = [x for x in bands if "leak" in x[0].split()]
+        check(len(red) == 1 and red[0][1].startswith("leak_site_staircase (wl_leak.c:") and
+              red[0][2] == "#d62728", f"the leaking site's band, red: {bands}")
+        box = b.eval("(function(){var r=document.querySelector('#chart path.band.leak')"
+                     ".getBBox(); return [r.x, r.y, r.width, r.height];})()")
+        check(box[3] > 20, f"the band rises: {box}")
+        whole = b.eval("window.gpuleakReport.flameBytes")
+        check_eq(whole, held, "the whole run's flame graph: every byte held")
+        frame = b.eval("(function(){var g=document.querySelector("
+                       "'#flame g.frame[data-name^=\"leak_site_staircase\"]');"
+                       " return g ? [g.getAttribute('data-bytes'), g.getAttribute('class')] "
+                       ": null;})()")
+        check(frame and int(frame[0]) == leak[0]["outstanding_bytes"] and "leak" in frame[1],
+              f"the leaking frame, all its bytes, red: {frame}")
+        chart = b.eval("(function(){var r=document.getElementById('chart')"
+                       ".getBoundingClientRect(); return [r.x, r.y, r.width, r.height];})()")
+        # the plot starts 70 px in: drag over its first half
+        _drag(b, [chart[0] + 70, chart[1], chart[2] - 80, chart[3]], 0.0, 0.5)
+        st = b.eval("[window.gpuleakReport.state.t0, window.gpuleakReport.state.t1, "
+                    "window.gpuleakReport.flameBytes]")
+        check(st[0] < 0.05 and st[1] > 0.2, f"the range dragged: {st}")
+        part = b.eval("(function(){var g=document.querySelector("
+                      "'#flame g.frame[data-name^=\"leak_site_staircase\"]');"
+                      " return g ? +g.getAttribute('data-bytes') : 0;})()")
+        check(0 < part < leak[0]["outstanding_bytes"] and part % size == 0,
+              f"the range's leak: whole steps, some not all: {part} of "
+              f"{leak[0]['outstanding_bytes']}")
+        title = b.eval("document.getElementById('flame-title').textContent")
+        check(title.startswith("Allocated in ") and "still held" in title, title)
+        check_eq(b.errors(), [], "no error after the drag")
+        b.screenshot(os.path.join(tmp, "report.png"))
+
+
+def test_serve_gives_a_process_report_as_html(tmp):
+    """serve's /report?pid=N: the HTML report of one traced process; 404 for a PID it does
+    not trace, 400 without one."""
+    port = free_port()
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{port}"])
+    wl = None
+    try:
+        agent.wait_serving()
+        wl = Workload("wl_leak", "--iters", "5", "--interval-ms", "20", tmp=tmp, wait=False,
+                      hold=True)
+        wl.truth()
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/report?pid={wl.pid}", timeout=20) as r:
+            check_eq(r.headers.get_content_type(), "text/html", "an HTML page")
+            page = r.read().decode()
+        data = json.loads(re.search(r'<script id="gl-data" type="application/json">\n(.*?)'
+                                    r'</script>', page, re.S).group(1))
+        check_eq([q["pid"] for q in data["processes"]], [wl.pid], "that process alone")
+        check(any(st["site"].startswith("leak_site_staircase")
+                  for st in data["processes"][0]["stacks"]), "its stacks")
+        for path, code in ((f"/report?pid={os.getpid()}", 404), ("/report", 400)):
+            try:
+                urllib.request.urlopen(f"{base}{path}", timeout=10)
+                check(False, f"{path} is refused")
+            except urllib.error.HTTPError as e:
+                check_eq(e.code, code, path)
+    finally:
+        if wl:
+            wl.release()
+            wl.wait()
+        check(agent.stop() != "hung", "serve stops")
