@@ -237,6 +237,11 @@ static struct snapshot one_proc(const struct snapshot *snap, const struct snap_p
 	s.jobs = NULL;
 	s.ncensus = 0;
 	s.census = NULL;
+	for (uint32_t i = 0; i < snap->ncensus && !s.ncensus; i++)
+		if (snap->census[i].pid == p->pid) {
+			s.census = &snap->census[i];
+			s.ncensus = 1;
+		}
 	return s;
 }
 
@@ -265,10 +270,10 @@ static void write_identity(struct jsonw *w, const struct snap_proc *p)
 		fclose(f);
 }
 
-static const char *const files[] = { "incident.json", "report.txt", "report.json",
-				     "profile.pb.gz", "flame.svg",  "history.trace.json",
-				     "census.json",   "census.txt" };
-#define NR_BASE_FILES 6 /* the census's two only when it was taken */
+static const char *const files[] = { "incident.json", "report.txt",  "report.json",
+				     "profile.pb.gz", "flame.svg",   "history.trace.json",
+				     "report.html",   "census.json", "census.txt" };
+#define NR_BASE_FILES 7 /* the census's two only when it was taken */
 
 static size_t nr_files(const struct incident *inc)
 {
@@ -364,6 +369,8 @@ static int write_file(int dfd, const char *name, const struct snapshot *s,
 							  .time_ns = inc->wall_ns });
 	} else if (!strcmp(name, "flame.svg")) {
 		err = report__svg(f, s, &(struct svg_opts){ 0 });
+	} else if (!strcmp(name, "report.html")) {
+		err = report__html(f, s, s->procs[0].pid);
 	} else if (!strcmp(name, "census.json")) {
 		err = fwrite(inc->census->json, 1, inc->census->json_len, f) ==
 				      inc->census->json_len ?

@@ -603,7 +603,7 @@ static int loop(struct agent *a)
 	return status;
 }
 
-int serve__run(const struct gl_opts *o, serve_census_fn census)
+int serve__run(const struct gl_opts *o, serve_census_fn census, session_census_fn held)
 {
 	struct agent a = { .o = o, .state_fd = -1, .profile_fd = -1, .census = census };
 	struct timespec rt;
@@ -629,7 +629,7 @@ int serve__run(const struct gl_opts *o, serve_census_fn census)
 	if (a.incidents)
 		session__set_incident_hook(a.s, incidents__hook, a.incidents);
 	if (a.incidents && o->census_on_oom)
-		session__set_census_hook(a.s, census);
+		session__set_census_hook(a.s, held);
 	stacks__set_max(books__stacks(session__books(a.s)), o->max_stacks);
 	procs__set_max(books__procs(session__books(a.s)), o->max_procs);
 	a.http = http__new(o->listen, NULL, on_http, &a);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "model/opts.h"
+#include "model/session.h"
 
 struct census_caps;
 struct census_books;
@@ -21,6 +22,7 @@ typedef int (*serve_census_fn)(int pid, FILE *text, FILE *json, bool pause,
 			       const struct census_caps *caps, const struct census_books *books);
 
 /* Runs the agent until SIGTERM/SIGINT; returns the process exit status. */
-int serve__run(const struct gl_opts *o, serve_census_fn census);
+/* held: --census-on-oom's census of a process held at its failure (census_cmd__one). */
+int serve__run(const struct gl_opts *o, serve_census_fn census, session_census_fn held);
 
 #endif /* GL_SERVE_H */

@@ -169,7 +169,7 @@ int session__run(const struct gl_opts *o)
 	if (in)
 		session__set_incident_hook(s, incidents__hook, in);
 	if (o->census_on_oom)
-		session__set_census_hook(s, census_cmd__joined);
+		session__set_census_hook(s, census_cmd__one);
 	status = session__start(s);
 	start_ns = now_ns();
 	next_summary_ns = start_ns + o->interval_ms * 1000000ULL;

@@ -696,5 +696,5 @@ int census_cmd__joined(int pid, FILE *text, FILE *json, bool pause, const struct
 
 int census_cmd__serve(const struct gl_opts *o)
 {
-	return serve__run(o, census_cmd__joined);
+	return serve__run(o, census_cmd__joined, census_cmd__one);
 }

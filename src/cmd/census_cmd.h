@@ -32,8 +32,7 @@ int census_cmd__serve(const struct gl_opts *o);
  */
 int census_cmd__one(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
 		    const struct census_books *books, struct snap_census *sum);
-/* census_cmd__one without a summary: serve's /census, and --census-on-oom's census of a
- * process held at its failure (session_census_fn). */
+/* census_cmd__one without a summary: serve's /census. */
 int census_cmd__joined(int pid, FILE *text, FILE *json, bool pause, const struct census_caps *caps,
 		       const struct census_books *books);
 /* The caps `gpuleak census` uses unless told otherwise. */

@@ -286,7 +286,7 @@ int record_cmd__run(const struct gl_opts *o)
 	if (in)
 		session__set_incident_hook(s, incidents__hook, in);
 	if (o->census_on_oom)
-		session__set_census_hook(s, census_cmd__joined);
+		session__set_census_hook(s, census_cmd__one);
 	b = session__books(s);
 	rc.python = books__python(b);
 	rc.next = *books__hooks(b);

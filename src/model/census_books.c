@@ -159,8 +159,9 @@ static int census_into(struct session *s, int pid, uint64_t max_ns, struct incid
 		return -1;
 	text = open_memstream(&ic->text, &ic->text_len);
 	json = open_memstream(&ic->json, &ic->json_len);
-	if (text && json)
-		status = s->census_fn(pid, text, json, true, &caps, &books);
+	ic->sum = calloc(1, sizeof(*ic->sum));
+	if (text && json && ic->sum)
+		status = s->census_fn(pid, text, json, true, &caps, &books, ic->sum);
 	if (text)
 		fclose(text);
 	if (json)
@@ -208,5 +209,7 @@ void session__census_held(struct session *s, int pid, struct incident_census *ic
 		free(ic->text);
 		ic->json = ic->text = NULL;
 		ic->json_len = ic->text_len = 0;
+		snap_census__free(ic->sum);
+		ic->sum = NULL;
 	}
 }

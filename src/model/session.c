@@ -95,7 +95,7 @@ void session__set_incident_hook(struct session *s, session_incident_fn fn, void 
 
 /* The flight recorder is told, with the books as they are now. */
 static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what,
-			  const struct incident_census *ic)
+			  struct incident_census *ic)
 {
 	struct snapshot *snap = session__snapshot_now(s);
 
@@ -103,6 +103,9 @@ static void tell_incident(struct session *s, enum incident_cause cause, int pid,
 		log_warn("PID %d: %s: no incident written: out of memory", pid, what);
 		return;
 	}
+	/* the census's summary becomes the snapshot's, for the bundle's reports */
+	if (ic->sum && !snapshot__add_census(snap, ic->sum))
+		ic->sum = NULL;
 	s->incident_fn(s->incident_ctx, cause, pid, what, snap, ic);
 	snapshot__free(snap);
 }
@@ -311,6 +314,7 @@ static void oom_incident(struct session *s, struct proc *proc, const struct fail
 	tell_incident(s, INCIDENT_OOM, t->pid, what, &ic);
 	free(ic.json);
 	free(ic.text);
+	snap_census__free(ic.sum);
 }
 
 static void on_failure(void *ctx, struct proc *proc, const struct failure *f)

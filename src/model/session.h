@@ -65,6 +65,7 @@ struct incident_census {
 	uint64_t held_ns;   /* how long, when gpuleak let it go (0: not held, or past_deadline) */
 	bool past_deadline; /* the hold's deadline let it go before the census was done */
 	char note[384];	    /* how it was taken, or why not and how to get one next time */
+	struct snap_census *sum; /* taken: its summary for the reports (the snapshot's then) */
 };
 
 /*
@@ -80,10 +81,12 @@ void session__set_incident_hook(struct session *s, session_incident_fn fn, void 
 
 /*
  * The census of pid joined with books, text and JSON into the files given (NULL: not
- * written): cmd/census_cmd.c's, handed down. Returns an exit status (opts.h).
+ * written), its summary for the reports into sum: cmd/census_cmd.c's census_cmd__one,
+ * handed down. Returns an exit status (opts.h).
  */
 typedef int (*session_census_fn)(int pid, FILE *text, FILE *json, bool pause,
-				 const struct census_caps *caps, const struct census_books *books);
+				 const struct census_caps *caps, const struct census_books *books,
+				 struct snap_census *sum);
 /* --census-on-oom: how a process held at its out-of-memory failure is read. */
 void session__set_census_hook(struct session *s, session_census_fn fn);
 /* NVML's view of the devices, cached for the session. */

@@ -21,16 +21,40 @@ static const uint8_t checked_classes[] = {
 	GL_CLASS_ADDRESS, GL_CLASS_TORCH_BLOCK,
 };
 
+static void census_strings_free(struct snap_census *c)
+{
+	for (uint32_t r = 0; r < c->nrows; r++) {
+		free(c->rows[r].holder);
+		free(c->rows[r].site);
+	}
+}
+
+void snap_census__free(struct snap_census *c)
+{
+	if (!c)
+		return;
+	census_strings_free(c);
+	free(c);
+}
+
+int snapshot__add_census(struct snapshot *s, struct snap_census *c)
+{
+	struct snap_census *v = realloc(s->census, (s->ncensus + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	s->census = v;
+	s->census[s->ncensus++] = *c;
+	free(c);
+	return 0;
+}
+
 void snapshot__free(struct snapshot *s)
 {
 	if (!s)
 		return;
-	for (uint32_t i = 0; i < s->ncensus; i++) {
-		for (uint32_t r = 0; r < s->census[i].nrows; r++) {
-			free(s->census[i].rows[r].holder);
-			free(s->census[i].rows[r].site);
-		}
-	}
+	for (uint32_t i = 0; i < s->ncensus; i++)
+		census_strings_free(&s->census[i]);
 	free(s->census);
 	for (uint32_t i = 0; i < s->nprocs + s->nprocs_idle; i++) {
 		struct snap_proc *p = &s->procs[i];

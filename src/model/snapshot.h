@@ -469,6 +469,11 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 
 /* NULL is a no-op. */
 void snapshot__free(struct snapshot *s);
+/* Frees a census summary not (yet) a snapshot's, and its strings. */
+void snap_census__free(struct snap_census *c);
+/* Makes c (malloc'd) the snapshot's: it owns its strings then, and c is freed. 0 or
+ * -ENOMEM (c untouched). */
+int snapshot__add_census(struct snapshot *s, struct snap_census *c);
 /* The job of p, or NULL. */
 const struct snap_job *snap_job_of(const struct snapshot *s, const struct snap_proc *p);
 /*

@@ -45,7 +45,11 @@ static void put_frames(struct jsonw *w, const struct snap_stack *st)
 		const struct snap_frame *fr = &st->frames[i];
 		const char *file = fr->file ? strrchr(fr->file, '/') : NULL;
 
-		report__frame_name(fr, name, sizeof(name));
+		/* a Python frame's name alone: its file and line go beside it */
+		if (fr->kind && !strcmp(fr->kind, "python") && fr->function)
+			snprintf(name, sizeof(name), "%s", fr->function);
+		else
+			report__frame_name(fr, name, sizeof(name));
 		where[0] = '\0';
 		if (fr->file && fr->line > 0)
 			snprintf(where, sizeof(where), "%s:%d", file ? file + 1 : fr->file,

@@ -21,7 +21,7 @@ OOM_SCRIPT = os.path.join(ROOT, "tests", "workloads", "py_oom_census.py")
 FAKETORCH = os.path.join(OUTPUT, "faketorch", "libc10_cuda.so")
 
 FILES = ("incident.json", "report.txt", "report.json", "profile.pb.gz", "flame.svg",
-         "history.trace.json")
+         "history.trace.json", "report.html")
 
 
 def _bundles(d):
@@ -352,6 +352,13 @@ def test_census_on_oom_names_the_list_that_holds_the_tensors(tmp):
               "the report's leak entry says what usually fixes it")
     with open(os.path.join(path, "census.txt")) as f:
         check("held by __main__.results (a list of" in f.read(), "the census's text")
+    with open(os.path.join(path, "report.html")) as f:
+        page = f.read()
+    data = json.loads(page.split('<script id="gl-data" type="application/json">\n', 1)[1]
+                      .split("</script>", 1)[0])
+    check_eq([(h["holder"], h["kind"], h["tensors"]) for h in data["processes"][0]["holders"]],
+             [("__main__.results", "list", truth["length"])],
+             "the bundle's HTML report names the holder beside the leak")
     out = subprocess.run([GPULEAK, "report", path], capture_output=True, text=True,
                          timeout=60)
     check_eq(out.returncode, 0, f"gpuleak report reads it: {out.stderr}")
