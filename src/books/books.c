@@ -39,6 +39,7 @@ struct books {
 	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
 	uint32_t taken;		 /* the parked stack the record being applied took */
 	bool torch_map_partial;	 /* PyTorch's blocks stopped being traced once (tensor windows) */
+	struct books_observer observers[BOOKS_MAX_OBSERVERS];
 };
 
 /* A process's address map read while it was alive, for records that arrive after it died. */
@@ -739,7 +740,27 @@ int books__apply(struct books *b, const void *data, size_t size)
 	}
 	if (b->hooks.applied)
 		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
+	for (int i = 0; i < BOOKS_MAX_OBSERVERS; i++)
+		if (b->observers[i].fn)
+			b->observers[i].fn(b->observers[i].ctx, data, size, b->taken);
 	return 0;
+}
+
+int books__observe(struct books *b, books_applied_fn fn, void *ctx)
+{
+	for (int i = 0; i < BOOKS_MAX_OBSERVERS; i++)
+		if (!b->observers[i].fn) {
+			b->observers[i] = (struct books_observer){ fn, ctx };
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+void books__unobserve(struct books *b, books_applied_fn fn, void *ctx)
+{
+	for (int i = 0; i < BOOKS_MAX_OBSERVERS; i++)
+		if (b->observers[i].fn == fn && b->observers[i].ctx == ctx)
+			b->observers[i] = (struct books_observer){ 0 };
 }
 
 int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)

@@ -66,6 +66,17 @@ void books__set_hooks(struct books *b, const struct books_hooks *h);
 /* The hooks in force (to chain new ones in front of them). */
 const struct books_hooks *books__hooks(const struct books *b);
 
+/* A record applied: as books_hooks.applied, for an observer beside the hooks. */
+typedef void (*books_applied_fn)(void *ctx, const void *data, size_t size, uint32_t stack);
+struct books_observer {
+	books_applied_fn fn;
+	void *ctx;
+};
+#define BOOKS_MAX_OBSERVERS 4
+/* fn is called after each record the books apply (after the hooks). 0, or -ENOSPC. */
+int books__observe(struct books *b, books_applied_fn fn, void *ctx);
+void books__unobserve(struct books *b, books_applied_fn fn, void *ctx);
+
 /* Applies one record. Returns 0, or -EINVAL for a malformed record (counted). */
 int books__apply(struct books *b, const void *data, size_t size);
 /*

@@ -148,7 +148,8 @@ int report_cmd__run(const struct gl_opts *o)
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
 	struct replay_opts ro = { .dirs = dirs,
 				  .timeline = o->perfetto_path != NULL,
-				  .histories = o->html_path != NULL };
+				  .histories = o->html_path != NULL,
+				  .memory_events = o->memory_viz_path != NULL };
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
 				.full_stacks = o->full_stacks };

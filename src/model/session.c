@@ -42,6 +42,7 @@
 #include "trace/targets.h"
 #include "util/clock.h"
 #include "timeline.h"
+#include "mvtrace.h"
 #include "util/fmt.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -455,6 +456,7 @@ void session__free(struct session *s)
 	modstore__free(s->keep);
 	tiers__free(s->tiers);
 	timeline__free(s->timeline);
+	mvtrace__free(s->mvtrace);
 	books__free(s->books);
 	gpu_sampler__free(s->gpus);
 	tracer__free(s->tracer);
@@ -524,7 +526,8 @@ static int setup(struct session *s)
 	struct books_opts bo = { .series_width_ns = o->resolution_ms * 1000000ULL,
 				 .sample_bytes = o->tensor_sample_bytes,
 				 .rank_env = o->ranks_env,
-				 .keep_at_exit = o->html_path != NULL };
+				 /* what the HTML page and the memory_viz snapshot show */
+				 .keep_at_exit = o->html_path || o->memory_viz_path };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -568,6 +571,10 @@ static int setup(struct session *s)
 	books__set_hooks(s->books, &hooks);
 	if (o->perfetto_path &&
 	    !(s->timeline = timeline__new(s->books, TIMELINE_RES_NS, TIMELINE_MAX_POINTS))) {
+		log_error("out of memory (free memory and run again)");
+		return EXIT_RUNTIME;
+	}
+	if (o->memory_viz_path && !(s->mvtrace = mvtrace__new(s->books, MVTRACE_MAX_EVENTS))) {
 		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
 	}
@@ -690,6 +697,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.cap_procs = s->o->max_procs,
 		.limits = &limits,
 		.memory_map = s->o->memory_viz_path != NULL,
+		.mvtrace = s->mvtrace,
 		.proc_timeline = s->timeline ? proc_timeline : NULL,
 		.timeline_ctx = s->timeline,
 	};

@@ -34,6 +34,7 @@ struct session {
 	struct python *python;
 	struct books *books;
 	struct timeline *timeline;	 /* --perfetto */
+	struct mvtrace *mvtrace;	 /* --memory-viz */
 	session_incident_fn incident_fn; /* the flight recorder, or NULL */
 	void *incident_ctx;
 	session_census_fn census_fn; /* --census-on-oom */

@@ -122,15 +122,16 @@ int snap_memmap__fill(struct books *b, struct proc *proc, struct snap_proc *sp)
 
 	if (!torch_ids)
 		return -ENOMEM;
-	if (!proc__live(proc)) {
+	if (!proc__live(proc) && !proc__next_held(proc, &it, &k)) {
 		free(torch_ids);
-		return 0; /* a retired process keeps no table */
+		return 0; /* a retired process keeps no table (unless kept: books_opts) */
 	}
+	it = 0;
 	for (uint32_t i = 0; i < sp->nstacks; i++)
 		if (sp->stacks[i].torch_segment)
 			torch_ids[nids++] = sp->stacks[i].id;
 	qsort(torch_ids, nids, sizeof(*torch_ids), cmp_u32);
-	while ((v = proc__next_alloc(proc, &it, &k))) {
+	while ((v = proc__next_held(proc, &it, &k))) {
 		if (k->kind == GL_KIND_DPTR && v->cls == GL_CLASS_DEVICE &&
 		    bsearch(&v->stack, torch_ids, nids, sizeof(*torch_ids), cmp_u32)) {
 			if (m->nsegs == cap_segs) {

@@ -14,6 +14,7 @@
 #include "books/books.h"
 #include "gpu/nvml.h"
 #include "snapshot_int.h"
+#include "mvtrace.h"
 #include "util/procfs.h"
 
 static const uint8_t checked_classes[] = {
@@ -67,6 +68,10 @@ void snapshot__free(struct snapshot *s)
 			free((char *)p->stacks[j].evidence);
 		}
 		free(p->stacks);
+		for (uint32_t j = 0; j < p->nmv_stacks; j++)
+			free(p->mv_stacks[j].frames);
+		free(p->mv_stacks);
+		free(p->mv_events);
 		free(p->memmap.segs);
 		free(p->memmap.blocks);
 		for (uint32_t j = 0; j < p->nfailures; j++) {
@@ -181,6 +186,56 @@ static void use_kernel_totals(struct snap_proc *sp)
 	sp->totals_from_kernel = true;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The process's PyTorch memory events, and the frames of their stacks not in sp->stacks. */
+static int mv_events_fill(struct books *b, struct symbolizer *sym, struct proc *proc,
+			  const struct snapshot_opts *o, struct snap_proc *sp)
+{
+	const struct proc_totals *t = proc__totals(proc);
+	uint32_t *ids, n = 0;
+
+	if (mvtrace__proc(o->mvtrace, t->pid, t->start_time, &sp->mv_events, &sp->nmv_events,
+			  &sp->mv_dropped))
+		return -ENOMEM;
+	sp->mv_traced = true;
+	ids = calloc(sp->nmv_events + 1, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < sp->nmv_events; i++) {
+		uint32_t id = sp->mv_events[i].stack;
+		bool shown = false;
+
+		for (uint32_t j = 0; id && j < sp->nstacks && !shown; j++)
+			shown = sp->stacks[j].id == id;
+		if (id && !shown)
+			ids[n++] = id;
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u32);
+	sp->mv_stacks = calloc(n + 1, sizeof(*sp->mv_stacks));
+	if (!sp->mv_stacks) {
+		free(ids);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (i && ids[i] == ids[i - 1])
+			continue;
+		if (snap_stacks__frames(b, sym, o->python, ids[i],
+					&sp->mv_stacks[sp->nmv_stacks])) {
+			free(ids);
+			return -ENOMEM;
+		}
+		sp->nmv_stacks++;
+	}
+	free(ids);
+	return 0;
+}
+
 static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
@@ -252,7 +307,8 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		sp->timeline.since_ns = o->start_ns;
 	}
 	if (snap_memory__fill(b, proc, o, sp) || snap_stacks__fill(b, sym, proc, o, sp) ||
-	    (o->memory_map && snap_memmap__fill(b, proc, sp)))
+	    (o->memory_map && snap_memmap__fill(b, proc, sp)) ||
+	    (o->memory_map && o->mvtrace && mv_events_fill(b, sym, proc, o, sp)))
 		return -ENOMEM;
 	return snap_failures__fill(b, sym, proc, o, sp);
 }

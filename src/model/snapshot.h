@@ -31,6 +31,16 @@ struct snap_hpoint {
 	uint64_t t_ns, last, max;
 };
 
+/* One PyTorch memory event (--memory-viz's device_traces; model/mvtrace.c). */
+enum mv_action { MV_ALLOC = 1, MV_FREE_COMPLETED, MV_SEGMENT_ALLOC, MV_SEGMENT_FREE };
+
+struct mv_event {
+	uint64_t ts, addr, size;
+	uint32_t stack; /* its stack (0: none) */
+	uint8_t action; /* enum mv_action */
+	int8_t dev;	/* -1: not known */
+};
+
 #define SNAP_HELD_BUCKETS 256 /* a process's life, cut in this many for snap_stack.held */
 
 /* What a stack still holds of what it allocated in [t_ns, t_ns + width). */
@@ -312,6 +322,14 @@ struct snap_proc {
 	struct snap_memory memory;
 	struct snap_memmap memmap;
 	struct snap_timeline timeline; /* n 0: none followed */
+	/* --memory-viz: PyTorch's memory events since attach, oldest first (the snapshot
+	 * owns them), how many went before them, and the frames of their stacks that are not
+	 * among stacks[] (stacks that hold nothing now) */
+	bool mv_traced; /* its events were followed (else device_traces is not a history) */
+	uint32_t nmv_events, nmv_stacks;
+	struct mv_event *mv_events;
+	uint64_t mv_dropped;
+	struct snap_stack *mv_stacks;
 };
 
 #define SNAP_MAX_MEMBERS 64
@@ -454,6 +472,7 @@ struct snapshot_opts {
 	uint32_t cap_procs;
 	const struct snap_limits *limits; /* NULL: none known (a recording) */
 	bool memory_map;		  /* fill each process's memmap (--memory-viz) */
+	const struct mvtrace *mvtrace;	  /* with memory_map: PyTorch's events (mvtrace.h) */
 	bool histories;			  /* each stack's history (snap_stack.hist) */
 	/* a process's timeline into *out (--perfetto); NULL: none */
 	void (*proc_timeline)(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include "books/books.h"
 #include "model/snapshot.h"
+#include "model/mvtrace.h"
 #include "model/timeline.h"
 #include "model/winlog.h"
 #include "recread.h"
@@ -51,6 +52,7 @@ struct replay {
 	struct symbolizer *sym;
 	struct books *books;
 	struct timeline *timeline; /* o.timeline */
+	struct mvtrace *mvtrace;   /* o.memory_events */
 	struct htab *mod_ids;	   /* recorded id -> local id */
 	struct htab *stack_ids;	   /* recorded id -> local id */
 	struct htab *code_ids;	   /* recorded id -> index in codes */
@@ -147,6 +149,7 @@ void replay__free(struct replay *rp)
 	if (!rp)
 		return;
 	timeline__free(rp->timeline);
+	mvtrace__free(rp->mvtrace);
 	books__free(rp->books);
 	symbolizer__free(rp->sym);
 	stacks__free(rp->stacks);
@@ -171,7 +174,7 @@ static struct books *books_of(struct replay *rp)
 {
 	struct books_opts bo = { .series_width_ns = rp->width_ns,
 				 .no_proc_files = true,
-				 .keep_at_exit = rp->o.histories };
+				 .keep_at_exit = rp->o.histories || rp->o.memory_events };
 	struct books_hooks hooks = { .proc_new = on_proc_new, .ctx = rp };
 
 	if (rp->books)
@@ -182,6 +185,8 @@ static struct books *books_of(struct replay *rp)
 	/* as a live session follows it (session.c): 1 ms, at most 2^20 points */
 	if (rp->books && rp->o.timeline && !rp->timeline)
 		rp->timeline = timeline__new(rp->books, 1000000ULL, 1U << 20);
+	if (rp->books && rp->o.memory_events && !rp->mvtrace)
+		rp->mvtrace = mvtrace__new(rp->books, MVTRACE_MAX_EVENTS);
 	return rp->books;
 }
 
@@ -522,6 +527,7 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 		.proc_timeline = rp->timeline ? proc_timeline : NULL,
 		.timeline_ctx = rp->timeline,
 		.histories = rp->o.histories,
+		.mvtrace = rp->mvtrace,
 	};
 	struct books *b = books_of(rp);
 	struct snapshot *snap;

@@ -18,9 +18,10 @@ struct rec_reader;
 struct replay_opts {
 	const char *const *dirs; /* build-id directories (modstore.h), searched in order */
 	int ndirs;
-	bool no_files;	/* open no module file: frames stay module + offset */
-	bool timeline;	/* follow each process's bytes over time (report --perfetto) */
-	bool histories; /* each stack's history and held memory by time (report --html) */
+	bool no_files;	    /* open no module file: frames stay module + offset */
+	bool timeline;	    /* follow each process's bytes over time (report --perfetto) */
+	bool histories;	    /* each stack's history and held memory by time (report --html) */
+	bool memory_events; /* PyTorch's memory events (report --memory-viz's device_traces) */
 };
 
 /* NULL with errno on failure. o->dirs is borrowed and must outlive the replay. */

@@ -9,16 +9,21 @@
  * their stacks, innermost frame first as PyTorch writes them) and the spans
  * between them, "inactive" (free in the cache) where every block since
  * attach was seen, else "unseen": gpuleak cannot tell what lies there, and
- * says so rather than call it free. "device_traces" has one empty list per
- * device: these are the books at one moment, not a history of events. What
+ * says so rather than call it free. "device_traces" has, per device, the
+ * events gpuleak saw since attach (model/mvtrace.c): blocks handed out and
+ * given back, segments taken and given back, each with its time and stack;
+ * empty where only the books at one moment are known. What
  * else gpuleak did not see (blocks in segments from before attach, streams:
  * PyTorch's probes do not carry them) is in the "gpuleak" entry, which
  * PyTorch's readers ignore.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
+#include "model/mvtrace.h"
 #include "util/pickle.h"
 
 /* A segment this size or smaller is from PyTorch's small pool (blocks up to 1 MiB
@@ -33,14 +38,6 @@ static int cmp_stack_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static const struct snap_stack *stack_of(struct snap_stack **by_id, uint32_t n, uint32_t id)
-{
-	struct snap_stack key = { .id = id }, *kp = &key, **hit;
-
-	hit = bsearch(&kp, by_id, n, sizeof(*by_id), cmp_stack_id);
-	return hit ? *hit : NULL;
-}
-
 static const char *base(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
@@ -52,25 +49,30 @@ static const char *base(const char *path)
  * pickle's memo (a block's frames and its history's are the same list). */
 struct mv {
 	const struct snap_proc *sp;
-	uint32_t *memo; /* per sp->stacks[i]: memo index + 1, 0: not written yet */
+	struct snap_stack **by_id; /* its stacks and its events' stacks, by id */
+	uint32_t n;
+	uint32_t *memo; /* per by_id[i]: memo index + 1, 0: not written yet */
 };
 
 static void frames_list(struct pickle *p, const struct snap_stack *st);
 
-/* PyTorch's frames: {'filename', 'line', 'name'}, innermost first. */
-static void frames(struct pickle *p, struct mv *mv, const struct snap_stack *st)
+/* PyTorch's frames: {'filename', 'line', 'name'}, innermost first; [] for stack 0. */
+static void frames(struct pickle *p, struct mv *mv, uint32_t id)
 {
-	size_t i = st ? (size_t)(st - mv->sp->stacks) : 0;
+	struct snap_stack key = { .id = id }, *kp = &key, **hit;
+	size_t i;
 
-	if (!st || i >= mv->sp->nstacks) {
-		frames_list(p, st);
+	hit = id ? bsearch(&kp, mv->by_id, mv->n, sizeof(*mv->by_id), cmp_stack_id) : NULL;
+	if (!hit) {
+		frames_list(p, NULL);
 		return;
 	}
+	i = (size_t)(hit - mv->by_id);
 	if (mv->memo[i]) {
 		pickle__get(p, mv->memo[i] - 1);
 		return;
 	}
-	frames_list(p, st);
+	frames_list(p, *hit);
 	mv->memo[i] = pickle__keep(p) + 1;
 }
 
@@ -101,8 +103,10 @@ static void frames_list(struct pickle *p, const struct snap_stack *st)
 }
 
 static void block(struct pickle *p, struct mv *mv, uint64_t addr, uint64_t size, const char *state,
-		  const struct snap_stack *st)
+		  uint32_t stack)
 {
+	bool st = stack != 0;
+
 	pickle__dict(p);
 	pickle__str(p, "address");
 	pickle__uint(p, addr);
@@ -113,7 +117,7 @@ static void block(struct pickle *p, struct mv *mv, uint64_t addr, uint64_t size,
 	pickle__str(p, "state");
 	pickle__str(p, state);
 	pickle__str(p, "frames");
-	frames(p, mv, st);
+	frames(p, mv, stack);
 	if (st) {
 		/* PyTorch 1.13's form of the same: its memory_viz reads the frames there */
 		pickle__str(p, "history");
@@ -124,7 +128,7 @@ static void block(struct pickle *p, struct mv *mv, uint64_t addr, uint64_t size,
 		pickle__str(p, "real_size");
 		pickle__uint(p, size);
 		pickle__str(p, "frames");
-		frames(p, mv, st);
+		frames(p, mv, stack);
 		pickle__end_dict(p);
 		pickle__end_list(p);
 	}
@@ -132,7 +136,7 @@ static void block(struct pickle *p, struct mv *mv, uint64_t addr, uint64_t size,
 }
 
 static void segment(struct pickle *p, struct mv *mv, const struct snap_memmap *m,
-		    const struct snap_seg *sg, struct snap_stack **by_id, uint32_t nids)
+		    const struct snap_seg *sg)
 {
 	const char *gap = m->blocks_complete ? "inactive" : "unseen";
 	uint64_t at = sg->addr, allocated = 0;
@@ -161,7 +165,7 @@ static void segment(struct pickle *p, struct mv *mv, const struct snap_memmap *m
 	pickle__str(p, "is_expandable");
 	pickle__bool(p, false);
 	pickle__str(p, "frames");
-	frames(p, mv, stack_of(by_id, nids, sg->stack));
+	frames(p, mv, sg->stack);
 	pickle__str(p, "blocks");
 	pickle__list(p);
 	for (uint32_t i = 0; i < sg->nblocks; i++) {
@@ -170,12 +174,12 @@ static void segment(struct pickle *p, struct mv *mv, const struct snap_memmap *m
 		if (b->addr < at) /* overlaps the one before: not PyTorch's map */
 			continue;
 		if (b->addr > at)
-			block(p, mv, at, b->addr - at, gap, NULL);
-		block(p, mv, b->addr, b->size, "active_allocated", stack_of(by_id, nids, b->stack));
+			block(p, mv, at, b->addr - at, gap, 0);
+		block(p, mv, b->addr, b->size, "active_allocated", b->stack);
 		at = b->addr + b->size;
 	}
 	if (at < sg->addr + sg->size)
-		block(p, mv, at, sg->addr + sg->size - at, gap, NULL);
+		block(p, mv, at, sg->addr + sg->size - at, gap, 0);
 	pickle__end_list(p);
 	pickle__end_dict(p);
 }
@@ -209,7 +213,21 @@ static void about(struct pickle *p, const struct snapshot *s, const struct snap_
 	pickle__str(p,
 		    "not known (PyTorch's allocator probes do not carry them): 0 stands for all");
 	pickle__str(p, "device_traces");
-	pickle__str(p, "empty: the books at one moment, not a history of events");
+	if (sp->mv_traced) {
+		char what[384];
+
+		snprintf(what, sizeof(what),
+			 "%u events since attach%s%llu before them dropped (the oldest go past "
+			 "%u); none for a block made before attach, or while no tensor window "
+			 "was open; a free has no frames",
+			 sp->nmv_events, sp->mv_dropped ? ", " : "; ",
+			 (unsigned long long)sp->mv_dropped, MVTRACE_MAX_EVENTS);
+		pickle__str(p, what);
+	} else {
+		pickle__str(p, "empty: the books at one moment, not a history of events");
+	}
+	pickle__str(p, "device_traces_dropped");
+	pickle__uint(p, sp->mv_dropped);
 	pickle__end_dict(p);
 }
 
@@ -232,43 +250,83 @@ const struct snap_proc *report__memory_viz_proc(const struct snapshot *s, int *o
 	return best;
 }
 
+static const char *const mv_actions[] = { [MV_ALLOC] = "alloc",
+					  [MV_FREE_COMPLETED] = "free_completed",
+					  [MV_SEGMENT_ALLOC] = "segment_alloc",
+					  [MV_SEGMENT_FREE] = "segment_free" };
+
+/* The events of device d, as PyTorch's recorder writes them (times since tracing began). */
+static void device_trace(struct pickle *p, struct mv *mv, const struct snapshot *s, int d)
+{
+	const struct snap_proc *sp = mv->sp;
+
+	pickle__list(p);
+	for (uint32_t i = 0; i < sp->nmv_events; i++) {
+		const struct mv_event *e = &sp->mv_events[i];
+
+		if ((e->dev >= 0 ? e->dev : 0) != d || e->action < MV_ALLOC ||
+		    e->action > MV_SEGMENT_FREE)
+			continue;
+		pickle__dict(p);
+		pickle__str(p, "action");
+		pickle__str(p, mv_actions[e->action]);
+		pickle__str(p, "addr");
+		pickle__uint(p, e->addr);
+		pickle__str(p, "size");
+		pickle__uint(p, e->size);
+		pickle__str(p, "stream");
+		pickle__int(p, 0);
+		pickle__str(p, "time_us");
+		pickle__uint(p, e->ts > s->start_ns ? (e->ts - s->start_ns) / 1000 : 0);
+		pickle__str(p, "frames");
+		frames(p, mv,
+		       e->action == MV_ALLOC || e->action == MV_SEGMENT_ALLOC ? e->stack : 0);
+		pickle__end_dict(p);
+	}
+	pickle__end_list(p);
+}
+
 int report__memory_viz(FILE *f, const struct snapshot *s, const struct snap_proc *sp)
 {
-	struct snap_stack **by_id = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(*by_id));
+	uint32_t n = sp->nstacks + sp->nmv_stacks;
 	struct mv mv = { .sp = sp,
-			 .memo = calloc(sp->nstacks ? sp->nstacks : 1, sizeof(uint32_t)) };
+			 .by_id = calloc(n ? n : 1, sizeof(*mv.by_id)),
+			 .memo = calloc(n ? n : 1, sizeof(uint32_t)) };
 	const struct snap_memmap *m = &sp->memmap;
 	struct pickle p;
 	int ndev = 1;
 
-	if (!by_id || !mv.memo) {
-		free(by_id);
+	if (!mv.by_id || !mv.memo) {
+		free(mv.by_id);
 		free(mv.memo);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < sp->nstacks; i++)
-		by_id[i] = &sp->stacks[i];
-	qsort(by_id, sp->nstacks, sizeof(*by_id), cmp_stack_id);
+		mv.by_id[mv.n++] = &sp->stacks[i];
+	for (uint32_t i = 0; i < sp->nmv_stacks; i++)
+		mv.by_id[mv.n++] = &sp->mv_stacks[i];
+	qsort(mv.by_id, mv.n, sizeof(*mv.by_id), cmp_stack_id);
 	for (uint32_t i = 0; i < m->nsegs; i++)
 		if (m->segs[i].dev + 1 > ndev)
 			ndev = m->segs[i].dev + 1;
+	for (uint32_t i = 0; i < sp->nmv_events; i++)
+		if (sp->mv_events[i].dev + 1 > ndev)
+			ndev = sp->mv_events[i].dev + 1;
 	pickle__start(&p, f);
 	pickle__dict(&p);
 	pickle__str(&p, "segments");
 	pickle__list(&p);
 	for (uint32_t i = 0; i < m->nsegs; i++)
-		segment(&p, &mv, m, &m->segs[i], by_id, sp->nstacks);
+		segment(&p, &mv, m, &m->segs[i]);
 	pickle__end_list(&p);
 	pickle__str(&p, "device_traces");
 	pickle__list(&p);
-	for (int d = 0; d < ndev; d++) {
-		pickle__list(&p);
-		pickle__end_list(&p);
-	}
+	for (int d = 0; d < ndev; d++)
+		device_trace(&p, &mv, s, d);
 	pickle__end_list(&p);
 	about(&p, s, sp);
 	pickle__end_dict(&p);
-	free(by_id);
+	free(mv.by_id);
 	free(mv.memo);
 	return pickle__finish(&p) == -EIO ? -EIO : 0;
 }

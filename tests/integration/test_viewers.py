@@ -34,6 +34,8 @@ out = {
                for s in segs for b in s["blocks"]],
     "nsegs": len(segs), "total": sum(s["total_size"] for s in segs),
     "traces": [len(t) for t in snap["device_traces"]],
+    "actions": [[e["action"], e["addr"], e["size"], [f["name"] for f in e["frames"]],
+                 e["time_us"]] for t in snap["device_traces"] for e in t],
     "gpuleak": snap["gpuleak"],
 }
 print(json.dumps(out))
@@ -51,7 +53,8 @@ def test_memory_viz_snapshot_loads_in_pytorch_and_equals_the_books(tmp):
     """--tensors full: every block since attach is seen. The snapshot's active blocks are
     the books' (count and bytes, the truth's too), under their stacks (the leaking line's
     blocks name it); each segment is tiled by its blocks and free spans ("inactive"), as
-    PyTorch's stats() checks; device_traces is there, empty; complete."""
+    PyTorch's stats() checks; device_traces has every block and segment event since
+    attach, as the books count them, each alloc under its line, in time order; complete."""
     path = os.path.join(tmp, "snapshot.pickle")
     wl, tr = attach_workload(tmp, "wl_torch", tracer_args=("--tensors", "full",
                                                            "--memory-viz", path), go=False)
@@ -73,7 +76,29 @@ def test_memory_viz_snapshot_loads_in_pytorch_and_equals_the_books(tmp):
           "memory() draws the leaking line (file:line:function)")
     check(got["segments_folded"].count("stream_0;seg_") >= got["nsegs"],
           "segments() draws each segment")
-    check_eq(got["traces"], [0], "device_traces: one device, no events")
+    blocks = [st for st in p["stacks"] if st["memory"] == "torch_block"]
+    acts = got["actions"]
+    count = {a: sum(1 for e in acts if e[0] == a)
+             for a in ("alloc", "free_completed", "segment_alloc", "segment_free")}
+    check_eq(len(got["traces"]), 1, "one device")
+    leak = [e for e in acts if e[0] == "alloc" and "torch_site_leak" in e[3]]
+    scratch = [e for e in acts if e[0] == "alloc" and "torch_site_scratch" in e[3]]
+    check_eq(len(leak), sum(st["allocs"] for st in blocks
+                            if any(f.get("function") == "torch_site_leak"
+                                   for f in st["frames"])),
+             "an alloc per block the leaking line booked")
+    check_eq(len(leak) + len(scratch), count["alloc"], "every alloc under its line")
+    check_eq(count["free_completed"], len(scratch), "the scratch blocks, each given back")
+    check_eq(count["alloc"] - count["free_completed"], truth["torch_blocks"],
+             "what the trace leaves allocated is what the workload holds")
+    segs = sum(st["allocs"] for st in p["stacks"] if st["memory"] == "device" and
+               any(f.get("function") == "torch_site_segment" for f in st["frames"]))
+    check(count["segment_alloc"] == segs and segs > 0 and count["segment_free"] == 0,
+          f"the segments PyTorch's allocator took since attach: {count}, {segs}")
+    check(all(("torch_site_leak" in e[3]) or ("torch_site_scratch" in e[3])
+              for e in acts if e[0] == "alloc"), "each alloc under its line")
+    check(all(e[3] == [] for e in acts if e[0] == "free_completed"), "frees have no frames")
+    check_eq([e[4] for e in acts], sorted(e[4] for e in acts), "in time order")
     check(got["gpuleak"]["complete"] is True and got["gpuleak"]["pid"] == wl.pid,
           f"the gpuleak entry: {got['gpuleak']}")
 
@@ -304,3 +329,36 @@ def test_serve_gives_a_process_report_as_html(tmp):
             wl.release()
             wl.wait()
         check(agent.stop() != "hung", "serve stops")
+
+
+def test_memory_viz_from_a_recording_has_the_history(tmp):
+    """record, then report --memory-viz on another day: the job has exited, yet the
+    snapshot holds its segments and blocks as they were at its end, and device_traces
+    holds every event the recording saw: a block per step kept, one made and given back,
+    the segments PyTorch's allocator took."""
+    rec = os.path.join(tmp, "job.glr")
+    path = os.path.join(tmp, "snapshot.pickle")
+    wl = Workload("wl_torch", "--iters", "12", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["record", "-o", rec, "--tensors", "full", str(wl.pid)], tmp,
+                json_report=False)
+    tr.wait_attached()
+    wl.go()
+    truth = wl.truth()
+    wl.release()
+    wl.wait()
+    check_eq(tr.stop(), 0, f"record's exit status:\n{tr.stderr()}")
+    out = subprocess.run([GPULEAK, "report", rec, "--memory-viz", path], capture_output=True,
+                         text=True, timeout=60)
+    check_eq(out.returncode, 0, f"report's exit status ({out.stderr})")
+    got = _read(path)
+    active = [b for b in got["blocks"] if b[0] == "active_allocated"]
+    check_eq(len(active), truth["torch_blocks"], "the blocks held at the end")
+    acts = got["actions"]
+    count = {a: sum(1 for e in acts if e[0] == a)
+             for a in ("alloc", "free_completed", "segment_alloc")}
+    check(count["alloc"] - count["free_completed"] == truth["torch_blocks"] and
+          count["free_completed"] == 12 and count["segment_alloc"] >= 1,
+          f"the recording's events: {count}")
+    check(got["gpuleak"]["device_traces"].startswith(f"{len(acts)} events since attach"),
+          got["gpuleak"]["device_traces"])
