@@ -88,6 +88,28 @@ def compare(job, gl):
                     res["examples_differing"].append([addr, jb[addr], size])
     res["bytes_job_active_common"] = sum(s for a in common for s, _ in j[a][1].values())
     res["bytes_gpuleak_active_common"] = sum(s for a in common for s, _ in g[a][1].values())
+    # device_traces: gpuleak's events since attach against the job's own recorder's, as
+    # (action, address, size) multisets per action (gpuleak's sizes are the requested ones)
+    import collections
+    ev = lambda snap: [(e["action"], e["addr"], e["size"]) for t in snap["device_traces"]
+                       for e in t]
+    ge, je = ev(gl), ev(job)
+    req = {}
+    for s in job["segments"]:
+        for b in s["blocks"]:
+            req[b.get("address")] = b.get("requested_size")
+    res["traces"] = {}
+    for action in ("alloc", "free_completed", "segment_alloc", "segment_free"):
+        g_c = collections.Counter((a, s) for x, a, s in ge if x == action)
+        j_c = collections.Counter((a, s) for x, a, s in je if x == action)
+        j_addr = collections.Counter(a for x, a, s in je if x == action)
+        g_addr = collections.Counter(a for x, a, s in ge if x == action)
+        res["traces"][action] = {"gpuleak": sum(g_c.values()), "job": sum(j_c.values()),
+                                 "same_addr_size": sum((g_c & j_c).values()),
+                                 "same_addr": sum((g_addr & j_addr).values())}
+    res["trace_examples"] = {"gpuleak": gl["device_traces"][0][:3] if gl["device_traces"]
+                             else [], "job": [{k: v for k, v in e.items() if k != "frames"}
+                                              for e in job["device_traces"][0][-3:]]}
     return res
 
 
