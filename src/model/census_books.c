@@ -2,8 +2,8 @@
 /*
  * census_books.c - a process's books as the census joins them: its
  * outstanding PyTorch blocks and driver allocations of device memory, each
- * with the line that allocated it and its stack's verdict; and the census of
- * a process held at its out-of-memory failure (--census-on-oom).
+ * with the line that allocated it (a stack's site, as the reports and the
+ * warnings name it) and its stack's verdict.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,9 +15,10 @@
 #include "census/join.h"
 #include "session.h"
 #include "session_int.h"
+#include "site.h"
 #include "snapshot.h"
+#include "snapshot_int.h"
 #include "tiers.h"
-#include "trace/loader.h"
 #include "util/clock.h"
 #include "util/htab.h"
 
@@ -76,6 +77,23 @@ static int collect_sites(struct session *s, const struct proc *proc, struct htab
 		*len += n;
 	}
 	return 0;
+}
+
+void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)
+{
+	struct snap_stack st = { 0 };
+	const struct snap_frame *f = NULL;
+
+	if (snap_stacks__frames(s->books, s->sym, s->python, id, &st) == 0)
+		f = site__pick(&st);
+	if (f && f->kind[0] == 'p')
+		snprintf(buf, len, "%s (%s:%d)", f->function ? f->function : "?",
+			 f->file ? f->file : "?", f->line);
+	else if (f && f->function)
+		snprintf(buf, len, "%s", f->function);
+	else
+		snprintf(buf, len, "an unknown site");
+	free(st.frames);
 }
 
 int session__census_books(struct session *s, int pid, struct census_books *out)
@@ -138,78 +156,4 @@ void session__census_books_free(struct census_books *b)
 	free(b->v);
 	free(b->sites);
 	memset(b, 0, sizeof(*b));
-}
-
-void session__set_census_hook(struct session *s, session_census_fn fn)
-{
-	s->census_fn = fn;
-}
-
-/* The census of pid into ic's memory (text and JSON); an exit status, -1 if not run. */
-static int census_into(struct session *s, int pid, uint64_t max_ns, struct incident_census *ic)
-{
-	struct census_caps caps = { .max_objects = 4000000,
-				    .max_read_bytes = 1ULL << 30,
-				    .max_ns = max_ns };
-	struct census_books books;
-	FILE *text, *json;
-	int status = -1;
-
-	if (session__census_books(s, pid, &books))
-		return -1;
-	text = open_memstream(&ic->text, &ic->text_len);
-	json = open_memstream(&ic->json, &ic->json_len);
-	ic->sum = calloc(1, sizeof(*ic->sum));
-	if (text && json && ic->sum)
-		status = s->census_fn(pid, text, json, true, &caps, &books, ic->sum);
-	if (text)
-		fclose(text);
-	if (json)
-		fclose(json);
-	session__census_books_free(&books);
-	return status;
-}
-
-void session__census_held(struct session *s, int pid, struct incident_census *ic)
-{
-	uint64_t timeout = tracer__hold_timeout(s->tracer), since = 0, ns;
-	bool held, by_kernel = false;
-	int status = -1;
-
-	/* gone already: the hold's deadline let it go before gpuleak read the record (a
-	 * gpuleak frozen, or far behind) */
-	held = !tracer__held_since(s->tracer, pid, &since);
-	if (!held)
-		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
-	/* half the deadline for the read: stopping the threads and writing take the rest */
-	if (s->census_fn)
-		status = census_into(s, pid, timeout / 2, ic);
-	if (held && !tracer__release(s->tracer, pid))
-		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
-	ic->held = held || ic->past_deadline;
-	ic->held_ns = held && !ic->past_deadline ? now_ns() - since : 0;
-	ic->taken = status == 0 && ic->json_len;
-	if (ic->past_deadline)
-		snprintf(ic->note, sizeof(ic->note),
-			 "%s: the process was held at its failure until the hold's deadline "
-			 "(--hold-timeout %.1f s) let it go, before the census was done%s",
-			 ic->taken ? "taken" : "not taken", timeout / 1e9,
-			 ic->taken ? ": read while it ran on, it may be torn" : "");
-	else if (ic->taken)
-		snprintf(ic->note, sizeof(ic->note),
-			 "taken while the process was held at its failure: held %.1f ms",
-			 ic->held_ns / 1e6);
-	else
-		snprintf(ic->note, sizeof(ic->note),
-			 "not taken: the census of the held process failed (gpuleak's log says "
-			 "why: no CPython, or PyTorch's layout not verified); it was held %.1f ms",
-			 ic->held_ns / 1e6);
-	if (!ic->taken) {
-		free(ic->json);
-		free(ic->text);
-		ic->json = ic->text = NULL;
-		ic->json_len = ic->text_len = 0;
-		snap_census__free(ic->sum);
-		ic->sum = NULL;
-	}
 }

@@ -23,6 +23,7 @@
 #include "books/analysis.h"
 #include "books/books.h"
 #include "books/explain.h"
+#include "census/join.h"
 #include "gpu/sampler.h"
 #include "session.h"
 #include "session_int.h"
@@ -110,6 +111,10 @@ static void tell_incident(struct session *s, enum incident_cause cause, int pid,
 	s->incident_fn(s->incident_ctx, cause, pid, what, snap, ic);
 	snapshot__free(snap);
 }
+
+/* --census-on-oom: the census of pid, held by BPF at its failure, into ic; then pid goes
+ * on (or stays with another gpuleak that holds it too). Below. */
+static void census_held(struct session *s, int pid, struct incident_census *ic);
 
 /* A bundle without a census says why, and how to have one next time. */
 static void census_not_taken(struct session *s, enum incident_cause cause,
@@ -228,23 +233,6 @@ static void on_proc_new(void *ctx, struct proc *proc)
 		python__attach(s->python, t->pid);
 }
 
-void session__describe_site(struct session *s, uint32_t id, char *buf, size_t len)
-{
-	struct snap_stack st = { 0 };
-	const struct snap_frame *f = NULL;
-
-	if (snap_stacks__frames(s->books, s->sym, s->python, id, &st) == 0)
-		f = site__pick(&st);
-	if (f && f->kind[0] == 'p')
-		snprintf(buf, len, "%s (%s:%d)", f->function ? f->function : "?",
-			 f->file ? f->file : "?", f->line);
-	else if (f && f->function)
-		snprintf(buf, len, "%s", f->function);
-	else
-		snprintf(buf, len, "an unknown site");
-	free(st.frames);
-}
-
 /* NVML's figures at an out-of-memory failure: the device (or the only one), the process,
  * the other processes. */
 static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
@@ -311,7 +299,7 @@ static void oom_incident(struct session *s, struct proc *proc, const struct fail
 		 f->is_retry ? ", PyTorch's retry after freeing its cache failed too" : "");
 	census_not_taken(s, INCIDENT_OOM, &ic);
 	if (f->stopped)
-		session__census_held(s, t->pid, &ic);
+		census_held(s, t->pid, &ic);
 	tell_incident(s, INCIDENT_OOM, t->pid, what, &ic);
 	free(ic.json);
 	free(ic.text);
@@ -730,6 +718,8 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 	/* run: the launchers and shells in front of the job are no part of its report */
 	if (snap && s->o->cmd == CMD_RUN)
 		snapshot__hide_idle(snap);
+	else if (snap && s->o->cmd != CMD_EXPLAIN)
+		snapshot__hide_idle_children(snap);
 	if (snap && s->o->cmd == CMD_EXPLAIN &&
 	    snapshot__add_targets(snap, s->o->pids, s->o->nr_pids, so.nvml)) {
 		snapshot__free(snap);
@@ -801,4 +791,78 @@ bool session__scanning(const struct session *s)
 struct books *session__books(struct session *s)
 {
 	return s->books;
+}
+
+void session__set_census_hook(struct session *s, session_census_fn fn)
+{
+	s->census_fn = fn;
+}
+
+/* The census of pid into ic's memory (text and JSON); an exit status, -1 if not run. */
+static int census_into(struct session *s, int pid, uint64_t max_ns, struct incident_census *ic)
+{
+	struct census_caps caps = { .max_objects = 4000000,
+				    .max_read_bytes = 1ULL << 30,
+				    .max_ns = max_ns };
+	struct census_books books;
+	FILE *text, *json;
+	int status = -1;
+
+	if (session__census_books(s, pid, &books))
+		return -1;
+	text = open_memstream(&ic->text, &ic->text_len);
+	json = open_memstream(&ic->json, &ic->json_len);
+	ic->sum = calloc(1, sizeof(*ic->sum));
+	if (text && json && ic->sum)
+		status = s->census_fn(pid, text, json, true, &caps, &books, ic->sum);
+	if (text)
+		fclose(text);
+	if (json)
+		fclose(json);
+	session__census_books_free(&books);
+	return status;
+}
+
+static void census_held(struct session *s, int pid, struct incident_census *ic)
+{
+	uint64_t timeout = tracer__hold_timeout(s->tracer), since = 0, ns;
+	bool held, by_kernel = false;
+	int status = -1;
+
+	/* gone already: the hold's deadline let it go before gpuleak read the record (a
+	 * gpuleak frozen, or far behind) */
+	held = !tracer__held_since(s->tracer, pid, &since);
+	if (!held)
+		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
+	/* half the deadline for the read: stopping the threads and writing take the rest */
+	if (s->census_fn)
+		status = census_into(s, pid, timeout / 2, ic);
+	if (held && !tracer__release(s->tracer, pid))
+		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
+	ic->held = held || ic->past_deadline;
+	ic->held_ns = held && !ic->past_deadline ? now_ns() - since : 0;
+	ic->taken = status == 0 && ic->json_len;
+	if (ic->past_deadline)
+		snprintf(ic->note, sizeof(ic->note),
+			 "%s: the process was held at its failure until the hold's deadline "
+			 "(--hold-timeout %.1f s) let it go, before the census was done%s",
+			 ic->taken ? "taken" : "not taken", timeout / 1e9,
+			 ic->taken ? ": read while it ran on, it may be torn" : "");
+	else if (ic->taken)
+		snprintf(ic->note, sizeof(ic->note),
+			 "taken while the process was held at its failure: held %.1f ms",
+			 ic->held_ns / 1e6);
+	else
+		snprintf(ic->note, sizeof(ic->note),
+			 "not taken: the census of the held process failed (gpuleak's log says "
+			 "why: no CPython, or PyTorch's layout not verified); it was held %.1f ms",
+			 ic->held_ns / 1e6);
+	if (!ic->taken) {
+		free(ic->json);
+		free(ic->text);
+		ic->json = ic->text = NULL;
+		ic->json_len = ic->text_len = 0;
+		snap_census__free(ic->sum);
+		ic->sum = NULL;
+	}
 }

@@ -45,8 +45,4 @@ struct session {
 	struct gpu_sampler *gpus; /* NVML, cached */
 };
 
-/* --census-on-oom: the census of pid, held by BPF at its failure, into ic; then pid goes
- * on (or stays with another gpuleak that holds it too). */
-void session__census_held(struct session *s, int pid, struct incident_census *ic);
-
 #endif /* GL_SESSION_INT_H */

@@ -386,12 +386,27 @@ static bool proc_used_cuda(const struct snap_proc *p)
 	       p->torch_reserved_bytes;
 }
 
-void snapshot__hide_idle(struct snapshot *s)
+/* Whether p's parent is another process of the snapshot (a child it followed). */
+static bool child_of_traced(const struct snapshot *s, const struct snap_proc *p)
+{
+	for (uint32_t i = 0; p->ppid > 0 && i < s->nprocs; i++)
+		if (s->procs[i].pid == p->ppid && &s->procs[i] != p)
+			return true;
+	return false;
+}
+
+static void hide(struct snapshot *s, bool children_only)
 {
 	uint32_t kept = 0, n = s->nprocs;
+	bool *idle = calloc(n ? n : 1, sizeof(*idle));
 
+	if (!idle)
+		return; /* nothing hidden: every process stays listed */
+	for (uint32_t i = 0; i < n; i++)
+		idle[i] = !proc_used_cuda(&s->procs[i]) &&
+			  (!children_only || child_of_traced(s, &s->procs[i]));
 	for (uint32_t i = 0; i < n; i++) {
-		if (!proc_used_cuda(&s->procs[i]))
+		if (idle[i])
 			continue;
 		if (i != kept) {
 			struct snap_proc tmp = s->procs[kept];
@@ -403,6 +418,17 @@ void snapshot__hide_idle(struct snapshot *s)
 	}
 	s->nprocs = kept;
 	s->nprocs_idle += n - kept;
+	free(idle);
+}
+
+void snapshot__hide_idle(struct snapshot *s)
+{
+	hide(s, false);
+}
+
+void snapshot__hide_idle_children(struct snapshot *s)
+{
+	hide(s, true);
 }
 
 /* A target the books never heard of: NVML's figure is all it has, all from before attach. */

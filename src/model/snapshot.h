@@ -508,6 +508,9 @@ int snapshot__add_targets(struct snapshot *s, const int *pids, int n,
  * nprocs_idle, where no report looks.
  */
 void snapshot__hide_idle(struct snapshot *s);
+/* The same for the followed children of traced processes that made no CUDA call (a
+ * DataLoader worker, an addr2line PyTorch runs, a shell-out): counted, not listed. */
+void snapshot__hide_idle_children(struct snapshot *s);
 
 #define SNAP_IMBALANCE_RATIO 1.5
 #define SNAP_IMBALANCE_MIN (16ULL << 20) /* bytes hi must hold beyond peer */

@@ -559,6 +559,8 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 	 * listed */
 	if (rp->ran_command)
 		snapshot__hide_idle(snap);
+	else
+		snapshot__hide_idle_children(snap);
 	snapshot__proc_imbalances(snap, so.imbalance_ratio);
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		struct snap_proc *p = &snap->procs[i];
