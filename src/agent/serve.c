@@ -441,7 +441,7 @@ static int reply_report(struct agent *a, const struct http_request *req, struct 
 		return reply_text(rep, 400, "/report needs ?pid=N, a process this agent traces\n");
 	agent__housekeeping(a, now_ns());
 	tracer__drain(session__tracer(a->s));
-	snap = session__snapshot_now(a->s); /* every stack, with its history */
+	snap = session__snapshot_pid(a->s, pid); /* every stack, with its history */
 	if (!snap)
 		return reply_text(rep, 500, "out of memory\n");
 	for (uint32_t i = 0; i < snap->nprocs; i++)

@@ -656,7 +656,7 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 /* The snapshot; drain: the ring read to its end first, and a retry while the two books
  * differ (not from inside a hook of the books, which the drain would enter again). */
 static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
-				    bool drain)
+				    bool drain, int only_pid)
 {
 	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
 	struct snap_limits limits = {
@@ -688,6 +688,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.mvtrace = s->mvtrace,
 		.proc_timeline = s->timeline ? proc_timeline : NULL,
 		.timeline_ctx = s->timeline,
+		.only_pid = only_pid,
 	};
 	struct snapshot *snap = NULL;
 
@@ -738,12 +739,17 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
 {
-	return snapshot_of(s, max_stacks, symbols, true);
+	return snapshot_of(s, max_stacks, symbols, true, 0);
 }
 
 struct snapshot *session__snapshot_now(struct session *s)
 {
-	return snapshot_of(s, 0, true, false);
+	return snapshot_of(s, 0, true, false, 0);
+}
+
+struct snapshot *session__snapshot_pid(struct session *s, int pid)
+{
+	return snapshot_of(s, 0, true, false, pid);
 }
 
 struct gpu_sampler *session__gpus(struct session *s)

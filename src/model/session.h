@@ -47,6 +47,8 @@ struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool 
  * incident), which a drain would enter again. Every stack, with its history.
  */
 struct snapshot *session__snapshot_now(struct session *s);
+/* As session__snapshot_now, for process pid alone (serve's /report). */
+struct snapshot *session__snapshot_pid(struct session *s, int pid);
 
 /* Why the flight recorder is told of a process (agent/incidents.h writes the bundle). */
 enum incident_cause {

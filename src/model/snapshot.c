@@ -361,8 +361,11 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 		s->stats[GL_STAT_NESTED_OVERFLOW] == 0 && s->malformed == 0 &&
 		s->procs_refused == 0 && s->limits.libs_refused == 0 && s->limits.py_refused == 0;
 	for (uint32_t i = 0; (proc = procs__at(procs, i)); i++) {
-		struct snap_proc *sp = &s->procs[s->nprocs++];
+		struct snap_proc *sp;
 
+		if (o->only_pid > 0 && proc__totals(proc)->pid != o->only_pid)
+			continue;
+		sp = &s->procs[s->nprocs++];
 		if (fill_proc(b, sym, proc, o, sp))
 			goto fail;
 		s->unmatched_frees += sp->unmatched_frees;

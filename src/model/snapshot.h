@@ -474,6 +474,7 @@ struct snapshot_opts {
 	bool memory_map;		  /* fill each process's memmap (--memory-viz) */
 	const struct mvtrace *mvtrace;	  /* with memory_map: PyTorch's events (mvtrace.h) */
 	bool histories;			  /* each stack's history (snap_stack.hist) */
+	int only_pid;			  /* > 0: that process alone */
 	/* a process's timeline into *out (--perfetto); NULL: none */
 	void (*proc_timeline)(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out);
 	void *timeline_ctx;
