@@ -74,6 +74,7 @@ static void put_stack(struct jsonw *w, const struct snapshot *s, const struct sn
 	jsonw__field_double(w, "growth_bytes_per_s", st->growth_bytes_per_s);
 	jsonw__field_u64(w, "bytes", st->outstanding_bytes);
 	jsonw__field_u64(w, "allocs", st->outstanding_allocs);
+	jsonw__field_bool(w, "torch_segment", st->torch_segment);
 	report__site(st, site, sizeof(site));
 	jsonw__field_string(w, "site", site);
 	if (st->why)
@@ -164,6 +165,7 @@ static void put_proc(struct jsonw *w, const struct snapshot *s, const struct sna
 	jsonw__field_string(w, "comm", p->comm);
 	jsonw__field_bool(w, "exited", p->exited);
 	jsonw__field_bool(w, "complete", p->consistent);
+	jsonw__field_u64(w, "torch_reserved_bytes", p->torch_reserved_bytes);
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < p->nstacks && n < HTML_STACKS; i++) {

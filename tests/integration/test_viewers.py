@@ -362,3 +362,27 @@ def test_memory_viz_from_a_recording_has_the_history(tmp):
           f"the recording's events: {count}")
     check(got["gpuleak"]["device_traces"].startswith(f"{len(acts)} events since attach"),
           got["gpuleak"]["device_traces"])
+
+
+def test_html_report_does_not_count_pytorch_memory_twice(tmp):
+    """A PyTorch process (the stand-ins, --tensors full): its tensor blocks lie inside the
+    segments its caching allocator took from the driver. The page draws the blocks and
+    leaves the segments out, and says so: the whole run's flame graph holds the blocks'
+    bytes and the memory outside PyTorch, not the segments on top of them."""
+    page = os.path.join(tmp, "torch.html")
+    wl, tr = attach_workload(tmp, "wl_torch", tracer_args=("--tensors", "full", "--html",
+                                                           page), go=False)
+    wl.go()
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    outside = sum(st["outstanding_bytes"] for st in p["stacks"]
+                  if st["memory"] == "device" and not any(
+                      f.get("function") == "torch_site_segment" for f in st["frames"]))
+    with Browser(width=1400, height=1000) as b:
+        b.open(page)
+        check_eq(b.errors(), [], "no error in the console")
+        check_eq(b.eval("window.gpuleakReport.flameBytes"),
+                 truth["torch_block_bytes"] + outside,
+                 "the blocks and what lies outside PyTorch, the segments not again")
+        note = b.eval("document.getElementById('flame-note').textContent")
+        check("PyTorch's segments (" in note and "are not drawn" in note, note)
