@@ -166,6 +166,10 @@ static void put_proc(struct jsonw *w, const struct snapshot *s, const struct sna
 	jsonw__field_bool(w, "exited", p->exited);
 	jsonw__field_bool(w, "complete", p->consistent);
 	jsonw__field_u64(w, "torch_reserved_bytes", p->torch_reserved_bytes);
+	/* every block since tracing began: they, not the segments, draw PyTorch's memory */
+	jsonw__field_bool(w, "blocks_complete",
+			  p->tensors_known && p->tensors.coverage &&
+				  !strcmp(p->tensors.coverage, "complete"));
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < p->nstacks && n < HTML_STACKS; i++) {
