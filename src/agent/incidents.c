@@ -371,16 +371,11 @@ static int write_file(int dfd, const char *name, const struct snapshot *s,
 		err = report__svg(f, s, &(struct svg_opts){ 0 });
 	} else if (!strcmp(name, "report.html")) {
 		err = report__html(f, s, s->procs[0].pid);
-	} else if (!strcmp(name, "census.json")) {
-		err = fwrite(inc->census->json, 1, inc->census->json_len, f) ==
-				      inc->census->json_len ?
-			      0 :
-			      -EIO;
-	} else if (!strcmp(name, "census.txt")) {
-		err = fwrite(inc->census->text, 1, inc->census->text_len, f) ==
-				      inc->census->text_len ?
-			      0 :
-			      -EIO;
+	} else if (!strcmp(name, "census.json") || !strcmp(name, "census.txt")) {
+		bool json = !strcmp(name, "census.json");
+		size_t n = json ? inc->census->json_len : inc->census->text_len;
+
+		err = fwrite(json ? inc->census->json : inc->census->text, 1, n, f) == n ? 0 : -EIO;
 	} else {
 		err = report__perfetto(f, s);
 	}

@@ -12,10 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "books/books.h"
-#include "books/explain.h"
 #include "mvtrace.h"
-#include "stacks/modules.h"
-#include "stacks/stacks.h"
+#include "snapshot_int.h"
 #include "util/htab.h"
 
 struct mv_proc {
@@ -60,29 +58,19 @@ static struct mv_proc *proc_of(struct mvtrace *t, int pid, uint64_t start_time)
 	return &t->procs[t->nprocs++];
 }
 
-/* Whether a stack allocates for PyTorch's caching allocator (its segments). */
+/* Whether a stack allocates for PyTorch's caching allocator (its segments), cached. */
 static bool torch_stack(struct mvtrace *t, uint32_t id)
 {
-	uint32_t *known = htab__lookup(t->torch_stacks, &id), n, v = 2;
-	const struct frame *frames;
+	uint32_t *known = htab__lookup(t->torch_stacks, &id);
 	bool created;
 
 	if (known)
 		return *known == 1;
-	frames = stacks__get(books__stacks(t->b), id, &n);
-	for (uint32_t i = 0; frames && i < n && v == 2; i++) {
-		const struct module_info *mi;
-
-		if (frames[i].kind != FRAME_NATIVE)
-			continue;
-		mi = modules__info(books__modules(t->b), frames[i].mod);
-		if (mi && explain__is_torch_allocator(mi->path))
-			v = 1;
-	}
 	known = htab__upsert(t->torch_stacks, &id, &created);
-	if (known)
-		*known = v;
-	return v == 1;
+	if (!known)
+		return snap_stacks__torch_allocator(t->b, id);
+	*known = snap_stacks__torch_allocator(t->b, id) ? 1 : 2;
+	return *known == 1;
 }
 
 static void add(struct mvtrace *t, struct mv_proc *p, const struct mv_event *e)

@@ -18,7 +18,7 @@
 #include "trace/probes.h"
 
 /* Whether a device stack passes through the caching allocator: one of its segments. */
-static bool torch_segment(struct books *b, uint32_t id)
+bool snap_stacks__torch_allocator(struct books *b, uint32_t id)
 {
 	uint32_t n;
 	const struct frame *frames = stacks__get(books__stacks(b), id, &n);
@@ -299,7 +299,8 @@ int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc
 			.last_ns = a->last_ns,
 			.verdict = verdict__name(vi.verdict),
 			.growth_bytes_per_s = vi.growth_bytes_per_s,
-			.torch_segment = k->cls == GL_CLASS_DEVICE && torch_segment(b, k->stack),
+			.torch_segment = k->cls == GL_CLASS_DEVICE &&
+					 snap_stacks__torch_allocator(b, k->stack),
 		};
 		memcpy(st->dev_bytes, a->dev_bytes, sizeof(st->dev_bytes));
 		st->why = strdup(vi.why);
