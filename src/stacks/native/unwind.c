@@ -46,6 +46,12 @@
 #define MAX_ENTRIES 4096       /* cached stacks per process; beyond, its cache starts over */
 #define CACHE_BYTES (64 << 20) /* all caches together; beyond, they all start over */
 #define MAX_KIDS (1 << 16)     /* ids published to BPF; beyond, no more are */
+/*
+ * Stacks cached under one key (the same pc, stack pointer and first word: one call site
+ * reached at one depth by many paths); beyond, the least recently used go. A miss reads
+ * the whole chain, so a longer one makes each new stack of such a site cost more.
+ */
+#define MAX_CHAIN 256
 /* re-reading a process's maps on an unknown pc: books.c's policy on the same fields */
 
 struct proc_key {
@@ -488,6 +494,22 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 	free(kv);
 }
 
+/* Frees the entries of head's chain past MAX_CHAIN: the least recently found. */
+static void trim_chain(struct unwinder *u, struct uproc *up, struct centry *head)
+{
+	struct centry **pp = &head->next, *e, *next;
+
+	for (int n = 1; *pp && n < MAX_CHAIN; n++)
+		pp = &(*pp)->next;
+	for (e = *pp, *pp = NULL; e; e = next) {
+		next = e->next;
+		u->cache_bytes -= entry_size(e->nr_checks, e->nr_pcs);
+		up->nr_entries--;
+		u->st.chain_evicted++;
+		free(e);
+	}
+}
+
 static struct centry *cache_add(struct unwinder *u, struct uproc *up, const struct cache_key *k,
 				const struct dwarf_deps *d, uint64_t bp, const uint64_t *pcs, int n,
 				int max)
@@ -526,6 +548,7 @@ static struct centry *cache_add(struct unwinder *u, struct uproc *up, const stru
 	*head = e;
 	up->nr_entries++;
 	u->cache_bytes += size;
+	trim_chain(u, up, e);
 	return e;
 }
 

@@ -33,6 +33,7 @@ struct unwind_stats {
 	uint64_t publish_failed; /* entries not written to BPF (map full, out of ids): copied */
 	uint64_t kernel_hits;	 /* records BPF answered with a cache id (no copy) */
 	uint64_t kernel_bad;	 /* records naming an id unknown or of another process */
+	uint64_t chain_evicted;	 /* entries dropped from a full chain of one key */
 	uint64_t hit_ns, miss_ns, build_ns; /* time spent in each */
 };
 
