@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * books_bench.c - how many ring-buffer records per second user space decodes
- * and aggregates on one core: synthetic records fed to books__apply().
+ * and aggregates on one core: synthetic records fed to books__apply_bytes().
  *
  *   books_bench [--pairs N] [--stacks S] [--frames F] [--window W] [--no-stacks]
  *
@@ -145,7 +145,7 @@ static double apply_chunk(struct books *b, const struct stream *st)
 	while (p < end) {
 		const struct gl_hdr *h = (const struct gl_hdr *)p;
 
-		books__apply(b, p, h->size);
+		books__apply_bytes(b, p, h->size);
 		p += h->size;
 	}
 	return cpu_s() - t0;

@@ -720,30 +720,37 @@ void books__set_identity(struct proc *proc, const char *comm, int ns_pid, uint64
 	proc->t.first_ns = first_ns;
 }
 
-int books__apply(struct books *b, const void *data, size_t size)
+int books__apply(struct books *b, const struct event *ev)
 {
-	struct event ev;
-	int type = event__decode(data, size, &ev);
+	int type = ev->type;
 
 	if (type < 0) {
 		b->counters.malformed++;
 		return -EINVAL;
 	}
 	b->counters.records[type]++;
-	if (ev.hdr->ts > b->now)
-		b->now = ev.hdr->ts;
+	if (ev->hdr->ts > b->now)
+		b->now = ev->hdr->ts;
 	b->taken = 0;
 	switch (type) {
-	case GL_REC_STACK: apply_stack(b, &ev.stack); break;
-	case GL_REC_CALL: apply_call(b, ev.call); break;
-	case GL_REC_PROC: apply_proc(b, ev.proc); break;
+	case GL_REC_STACK: apply_stack(b, &ev->stack); break;
+	case GL_REC_CALL: apply_call(b, ev->call); break;
+	case GL_REC_PROC: apply_proc(b, ev->proc); break;
 	}
 	if (b->hooks.applied)
-		b->hooks.applied(b->hooks.ctx, data, size, b->taken);
+		b->hooks.applied(b->hooks.ctx, ev->hdr, ev->hdr->size, b->taken);
 	for (int i = 0; i < BOOKS_MAX_OBSERVERS; i++)
 		if (b->observers[i].fn)
-			b->observers[i].fn(b->observers[i].ctx, data, size, b->taken);
+			b->observers[i].fn(b->observers[i].ctx, ev->hdr, ev->hdr->size, b->taken);
 	return 0;
+}
+
+int books__apply_bytes(struct books *b, const void *data, size_t size)
+{
+	struct event ev = { .type = -EINVAL };
+
+	event__decode(data, size, &ev);
+	return books__apply(b, &ev);
 }
 
 int books__observe(struct books *b, books_applied_fn fn, void *ctx)
@@ -772,7 +779,7 @@ int books__replay_call(struct books *b, const struct gl_call *c, uint32_t stack)
 		return -EINVAL;
 	}
 	b->replay_stack = stack;
-	err = books__apply(b, c, sizeof(*c));
+	err = books__apply_bytes(b, c, sizeof(*c));
 	b->replay_stack = 0;
 	return err;
 }

@@ -12,6 +12,8 @@
 #include "stacks/modules.h"
 #include "stacks/stacks.h"
 
+struct event; /* trace/event.h */
+
 struct books;
 struct unwinder;
 struct python;
@@ -77,8 +79,14 @@ struct books_observer {
 int books__observe(struct books *b, books_applied_fn fn, void *ctx);
 void books__unobserve(struct books *b, books_applied_fn fn, void *ctx);
 
-/* Applies one record. Returns 0, or -EINVAL for a malformed record (counted). */
-int books__apply(struct books *b, const void *data, size_t size);
+/*
+ * Applies one record, decoded by event__decode() (trace/event.h), as the tracer hands
+ * it up; an event whose type is negative failed validation and is only counted.
+ * Returns 0, or -EINVAL for a malformed record.
+ */
+int books__apply(struct books *b, const struct event *ev);
+/* Decodes data[0..size) and applies it (recordings, tests): as books__apply(). */
+int books__apply_bytes(struct books *b, const void *data, size_t size);
 /*
  * Applies a recorded call record as if the stack its entry parked were stack
  * (an id of the books' stack table; 0: none was parked), without stack

@@ -79,8 +79,10 @@ const struct cli_option cli_options[] = {
 	  "256 to 32k)",
 	  "16k" },
 	{ "ringbuf-size", OPT_RINGBUF, "SIZE",
-	  "ring buffer, a power of two from 4k to 2G\n"
-	  "(128M with dwarf stacks, else 32M)",
+	  "the kernel's ring buffer, a power of two from\n"
+	  "4k to 2G (8M with dwarf stacks, else 4M); a\n"
+	  "thread copies records out of it at once, and up\n"
+	  "to 8 times its size waits in gpuleak's memory",
 	  "64M" },
 	{ "max-allocs", OPT_MAX_ALLOCS, "N",
 	  "allocations the kernel side can track\n"

@@ -35,6 +35,7 @@
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
 #include "tiers.h"
+#include "trace/event.h"
 #include "trace/libcuda.h"
 #include "trace/loader.h"
 #include "trace/probes.h"
@@ -77,15 +78,14 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	stop_by_kill = si && si->si_code <= 0; /* SI_USER, SI_QUEUE, SI_TKILL */
 }
 
-static int on_record(void *ctx, const void *data, size_t size)
+static int on_record(void *ctx, const struct event *ev)
 {
 	struct session *s = ctx;
-	const struct gl_proc *r = data;
 
-	if (size == sizeof(*r) && r->hdr.type == GL_REC_PROC && r->hdr.size == size &&
-	    r->event == GL_PROC_LIBLOAD && targets__lib_mapped(s->targets, r))
-		books__note_unheld(s->books, r);
-	books__apply(s->books, data, size);
+	if (ev->type == GL_REC_PROC && ev->proc->event == GL_PROC_LIBLOAD &&
+	    targets__lib_mapped(s->targets, ev->proc))
+		books__note_unheld(s->books, ev->proc);
+	books__apply(s->books, ev);
 	return 0;
 }
 
@@ -694,6 +694,8 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 
 	targets__limits(s->targets, &limits.libs_refused, &limits.holds_expired);
 	so.ring_stack_bytes = so_ring_bytes;
+	tracer__ring(s->tracer, &so.ring.bytes, &so.ring.backlog_peak, &so.ring.backlog_limit,
+		     &so.ring.backlog_full);
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
 	so.histories = !drain || s->o->html_path; /* what --html draws */

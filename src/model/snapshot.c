@@ -340,6 +340,7 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->nr_probes = o->nr_probes;
 	s->ring_stack_records = o->ring_stack_records;
 	s->ring_stack_bytes = o->ring_stack_bytes;
+	s->ring = o->ring;
 	s->unread_bytes = o->unread_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;

@@ -405,6 +405,14 @@ struct snap_limits {
 	uint64_t holds_expired;	  /* holds that ended so, before the probes were in */
 };
 
+/* The kernel's ring buffer, and the backlog records wait in once copied out of it. */
+struct snap_ring {
+	uint64_t bytes;		/* the kernel's ring */
+	uint64_t backlog_peak;	/* the backlog's largest size */
+	uint64_t backlog_limit; /* its limit */
+	uint64_t backlog_full;	/* times it reached the limit: records then waited in the ring */
+};
+
 struct snapshot {
 	uint64_t start_ns; /* when tracing began (bpf_ktime_get_ns clock); 0: not known */
 	uint64_t now_ns;
@@ -434,6 +442,7 @@ struct snapshot {
 	uint32_t nr_probes;
 	uint64_t ring_stack_records,
 		ring_stack_bytes;		/* stack records read, ring bytes they took */
+	struct snap_ring ring;			/* the kernel's ring and the backlog beside it */
 	const struct snap_recording *recording; /* NULL: a live session */
 	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
@@ -460,6 +469,7 @@ struct snapshot_opts {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
+	struct snap_ring ring;			       /* zero: not known (a recording) */
 	uint64_t unread_bytes; /* ring bytes of records from before now that were not read */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */

@@ -283,7 +283,7 @@ static int on_proc(struct replay *rp, const struct rr_item *it)
 		return -ENOMEM;
 	/* only process records: anything else would need the live process */
 	if (it->u.proc.hdr.type == GL_REC_PROC &&
-	    books__apply(b, &it->u.proc, sizeof(it->u.proc)) == 0)
+	    books__apply_bytes(b, &it->u.proc, sizeof(it->u.proc)) == 0)
 		see_ts(rp, it->u.proc.hdr.ts);
 	return 0;
 }

@@ -494,6 +494,10 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	jsonw__field_u64(w, "malformed_records", s->malformed);
 	jsonw__field_u64(w, "stack_records", s->ring_stack_records);
 	jsonw__field_u64(w, "stack_record_ring_bytes", s->ring_stack_bytes);
+	jsonw__field_u64(w, "ring_bytes", s->ring.bytes);
+	jsonw__field_u64(w, "backlog_peak_bytes", s->ring.backlog_peak);
+	jsonw__field_u64(w, "backlog_limit_bytes", s->ring.backlog_limit);
+	jsonw__field_u64(w, "backlog_full", s->ring.backlog_full);
 	jsonw__name(w, "calls");
 	jsonw__start_object(w);
 	for (int i = 0; i < GL_NR_APIS; i++)

@@ -29,6 +29,8 @@
 #include "gpuleak.skel.h"
 #include "holdbook.h"
 #include "loader_int.h"
+#include "event.h"
+#include "mouth.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/procfs.h"
@@ -36,6 +38,12 @@
 /* In a stream of records, BPF wakes the consumer once a millisecond or once 1/8 of the
  * ring, at most this much, is waiting (maps.bpf.h, rb_flags()). */
 #define WAKEUP_BYTES (256 << 10)
+
+/*
+ * Records waiting to be read beyond the kernel's ring wait in the mouth's backlog
+ * (mouth.h), up to this many rings' worth.
+ */
+#define BACKLOG_RINGS 8
 
 /* The guard looks at the holds this often (ms). */
 #define GUARD_TICK_MS 50
@@ -109,10 +117,12 @@ static unsigned long ring_end(const struct tracer *t)
 	return __atomic_load_n(t->ring_prod, __ATOMIC_ACQUIRE);
 }
 
+static unsigned long ring_read(const struct tracer *t);
+
 /* Whether every record below pos has been read. */
 static bool read_past(const struct tracer *t, unsigned long pos)
 {
-	return __atomic_load_n(t->ring_cons, __ATOMIC_ACQUIRE) >= pos;
+	return ring_read(t) >= pos;
 }
 
 /*
@@ -131,47 +141,70 @@ static void read_until(struct tracer *t, uint64_t at_ns)
 		t->read_ns = at_ns;
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+/* A stack record read straight into its reservation: the rest is slack, not copied. */
+static uint32_t record_bytes(const void *data, uint32_t size)
 {
 	const struct gl_hdr *h = data;
-	struct tracer *t = ctx;
-	unsigned long end = 0;
-	int err;
 
-	/* libbpf stores the consumer position after this callback: it is this record's */
-	if (t->draining)
-		end = __atomic_load_n(t->ring_cons, __ATOMIC_RELAXED) +
-		      ((size + BPF_RINGBUF_HDR_SZ + 7) & ~7UL);
-
-	if (size >= sizeof(*h) && h->type == GL_REC_STACK) {
-		t->stack_recs++;
-		t->stack_ring_bytes += size;
-	}
-	/* a stack record read straight into its reservation: the rest is slack */
 	if (size >= sizeof(*h) && h->type == GL_REC_STACK && h->size >= sizeof(*h) &&
 	    h->size < size)
-		size = h->size;
-	err = t->fn(t->fn_ctx, data, size);
-	if (err)
-		return err;
-	if (t->draining) {
-		t->drained++;
-		/* libbpf has consumed this record: the error only ends the read */
-		if (end >= t->drain_to)
-			return -EAGAIN;
-	}
+		return h->size;
+	return size;
+}
+
+/* The position below which every record has been read (handed to t->fn). */
+static unsigned long ring_read(const struct tracer *t)
+{
+	return mouth__taken(t->mouth);
+}
+
+/* Whether the budget of this read is spent (looked at every BUDGET_CHECK records). */
+static bool budget_spent(struct tracer *t)
+{
 	if (!t->budget_ns || ++t->since_clock < BUDGET_CHECK)
-		return 0;
+		return false;
 	t->since_clock = 0;
 	if (!t->budget_end_ns) {
 		t->budget_end_ns = now_ns() + t->budget_ns;
-		return 0;
+		return false;
 	}
 	if (now_ns() < t->budget_end_ns)
-		return 0;
-	/* libbpf has consumed this record: the error only ends the read */
+		return false;
 	t->yielded = true;
-	return -EAGAIN;
+	return true;
+}
+
+/*
+ * Hands the backlog's records to t->fn in order, until the one that ends at or past
+ * until (0: all of them), or the budget is spent; the records read, or t->fn's error.
+ */
+static int read_backlog(struct tracer *t, unsigned long until)
+{
+	const struct mouth_rec *r;
+	int n = 0;
+
+	while ((r = mouth__peek(t->mouth))) {
+		const struct gl_hdr *h = (const void *)r->data;
+		struct event ev;
+		bool last = until && r->end >= until;
+		int err;
+
+		if (r->size >= sizeof(*h) && h->type == GL_REC_STACK) {
+			t->stack_recs++;
+			t->stack_ring_bytes += r->ring_size;
+		}
+		ev.type = -EINVAL;
+		ev.hdr = (const void *)r->data;
+		event__decode(r->data, r->size, &ev);
+		err = t->fn(t->fn_ctx, &ev);
+		mouth__pop(t->mouth);
+		if (err)
+			return err;
+		n++;
+		if (last || budget_spent(t))
+			break;
+	}
+	return n;
 }
 
 static int configure(struct tracer *t, const struct tracer_opts *o)
@@ -457,15 +490,21 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 			  strerror(-err));
 		goto cleanup;
 	}
-	t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), on_record, t, NULL);
-	if (!t->rb) {
+	if ((err = map_ring_positions(t))) {
+		log_error("failed to map the ring buffer's positions: %s", strerror(-err));
+		goto cleanup;
+	}
+	t->mouth = mouth__new(bpf_map__fd(t->skel->maps.events), t->ring_cons,
+			      (size_t)opts->ringbuf_bytes * BACKLOG_RINGS, record_bytes);
+	if (!t->mouth) {
 		err = -errno;
 		log_error("failed to open the ring buffer: %s (lower --ringbuf-size)",
 			  strerror(-err));
 		goto cleanup;
 	}
-	if ((err = map_ring_positions(t))) {
-		log_error("failed to map the ring buffer's positions: %s", strerror(-err));
+	if ((err = mouth__start(t->mouth))) {
+		log_error("failed to start the thread that reads the ring buffer: %s",
+			  strerror(-err));
 		goto cleanup;
 	}
 	return t;
@@ -479,7 +518,7 @@ void tracer__free(struct tracer *t)
 {
 	if (!t)
 		return;
-	ring_buffer__free(t->rb);
+	mouth__free(t->mouth);
 	if (t->ring_cons) {
 		munmap((void *)t->ring_cons, t->ring_page);
 		munmap((void *)t->ring_prod, t->ring_page);
@@ -568,10 +607,16 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 	int n;
 
 	start_budget(t, POLL_BUDGET_NS);
-	n = ring_buffer__poll(t->rb, timeout_ms);
-	/* records below the wakeup threshold raise no event: take them at each timeout */
-	if (n == 0)
-		n = ring_buffer__consume(t->rb);
+	if (!mouth__peek(t->mouth) && timeout_ms) {
+		struct pollfd pfd = { .fd = mouth__event_fd(t->mouth), .events = POLLIN };
+
+		poll(&pfd, 1, timeout_ms);
+	}
+	mouth__clear_event(t->mouth);
+	/* records below the wakeup threshold raise no event: take them at each poll */
+	n = mouth__fill(t->mouth);
+	if (n >= 0)
+		n = read_backlog(t, 0);
 	t->budget_ns = 0;
 	end1 = ring_end_at(t, &t1);
 	if (read_past(t, end1))
@@ -580,7 +625,7 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 		read_until(t, t0);
 	if (t->yielded)
 		return 1;
-	return n == -EINTR ? 0 : n;
+	return n;
 }
 
 uint64_t tracer__read_ns(const struct tracer *t)
@@ -619,17 +664,14 @@ static int drain_to(struct tracer *t, unsigned long end, uint64_t deadline)
 	int n = 0;
 
 	while (!read_past(t, end) && !t->yielded) {
-		int err;
+		int got = mouth__fill(t->mouth);
 
-		t->drain_to = end;
-		t->drained = 0;
-		t->draining = true;
-		err = ring_buffer__consume(t->rb);
-		t->draining = false;
-		n += t->drained;
-		if (err < 0 && err != -EAGAIN)
-			return err;
-		if (!t->drained && !read_past(t, end)) {
+		if (got >= 0)
+			got = read_backlog(t, end);
+		if (got < 0)
+			return got;
+		n += got;
+		if (!got && !read_past(t, end)) {
 			if (now_ns() >= deadline)
 				break;
 			usleep(20);
@@ -662,7 +704,7 @@ int tracer__drain(struct tracer *t)
 		n += got;
 		if (!read_past(t, end)) {
 			/* out of time, or a record still being written */
-			t->unread = end - __atomic_load_n(t->ring_cons, __ATOMIC_ACQUIRE);
+			t->unread = end - ring_read(t);
 			break;
 		}
 		read_until(t, at);
@@ -678,11 +720,22 @@ uint64_t tracer__unread(const struct tracer *t)
 
 int tracer__epoll_fd(struct tracer *t)
 {
-	return ring_buffer__epoll_fd(t->rb);
+	return mouth__event_fd(t->mouth);
 }
 
 uint64_t tracer__ring_stacks(const struct tracer *t, uint64_t *bytes)
 {
 	*bytes = t->stack_ring_bytes;
 	return t->stack_recs;
+}
+
+void tracer__ring(struct tracer *t, uint64_t *ring, uint64_t *peak, uint64_t *limit, uint64_t *full)
+{
+	struct mouth_stats st;
+
+	mouth__stats(t->mouth, &st);
+	*ring = bpf_map__max_entries(t->skel->maps.events);
+	*peak = st.peak_bytes;
+	*limit = st.limit;
+	*full = st.full;
 }

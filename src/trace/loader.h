@@ -13,6 +13,8 @@
 #include "gpuleak_abi.h"
 #include "libcuda.h"
 
+struct event; /* event.h */
+
 struct tracer;
 
 /* A process held at a library's mapping runs on after this long by default. */
@@ -40,8 +42,20 @@ struct tracer_opts {
 	bool stop_on_oom;	  /* hold a process at an out-of-memory failure (GL_CALL_HELD) */
 };
 
-/* Called for every ring-buffer record; returns 0 (or < 0 to stop polling). */
-typedef int (*tracer_record_fn)(void *ctx, const void *data, size_t size);
+/*
+ * The kernel's ring size, the backlog's peak and limit, and the times it reached the
+ * limit (mouth.h).
+ */
+void tracer__ring(struct tracer *t, uint64_t *ring, uint64_t *peak, uint64_t *limit,
+		  uint64_t *full);
+
+/*
+ * Called for every ring-buffer record, in the order the programs committed them,
+ * decoded and validated at the ring's mouth (event__decode()): one that failed
+ * validation comes with a negative type and its header alone. Returns 0 (or < 0 to
+ * stop reading).
+ */
+typedef int (*tracer_record_fn)(void *ctx, const struct event *ev);
 
 /*
  * Opens, configures and loads the BPF programs. NULL with errno set:

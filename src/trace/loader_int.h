@@ -63,7 +63,7 @@ struct tracer {
 	uint64_t hold_timeout_ns; /* a hold older than this counts for no gpuleak */
 	struct torch_lib torch[MAX_LIBS];
 	int nr_torch;
-	struct ring_buffer *rb;
+	struct mouth *mouth; /* reads the ring (mouth.h) */
 	tracer_record_fn fn;
 	void *fn_ctx;
 	struct attached_lib libs[MAX_LIBS];
@@ -90,9 +90,6 @@ struct tracer {
 	uint64_t budget_end_ns;	  /* 0: the budget starts at the next record */
 	const unsigned long *ring_cons, *ring_prod; /* the ring's positions (read-only maps) */
 	long ring_page;				    /* their size */
-	bool draining;				    /* in tracer__drain: reading up to drain_to */
-	unsigned long drain_to;			    /* the ring's end as the drain began */
-	int drained;				    /* records that drain read */
 	uint64_t read_ns; /* every record committed before this time has been read */
 	uint64_t unread;  /* ring bytes the last drain left of those waiting as it began */
 };

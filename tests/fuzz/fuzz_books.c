@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		memcpy(rec, data + off, len);
 		event__validate(rec, len);
-		books__apply(b, rec, len);
+		books__apply_bytes(b, rec, len);
 		free(rec);
 		off += len;
 	}

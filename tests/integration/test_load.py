@@ -3,9 +3,11 @@
 The books equal the ground truth to the byte, or the lost-event counters are non-zero
 and the report says the figures are incomplete; the kernel's own counters stay exact
 either way. Both outcomes are produced and checked: silent divergence is the failure."""
+import json
 import os
+import time
 
-from harness import SAN, WORKLOADS, Tracer, check, check_eq, process
+from harness import SAN, WORKLOADS, Agent, Tracer, check, check_eq, free_port, process
 
 CLASSES = ("device", "managed", "host_pinned")
 
@@ -16,7 +18,7 @@ def _load(tmp, seconds, *tracer_args):
                  "--no-wait", "--threads", "16", "--iters", str(seconds), "--truth",
                  truth_path], tmp)
     check_eq(tr.wait(timeout=seconds + 60), 0, "gpuleak exit status")
-    import json
+
     truth = json.load(open(truth_path))
     rep = tr.report()
     return truth, rep, process(rep, truth["pid"]), tr
@@ -58,3 +60,63 @@ def test_undersized_ring_buffer_is_flagged(tmp):
                  f"{cls}_bytes are the kernel's exact figure despite the losses")
     check("events were lost" in tr.stdout() and "events were lost" in tr.stderr(),
           "text and stderr both warn")
+
+
+def _peak_kib(pid):
+    """The process's peak resident size (VmHWM), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def test_a_burst_of_new_stacks_waits_in_gpuleaks_memory(tmp):
+    """5,000 allocations as fast as the stand-in goes, each from a stack never seen before:
+    every record carries a copy of its stack for user space to unwind, about 45 MB in all,
+    five times the kernel's 8 MiB ring. The thread at the ring's mouth copies them out as
+    they come and they wait in the backlog: none is lost, the backlog held more than the
+    ring could, and gpuleak's peak resident memory stays under the 128 MiB its ring alone
+    once took."""
+    n = 5000
+    truth_path = os.path.join(tmp, "many.json")
+    tr = Tracer(["run", "-i", "0", "--", os.path.join(WORKLOADS, "wl_many"), "--no-wait",
+                 "--iters", str(n), "--truth", truth_path], tmp)
+    peak = 0
+    while tr.proc.poll() is None:
+        peak = _peak_kib(tr.proc.pid) or peak
+        time.sleep(0.05)
+    check_eq(tr.wait(), 0, "gpuleak exit status")
+    rep = tr.report()
+    p = process(rep, json.load(open(truth_path))["pid"])
+    check_eq(rep["lost_events"], 0, "records lost")
+    check(rep["complete"], f"complete: {rep.get('incomplete_why')}")
+    check_eq(len(p["stacks"]), n, "distinct stacks booked")
+    st = rep["stats"]
+    check_eq(st["ring_bytes"], 8 << 20, "the kernel's ring with DWARF stacks")
+    check(st["stack_record_ring_bytes"] > 4 * st["ring_bytes"],
+          f"the burst ({st['stack_record_ring_bytes']} B) is larger than the ring")
+    check(st["backlog_peak_bytes"] > st["ring_bytes"],
+          f"the backlog held {st['backlog_peak_bytes']} B, more than the ring could")
+    check_eq(st["backlog_full"], 0, "the backlog never reached its limit")
+    check_eq(st["backlog_limit_bytes"], 8 * st["ring_bytes"], "the backlog's limit")
+    if not SAN:  # the sanitizers' shadow memory is not gpuleak's
+        check(0 < peak <= 128 << 10, f"gpuleak's peak resident size {peak} KiB")
+
+
+def test_an_idle_agent_is_light(tmp):
+    """serve with nothing to trace: its whole resident size, the kernel's ring mapped
+    twice included, stays within the 64 MiB its DaemonSet asks the scheduler for."""
+    agent = Agent(tmp, ["--listen", f"127.0.0.1:{free_port()}"])
+    try:
+        agent.wait_serving()
+        time.sleep(1)
+        peak = _peak_kib(agent.proc.pid)
+    finally:
+        check_eq(agent.stop(), 0, "serve's exit status")
+    if not SAN:
+        check(peak and peak <= 64 << 10, f"serve's peak resident size {peak} KiB")
+    check(peak and peak > 16 << 10, f"{peak} KiB: the ring's two mappings (16 MiB) are in it")

@@ -110,7 +110,7 @@ static void fx_hdr(struct fx *f, struct gl_hdr *h, uint32_t type, uint32_t size)
 static UNIT_UNUSED int fx_call(struct fx *f, struct gl_call c)
 {
 	fx_hdr(f, &c.hdr, GL_REC_CALL, sizeof(c));
-	return books__apply(f->b, &c, sizeof(c));
+	return books__apply_bytes(f->b, &c, sizeof(c));
 }
 
 /* A successful allocation by api of key (kind and class from the probe table). */
@@ -150,7 +150,7 @@ static UNIT_UNUSED int fx_stack(struct fx *f, uint32_t tid, uint64_t seq, uint16
 	s->api = api;
 	s->nr_ips = n;
 	memcpy(s + 1, ips, n * 8);
-	return books__apply(f->b, buf, s->hdr.size);
+	return books__apply_bytes(f->b, buf, s->hdr.size);
 }
 
 static UNIT_UNUSED int fx_proc_event(struct fx *f, uint32_t pid, uint64_t start, uint32_t event,
@@ -163,7 +163,7 @@ static UNIT_UNUSED int fx_proc_event(struct fx *f, uint32_t pid, uint64_t start,
 		snprintf(r.comm, sizeof(r.comm), "%s", comm);
 	if (st)
 		r.stats = *st;
-	return books__apply(f->b, &r, sizeof(r));
+	return books__apply_bytes(f->b, &r, sizeof(r));
 }
 
 static UNIT_UNUSED struct proc *fx_proc(struct fx *f)

@@ -574,11 +574,11 @@ static void test_malformed_counted(void **state)
 	struct gl_hdr h = { .type = 99, .size = sizeof(h), .pid = PID };
 	const struct books_counters *bc = books__counters(f->b);
 
-	assert_int_equal(books__apply(f->b, &c, sizeof(c)), -EINVAL);
+	assert_int_equal(books__apply_bytes(f->b, &c, sizeof(c)), -EINVAL);
 	c.api = GL_API_cuMemAlloc_v2;
-	assert_int_equal(books__apply(f->b, &c, sizeof(c) - 8), -EINVAL);
-	assert_int_equal(books__apply(f->b, &h, sizeof(h)), -EINVAL);
-	assert_int_equal(books__apply(f->b, &h, 4), -EINVAL);
+	assert_int_equal(books__apply_bytes(f->b, &c, sizeof(c) - 8), -EINVAL);
+	assert_int_equal(books__apply_bytes(f->b, &h, sizeof(h)), -EINVAL);
+	assert_int_equal(books__apply_bytes(f->b, &h, 4), -EINVAL);
 	assert_int_equal(bc->malformed, 4);
 	for (int i = 0; i < GL_NR_REC_TYPES; i++)
 		assert_int_equal(bc->records[i], 0);
@@ -586,7 +586,7 @@ static void test_malformed_counted(void **state)
 	assert_int_equal(f->proc_new, 0);
 	assert_int_equal(books__now(f->b), 0);
 
-	assert_int_equal(books__apply(f->b, &c, sizeof(c)), 0);
+	assert_int_equal(books__apply_bytes(f->b, &c, sizeof(c)), 0);
 	assert_int_equal(bc->records[GL_REC_CALL], 1);
 	assert_int_equal(bc->malformed, 4);
 	assert_int_equal(books__now(f->b), 5);

@@ -4,9 +4,9 @@
  * --iters N (100000) device allocations of --size bytes (4096), never freed.
  * Allocation i is made through a chain of 17 calls of many_a/many_b that
  * spells i in binary, so up to 131072 allocations have distinct stacks; with
- * --same 1 they all come from one stack.
+ * --same 1 they all come from one stack, with --stacks N from N stacks in turn.
  *
- * Options: --iters N, --size N, --same 0|1.
+ * Options: --iters N, --size N, --same 0|1, --stacks N.
  */
 #include "wl.h"
 
@@ -50,6 +50,7 @@ WL_FRAME void many_b(unsigned int level, unsigned long i)
 int main(int argc, char **argv)
 {
 	unsigned long same = wl_take_num(&argc, argv, "--same", 1, 0);
+	unsigned long stacks = wl_take_num(&argc, argv, "--stacks", 1UL << LEVELS, 0);
 
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.size)
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 	wl_ready(&o);
 	fakecuda_mark();
 	for (unsigned long i = 0; i < o.iters; i++)
-		many_a(LEVELS, same ? 0 : i);
+		many_a(LEVELS, same ? 0 : stacks ? i % stacks : i);
 	wl_finish(&o, fakecuda_truth_json, sites, WL_NSITES(sites), NULL);
 	return 0;
 }

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * mouth.c - the ring buffer's mouth (mouth.h).
+ *
+ * The backlog is a list of chunks mapped for it, records laid end to end. One
+ * writer at a time appends (the thread, or a reader that fills in its own
+ * thread: both under ring_lock); one reader takes from the front. A record is
+ * published by the release store of its chunk's tail, a chunk closed by the
+ * release store of its next: the reader sees a record whole, and a chunk as
+ * finished only once every record in it was published.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "mouth.h"
+
+#define CHUNK_BYTES (1 << 20)
+/* the thread's wait when the programs raised no wakeup (their last records wait below
+ * the wakeup threshold: the reader takes them at its own timeouts too) */
+#define IDLE_WAIT_MS 100
+/* and while the backlog is at its limit */
+#define FULL_WAIT_US 1000
+
+struct chunk {
+	struct chunk *next; /* set once this chunk takes no more records */
+	size_t cap;	    /* bytes of data */
+	size_t tail;	    /* bytes published */
+	unsigned char data[];
+};
+
+struct mouth {
+	struct ring_buffer *rb;
+	const unsigned long *cons; /* the ring's consumer position */
+	uint32_t (*trim)(const void *data, uint32_t size);
+	size_t limit;
+	pthread_mutex_t ring_lock; /* one writer: the ring's reads and the appends */
+	/* the writer's */
+	struct chunk *tail;
+	uint64_t peak, full;
+	bool at_limit;
+	/* the reader's */
+	struct chunk *head;
+	size_t head_off;
+	unsigned long last_end; /* the end of the last record taken */
+	size_t bytes;		/* in the backlog: both, atomically */
+	int event_fd;		/* written after the thread copied records */
+	int stop_fd;		/* written to end the thread */
+	int epoll_fd;
+	pthread_t thread;
+	bool started;
+};
+
+static size_t rec_bytes(uint32_t size)
+{
+	return (sizeof(struct mouth_rec) + size + 7) & ~(size_t)7;
+}
+
+static struct chunk *chunk_new(size_t need)
+{
+	size_t bytes = sizeof(struct chunk) + (need > CHUNK_BYTES ? need : CHUNK_BYTES);
+	struct chunk *c =
+		mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		return NULL;
+	c->cap = bytes - sizeof(*c);
+	return c;
+}
+
+static void chunk_free(struct chunk *c)
+{
+	munmap(c, sizeof(*c) + c->cap);
+}
+
+/* libbpf's callback: the record is consumed once this returns, whatever it returns */
+static int on_ring_record(void *ctx, void *data, size_t ring_size)
+{
+	struct mouth *m = ctx;
+	uint32_t size = m->trim ? m->trim(data, (uint32_t)ring_size) : (uint32_t)ring_size;
+	size_t need = rec_bytes(size), total;
+	struct mouth_rec *r;
+	struct chunk *c = m->tail;
+
+	if (c->tail + need > c->cap) {
+		struct chunk *n = chunk_new(need);
+
+		if (!n)
+			return -ENOMEM;
+		__atomic_store_n(&c->next, n, __ATOMIC_RELEASE);
+		m->tail = c = n;
+	}
+	r = (struct mouth_rec *)(c->data + c->tail);
+	/* libbpf stores the consumer position after this callback: it is this record's */
+	r->start = __atomic_load_n(m->cons, __ATOMIC_RELAXED);
+	r->end = r->start + ((ring_size + BPF_RINGBUF_HDR_SZ + 7) & ~7UL);
+	r->size = size;
+	r->ring_size = (uint32_t)ring_size;
+	memcpy(r->data, data, size);
+	__atomic_store_n(&c->tail, c->tail + need, __ATOMIC_RELEASE);
+	total = __atomic_add_fetch(&m->bytes, need, __ATOMIC_RELAXED);
+	if (total > m->peak)
+		m->peak = total;
+	if (total >= m->limit) {
+		if (!m->at_limit)
+			m->full++;
+		m->at_limit = true;
+		return -EAGAIN; /* the next records stay in the ring */
+	}
+	m->at_limit = false;
+	return 0;
+}
+
+int mouth__fill(struct mouth *m)
+{
+	int n;
+
+	pthread_mutex_lock(&m->ring_lock);
+	if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
+		pthread_mutex_unlock(&m->ring_lock);
+		return 0;
+	}
+	n = ring_buffer__consume(m->rb);
+	pthread_mutex_unlock(&m->ring_lock);
+	return n == -EAGAIN ? 1 : n;
+}
+
+/* The thread needs no privilege to read a ring already mapped: it keeps none. */
+static void drop_all_capabilities(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	syscall(SYS_capset, &h, d);
+}
+
+static void *mouth_main(void *arg)
+{
+	struct mouth *m = arg;
+	uint64_t one = 1;
+
+	drop_all_capabilities();
+	for (;;) {
+		struct epoll_event ev[2];
+		int n;
+
+		if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
+			usleep(FULL_WAIT_US);
+			n = 0;
+		} else {
+			n = epoll_wait(m->epoll_fd, ev, 2, IDLE_WAIT_MS);
+		}
+		for (int i = 0; i < n; i++)
+			if (ev[i].data.fd == m->stop_fd)
+				return NULL;
+		if (mouth__fill(m) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
+			/* the counter is full: the reader has a wakeup waiting already */
+		}
+	}
+}
+
+struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
+			 uint32_t (*trim)(const void *data, uint32_t size))
+{
+	struct mouth *m = calloc(1, sizeof(*m));
+	struct epoll_event ev = { .events = EPOLLIN };
+	int err;
+
+	if (!m)
+		return NULL;
+	m->event_fd = m->stop_fd = m->epoll_fd = -1;
+	m->cons = cons;
+	m->trim = trim;
+	m->limit = limit;
+	pthread_mutex_init(&m->ring_lock, NULL);
+	m->head = m->tail = chunk_new(0);
+	if (!m->head)
+		goto fail;
+	m->rb = ring_buffer__new(ring_fd, on_ring_record, m, NULL);
+	if (!m->rb)
+		goto fail;
+	m->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	m->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (m->event_fd < 0 || m->stop_fd < 0 || m->epoll_fd < 0)
+		goto fail;
+	ev.data.fd = ring_buffer__epoll_fd(m->rb);
+	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		goto fail;
+	ev.data.fd = m->stop_fd;
+	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		goto fail;
+	return m;
+fail:
+	err = errno;
+	mouth__free(m);
+	errno = err;
+	return NULL;
+}
+
+int mouth__start(struct mouth *m)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = pthread_create(&m->thread, NULL, mouth_main, m);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
+		return -err;
+	m->started = true;
+	return 0;
+}
+
+void mouth__free(struct mouth *m)
+{
+	uint64_t one = 1;
+	struct chunk *c, *next;
+
+	if (!m)
+		return;
+	if (m->started) {
+		if (write(m->stop_fd, &one, sizeof(one)) == sizeof(one))
+			pthread_join(m->thread, NULL);
+		else
+			pthread_cancel(m->thread), pthread_join(m->thread, NULL);
+	}
+	ring_buffer__free(m->rb);
+	for (c = m->head; c; c = next) {
+		next = c->next;
+		chunk_free(c);
+	}
+	for (int *fd = &m->event_fd; fd <= &m->epoll_fd; fd++)
+		if (*fd >= 0)
+			close(*fd);
+	pthread_mutex_destroy(&m->ring_lock);
+	free(m);
+}
+
+const struct mouth_rec *mouth__peek(struct mouth *m)
+{
+	for (;;) {
+		struct chunk *c = m->head, *next;
+
+		if (m->head_off < __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE))
+			return (const struct mouth_rec *)(c->data + m->head_off);
+		next = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+		if (!next)
+			return NULL;
+		/* closed, and every record in it taken: the writer is past it */
+		if (m->head_off < __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE))
+			continue;
+		m->head = next;
+		m->head_off = 0;
+		chunk_free(c);
+	}
+}
+
+void mouth__pop(struct mouth *m)
+{
+	const struct mouth_rec *r = mouth__peek(m);
+	size_t need;
+
+	if (!r)
+		return;
+	need = rec_bytes(r->size);
+	m->last_end = r->end;
+	m->head_off += need;
+	__atomic_sub_fetch(&m->bytes, need, __ATOMIC_RELAXED);
+}
+
+unsigned long mouth__taken(struct mouth *m)
+{
+	/* the position first: a record copied after it was read lies above it */
+	unsigned long cons = __atomic_load_n(m->cons, __ATOMIC_ACQUIRE);
+	const struct mouth_rec *r = mouth__peek(m);
+
+	if (r)
+		return r->start;
+	return cons > m->last_end ? cons : m->last_end;
+}
+
+int mouth__event_fd(const struct mouth *m)
+{
+	return m->event_fd;
+}
+
+void mouth__clear_event(struct mouth *m)
+{
+	uint64_t v;
+
+	if (read(m->event_fd, &v, sizeof(v)) < 0) {
+		/* nothing was written: nothing to clear */
+	}
+}
+
+void mouth__stats(struct mouth *m, struct mouth_stats *out)
+{
+	pthread_mutex_lock(&m->ring_lock);
+	out->peak_bytes = m->peak;
+	out->full = m->full;
+	out->limit = m->limit;
+	pthread_mutex_unlock(&m->ring_lock);
+}
