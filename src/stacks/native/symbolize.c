@@ -4,6 +4,12 @@
  * searched by binary search; C++ names demangled with the C++ runtime's
  * __cxa_demangle. Source file and line from the module's DWARF line table
  * (elfutils' libdw) where it has one.
+ *
+ * A table keeps each function's address, size and the offset of its name: a
+ * name is read from the string table only when a pc falls in its function. The
+ * library's own mapping of the file then holds, once the table is sorted, only
+ * the few pages of names that were looked up: the exported names of a large C++
+ * library (libtorch's) run to a hundred megabytes.
  */
 #include <errno.h>
 #include <elfutils/libdw.h>
@@ -11,6 +17,8 @@
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "symbolize.h"
 #include "util/htab.h"
 #include "util/log.h"
@@ -18,8 +26,9 @@
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 struct elf_sym {
-	uint64_t addr, size;
-	const char *name;
+	uint64_t addr;
+	uint32_t size; /* UINT32_MAX: that or more */
+	uint32_t name; /* in the string table strndx */
 };
 
 struct segment {
@@ -33,6 +42,7 @@ struct symtab {
 	Elf *elf;
 	struct elf_sym *syms;
 	size_t nr;
+	size_t strndx; /* the string table of syms' names */
 	struct segment *segs;
 	size_t nr_segs;
 };
@@ -120,6 +130,27 @@ static int cmp_sym(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
+/* Symbols read between two drops of the table's pages read so far. */
+#define DROP_EVERY 65536
+
+/*
+ * The file's pages of bytes [off, off + len) of the file leave this process's
+ * memory (they are read again from the page cache if needed): a table read once.
+ */
+static void drop_pages(Elf *e, uint64_t off, uint64_t len)
+{
+	size_t size, page = (size_t)sysconf(_SC_PAGESIZE);
+	char *raw = elf_rawfile(e, &size);
+	uintptr_t from, to;
+
+	if (!raw || off >= size || len > size - off)
+		return;
+	from = ((uintptr_t)raw + off + page - 1) & ~(uintptr_t)(page - 1);
+	to = ((uintptr_t)raw + off + len) & ~(uintptr_t)(page - 1);
+	if (to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
 static int collect(struct symtab *t, Elf_Scn *scn, GElf_Shdr *sh)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
@@ -132,22 +163,27 @@ static int collect(struct symtab *t, Elf_Scn *scn, GElf_Shdr *sh)
 	if (!t->syms)
 		return -ENOMEM;
 	t->nr = 0;
+	t->strndx = sh->sh_link;
 	for (size_t i = 0; i < n; i++) {
 		GElf_Sym sym;
-		const char *name;
 		int type;
 
-		if (!gelf_getsym(data, i, &sym) || !sym.st_value || sym.st_shndx == SHN_UNDEF)
+		if (i && i % DROP_EVERY == 0)
+			drop_pages(t->elf, sh->sh_offset + (i - DROP_EVERY) * sh->sh_entsize,
+				   DROP_EVERY * sh->sh_entsize);
+		if (!gelf_getsym(data, i, &sym) || !sym.st_value || sym.st_shndx == SHN_UNDEF ||
+		    !sym.st_name)
 			continue;
 		type = GELF_ST_TYPE(sym.st_info);
 		if (type != STT_FUNC && type != STT_GNU_IFUNC)
 			continue;
-		name = elf_strptr(t->elf, sh->sh_link, sym.st_name);
-		if (!name || !*name)
-			continue;
-		t->syms[t->nr++] = (struct elf_sym){ sym.st_value, sym.st_size, name };
+		t->syms[t->nr++] = (struct elf_sym){
+			sym.st_value, sym.st_size < UINT32_MAX ? (uint32_t)sym.st_size : UINT32_MAX,
+			(uint32_t)sym.st_name
+		};
 	}
 	qsort(t->syms, t->nr, sizeof(*t->syms), cmp_sym);
+	drop_pages(t->elf, sh->sh_offset, sh->sh_size);
 	return 0;
 }
 
@@ -303,11 +339,12 @@ int symbolizer__lookup(struct symbolizer *s, uint32_t mod, uint64_t off, struct 
 		t = symtab_of(s, mod);
 		if (t && t->nr && off_to_vaddr(t, off, &vaddr)) {
 			const struct elf_sym *sym = find_sym(t, vaddr);
+			const char *name = sym ? elf_strptr(t->elf, t->strndx, sym->name) : NULL;
 
-			if (sym) {
-				v->function = demangle(sym->name);
+			if (name && *name) {
+				v->function = demangle(name);
 				if (!v->function)
-					v->function = strdup(sym->name);
+					v->function = strdup(name);
 				v->sym_off = vaddr - sym->addr;
 			}
 			source_line(t, vaddr, v);
