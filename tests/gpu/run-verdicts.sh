@@ -6,7 +6,8 @@
 # the verdicts (the healthy loop must get no leak). About two minutes in all.
 #   tests/gpu/run-verdicts.sh OUTDIR   (gpuleak built with 'make STATIC=1' in the repo root)
 # Environment: GPULEAK (./gpuleak), PYTHON (python3), DURATION (60s), STACKS (gpuleak's
-# default, dwarf).
+# default, dwarf), GL_ARGS (more options for attach, e.g. "--tensors full"). gpuleak's peak
+# resident size (VmHWM) is printed as it ends; its last /proc/PID/smaps is kept (smaps).
 set -u
 out=${1:?usage: run-verdicts.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,9 +47,15 @@ for c in $cases; do
 	i=$((i + 1))
 done
 
-"$gl" attach -v -i 20s -d "$duration" ${STACKS:+--stacks "$STACKS"} --json "$out/verdicts.json" \
-	"${pids[@]}" > "$out/gpuleak.txt" 2> "$out/gpuleak.err" &
+# shellcheck disable=SC2086 # GL_ARGS: words
+"$gl" attach -v -i 20s -d "$duration" ${STACKS:+--stacks "$STACKS"} ${GL_ARGS:-} \
+	--json "$out/verdicts.json" "${pids[@]}" > "$out/gpuleak.txt" 2> "$out/gpuleak.err" &
 gpid=$!
+( hwm=; while kill -0 "$gpid" 2>/dev/null; do
+	v=$(awk '/^VmHWM/ {print $2}' "/proc/$gpid/status" 2>/dev/null) && [ -n "$v" ] && hwm=$v
+	cat "/proc/$gpid/smaps" > "$out/smaps.next" 2>/dev/null && mv "$out/smaps.next" "$out/smaps"
+	sleep 0.2
+done; echo "$hwm" > "$out/vmhwm_kib" ) &
 for _ in $(seq 600); do
 	[ "$(grep -c "attached to PID" "$out/gpuleak.err" 2>/dev/null)" -ge 6 ] && break
 	kill -0 "$gpid" 2>/dev/null || break
@@ -61,6 +68,8 @@ touch "$go"
 echo "tracing 6 PyTorch processes for $duration ..."
 wait "$gpid"
 echo "gpuleak exit status $?"
+sleep 0.5
+echo "gpuleak peak resident size (VmHWM): $(cat "$out/vmhwm_kib" 2>/dev/null) KiB"
 for c in $cases; do
 	grep -q Traceback "$out/$c.err" && { echo "$c failed:"; tail -5 "$out/$c.err"; }
 done
