@@ -17,6 +17,7 @@
 #include "model/snapshot.h"
 #include "census/pause.h"
 #include "model/opts.h"
+#include "report/formats.h"
 #include "stacks/python/pyoffsets.h"
 #include "stacks/python/pyproc.h"
 #include "util/fmt.h"
@@ -671,10 +672,10 @@ int census_cmd__run(const struct gl_opts *o)
 		caps.max_read_bytes = o->census_max_read;
 	if (o->census_max_ms)
 		caps.max_ns = o->census_max_ms * 1000000ULL;
-	if (o->json_path) {
-		json = outfile__open(o->json_path);
+	if (o->out[REPORT_JSON]) {
+		json = outfile__open(o->out[REPORT_JSON]);
 		if (!json) {
-			log_error("census: cannot write %s: %s", o->json_path,
+			log_error("census: cannot write %s: %s", o->out[REPORT_JSON],
 				  outfile__strerror(errno));
 			return EXIT_RUNTIME;
 		}
@@ -682,7 +683,7 @@ int census_cmd__run(const struct gl_opts *o)
 	status = census_cmd__one(o->pids[0], json && json == stdout ? NULL : stdout, json,
 				 !o->census_no_pause, &caps, NULL, NULL);
 	if (json && outfile__close(json) && status == EXIT_OK) {
-		log_error("census: failed to write %s (disk full?)", o->json_path);
+		log_error("census: failed to write %s (disk full?)", o->out[REPORT_JSON]);
 		status = EXIT_RUNTIME;
 	}
 	return status;

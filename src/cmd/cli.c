@@ -12,6 +12,7 @@
 #include "agent/http.h"
 #include "cli.h"
 #include "commands.h"
+#include "report/formats.h"
 #include "util/log.h"
 #include "util/parse.h"
 
@@ -109,10 +110,25 @@ static void defaults(struct gl_opts *o)
 	o->keep_max = 2ULL << 30;
 }
 
+/* --FORMAT FILE: a report file of report/formats.h's table. */
+static int parse_format(struct gl_opts *o, enum report_format i, const char *arg)
+{
+	const struct report_format_row *row = &report_formats[i];
+
+	if (!*arg)
+		return usage_error("--%s needs a file name, e.g. --%s %s ('-': stdout)",
+				   row->option, row->option, row->example);
+	o->out[i] = arg;
+	o->needs |= row->needs;
+	return 0;
+}
+
 static int parse_option(struct gl_opts *o, int c, const char *arg)
 {
 	uint64_t v;
 
+	if (c >= OPT_FORMAT && c < OPT_FORMAT + REPORT_NR_FORMATS)
+		return parse_format(o, c - OPT_FORMAT, arg);
 	switch (c) {
 	case 'a': o->all = true; return 0;
 	case 'i':
@@ -127,18 +143,6 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 		return parse_duration_ms(arg, 0, 86400000ULL, &o->wait_ms) ?
 			       bad_duration(c, arg, " up to 24h") :
 			       0;
-	case OPT_JSON:
-		if (!*arg)
-			return usage_error(
-				"--json needs a file name, e.g. --json report.json ('-': stdout)");
-		o->json_path = arg;
-		return 0;
-	case OPT_FOLDED: o->folded_path = arg; return 0;
-	case OPT_SVG: o->svg_path = arg; return 0;
-	case OPT_PPROF: o->pprof_path = arg; return 0;
-	case OPT_MEMORY_VIZ: o->memory_viz_path = arg; return 0;
-	case OPT_PERFETTO: o->perfetto_path = arg; return 0;
-	case OPT_HTML: o->html_path = arg; return 0;
 	case OPT_STACKS:
 		if (!strcmp(arg, "fp"))
 			o->stack_mode = GL_STACK_FP;
@@ -369,16 +373,21 @@ static int parse_option(struct gl_opts *o, int c, const char *arg)
 /* At most one of the report files may be stdout. */
 static int check_outputs(const struct gl_opts *o)
 {
-	const char *paths[] = { o->json_path,	    o->folded_path,   o->svg_path, o->pprof_path,
-				o->memory_viz_path, o->perfetto_path, o->html_path };
+	char names[256];
+	size_t len = 0;
 	int on_stdout = 0;
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-		on_stdout += paths[i] && !strcmp(paths[i], "-");
-	return on_stdout > 1 ? usage_error("only one of --json, --folded, --svg, --pprof, "
-					   "--memory-viz, --perfetto and --html can be '-' "
-					   "(stdout)") :
-			       0;
+	for (int i = 0; i < REPORT_NR_FORMATS; i++)
+		on_stdout += o->out[i] && !strcmp(o->out[i], "-");
+	if (on_stdout <= 1)
+		return 0;
+	for (int i = 0; i < REPORT_NR_FORMATS && len < sizeof(names); i++)
+		len += snprintf(names + len, sizeof(names) - len, "%s--%s",
+				!i			  ? "" :
+				i + 1 < REPORT_NR_FORMATS ? ", " :
+							    " and ",
+				report_formats[i].option);
+	return usage_error("only one of %s can be '-' (stdout)", names);
 }
 
 static int parse_pids(struct gl_opts *o, int argc, char **argv)

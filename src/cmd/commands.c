@@ -9,6 +9,7 @@
 #include "census_cmd.h"
 #include "commands.h"
 #include "offline.h"
+#include "report/formats.h"
 #include "top.h"
 #include "util/parse.h"
 
@@ -34,36 +35,11 @@ const struct cli_option cli_options[] = {
 	  "how long to wait for a target to load libcuda\n"
 	  "(30s)",
 	  "2m" },
-	{ "json", OPT_JSON, "FILE", "write the final report as JSON ('-': stdout)", "report.json",
-	  F },
-	{ "folded", OPT_FOLDED, "FILE",
-	  "write folded stacks of outstanding bytes\n"
-	  "(flamegraph.pl, speedscope, inferno)",
-	  "leaks.folded", F },
-	{ "svg", OPT_SVG, "FILE",
-	  "write an interactive flame graph of outstanding\n"
-	  "bytes",
-	  "leaks.svg", F },
-	{ "pprof", OPT_PPROF, "FILE",
-	  "write a gzipped pprof profile (inuse/alloc space\n"
-	  "and objects: go tool pprof, Parca, Pyroscope)",
-	  "heap.pb.gz", F },
-	{ "memory-viz", OPT_MEMORY_VIZ, "FILE",
-	  "write the PyTorch process's segments and blocks\n"
-	  "as the pickle torch.cuda.memory._snapshot()\n"
-	  "writes (pytorch.org/memory_viz)",
-	  "snapshot.pickle", F },
-	{ "perfetto", OPT_PERFETTO, "FILE",
-	  "write memory over time as a trace (JSON Trace\n"
-	  "Event Format: ui.perfetto.dev, chrome://tracing)",
-	  "memory.trace.json", F },
-	{ "html", OPT_HTML, "FILE",
-	  "write one self-contained HTML page: memory over\n"
-	  "time by allocation site, the flame graph of what\n"
-	  "a time range picked on it allocated and still\n"
-	  "holds, the leaks with hints, the failures",
-	  "report.html", F },
-	{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
+#define FORMAT_OPTION(id, option, help, example, needs, write) \
+	{ option, OPT_FORMAT + REPORT_##id, "FILE", help, example, F },
+	REPORT_FORMATS(FORMAT_OPTION)
+#undef FORMAT_OPTION
+		{ "top", OPT_TOP, "N", "stacks shown per process (10; 0: all)", "20" },
 	{ "frames", OPT_FRAMES, "N", "frames shown per stack in text (32; 0: all)", "64" },
 	{ "full-stacks", OPT_FULL_STACKS, NULL,
 	  "text stacks show every frame (by default a run\n"
@@ -263,7 +239,7 @@ const struct cli_option cli_options[] = {
 	"no-python torch no-torch torch-stacks tensors tensor-sample tensor-window "                          \
 	"tensor-duty resolution max-held hold-timeout max-python-procs ranks-from-env imbalance bench-floor " \
 	"bench-torch-lib no-stack-cache "
-#define REPORT_OPTS "json folded svg pprof memory-viz perfetto html top frames full-stacks "
+#define REPORT_OPTS REPORT_FORMAT_OPTIONS "top frames full-stacks "
 #define LOG_OPTS "verbose quiet help"
 #define INCIDENT_OPTS "incident-dir incident-max incident-max-bytes census-on-oom "
 

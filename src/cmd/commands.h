@@ -19,8 +19,9 @@
 
 /* Keys of options with no short letter: above every char. */
 enum {
-	OPT_JSON = 256,
-	OPT_STACKS,
+	/* a report file: OPT_FORMAT + its enum report_format (report/formats.h) */
+	OPT_FORMAT = 256,
+	OPT_STACKS = OPT_FORMAT + GL_MAX_FORMATS,
 	OPT_STACK_BYTES,
 	OPT_TOP,
 	OPT_FRAMES,
@@ -52,12 +53,6 @@ enum {
 	OPT_RESOLUTION,
 	OPT_RANKS_ENV,
 	OPT_IMBALANCE,
-	OPT_FOLDED,
-	OPT_SVG,
-	OPT_PPROF,
-	OPT_MEMORY_VIZ,
-	OPT_PERFETTO,
-	OPT_HTML,
 	OPT_INCIDENT_DIR,
 	OPT_INCIDENT_MAX,
 	OPT_INCIDENT_MAX_BYTES,

@@ -1,48 +1,43 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * output.c - the report files a command line names (--json, --folded, --svg,
- * --pprof): opened and checked before tracing, written from one snapshot by
- * attach, run and report.
+ * output.c - the report files a command line names (report/formats.h): opened
+ * and checked before tracing, written from one snapshot by attach, run and
+ * report.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "output.h"
-#include "report/report.h"
 #include "util/log.h"
 #include "util/outfile.h"
+
+bool output__named(const struct gl_opts *o)
+{
+	for (int i = 0; i < REPORT_NR_FORMATS; i++)
+		if (o->out[i])
+			return true;
+	return false;
+}
 
 /* Whether a report file goes to stdout, which then carries nothing else. */
 bool output__to_stdout(const struct gl_opts *o)
 {
-	return outfile__is_stdout(o->json_path) || outfile__is_stdout(o->folded_path) ||
-	       outfile__is_stdout(o->svg_path) || outfile__is_stdout(o->pprof_path) ||
-	       outfile__is_stdout(o->memory_viz_path) || outfile__is_stdout(o->perfetto_path) ||
-	       outfile__is_stdout(o->html_path);
+	for (int i = 0; i < REPORT_NR_FORMATS; i++)
+		if (outfile__is_stdout(o->out[i]))
+			return true;
+	return false;
 }
-
-enum output { OUT_JSON, OUT_FOLDED, OUT_SVG, OUT_PPROF, OUT_MEMVIZ, OUT_PERFETTO, OUT_HTML };
 
 int output__open_files(const struct gl_opts *o, struct output_files *rf)
 {
-	static const char *const opts[] = { "--json",	    "--folded",	  "--svg", "--pprof",
-					    "--memory-viz", "--perfetto", "--html" };
 	struct stat st;
 	int err = 0;
 
 	memset(rf, 0, sizeof(*rf));
-	rf->path[OUT_JSON] = o->json_path;
-	rf->path[OUT_FOLDED] = o->folded_path;
-	rf->path[OUT_SVG] = o->svg_path;
-	rf->path[OUT_PPROF] = o->pprof_path;
-	rf->path[OUT_MEMVIZ] = o->memory_viz_path;
-	rf->path[OUT_PERFETTO] = o->perfetto_path;
-	rf->path[OUT_HTML] = o->html_path;
-	for (int i = 0; i < OUTPUT_NR_FILES && !err; i++) {
-		const char *path = rf->path[i];
+	for (int i = 0; i < REPORT_NR_FORMATS && !err; i++) {
+		const char *path = rf->path[i] = o->out[i];
 
 		if (!path)
 			continue;
@@ -58,8 +53,10 @@ int output__open_files(const struct gl_opts *o, struct output_files *rf)
 		for (int j = 0; j < i && !err; j++) {
 			if (!outfile__same(rf->f[i], rf->f[j]))
 				continue;
-			log_error("%s %s and %s %s are the same file: each report needs its own",
-				  opts[j], rf->path[j], opts[i], path);
+			log_error(
+				"--%s %s and --%s %s are the same file: each report needs its own",
+				report_formats[j].option, rf->path[j], report_formats[i].option,
+				path);
 			rf->created[i] = false; /* the one created first goes */
 			err = -EINVAL;
 		}
@@ -71,7 +68,7 @@ int output__open_files(const struct gl_opts *o, struct output_files *rf)
 
 void output__close_files(struct output_files *rf)
 {
-	for (int i = 0; i < OUTPUT_NR_FILES; i++) {
+	for (int i = 0; i < REPORT_NR_FORMATS; i++) {
 		if (!rf->f[i])
 			continue;
 		outfile__close(rf->f[i]);
@@ -82,32 +79,11 @@ void output__close_files(struct output_files *rf)
 	}
 }
 
-/* The memory_viz snapshot of the process with the most PyTorch memory (others named). */
-static int write_memory_viz(FILE *f, const struct snapshot *snap, const char *path)
-{
-	int others;
-	const struct snap_proc *sp = report__memory_viz_proc(snap, &others);
-
-	if (!sp) {
-		log_warn("%s: no process had PyTorch memory gpuleak could see (segments its "
-			 "caching allocator took, or tensor blocks): the snapshot is empty",
-			 path);
-		return report__memory_viz(f, snap, &(struct snap_proc){ .pid = 0, .comm = "" });
-	}
-	if (others)
-		log_warn("%s holds PID %d (%s), the process with the most PyTorch memory; %d "
-			 "other%s had some too (a snapshot is one process's, as PyTorch's own: "
-			 "trace that one alone to have it)",
-			 path, sp->pid, sp->comm, others, others > 1 ? "s" : "");
-	return report__memory_viz(f, snap, sp);
-}
-
 /* Writes one report into f (from output__open_files; none if NULL) and closes it.
  * Returns 0 or -errno, said on stderr. */
-static int write_output(const struct snapshot *snap, enum output kind, const char *path, FILE *f)
+static int write_output(const struct snapshot *snap, enum report_format kind, const char *path,
+			FILE *f)
 {
-	struct timespec wall;
-	struct pprof_opts po = { .default_sample = PPROF_INUSE_SPACE };
 	int err;
 
 	if (!f)
@@ -118,23 +94,7 @@ static int write_output(const struct snapshot *snap, enum output kind, const cha
 		outfile__close(f);
 		return err;
 	}
-	if (kind == OUT_JSON) {
-		err = report__json(f, snap);
-	} else if (kind == OUT_FOLDED) {
-		err = report__folded(f, snap, &(struct folded_opts){ 0 });
-	} else if (kind == OUT_SVG) {
-		err = report__svg(f, snap, &(struct svg_opts){ 0 });
-	} else if (kind == OUT_MEMVIZ) {
-		err = write_memory_viz(f, snap, path);
-	} else if (kind == OUT_PERFETTO) {
-		err = report__perfetto(f, snap);
-	} else if (kind == OUT_HTML) {
-		err = report__html(f, snap, 0);
-	} else {
-		clock_gettime(CLOCK_REALTIME, &wall);
-		po.time_ns = wall.tv_sec * 1000000000ULL + wall.tv_nsec;
-		err = report__pprof(f, snap, &po);
-	}
+	err = report_formats[kind].write(f, snap, path);
 	err = outfile__close(f) ?: err;
 	if (err)
 		log_error("writing %s failed: %s: free space there, or name another path", path,
@@ -146,7 +106,7 @@ int output__write_files(const struct snapshot *snap, struct output_files *rf)
 {
 	int err = 0;
 
-	for (int i = OUT_JSON; i <= OUT_HTML; i++) {
+	for (int i = 0; i < REPORT_NR_FORMATS; i++) {
 		err = write_output(snap, i, rf->path[i], rf->f[i]) ?: err;
 		rf->f[i] = NULL;
 	}

@@ -9,15 +9,15 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "model/opts.h"
+#include "report/formats.h"
 
 struct snapshot;
 
-#define OUTPUT_NR_FILES 7
-/* The report files o names (--json, --folded, --svg, --pprof, --memory-viz), open from the start. */
+/* The report files o names (report/formats.h), open from the start. */
 struct output_files {
-	FILE *f[OUTPUT_NR_FILES]; /* NULL where none is named */
-	const char *path[OUTPUT_NR_FILES];
-	bool created[OUTPUT_NR_FILES]; /* made now: removed if closed without a report */
+	FILE *f[REPORT_NR_FORMATS]; /* NULL where none is named */
+	const char *path[REPORT_NR_FORMATS];
+	bool created[REPORT_NR_FORMATS]; /* made now: removed if closed without a report */
 };
 
 /*
@@ -33,6 +33,8 @@ void output__close_files(struct output_files *rf);
  * -errno (each failure said on stderr).
  */
 int output__write_files(const struct snapshot *snap, struct output_files *rf);
+/* Whether o names a report file. */
+bool output__named(const struct gl_opts *o);
 /* Whether one of those files is stdout (the text report is then left out). */
 bool output__to_stdout(const struct gl_opts *o);
 

@@ -155,11 +155,11 @@ static int finish(struct session *s, struct rec_cmd *rc, const struct gl_opts *o
 
 	/* the recording's books end here: the drain reads the ring to its end */
 	tracer__stop(session__tracer(s));
-	snap = session__snapshot(s, o->json_path ? 0 : 1, true);
+	snap = session__snapshot(s, o->out[REPORT_JSON] ? 0 : 1, true);
 
 	if (!snap)
 		return -ENOMEM;
-	if (o->json_path)
+	if (o->out[REPORT_JSON])
 		out_err = output__write_files(snap, &rc->files);
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		const struct snap_proc *p = &snap->procs[i];

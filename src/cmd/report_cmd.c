@@ -119,8 +119,7 @@ static int report_bundle(const struct gl_opts *o)
 			  o->record_path);
 		return EXIT_BADFILE;
 	}
-	if (o->json_path || o->folded_path || o->svg_path || o->pprof_path || o->memory_viz_path ||
-	    o->perfetto_path || o->html_path) {
+	if (output__named(o)) {
 		close(dfd);
 		log_error("a bundle holds its reports already (report.json, profile.pb.gz, "
 			  "flame.svg, history.trace.json in %s): copy them",
@@ -147,9 +146,9 @@ int report_cmd__run(const struct gl_opts *o)
 {
 	const char *dirs[GL_MAX_DEBUG_DIRS + 1];
 	struct replay_opts ro = { .dirs = dirs,
-				  .timeline = o->perfetto_path != NULL,
-				  .histories = o->html_path != NULL,
-				  .memory_events = o->memory_viz_path != NULL };
+				  .timeline = o->needs & GL_NEED_TIMELINE,
+				  .histories = o->needs & GL_NEED_HISTORIES,
+				  .memory_events = o->needs & GL_NEED_MEMORY_EVENTS };
 	struct text_opts to = { .max_stacks = o->top,
 				.max_frames = o->frames,
 				.full_stacks = o->full_stacks };

@@ -49,6 +49,16 @@ enum gl_sort {
 #define GL_MAX_DEBUG_DIRS 8
 
 #define GL_MAX_PIDS 256
+/* Report files a command line can name (report/formats.h's table has at most this many). */
+#define GL_MAX_FORMATS 16
+
+/* What the engine keeps for the report files asked for (report/formats.h's rows say). */
+enum gl_need {
+	GL_NEED_TIMELINE = 1 << 0,	/* memory over time per site (perfetto) */
+	GL_NEED_HISTORIES = 1 << 1,	/* each stack's held bytes over the process's life */
+	GL_NEED_MEMORY_EVENTS = 1 << 2, /* PyTorch's segments and blocks and their events */
+	GL_NEED_KEEP_AT_EXIT = 1 << 3,	/* what a process held when it ended */
+};
 
 struct cli_command;
 
@@ -63,12 +73,9 @@ struct gl_opts {
 	uint64_t duration_ms;	/* 0: until the targets exit or a signal */
 	uint64_t wait_ms;	/* for libcuda to be loaded */
 	uint64_t resolution_ms; /* of the allocation history behind leak verdicts */
-	const char *json_path;
-	const char *folded_path, *svg_path, *pprof_path; /* "-": stdout */
-	/* --memory-viz: the PyTorch memory_viz pickle of the process with most PyTorch memory */
-	const char *memory_viz_path;
-	const char *perfetto_path; /* memory over time, Trace Event Format */
-	const char *html_path;	   /* one self-contained HTML page */
+	/* report files by enum report_format (report/formats.h); "-": stdout; NULL: none */
+	const char *out[GL_MAX_FORMATS];
+	unsigned int needs; /* enum gl_need: of the report files asked for */
 	const char *libcuda;
 	enum gl_stack_mode stack_mode;
 	uint32_t stack_bytes;

@@ -515,7 +515,7 @@ static int setup(struct session *s)
 				 .sample_bytes = o->tensor_sample_bytes,
 				 .rank_env = o->ranks_env,
 				 /* what the HTML page and the memory_viz snapshot show */
-				 .keep_at_exit = o->html_path || o->memory_viz_path };
+				 .keep_at_exit = o->needs & GL_NEED_KEEP_AT_EXIT };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
@@ -557,12 +557,13 @@ static int setup(struct session *s)
 		return EXIT_RUNTIME;
 	}
 	books__set_hooks(s->books, &hooks);
-	if (o->perfetto_path &&
+	if ((o->needs & GL_NEED_TIMELINE) &&
 	    !(s->timeline = timeline__new(s->books, TIMELINE_RES_NS, TIMELINE_MAX_POINTS))) {
 		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
 	}
-	if (o->memory_viz_path && !(s->mvtrace = mvtrace__new(s->books, MVTRACE_MAX_EVENTS))) {
+	if ((o->needs & GL_NEED_MEMORY_EVENTS) &&
+	    !(s->mvtrace = mvtrace__new(s->books, MVTRACE_MAX_EVENTS))) {
 		log_error("out of memory (free memory and run again)");
 		return EXIT_RUNTIME;
 	}
@@ -684,7 +685,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.imbalance_ratio = s->o->imbalance_pct / 100.0,
 		.cap_procs = s->o->max_procs,
 		.limits = &limits,
-		.memory_map = s->o->memory_viz_path != NULL,
+		.memory_map = s->o->needs & GL_NEED_MEMORY_EVENTS,
 		.mvtrace = s->mvtrace,
 		.proc_timeline = s->timeline ? proc_timeline : NULL,
 		.timeline_ctx = s->timeline,
@@ -698,7 +699,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		     &so.ring.backlog_full);
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
-	so.histories = !drain || s->o->html_path; /* what --html draws */
+	so.histories = !drain || (s->o->needs & GL_NEED_HISTORIES); /* what --html draws */
 	for (int attempt = 0; attempt < (drain ? SNAPSHOT_ATTEMPTS : 1); attempt++) {
 		if (attempt)
 			usleep(SNAPSHOT_RETRY_US);

@@ -7,6 +7,7 @@
 #include "unit.h"
 #include "cmd/cli.h"
 #include "cmd/commands.h"
+#include "report/formats.h"
 
 #define MAX_ARGS 300
 
@@ -43,11 +44,11 @@ static int parse_v(const char *const *args)
 		run_argv[i] = NULL;
 		opts.argv = run_argv;
 	}
-	if (opts.json_path) {
+	if (opts.out[REPORT_JSON]) {
 		static char json[256];
 
-		snprintf(json, sizeof(json), "%s", opts.json_path);
-		opts.json_path = json;
+		snprintf(json, sizeof(json), "%s", opts.out[REPORT_JSON]);
+		opts.out[REPORT_JSON] = json;
 	}
 	if (opts.libcuda) {
 		static char lib[256];
@@ -132,7 +133,7 @@ static void test_defaults(void **state)
 	assert_int_equal(opts.interval_ms, 10000);
 	assert_int_equal(opts.duration_ms, 0);
 	assert_int_equal(opts.wait_ms, 30000);
-	assert_null(opts.json_path);
+	assert_null(opts.out[REPORT_JSON]);
 	assert_null(opts.libcuda);
 #if defined(__x86_64__)
 	assert_int_equal(opts.stack_mode, GL_STACK_DWARF);
@@ -224,12 +225,12 @@ static void test_run(void **state)
 	/* the command's own options are its own, with or without '--' */
 	ok("run", "-i", "5", "./a.out", "-i", "7", "--json", "x");
 	assert_int_equal(opts.interval_ms, 5000);
-	assert_null(opts.json_path);
+	assert_null(opts.out[REPORT_JSON]);
 	assert_string_equal(opts.argv[0], "./a.out");
 	assert_string_equal(opts.argv[1], "-i");
 	assert_string_equal(opts.argv[2], "7");
 	ok("run", "--json", "out.json", "--libcuda", "/opt/lib/libcuda.so.1", "--", "true");
-	assert_string_equal(opts.json_path, "out.json");
+	assert_string_equal(opts.out[REPORT_JSON], "out.json");
 	assert_string_equal(opts.libcuda, "/opt/lib/libcuda.so.1");
 	assert_string_equal(opts.argv[0], "true");
 	assert_null(opts.argv[1]);
@@ -393,9 +394,9 @@ static void test_flags(void **state)
 	ok("attach", "--no-follow-forks", "1");
 	assert_false(opts.follow_forks);
 	ok("attach", "--json", "-", "1");
-	assert_string_equal(opts.json_path, "-");
+	assert_string_equal(opts.out[REPORT_JSON], "-");
 	ok("attach", "--json=/tmp/r.json", "-a");
-	assert_string_equal(opts.json_path, "/tmp/r.json");
+	assert_string_equal(opts.out[REPORT_JSON], "/tmp/r.json");
 	/* an empty file name would only fail when the report is written, at the end */
 	usage("--json", "attach", "--json", "", "1");
 	usage("--json", "attach", "--json=", "1");
@@ -471,7 +472,7 @@ static void test_options_anywhere(void **state)
 	assert_int_equal(opts.duration_ms, 3000);
 	ok("attach", "1", "--json", "x", "2", "-v");
 	assert_int_equal(opts.nr_pids, 2);
-	assert_string_equal(opts.json_path, "x");
+	assert_string_equal(opts.out[REPORT_JSON], "x");
 	assert_int_equal(opts.verbosity, 1);
 	ok("record", "13039", "-o", "job.glr", "--duration", "1m30s");
 	assert_int_equal(opts.pids[0], 13039);
@@ -619,7 +620,7 @@ static void test_explain(void **state)
 	ok("explain", "-d", "5s", "--json", "out.json", "42", "43");
 	assert_int_equal(opts.duration_ms, 5000);
 	assert_int_equal(opts.nr_pids, 2);
-	assert_string_equal(opts.json_path, "out.json");
+	assert_string_equal(opts.out[REPORT_JSON], "out.json");
 	usage("explain needs PIDs", "explain");
 	/* it answers once, for the PIDs it is given: the table gives it no -a, no -i */
 	usage("-a is not an option of explain: it belongs to attach", "explain", "-a");
@@ -640,11 +641,11 @@ static void test_census(void **state)
 	assert_int_equal(opts.cmd, CMD_CENSUS);
 	assert_int_equal(opts.pids[0], 42);
 	assert_false(opts.census_no_pause);
-	assert_null(opts.json_path);
+	assert_null(opts.out[REPORT_JSON]);
 	assert_int_equal(opts.census_max_objects, 0); /* the defaults of census_cmd */
 	ok("census", "--json", "-", "--no-pause", "--max-objects", "2000", "--max-read", "64K",
 	   "--max-time", "1500ms", "42");
-	assert_string_equal(opts.json_path, "-");
+	assert_string_equal(opts.out[REPORT_JSON], "-");
 	assert_true(opts.census_no_pause);
 	assert_int_equal(opts.census_max_objects, 2000);
 	assert_int_equal(opts.census_max_read, 64 << 10);

@@ -13,17 +13,17 @@
 #include <unistd.h>
 #include "cmd/cli.h"
 #include "outputs_fixture.h"
+#include "report/formats.h"
 #include "report/xml.h"
 #include "util/outfile.h"
 
-static const char folded_all[] =
-	"a<b>&\"c:d (200);0xdeadbeef;bad?name\xff<x>;cuMemAlloc_v2 4096\n"
-	"python3 (100);<module> (train.py:1);train:step (train.py:7);"
-	"forward (/src/net/model.py:42);"
-	"cuMemAllocManaged 1048576\n"
-	"python3 (100);<module> (train.py:1);train:step (train.py:7);"
-	"forward (/src/net/model.py:42);"
-	"libtorch_cuda.so+0x1234;cuMemAlloc_v2 5242880\n";
+static const char folded_all[] = "a<b>&\"c:d (200);0xdeadbeef;bad?name\xff<x>;cuMemAlloc_v2 4096\n"
+				 "python3 (100);<module> (train.py:1);train:step (train.py:7);"
+				 "forward (/src/net/model.py:42);"
+				 "cuMemAllocManaged 1048576\n"
+				 "python3 (100);<module> (train.py:1);train:step (train.py:7);"
+				 "forward (/src/net/model.py:42);"
+				 "libtorch_cuda.so+0x1234;cuMemAlloc_v2 5242880\n";
 
 static const char folded_leaks[] =
 	"a<b>&\"c:d (200);0xdeadbeef;bad?name\xff<x>;cuMemAlloc_v2 4096\n"
@@ -74,7 +74,8 @@ static size_t count(const char *hay, const char *needle)
 static void check_xml(const char *doc, size_t len)
 {
 	FILE *p = popen("python3 -c 'import sys, xml.etree.ElementTree as E; "
-			"E.parse(sys.stdin.buffer)'", "w");
+			"E.parse(sys.stdin.buffer)'",
+			"w");
 	int status;
 
 	assert_non_null(p);
@@ -149,8 +150,7 @@ static void test_svg_frames(void **state)
 }
 
 /* Whether x comes before y in text, both there. */
-static __attribute__((noinline)) bool comes_before(const char *text, const char *x,
-						  const char *y)
+static __attribute__((noinline)) bool comes_before(const char *text, const char *x, const char *y)
 {
 	const char *a = strstr(text, x), *b = strstr(text, y);
 
@@ -217,11 +217,19 @@ static void test_svg_empty(void **state)
 static void test_svg_census(void **state)
 {
 	struct snap_census c = {
-		.pid = 4242, .valid = true, .tensors = 61, .storages = 61, .bytes = 61 << 20,
-		.orphan_tensors = 1, .orphan_bytes = 1 << 20, .paused = true, .pause_ns = 2500000,
-		.nrows = 2, .more_rows = 3,
-		.rows = { { "__main__.model.history", "list", 60, 60 << 20,
-			    "step (train.py:12)", true },
+		.pid = 4242,
+		.valid = true,
+		.tensors = 61,
+		.storages = 61,
+		.bytes = 61 << 20,
+		.orphan_tensors = 1,
+		.orphan_bytes = 1 << 20,
+		.paused = true,
+		.pause_ns = 2500000,
+		.nrows = 2,
+		.more_rows = 3,
+		.rows = { { "__main__.model.history", "list", 60, 60 << 20, "step (train.py:12)",
+			    true },
 			  { "__main__.w<&>", "global", 1, 4096, NULL, false } },
 	};
 	struct snapshot s = fx_snap;
@@ -232,11 +240,13 @@ static void test_svg_census(void **state)
 	s.census = &c;
 	out = CAPTURE(report__svg(f, &s, &(struct svg_opts){ 0 }), &len);
 	check_xml(out, len);
-	assert_non_null(strstr(out, "PID 4242: 61 tensors in 61 storages, 61.00 MiB (paused 2.5 ms); "
-				    "1 with no Python holder (1.00 MiB)"));
+	assert_non_null(strstr(out,
+			       "PID 4242: 61 tensors in 61 storages, 61.00 MiB (paused 2.5 ms); "
+			       "1 with no Python holder (1.00 MiB)"));
 	assert_non_null(strstr(out, "class=\"census leak\""));
-	assert_non_null(strstr(out, "60 tensors, 60.00 MiB, held by __main__.model.history (list) "
-				    "\xe2\x86\x90 allocated at step (train.py:12), judged to leak"));
+	assert_non_null(strstr(out,
+			       "60 tensors, 60.00 MiB, held by __main__.model.history (list) "
+			       "\xe2\x86\x90 allocated at step (train.py:12), judged to leak"));
 	assert_non_null(strstr(out, "held by __main__.w&lt;&amp;&gt; (global)</text>"));
 	assert_non_null(strstr(out, "and 3 more holders"));
 	free(out);
@@ -405,16 +415,23 @@ static int parse(struct gl_opts *o, char **argv)
 
 static void test_cli_options(void **state)
 {
-	char *ok[] = { "gpuleak", "attach", "--folded", "a.folded", "--svg", "-", "--pprof",
-		       "a.pb.gz", "--json", "a.json", "42", NULL };
+	char *ok[] = { "gpuleak",      "attach",   "--folded",	 "a.folded",	 "--svg",  "-",
+		       "--pprof",      "a.pb.gz",  "--json",	 "a.json",	 "--html", "a.html",
+		       "--memory-viz", "a.pickle", "--perfetto", "a.trace.json", "42",	   NULL };
 	char *two_stdout[] = { "gpuleak", "attach", "--folded", "-", "--json", "-", "42", NULL };
 	struct gl_opts o;
 
 	assert_int_equal(parse(&o, ok), EXIT_OK);
-	assert_string_equal(o.folded_path, "a.folded");
-	assert_string_equal(o.svg_path, "-");
-	assert_string_equal(o.pprof_path, "a.pb.gz");
-	assert_string_equal(o.json_path, "a.json");
+	assert_string_equal(o.out[REPORT_FOLDED], "a.folded");
+	assert_string_equal(o.out[REPORT_SVG], "-");
+	assert_string_equal(o.out[REPORT_PPROF], "a.pb.gz");
+	assert_string_equal(o.out[REPORT_JSON], "a.json");
+	assert_string_equal(o.out[REPORT_HTML], "a.html");
+	assert_string_equal(o.out[REPORT_MEMORY_VIZ], "a.pickle");
+	assert_string_equal(o.out[REPORT_PERFETTO], "a.trace.json");
+	/* what the engine keeps for them, from the formats' rows */
+	assert_int_equal(o.needs, GL_NEED_TIMELINE | GL_NEED_HISTORIES | GL_NEED_MEMORY_EVENTS |
+					  GL_NEED_KEEP_AT_EXIT);
 	assert_int_equal(parse(&o, two_stdout), EXIT_USAGE);
 }
 

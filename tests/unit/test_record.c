@@ -14,6 +14,7 @@
 #include "books/books.h"
 #include "recording/replay.h"
 #include "cmd/cli.h"
+#include "report/formats.h"
 #include "report/report.h"
 #include "recording/recread.h"
 #include "util/log.h"
@@ -872,7 +873,7 @@ static void test_command_lines(void **state)
 	assert_int_equal(parse(&o, rep), EXIT_OK);
 	assert_int_equal(o.cmd, CMD_REPORT);
 	assert_string_equal(o.record_path, "f.glr");
-	assert_string_equal(o.json_path, "-");
+	assert_string_equal(o.out[REPORT_JSON], "-");
 	assert_int_equal(o.top, 3);
 	assert_int_equal(o.nr_debug_dirs, 2);
 	assert_string_equal(o.debug_dirs[1], "/b");
@@ -886,7 +887,7 @@ static void test_command_lines(void **state)
 	/* record writes its own session's final report as JSON, and no other report */
 	assert_int_equal(parse(&o, (const char *[]){ "record", "-o", "f", "--json", "j", "1", NULL }),
 			 EXIT_OK);
-	assert_string_equal(o.json_path, "j");
+	assert_string_equal(o.out[REPORT_JSON], "j");
 	assert_int_equal(parse(&o, (const char *[]){ "record", "-o", "f", "--svg", "j", "1", NULL }),
 			 EXIT_USAGE);
 	assert_int_equal(parse(&o, (const char *[]){ "attach", "--debug-dir", "d", "1", NULL }),
