@@ -102,7 +102,8 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind,
 	r->flags = flags;
 	r->kind = kind;
 	r->id = c->id;
-	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
+	/* a failure is read at once: it may hold its process (GL_CALL_HELD) */
+	bpf_ringbuf_submit(r, op == GL_OP_FAIL ? BPF_RB_FORCE_WAKEUP : rb_flags(r->hdr.ts));
 }
 
 /* A class as an index the verifier can bound (the compiler drops a plain mask). */

@@ -129,7 +129,9 @@ static __always_inline bool send_direct(struct gl_stack_buf *b, __u8 *rec, __u64
 		bpf_ringbuf_discard(rec, BPF_RB_NO_WAKEUP);
 		return false;
 	}
-	bpf_ringbuf_submit(rec, rb_flags(r->hdr.ts));
+	/* with the stack cache, a copy is a call site BPF does not know yet: the reader is
+	 * woken to publish it, or every call of the site would be copied until it reads */
+	bpf_ringbuf_submit(rec, targ_stack_cache ? BPF_RB_FORCE_WAKEUP : rb_flags(r->hdr.ts));
 	return true;
 }
 
