@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "model/session.h"
+#include "session/session.h"
 #include "model/snapshot.h"
 
 #define INCIDENTS_DEFAULT_MAX 32

@@ -30,7 +30,7 @@
 #include "books/books.h"
 #include "census/census.h"
 #include "census/join.h"
-#include "model/session.h"
+#include "session/session.h"
 #include "model/snapshot.h"
 #include "report/metrics.h"
 #include "report/report.h"

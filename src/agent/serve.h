@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "model/opts.h"
-#include "model/session.h"
+#include "session/session.h"
 
 struct census_caps;
 struct census_books;

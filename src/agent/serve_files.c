@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpu/sampler.h"
-#include "model/session.h"
+#include "session/session.h"
 #include "model/snapshot.h"
 #include "report/report.h"
 #include "incidents.h"

@@ -13,7 +13,7 @@
 #include "attach.h"
 #include "census_cmd.h"
 #include "census/join.h"
-#include "model/session.h"
+#include "session/session.h"
 #include "model/snapshot.h"
 #include "output.h"
 #include "report/report.h"

@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "books/books.h"
-#include "model/session.h"
+#include "session/session.h"
 #include "model/snapshot.h"
-#include "model/tiers.h"
+#include "session/tiers.h"
 #include "offline.h"
 #include "agent/incidents.h"
 #include "census_cmd.h"

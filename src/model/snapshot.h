@@ -538,4 +538,14 @@ void snapshot__proc_imbalances(struct snapshot *s, double ratio);
  */
 int snapshot__group_jobs(struct snapshot *s, double ratio);
 
+struct books;
+struct symbolizer;
+struct python;
+/*
+ * Stack id's frames into st (id, nframes, frames), symbolized where sym and py allow:
+ * for a reader of one stack beside a snapshot (the census's join). 0 or -ENOMEM.
+ */
+int snap_stacks__frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
+			struct snap_stack *st);
+
 #endif /* GL_SNAPSHOT_H */

@@ -19,9 +19,6 @@ struct python;
 struct symbolizer;
 struct nvml_sample;
 
-/* Stack id's frames into st (id, nframes, frames), symbolized where sym and py allow. */
-int snap_stacks__frames(struct books *b, struct symbolizer *sym, struct python *py, uint32_t id,
-			struct snap_stack *st);
 /* Whether stack id allocates for PyTorch's caching allocator (a frame in its library). */
 bool snap_stacks__torch_allocator(struct books *b, uint32_t id);
 /* The process's stacks into sp->stacks, ranked, cut to o->max_stacks, with frames. */

@@ -63,7 +63,7 @@ enum glr_tensor_mode {
 	GLR_TENSORS_NR,
 };
 
-/* WINDOW: what happened (equal to enum tier_event of model/tiers.h). */
+/* WINDOW: what happened (equal to enum tier_event of session/tiers.h). */
 enum glr_window_event {
 	GLR_WINDOW_OPEN = 1,  /* both probes attached (flags: what the books did) */
 	GLR_WINDOW_TAIL = 2,  /* frees only: the books' blocks stop being PyTorch's whole map */

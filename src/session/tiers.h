@@ -24,8 +24,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "snapshot.h"
-#include "winlog.h"
+#include "model/snapshot.h"
+#include "model/winlog.h"
 
 struct session;
 struct tiers;

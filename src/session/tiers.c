@@ -16,7 +16,7 @@
 #include "tiers.h"
 #include "trace/loader.h"
 #include "util/log.h"
-#include "winlog.h"
+#include "model/winlog.h"
 
 #define NS 1000000000ULL
 #define TAIL_MIN_NS NS	      /* frees of the blocks in flight at a window's end */

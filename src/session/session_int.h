@@ -8,7 +8,7 @@
 #define GL_SESSION_INT_H
 
 #include <stdint.h>
-#include "opts.h"
+#include "model/opts.h"
 #include "session.h"
 
 struct tracer;
