@@ -35,7 +35,6 @@
 
 struct rec_cmd {
 	struct recorder *rec;
-	struct books_hooks next; /* the session's */
 	struct python *python;
 	struct output_files files; /* --json */
 };
@@ -53,42 +52,13 @@ static void on_proc_new(void *ctx, struct proc *proc)
 	struct rec_cmd *rc = ctx;
 
 	recorder__proc_new(rc->rec, proc);
-	if (rc->next.proc_new)
-		rc->next.proc_new(rc->next.ctx, proc);
 }
 
-static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
+static void on_proc_exit(void *ctx, struct proc *proc)
 {
 	struct rec_cmd *rc = ctx;
 
-	if (event == GL_PROC_EXIT)
-		recorder__proc_exit(rc->rec, proc);
-	if (rc->next.proc_end)
-		rc->next.proc_end(rc->next.ctx, proc, event);
-}
-
-static void on_libs_changed(void *ctx, int pid)
-{
-	struct rec_cmd *rc = ctx;
-
-	if (rc->next.libs_changed)
-		rc->next.libs_changed(rc->next.ctx, pid);
-}
-
-static void on_oom_nvml(void *ctx, int pid, int dev, struct oom_facts *facts)
-{
-	struct rec_cmd *rc = ctx;
-
-	if (rc->next.oom_nvml)
-		rc->next.oom_nvml(rc->next.ctx, pid, dev, facts);
-}
-
-static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
-{
-	struct rec_cmd *rc = ctx;
-
-	if (rc->next.failure)
-		rc->next.failure(rc->next.ctx, proc, f);
+	recorder__proc_exit(rc->rec, proc);
 }
 
 static void on_applied(void *ctx, const void *data, size_t size, uint32_t stack)
@@ -96,8 +66,6 @@ static void on_applied(void *ctx, const void *data, size_t size, uint32_t stack)
 	struct rec_cmd *rc = ctx;
 
 	recorder__applied(rc->rec, data, size, stack);
-	if (rc->next.applied)
-		rc->next.applied(rc->next.ctx, data, size, stack);
 }
 
 static void on_window(void *ctx, int pid, enum tier_event ev, enum tier_why why, uint64_t ts,
@@ -238,12 +206,9 @@ int record_cmd__run(const struct gl_opts *o)
 {
 	struct gl_opts so = *o;
 	struct rec_cmd rc = {};
-	struct books_hooks hooks = {
+	struct session_sink sink = {
 		.proc_new = on_proc_new,
-		.proc_end = on_proc_end,
-		.libs_changed = on_libs_changed,
-		.failure = on_failure,
-		.oom_nvml = on_oom_nvml,
+		.proc_exit = on_proc_exit,
 		.applied = on_applied,
 		.ctx = &rc,
 	};
@@ -289,8 +254,13 @@ int record_cmd__run(const struct gl_opts *o)
 		session__set_census_hook(s, census_cmd__one);
 	b = session__books(s);
 	rc.python = books__python(b);
-	rc.next = *books__hooks(b);
-	books__set_hooks(b, &hooks);
+	if (session__set_sink(s, &sink)) {
+		log_error("out of memory");
+		status = EXIT_RUNTIME;
+		recorder__discard(rc.rec);
+		rc.rec = NULL;
+		goto cleanup;
+	}
 	status = session__start(s);
 	if (status) {
 		recorder__discard(rc.rec); /* nothing was recorded */
@@ -316,7 +286,7 @@ int record_cmd__run(const struct gl_opts *o)
 			 recorder__truncated(rc.rec) ? ", truncated at --max-size" : "");
 	status = session__exit_status(s, status);
 cleanup:
-	books__set_hooks(b, &rc.next);
+	session__unset_sink(s);
 	recorder__free(rc.rec);
 	session__free(s);
 	incidents__free(in);

@@ -183,6 +183,8 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 	struct session *s = ctx;
 	char b[32];
 
+	if (event == GL_PROC_EXIT && s->sink.proc_exit)
+		s->sink.proc_exit(s->sink.ctx, proc);
 	if (event == GL_PROC_EXIT)
 		tracer__forget_proc(s->tracer, t->pid, t->start_time);
 	if (!s->o->no_python) {
@@ -228,6 +230,8 @@ static void on_proc_new(void *ctx, struct proc *proc)
 	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 
+	if (s->sink.proc_new)
+		s->sink.proc_new(s->sink.ctx, proc);
 	if (!s->o->no_python)
 		python__attach(s->python, t->pid);
 }
@@ -773,6 +777,22 @@ void session__request_tensors(struct session *s)
 {
 	if (s->tiers)
 		tiers__request(s->tiers);
+}
+
+int session__set_sink(struct session *s, const struct session_sink *sink)
+{
+	int err = sink->applied ? books__observe(s->books, sink->applied, sink->ctx) : 0;
+
+	if (!err)
+		s->sink = *sink;
+	return err;
+}
+
+void session__unset_sink(struct session *s)
+{
+	if (s->sink.applied)
+		books__unobserve(s->books, s->sink.applied, s->sink.ctx);
+	s->sink = (struct session_sink){ 0 };
 }
 
 void session__set_tier_hook(struct session *s, const struct tier_hook *hook)

@@ -97,6 +97,22 @@ struct tracer *session__tracer(struct session *s);
 struct python *session__python(struct session *s);
 /* Asks for a tensor window now (tiers.h). Async-signal-safe. */
 void session__request_tensors(struct session *s);
+struct proc;
+/*
+ * Where a recording is written: told of each process as the books take it in and as
+ * it exits, and of each record the books applied (books.h: books_hooks.applied), in
+ * the books' order. Every function may be NULL.
+ */
+struct session_sink {
+	void (*proc_new)(void *ctx, struct proc *proc);
+	void (*proc_exit)(void *ctx, struct proc *proc);
+	void (*applied)(void *ctx, const void *data, size_t size, uint32_t stack);
+	void *ctx;
+};
+/* Before session__start: the sink the session tells (one; 0 or -ENOSPC). */
+int session__set_sink(struct session *s, const struct session_sink *sink);
+/* Forgets the sink (before it goes). */
+void session__unset_sink(struct session *s);
 struct tier_hook;
 struct snap_tensors;
 /*

@@ -43,6 +43,7 @@ struct session {
 	struct tiers *tiers; /* when the tensor level is traced */
 	uint64_t start_ns, deadline_ns, next_reconcile_ns;
 	struct gpu_sampler *gpus; /* NVML, cached */
+	struct session_sink sink; /* record's, or none */
 };
 
 #endif /* GL_SESSION_INT_H */
