@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """gpuleak's CPU benchmarks: runs the suites, prints the table, writes the results.
 
-Usage: bench.py [--smoke] [--only SUITE[,SUITE]] [--reps N] [--json FILE] [-q]
+Usage: bench.py [--smoke] [--only SUITE[,SUITE]] [--reps N] [--old GPULEAK] [--json FILE] [-q]
 
 Suites: overhead (C load), python (Python load), throughput, books, memory, attach,
-tensors (bench/tensor_bench.py: PyTorch's allocator probes, per mode).
+tensors (bench/tensor_bench.py: PyTorch's allocator probes, per mode), programs (each
+driver-level BPF program's ns per run and per alloc+free pair, from the kernel's run-time
+statistics; with --old, another build's beside this one's, interleaved, and their ratio).
 --smoke runs a few seconds' worth of the harness (every figure from tiny runs: they
 prove the harness works, not how fast gpuleak is). Progress goes to stderr, the table
 to stdout, the full results as JSON to --json (default $OUTPUT/bench/results.json).
@@ -22,11 +24,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import subprocess  # noqa: E402
 
 import capacity  # noqa: E402
+import driver_cost  # noqa: E402
 import hooks  # noqa: E402
 import overhead  # noqa: E402
-from benchlib import BENCH_OUT, BenchError, machine  # noqa: E402
+from benchlib import BENCH_OUT, GPULEAK, BenchError, Stats, machine  # noqa: E402
 
-SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors", "hooks")
+SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors", "hooks",
+          "programs")
 
 FULL = {
     "overhead": {"pairs": 20000, "reps": 9},
@@ -38,6 +42,7 @@ FULL = {
     "attach": {"procs": 50, "reps": 7},
     "tensors": {"reps": 9, "args": []},
     "hooks": {"ops": 50000, "reps": 11},
+    "programs": {"pairs": 20000, "reps": 9},
 }
 
 SMOKE = {
@@ -46,10 +51,29 @@ SMOKE = {
     "tensors": {"reps": 1, "args": ["--smoke", "--only", "pair",
                                     "--modes", "untraced,full,sampled"]},
     "hooks": {"ops": 2000, "reps": 1},
+    "programs": {"pairs": 2000, "reps": 1},
 }
 
 
-def run_suites(names, cfg, reps, log, wall):
+def programs(pairs, reps, old, log):
+    """driver_cost's figures per program: this build's, and --old's beside it."""
+    binaries = [("gpuleak", GPULEAK)] + ([("old", old)] if old else [])
+    try:
+        samples = driver_cost.measure(binaries, pairs, reps, "none", log)
+    except RuntimeError as e:
+        raise BenchError(f"programs: {e}")
+    fields = ("call_enter_per_run", "call_exit_per_run", "call_enter", "call_exit", "bpf")
+    res = {"pairs": pairs, "reps": reps,
+           "ns": {n: {f: Stats([s[f] for s in samples[n]]).as_dict() for f in fields}
+                  for n, _ in binaries}}
+    if old:
+        res["gpuleak_over_old"] = {
+            f: Stats([a[f] / b[f] for a, b in zip(samples["gpuleak"], samples["old"])]).as_dict()
+            for f in fields}
+    return res
+
+
+def run_suites(names, cfg, reps, log, wall, old=None):
     """{suite: results}; wall gets each suite's seconds."""
     res = {}
     for name in names:
@@ -74,6 +98,8 @@ def run_suites(names, cfg, reps, log, wall):
             res[name] = tensors(r, c["args"], log)
         elif name == "hooks":
             res[name] = hooks.hooks(c["ops"], r, log)
+        elif name == "programs":
+            res[name] = programs(c["pairs"], r, old, log)
         wall[name] = round(time.monotonic() - t0, 1)
     return res
 
@@ -136,6 +162,20 @@ def table(res, info):
                    f"allocation; {m['rss_bytes_per_stack']:.0f} B of RSS per distinct stack")
     if "tensors" in res:
         out.append("\n" + res["tensors"]["table"].rstrip())
+    if "programs" in res:
+        p = res["programs"]
+        out.append(f"\nBPF programs, --stacks none: ns per run and per cuMemAlloc_v2+cuMemFree_v2 "
+                   f"pair (run_time_ns; {p['pairs']} pairs, {p['reps']} runs, interleaved)")
+        out.append(f"  {'':10} {'call_enter/run':>20} {'call_exit/run':>20} "
+                   f"{'enter/pair':>20} {'exit/pair':>20} {'BPF/pair':>20}")
+        for n, f in p["ns"].items():
+            out.append(f"  {n:10} " + " ".join(
+                f"{fmt_stat(f[k]):>20}" for k in ("call_enter_per_run", "call_exit_per_run",
+                                                  "call_enter", "call_exit", "bpf")))
+        if "gpuleak_over_old" in p:
+            r = p["gpuleak_over_old"]
+            out.append("  gpuleak / old per run: " + ", ".join(
+                f"{k} {fmt_stat(r[k], 3)}" for k in ("call_enter", "call_exit", "bpf")))
     if "hooks" in res:
         h = res["hooks"]
         out.append(f"\nthe mmap-lock hook, to a process gpuleak does not trace: ns per "
@@ -163,6 +203,8 @@ def main():
     ap.add_argument("--reps", type=int, default=0)
     ap.add_argument("--json", default=os.path.join(BENCH_OUT, "results.json"))
     ap.add_argument("-q", "--quiet", action="store_true")
+    ap.add_argument("--old", default=None,
+                    help="another gpuleak build, run beside this one's in the programs suite")
     a = ap.parse_args()
     cfg = SMOKE if a.smoke else FULL
     names = [n for n in (a.only.split(",") if a.only else SUITES) if n in cfg]
@@ -178,7 +220,7 @@ def main():
     info["suite_wall_s"] = {}
     t0 = time.monotonic()
     try:
-        res = run_suites(names, cfg, a.reps, log, info["suite_wall_s"])
+        res = run_suites(names, cfg, a.reps, log, info["suite_wall_s"], a.old)
     except BenchError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 1

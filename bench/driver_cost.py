@@ -62,8 +62,31 @@ def one_run(binary, lib, pairs, stacks, tmp):
         if prog not in times:
             raise RuntimeError(f"{binary}: no BPF program {prog} loaded")
         res[prog] = times[prog][0] / (pairs + WARMUP)
+        res[prog + "_per_run"] = times[prog][0] / max(1, times[prog][1])
     res["bpf"] = res["call_enter"] + res["call_exit"]
     return res
+
+
+def measure(binaries, pairs, reps, stacks="none", log=None):
+    """{name: [one_run() result per rep]} of binaries ([(name, path)]), run in a rotating
+    order rep after rep, with the kernel's BPF statistics on."""
+    names = [n for n, _ in binaries]
+    lib = private_lib()
+    samples = {n: [] for n in names}
+    stats_fd = enable_bpf_stats()
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
+            for r in range(reps):
+                k = r % len(binaries)
+                for name, binary in binaries[k:] + binaries[:k]:
+                    samples[name].append(one_run(binary, lib, pairs, stacks, tmp))
+                    time.sleep(0.2)
+                if log:
+                    log(f"programs rep {r + 1}/{reps}: " + ", ".join(
+                        f"{n} bpf {samples[n][-1]['bpf']:.0f}" for n in names))
+    finally:
+        os.close(stats_fd)
+    return samples
 
 
 def main():
@@ -77,21 +100,8 @@ def main():
         sys.exit("driver_cost.py needs root (BPF)")
     binaries = [b.split("=", 1) for b in a.binaries] or [["gpuleak", GPULEAK]]
     names = [n for n, _ in binaries]
-    lib = private_lib()
-    samples = {n: [] for n in names}
-    stats_fd = enable_bpf_stats()
-    try:
-        with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
-            for r in range(a.reps):
-                k = r % len(binaries)
-                for name, binary in binaries[k:] + binaries[:k]:
-                    samples[name].append(one_run(binary, lib, a.pairs, a.stacks, tmp))
-                    time.sleep(0.2)
-                print(f"rep {r + 1}/{a.reps}: " + ", ".join(
-                    f"{n} bpf {samples[n][-1]['bpf']:.0f} cpu {samples[n][-1]['cpu']:.0f}"
-                    for n in names), file=sys.stderr, flush=True)
-    finally:
-        os.close(stats_fd)
+    samples = measure(binaries, a.pairs, a.reps, a.stacks,
+                      lambda m: print(m, file=sys.stderr, flush=True))
     print(f"cuMemAlloc_v2 + cuMemFree_v2, --stacks {a.stacks}, {a.pairs} pairs + {WARMUP} "
           f"warm-up, {a.reps} interleaved reps; ns per pair, median [IQR]:")
     print(f"  {'binary':12} {'call_enter':>22} {'call_exit':>22} {'BPF total':>22} "
