@@ -239,6 +239,8 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 	}
 	if (b->hooks.proc_new)
 		b->hooks.proc_new(b->hooks.ctx, proc);
+	if (b->opts.attach_python && b->python)
+		python__attach(b->python, h->pid);
 	return proc;
 }
 
@@ -655,6 +657,11 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 		proc->t.has_final = true;
 		if (b->hooks.proc_end)
 			b->hooks.proc_end(b->hooks.ctx, proc, r->event);
+		if (b->opts.attach_python && b->python) {
+			/* a new image has its own interpreter, or none */
+			python__detach(b->python, r->hdr.pid);
+			python__attach(b->python, r->hdr.pid);
+		}
 		proc__clear_books(proc);
 		memcpy(proc->t.comm, r->comm, sizeof(proc->t.comm));
 		proc->t.comm[sizeof(proc->t.comm) - 1] = '\0';
@@ -697,6 +704,8 @@ void books__exited(struct books *b, struct proc *proc, const struct gl_proc_stat
 	retire(b, proc);
 	if (b->hooks.proc_end)
 		b->hooks.proc_end(b->hooks.ctx, proc, GL_PROC_EXIT);
+	if (b->opts.attach_python && b->python)
+		python__detach(b->python, proc->t.pid);
 }
 
 bool books__gone(struct books *b, struct proc *proc, uint64_t now_ns, uint64_t read_ns)

@@ -26,6 +26,8 @@ struct books_opts {
 			  process's /proc/PID/environ at its first call: --ranks-from-env */
 	bool keep_at_exit;	  /* keep what a process held when it ended, by when it was made
 			    * (the HTML report's temporal view): memory per allocation */
+	bool attach_python;	  /* attach each process's interpreter as it comes (python.h), after
+			     * the hooks hear of it; detach it as it goes or execs */
 };
 
 struct books_counters {

@@ -187,12 +187,6 @@ static void on_proc_end(void *ctx, struct proc *proc, uint32_t event)
 		s->sink.proc_exit(s->sink.ctx, proc);
 	if (event == GL_PROC_EXIT)
 		tracer__forget_proc(s->tracer, t->pid, t->start_time);
-	if (!s->o->no_python) {
-		/* a new image has its own interpreter, or none */
-		python__detach(s->python, t->pid);
-		if (event == GL_PROC_EXEC)
-			python__attach(s->python, t->pid);
-	}
 	if (event == GL_PROC_EXEC) {
 		if (t->bytes[GL_CLASS_DEVICE])
 			log_info("PID %d exec'd holding %s of device memory; its books start over",
@@ -227,13 +221,10 @@ static int exit_status(int err)
 
 static void on_proc_new(void *ctx, struct proc *proc)
 {
-	const struct proc_totals *t = proc__totals(proc);
 	struct session *s = ctx;
 
 	if (s->sink.proc_new)
 		s->sink.proc_new(s->sink.ctx, proc);
-	if (!s->o->no_python)
-		python__attach(s->python, t->pid);
 }
 
 /* NVML's figures at an out-of-memory failure: the device (or the only one), the process,
@@ -518,7 +509,8 @@ static int setup(struct session *s)
 				 .sample_bytes = o->tensor_sample_bytes,
 				 .rank_env = o->ranks_env,
 				 /* what the HTML page and the memory_viz snapshot show */
-				 .keep_at_exit = o->needs & GL_NEED_KEEP_AT_EXIT };
+				 .keep_at_exit = o->needs & GL_NEED_KEEP_AT_EXIT,
+				 .attach_python = !o->no_python };
 	struct books_hooks hooks = {
 		.proc_new = on_proc_new,
 		.proc_end = on_proc_end,
