@@ -14,6 +14,7 @@
 #include "gpuleak.skel.h"
 #include "holdbook.h"
 #include "loader_int.h"
+#include "mouth.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -131,7 +132,17 @@ static int sum_percpu(struct tracer *t, const struct bpf_map *map, uint64_t *out
 
 int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS])
 {
-	return sum_percpu(t, t->skel->maps.stats, out, GL_NR_STATS);
+	int err = sum_percpu(t, t->skel->maps.stats, out, GL_NR_STATS);
+	struct mouth_stats ms;
+
+	if (err)
+		return err;
+	/* records the mouth took from the ring and could not keep are lost as the ring's */
+	mouth__stats(t->mouth, &ms);
+	out[GL_STAT_LOST_STACK] += ms.lost[GL_REC_STACK] + ms.lost[0];
+	out[GL_STAT_LOST_CALL] += ms.lost[GL_REC_CALL];
+	out[GL_STAT_LOST_PROC] += ms.lost[GL_REC_PROC];
+	return 0;
 }
 
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out)

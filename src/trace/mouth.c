@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "gpuleak_abi.h"
 #include "mouth.h"
 
 #define CHUNK_BYTES (1 << 20)
@@ -29,6 +30,12 @@
 #define IDLE_WAIT_MS 100
 /* and while the backlog is at its limit */
 #define FULL_WAIT_US 1000
+/*
+ * Records one fill copies at most: libbpf reads for as long as records keep coming, and
+ * the reader, which fills too, must get the ring's lock between two fills of the thread
+ * (and the thread between two of the reader's) under a stream that never pauses.
+ */
+#define FILL_RECORDS 4096
 
 struct chunk {
 	struct chunk *next; /* set once this chunk takes no more records */
@@ -46,7 +53,9 @@ struct mouth {
 	/* the writer's */
 	struct chunk *tail;
 	uint64_t peak, full;
+	uint64_t lost[4]; /* by record type: read atomically */
 	bool at_limit;
+	unsigned int fill_left; /* records this fill may still copy */
 	/* the reader's */
 	struct chunk *head;
 	size_t head_off;
@@ -57,6 +66,7 @@ struct mouth {
 	int epoll_fd;
 	pthread_t thread;
 	bool started;
+	bool stopping; /* the thread ends at its next look: atomically */
 };
 
 static size_t rec_bytes(uint32_t size)
@@ -93,8 +103,14 @@ static int on_ring_record(void *ctx, void *data, size_t ring_size)
 	if (c->tail + need > c->cap) {
 		struct chunk *n = chunk_new(need);
 
-		if (!n)
-			return -ENOMEM;
+		if (!n) {
+			const struct gl_hdr *h = data;
+			uint32_t type = ring_size >= sizeof(*h) && h->type < 4 ? h->type : 0;
+
+			/* consumed from the ring: lost, and said as lost */
+			__atomic_add_fetch(&m->lost[type], 1, __ATOMIC_RELAXED);
+			return 0;
+		}
 		__atomic_store_n(&c->next, n, __ATOMIC_RELEASE);
 		m->tail = c = n;
 	}
@@ -116,21 +132,32 @@ static int on_ring_record(void *ctx, void *data, size_t ring_size)
 		return -EAGAIN; /* the next records stay in the ring */
 	}
 	m->at_limit = false;
-	return 0;
+	return --m->fill_left ? 0 : -EAGAIN;
 }
 
-int mouth__fill(struct mouth *m)
+/* Copies what the ring holds, FILL_RECORDS at most; *cut: it held more. */
+static int fill(struct mouth *m, bool *cut)
 {
 	int n;
 
+	*cut = false;
 	pthread_mutex_lock(&m->ring_lock);
 	if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
 		pthread_mutex_unlock(&m->ring_lock);
 		return 0;
 	}
+	m->fill_left = FILL_RECORDS;
 	n = ring_buffer__consume(m->rb);
+	*cut = !m->fill_left;
 	pthread_mutex_unlock(&m->ring_lock);
 	return n == -EAGAIN ? 1 : n;
+}
+
+int mouth__fill(struct mouth *m)
+{
+	bool cut;
+
+	return fill(m, &cut);
 }
 
 /* The thread needs no privilege to read a ring already mapped: it keeps none. */
@@ -146,9 +173,10 @@ static void *mouth_main(void *arg)
 {
 	struct mouth *m = arg;
 	uint64_t one = 1;
+	bool cut = false;
 
 	drop_all_capabilities();
-	for (;;) {
+	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
 		struct epoll_event ev[2];
 		int n;
 
@@ -156,15 +184,17 @@ static void *mouth_main(void *arg)
 			usleep(FULL_WAIT_US);
 			n = 0;
 		} else {
-			n = epoll_wait(m->epoll_fd, ev, 2, IDLE_WAIT_MS);
+			/* no wait while the last fill left records in the ring */
+			n = epoll_wait(m->epoll_fd, ev, 2, cut ? 0 : IDLE_WAIT_MS);
 		}
 		for (int i = 0; i < n; i++)
 			if (ev[i].data.fd == m->stop_fd)
 				return NULL;
-		if (mouth__fill(m) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
+		if (fill(m, &cut) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
 			/* the counter is full: the reader has a wakeup waiting already */
 		}
 	}
+	return NULL;
 }
 
 struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
@@ -229,10 +259,11 @@ void mouth__free(struct mouth *m)
 	if (!m)
 		return;
 	if (m->started) {
-		if (write(m->stop_fd, &one, sizeof(one)) == sizeof(one))
-			pthread_join(m->thread, NULL);
-		else
-			pthread_cancel(m->thread), pthread_join(m->thread, NULL);
+		__atomic_store_n(&m->stopping, true, __ATOMIC_RELEASE);
+		if (write(m->stop_fd, &one, sizeof(one)) != sizeof(one)) {
+			/* the thread sees the flag at its next wait's end (at most IDLE_WAIT_MS) */
+		}
+		pthread_join(m->thread, NULL);
 	}
 	ring_buffer__free(m->rb);
 	for (c = m->head; c; c = next) {
@@ -309,5 +340,7 @@ void mouth__stats(struct mouth *m, struct mouth_stats *out)
 	out->peak_bytes = m->peak;
 	out->full = m->full;
 	out->limit = m->limit;
+	for (int i = 0; i < 4; i++)
+		out->lost[i] = __atomic_load_n(&m->lost[i], __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&m->ring_lock);
 }

@@ -32,6 +32,9 @@ struct mouth_stats {
 	uint64_t peak_bytes; /* the backlog's largest size */
 	uint64_t full;	     /* times the backlog reached its limit and the copying stopped */
 	uint64_t limit;	     /* that limit */
+	/* records taken from the ring that could not be copied (no memory), by type
+	 * (enum gl_rec_type; 0: too short to have one): lost, and counted as such */
+	uint64_t lost[4];
 };
 
 /*

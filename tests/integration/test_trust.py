@@ -124,7 +124,11 @@ def test_sigint_under_load_is_consistent(tmp):
         wl.wait()
         rep = tr.report()
         p = process(rep, wl.pid)
-        check_eq(rep["lost_events"], 0, "lost_events")
+        st = rep["stats"]
+        check_eq(rep["lost_events"], 0, "lost_events (" + ", ".join(
+            f"{k} {st[k]}" for k in ("lost_stack_records", "lost_call_records",
+                                     "lost_process_records", "ring_bytes",
+                                     "backlog_peak_bytes", "backlog_full")) + ")")
         check(p["consistent"], f"books agree with the kernel's under load: {p['bpf']}")
         check(rep["complete"], f"complete: {rep['incomplete_why']}")
         check("disagree" not in tr.stderr(), "no warning on stderr")
