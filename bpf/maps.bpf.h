@@ -322,7 +322,7 @@ __u64 last_wakeup_ns = 0;
  * once, so that a new process is seen while it lives. The thread at the ring's
  * mouth copies what it finds at each wakeup and at its own timeouts, and the
  * reader takes what is left at each of its polls, so 8 ms costs no record: an
- * 8 MiB ring holds far more than 8 ms of the fastest stream (about 120 KB).
+ * 16 MiB ring holds far more than 8 ms of the fastest stream (about 120 KB).
  * Process records and failures always wake it (libraries loaded late must be
  * attached at once; a failure may hold its process).
  */

@@ -660,7 +660,7 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->tensor_window_ms = 16 * o->resolution_ms;
 	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
 	if (!o->ringbuf_bytes)
-		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 8 << 20 : 4 << 20;
+		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 16 << 20 : 8 << 20;
 	err = check_outputs(o);
 	if (err)
 		return err;

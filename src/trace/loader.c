@@ -41,9 +41,10 @@
 
 /*
  * Records waiting to be read beyond the kernel's ring wait in the mouth's backlog
- * (mouth.h), up to this many rings' worth.
+ * (mouth.h), up to BACKLOG_BYTES or this many rings' worth, whichever is more.
  */
-#define BACKLOG_RINGS 8
+#define BACKLOG_RINGS 4
+#define BACKLOG_BYTES (64ULL << 20)
 
 /* The guard looks at the holds this often (ms). */
 #define GUARD_TICK_MS 50
@@ -495,7 +496,10 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 		goto cleanup;
 	}
 	t->mouth = mouth__new(bpf_map__fd(t->skel->maps.events), t->ring_cons,
-			      (size_t)opts->ringbuf_bytes * BACKLOG_RINGS, record_bytes);
+			      opts->ringbuf_bytes * BACKLOG_RINGS > BACKLOG_BYTES ?
+				      opts->ringbuf_bytes * BACKLOG_RINGS :
+				      BACKLOG_BYTES,
+			      record_bytes);
 	if (!t->mouth) {
 		err = -errno;
 		log_error("failed to open the ring buffer: %s (lower --ringbuf-size)",

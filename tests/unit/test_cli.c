@@ -145,9 +145,9 @@ static void test_defaults(void **state)
 	assert_int_equal(opts.top, 10);
 	assert_int_equal(opts.frames, 32);
 #if defined(__x86_64__)
-	assert_int_equal(opts.ringbuf_bytes, 8 << 20); /* DWARF records carry the stack */
+	assert_int_equal(opts.ringbuf_bytes, 16 << 20); /* DWARF records carry the stack */
 #else
-	assert_int_equal(opts.ringbuf_bytes, 4 << 20);
+	assert_int_equal(opts.ringbuf_bytes, 8 << 20);
 #endif
 	assert_int_equal(opts.max_allocs, 1 << 20);
 	assert_true(opts.follow_forks);
@@ -356,9 +356,9 @@ static void test_counts(void **state)
 static void test_ringbuf(void **state)
 {
 	ok("attach", "--stacks", "fp", "1");
-	assert_int_equal(opts.ringbuf_bytes, 4 << 20);
-	ok("attach", "--stacks", "dwarf", "1");
 	assert_int_equal(opts.ringbuf_bytes, 8 << 20);
+	ok("attach", "--stacks", "dwarf", "1");
+	assert_int_equal(opts.ringbuf_bytes, 16 << 20);
 	ok("attach", "--stacks", "dwarf", "--ringbuf-size", "64M", "1");
 	assert_int_equal(opts.ringbuf_bytes, 64 << 20);
 	ok("attach", "--ringbuf-size", "4k", "1");
