@@ -21,7 +21,6 @@
 #define GL_BPF_F_UPROBE_MULTI_RETURN 1
 
 struct gpuleak;
-struct ring_buffer;
 struct bpf_link;
 
 struct attached_lib {
