@@ -224,7 +224,7 @@ int snap_memory__fill(struct books *b, struct proc *proc, const struct snapshot_
 	if (!proc__live(proc))
 		return 0; /* retired: the allocation table is gone */
 	e = malloc(sizeof(*e));
-	if (!e || explain__proc(&src, proc, t->exited ? t->exit_ns : o->now_ns, e)) {
+	if (!e || explain__proc(&src, proc, snapshot__proc_now(o, proc), e)) {
 		free(e);
 		return -ENOMEM;
 	}

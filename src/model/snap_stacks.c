@@ -266,11 +266,10 @@ cleanup:
 int snap_stacks__fill(struct books *b, struct symbolizer *sym, struct proc *proc,
 		      const struct snapshot_opts *o, struct snap_proc *sp)
 {
-	const struct proc_totals *t = proc__totals(proc);
 	const struct agg_key *k;
 	const struct agg *a;
 	size_t it = 0, n = 0, cap = proc__nr_aggs(proc);
-	uint64_t now = t->exited ? t->exit_ns : o->now_ns, tensor_now = now;
+	uint64_t now = snapshot__proc_now(o, proc), tensor_now = now;
 	struct verdict_info vi;
 	bool blocks = false;
 

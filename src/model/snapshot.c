@@ -236,6 +236,17 @@ static int mv_events_fill(struct books *b, struct symbolizer *sym, struct proc *
 	return 0;
 }
 
+uint64_t snapshot__proc_now(const struct snapshot_opts *o, const struct proc *proc)
+{
+	const struct proc_totals *t = proc__totals(proc);
+
+	if (t->exited)
+		return t->exit_ns;
+	if (o->judge_pid > 0 && t->pid == o->judge_pid && o->judge_ns && o->judge_ns < o->now_ns)
+		return o->judge_ns;
+	return o->now_ns;
+}
+
 static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 		     const struct snapshot_opts *o, struct snap_proc *sp)
 {
@@ -257,7 +268,7 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	sp->exited = t->exited;
 	sp->start_time = t->start_time;
 	begin = o->start_ns ? o->start_ns : t->first_ns;
-	end = t->exited ? t->exit_ns : o->now_ns;
+	end = snapshot__proc_now(o, proc);
 	sp->duration_ns = end > begin ? end - begin : 0;
 	memcpy(sp->bytes, t->bytes, sizeof(sp->bytes));
 	memcpy(sp->nallocs, t->nallocs, sizeof(sp->nallocs));

@@ -485,6 +485,10 @@ struct snapshot_opts {
 	const struct mvtrace *mvtrace;	  /* with memory_map: PyTorch's events (mvtrace.h) */
 	bool histories;			  /* each stack's history (snap_stack.hist) */
 	int only_pid;			  /* > 0: that process alone */
+	/* > 0: that process is judged as of judge_ns (its failure), not now: a pause of
+	 * gpuleak's (its census) is no time of the process's own */
+	int judge_pid;
+	uint64_t judge_ns;
 	/* a process's timeline into *out (--perfetto); NULL: none */
 	void (*proc_timeline)(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out);
 	void *timeline_ctx;

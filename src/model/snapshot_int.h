@@ -19,6 +19,9 @@ struct python;
 struct symbolizer;
 struct nvml_sample;
 
+/* When the process's verdicts and figures are as of: its exit, o->judge_ns, or now. */
+uint64_t snapshot__proc_now(const struct snapshot_opts *o, const struct proc *proc);
+
 /* Whether stack id allocates for PyTorch's caching allocator (a frame in its library). */
 bool snap_stacks__torch_allocator(struct books *b, uint32_t id);
 /* The process's stacks into sp->stacks, ranked, cut to o->max_stacks, with frames. */

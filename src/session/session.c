@@ -94,11 +94,17 @@ void session__set_incident_hook(struct session *s, session_incident_fn fn, void 
 	s->incident_ctx = ctx;
 }
 
-/* The flight recorder is told, with the books as they are now. */
+/* The books as they are now (drained first where drain), only_pid's alone where > 0;
+ * judge_pid's verdicts as of judge_ns where that is not 0. Below. */
+static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
+				    bool drain, int only_pid, int judge_pid, uint64_t judge_ns);
+
+/* The flight recorder is told, with the books as they are now; pid's verdicts as of
+ * judge_ns where it is not 0 (its failure: a census's pause is no part of its history). */
 static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what,
-			  struct incident_census *ic)
+			  uint64_t judge_ns, struct incident_census *ic)
 {
-	struct snapshot *snap = session__snapshot_now(s);
+	struct snapshot *snap = snapshot_of(s, 0, true, false, 0, pid, judge_ns);
 
 	if (!snap) {
 		log_warn("PID %d: %s: no incident written: out of memory", pid, what);
@@ -167,13 +173,13 @@ static void exit_incident(struct session *s, struct proc *proc)
 		snprintf(what, sizeof(what), "killed by signal %d (%s)%s", sig, strsignal(sig),
 			 sig == SIGKILL ? ": the kernel's OOM killer, or a kill -9" : "");
 		census_not_taken(s, INCIDENT_KILLED, &ic);
-		tell_incident(s, INCIDENT_KILLED, t->pid, what, &ic);
+		tell_incident(s, INCIDENT_KILLED, t->pid, what, 0, &ic);
 	} else if ((leaking = leaking_at_exit(proc))) {
 		snprintf(what, sizeof(what),
 			 "exited (status %d) holding %s at stacks judged to leak",
 			 (t->exit_code >> 8) & 0xff, fmt_bytes(leaking, b, sizeof(b)));
 		census_not_taken(s, INCIDENT_LEAK_AT_EXIT, &ic);
-		tell_incident(s, INCIDENT_LEAK_AT_EXIT, t->pid, what, &ic);
+		tell_incident(s, INCIDENT_LEAK_AT_EXIT, t->pid, what, 0, &ic);
 	}
 }
 
@@ -294,7 +300,7 @@ static void oom_incident(struct session *s, struct proc *proc, const struct fail
 	census_not_taken(s, INCIDENT_OOM, &ic);
 	if (f->stopped)
 		census_held(s, t->pid, &ic);
-	tell_incident(s, INCIDENT_OOM, t->pid, what, &ic);
+	tell_incident(s, INCIDENT_OOM, t->pid, what, f->ts, &ic);
 	free(ic.json);
 	free(ic.text);
 	snap_census__free(ic.sum);
@@ -652,7 +658,7 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 /* The snapshot; drain: the ring read to its end first, and a retry while the two books
  * differ (not from inside a hook of the books, which the drain would enter again). */
 static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
-				    bool drain, int only_pid)
+				    bool drain, int only_pid, int judge_pid, uint64_t judge_ns)
 {
 	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
 	struct snap_limits limits = {
@@ -685,6 +691,8 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.proc_timeline = s->timeline ? proc_timeline : NULL,
 		.timeline_ctx = s->timeline,
 		.only_pid = only_pid,
+		.judge_pid = judge_pid,
+		.judge_ns = judge_ns,
 	};
 	struct snapshot *snap = NULL;
 
@@ -737,17 +745,17 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 
 struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
 {
-	return snapshot_of(s, max_stacks, symbols, true, 0);
+	return snapshot_of(s, max_stacks, symbols, true, 0, 0, 0);
 }
 
 struct snapshot *session__snapshot_now(struct session *s)
 {
-	return snapshot_of(s, 0, true, false, 0);
+	return snapshot_of(s, 0, true, false, 0, 0, 0);
 }
 
 struct snapshot *session__snapshot_pid(struct session *s, int pid)
 {
-	return snapshot_of(s, 0, true, false, pid);
+	return snapshot_of(s, 0, true, false, pid, 0, 0);
 }
 
 struct gpu_sampler *session__gpus(struct session *s)

@@ -348,8 +348,9 @@ def test_census_on_oom_names_the_list_that_holds_the_tensors(tmp):
                                          f"holds all of its {truth['length']} tensors") and
           ".item()" in leaks[0]["reading"], f"the leak's reading: {leaks[0]['reading']}")
     with open(os.path.join(path, "report.txt")) as f:
-        check("the usual fix: keep .item() of numbers" in f.read(),
-              "the report's leak entry says what usually fixes it")
+        report = f.read()
+        check("the usual fix: keep .item() of numbers" in report,
+              f"the report's leak entry says what usually fixes it:\n{report}")
     with open(os.path.join(path, "census.txt")) as f:
         check("held by __main__.results (a list of" in f.read(), "the census's text")
     with open(os.path.join(path, "report.html")) as f:

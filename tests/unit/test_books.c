@@ -752,6 +752,52 @@ static bool snap_consistent(struct fx *f, const uint64_t *stats)
 	return ok;
 }
 
+/* The verdict of the process's only stack, the snapshot taken at now_ns (judge_ns for PID
+ * where that is not 0). */
+static char *verdict_at(struct fx *f, uint64_t now_ns, uint64_t judge_ns)
+{
+	struct snapshot_opts o = { .now_ns = now_ns, .judge_pid = judge_ns ? PID : 0,
+				   .judge_ns = judge_ns };
+	struct snapshot *snap = snapshot__build(f->b, NULL, &o);
+	char *v;
+
+	assert_non_null(snap);
+	assert_int_equal(snap->nprocs, 1);
+	assert_int_equal(snap->procs[0].nstacks, 1);
+	v = strdup(snap->procs[0].stacks[0].verdict);
+	snapshot__free(snap);
+	return v;
+}
+
+/*
+ * A process gpuleak holds at its failure (--census-on-oom) makes no call while held: a
+ * snapshot taken after a long pause would see a plateau that is gpuleak's own. Judged as
+ * of the failure, the staircase is the leak it was.
+ */
+static void test_a_held_process_is_judged_as_of_its_failure(void **state)
+{
+	struct fx *f = fx_new(true);
+	uint64_t failure;
+	char *v;
+
+	for (uint64_t i = 0; i < 30; i++) {
+		f->clock_ns += 1000000000ULL;
+		fx_alloc(f, GL_API_cuMemAlloc_v2, 0x7f0000000000 + (i << 24), 1 << 20, 0);
+	}
+	failure = f->clock_ns;
+	v = verdict_at(f, failure, 0);
+	assert_string_equal(v, "leak");
+	free(v);
+	v = verdict_at(f, failure + 20000000000ULL, 0); /* 20 s later: flat since */
+	assert_string_equal(v, "steady");
+	free(v);
+	v = verdict_at(f, failure + 20000000000ULL, failure);
+	assert_string_equal(v, "leak");
+	free(v);
+	fx_free(f);
+	(void)state;
+}
+
 /*
  * A running process's kernel counters, read while it calls, are ahead of the drained
  * records by the changes the kernel counted whose records are not applied yet; its
@@ -970,6 +1016,7 @@ int main(void)
 		cmocka_unit_test(test_ctx_index),
 		cmocka_unit_test(test_block_device_learned),
 		cmocka_unit_test(test_live_books_agree_within_calls_in_flight),
+		cmocka_unit_test(test_a_held_process_is_judged_as_of_its_failure),
 		cmocka_unit_test(test_address_reused_before_free_returns),
 		cmocka_unit_test(test_ctx_teardown_with_calls_in_flight),
 	};
