@@ -43,6 +43,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import enable_bpf_stats  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.environ.get("OUTPUT", os.path.join(ROOT, ".output"))
 GPULEAK = os.environ.get("GPULEAK", os.path.join(ROOT, "gpuleak"))
@@ -176,11 +179,19 @@ def one_run(mode, a, lib, torch):
         raise RuntimeError(f"{mode}: {rep['lost_events']} records lost")
     res["tensor_level"] = rep["processes"][0].get("tensor_level") if rep["processes"] else None
     st = rep.get("stats", {})
+    # the kernel's run time of the tensor probes' programs (BPF_ENABLE_STATS, held by
+    # measure()): gpuleak's own work on the calling thread, the traps apart
+    progs = st.get("programs", {})
+    if a.what == "pair" and all(p in progs for p in TORCH_PROGS):
+        res["bpf_pair_ns"] = sum(progs[p]["run_ns"] / progs[p]["runs"] for p in TORCH_PROGS)
     if st.get("stack_records"):
         res["ring_bytes_per_stack"] = st["stack_record_ring_bytes"] / st["stack_records"]
         res["stack_cache_hits"] = st.get("stack_cache_hits", 0)
         res["stack_records"] = st["stack_records"]
     return res
+
+
+TORCH_PROGS = ("torch_malloc", "torch_free")
 
 
 def stat(xs):
@@ -193,6 +204,7 @@ def measure(a, what, modes, log):
     a.what = what
     key = "pair_ns" if what == "pair" else "step_cpu_ns"
     runs = {m: [] for m in modes}
+    stats_fd = enable_bpf_stats()
     with tempfile.TemporaryDirectory() as tmp:
         a.tmp = tmp
         lib, torch = private_libs(tmp)
@@ -202,9 +214,16 @@ def measure(a, what, modes, log):
                 runs[m].append(one_run(m, a, lib, torch))
             log(f"{what} rep {rep + 1}/{a.reps}: " + ", ".join(
                 f"{m} {runs[m][-1][key] / (1 if what == 'pair' else 1e6):.1f}" for m in modes))
+    os.close(stats_fd)
     res = {"abs": {}, "ratio": {}, "semaphore": {}, "ring_bytes_per_stack": {},
-           "stack_cache_hit_share": {}}
+           "stack_cache_hit_share": {}, "bpf_pair_ns": {}, "own": {}}
     for m in modes:
+        if all("bpf_pair_ns" in r for r in runs[m]):
+            res["bpf_pair_ns"][m] = stat([r["bpf_pair_ns"] for r in runs[m]])
+        # gpuleak's own work on the calling thread: the mode against the empty programs
+        # on the same probes, run by run
+        if what == "pair" and "floor" in runs and m not in ("untraced", "floor"):
+            res["own"][m] = stat([r[key] - f[key] for r, f in zip(runs[m], runs["floor"])])
         res["abs"][m] = stat([r[key] for r in runs[m]])
         if all("ring_bytes_per_stack" in r for r in runs[m]):
             res["ring_bytes_per_stack"][m] = stat([r["ring_bytes_per_stack"] for r in runs[m]])
@@ -271,6 +290,19 @@ def main():
                    else "") +
                   (f"   {rb['median']:.0f} ring bytes/stack, {100 * hit['median']:.1f} % by id"
                    if rb else ""))
+        if res["pair"]["own"] or res["pair"]["bpf_pair_ns"]:
+            print("gpuleak's own work per pair, ns, median [IQR]: the calling thread's CPU less "
+                  "the floor's (same rep), and the BPF programs' run time (torch_malloc + "
+                  "torch_free, the kernel's statistics)")
+        for m in modes:
+            own = res["pair"]["own"].get(m)
+            bpf = res["pair"]["bpf_pair_ns"].get(m)
+            if own or bpf:
+                print(f"  {m:<16}" +
+                      (f" thread - floor {own['median']:7.0f} [{own['q1']:.0f}-{own['q3']:.0f}]"
+                       if own else " " * 38) +
+                      (f"   BPF {bpf['median']:6.0f} [{bpf['q1']:.0f}-{bpf['q3']:.0f}]"
+                       if bpf else ""))
     if "step" in res:
         print(f"step of 800 pairs + fixed work, {a.steps} steps x {a.reps} interleaved runs: "
               f"overhead % per run against the same rep's untraced, median [IQR]")

@@ -352,6 +352,9 @@ struct snapshot *snapshot__build(struct books *b, struct symbolizer *sym,
 	s->ring_stack_records = o->ring_stack_records;
 	s->ring_stack_bytes = o->ring_stack_bytes;
 	s->ring = o->ring;
+	s->self_cpu_ns = o->self_cpu_ns;
+	for (uint32_t i = 0; i < o->nprogs && i < SNAP_MAX_PROGS; i++)
+		s->progs[s->nprogs++] = o->progs[i];
 	s->unread_bytes = o->unread_bytes;
 	s->cap_allocs = o->cap_allocs;
 	s->cap_stacks = o->cap_stacks;

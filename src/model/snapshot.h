@@ -413,6 +413,14 @@ struct snap_ring {
 	uint64_t backlog_full;	/* times it reached the limit: records then waited in the ring */
 };
 
+/* What one of gpuleak's BPF programs cost while the kernel kept its run time. */
+struct snap_prog {
+	char name[24];
+	uint64_t runs;
+	uint64_t run_ns;
+};
+#define SNAP_MAX_PROGS 32
+
 struct snapshot {
 	uint64_t start_ns; /* when tracing began (bpf_ktime_get_ns clock); 0: not known */
 	uint64_t now_ns;
@@ -441,8 +449,13 @@ struct snapshot {
 	const char *stack_mode;
 	uint32_t nr_probes;
 	uint64_t ring_stack_records,
-		ring_stack_bytes;		/* stack records read, ring bytes they took */
-	struct snap_ring ring;			/* the kernel's ring and the backlog beside it */
+		ring_stack_bytes; /* stack records read, ring bytes they took */
+	struct snap_ring ring;	  /* the kernel's ring and the backlog beside it */
+	/* gpuleak's own cost so far: its CPU time (0: not known, a recording) and its BPF
+	 * programs' (those that ran while the kernel's statistics were on) */
+	uint64_t self_cpu_ns;
+	uint32_t nprogs;
+	struct snap_prog progs[SNAP_MAX_PROGS];
 	const struct snap_recording *recording; /* NULL: a live session */
 	const struct snap_tensors *tensors; /* NULL: not known (a recording); else &tensors_buf */
 	struct snap_tensors tensors_buf;
@@ -470,6 +483,9 @@ struct snapshot_opts {
 	uint32_t nr_probes;
 	uint64_t ring_stack_records, ring_stack_bytes; /* 0 0: not known */
 	struct snap_ring ring;			       /* zero: not known (a recording) */
+	uint64_t self_cpu_ns;			       /* 0: not known */
+	const struct snap_prog *progs;		       /* nprogs of them */
+	uint32_t nprogs;
 	uint64_t unread_bytes; /* ring bytes of records from before now that were not read */
 	const struct nvml_sample *nvml;	    /* NVML's devices and processes; NULL: none */
 	const struct snap_tensors *tensors; /* the tensor level's windows; NULL: none known */

@@ -498,6 +498,20 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 	jsonw__field_u64(w, "backlog_peak_bytes", s->ring.backlog_peak);
 	jsonw__field_u64(w, "backlog_limit_bytes", s->ring.backlog_limit);
 	jsonw__field_u64(w, "backlog_full", s->ring.backlog_full);
+	if (s->self_cpu_ns)
+		jsonw__field_u64(w, "self_cpu_ns", s->self_cpu_ns);
+	if (s->nprogs) {
+		jsonw__name(w, "programs");
+		jsonw__start_object(w);
+		for (uint32_t i = 0; i < s->nprogs; i++) {
+			jsonw__name(w, s->progs[i].name);
+			jsonw__start_object(w);
+			jsonw__field_u64(w, "runs", s->progs[i].runs);
+			jsonw__field_u64(w, "run_ns", s->progs[i].run_ns);
+			jsonw__end_object(w);
+		}
+		jsonw__end_object(w);
+	}
 	jsonw__name(w, "calls");
 	jsonw__start_object(w);
 	for (int i = 0; i < GL_NR_APIS; i++)

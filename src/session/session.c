@@ -695,8 +695,21 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.judge_ns = judge_ns,
 	};
 	struct snapshot *snap = NULL;
+	struct tracer_prog_time times[SNAP_MAX_PROGS];
+	struct snap_prog progs[SNAP_MAX_PROGS];
+	struct rusage ru;
 
 	targets__limits(s->targets, &limits.libs_refused, &limits.holds_expired);
+	so.nprogs = (uint32_t)tracer__prog_times(s->tracer, times, SNAP_MAX_PROGS);
+	for (uint32_t i = 0; i < so.nprogs; i++) {
+		memcpy(progs[i].name, times[i].name, sizeof(progs[i].name));
+		progs[i].runs = times[i].runs;
+		progs[i].run_ns = times[i].run_ns;
+	}
+	so.progs = progs;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		so.self_cpu_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+				 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
 	so.ring_stack_bytes = so_ring_bytes;
 	tracer__ring(s->tracer, &so.ring.bytes, &so.ring.backlog_peak, &so.ring.backlog_limit,
 		     &so.ring.backlog_full);

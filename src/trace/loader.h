@@ -202,6 +202,18 @@ int tracer__epoll_fd(struct tracer *t);
 int tracer__stats(struct tracer *t, uint64_t out[GL_NR_STATS]);
 /* Traced calls per API id since load, summed over CPUs. Returns 0 or -errno. */
 int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS]);
+/*
+ * The kernel's run-time statistics of one of gpuleak's BPF programs. The kernel keeps
+ * them only while they are enabled (sysctl kernel.bpf_stats_enabled=1, or a
+ * BPF_ENABLE_STATS descriptor held open, as bench/ does).
+ */
+struct tracer_prog_time {
+	char name[24];
+	uint64_t runs;
+	uint64_t run_ns;
+};
+/* The programs that ran with the statistics on, into out[max]; returns how many. */
+int tracer__prog_times(struct tracer *t, struct tracer_prog_time *out, int max);
 /* The in-kernel books of tgid. Returns 0, or -ENOENT if BPF holds none. */
 int tracer__proc_stats(struct tracer *t, int tgid, struct gl_proc_stats *out);
 

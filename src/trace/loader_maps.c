@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/sysmacros.h>
@@ -177,6 +178,28 @@ int tracer__forget_proc(struct tracer *t, int tgid, uint64_t start_time)
 int tracer__api_calls(struct tracer *t, uint64_t out[GL_NR_APIS])
 {
 	return sum_percpu(t, t->skel->maps.api_calls, out, GL_NR_APIS);
+}
+
+int tracer__prog_times(struct tracer *t, struct tracer_prog_time *out, int max)
+{
+	struct bpf_program *prog;
+	int n = 0;
+
+	bpf_object__for_each_program(prog, t->skel->obj)
+	{
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(prog);
+
+		if (n == max || fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len) ||
+		    !info.run_time_ns)
+			continue;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", bpf_program__name(prog));
+		out[n].runs = info.run_cnt;
+		out[n].run_ns = info.run_time_ns;
+		n++;
+	}
+	return n;
 }
 
 uint64_t tracer__note_py_refused(struct tracer *t)

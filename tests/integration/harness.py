@@ -364,6 +364,17 @@ def tmpdir():
     return tempfile.mkdtemp(prefix="gpuleak-test-")
 
 
+def enable_bpf_stats():
+    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME
+    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
+    return fd
+
+
 def bpf_objects(pid):
     """The BPF links, maps and programs a process holds, from /proc/PID/fdinfo:
     {"links": {id: type}, "maps": [{"id", "type", "key_size", "value_size"}],

@@ -51,6 +51,32 @@ def test_every_family_run_mode(tmp):
     check("attached" in tr.stderr(), "run mode says it attached")
 
 
+def test_bpf_programs_time_is_reported_while_the_kernel_keeps_it(tmp):
+    """With the kernel's BPF statistics on, the report gives each program's runs and run
+    time: call_enter and call_exit ran at least once per traced call; without them, no
+    figure is made up."""
+    def run():
+        tr = Tracer(["run", "-i", "0", "--stacks", "none", "--",
+                     os.path.join(WORKLOADS, "wl_basic"), "--no-wait"], tmp)
+        check_eq(tr.wait(), 0, "gpuleak run exit status")
+        return tr.report()["stats"]
+
+    with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+        if f.read().strip() == "0":
+            check("programs" not in run(), "no program times while the kernel keeps none")
+    fd = harness.enable_bpf_stats()
+    try:
+        st = run()
+    finally:
+        os.close(fd)
+    progs, calls = st.get("programs", {}), sum(st["calls"].values())
+    check(calls > 10, f"the load made calls: {st['calls']}")
+    for p in ("call_enter", "call_exit"):
+        check(p in progs and progs[p]["runs"] >= calls and progs[p]["run_ns"] > 0,
+              f"{p} timed at every call ({calls} calls): {progs}")
+    check(st["self_cpu_ns"] > 0, f"gpuleak's own CPU: {st.get('self_cpu_ns')}")
+
+
 def test_the_verifier_walks_each_program_in_few_instructions(tmp):
     """Loading the programs is most of an attach's time, and the kernel refuses a program
     whose verification walks a million instructions. With DWARF stacks and Python frames
