@@ -157,6 +157,7 @@ struct gl_inflight {
 	__u64 stack_hi;
 	__u32 py_block; /* bytes of its Python data stack its last walk read first */
 	__u32 pad3;
+	__u64 py_floor;	       /* the page its outermost Python frame lies on; 0: not known */
 	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
 	__u32 pad2;

@@ -73,11 +73,13 @@ struct gl_py_scratch {
 	__u8 blk[GL_PY_BLOCK + GL_PY_WINDOW]; /* a window at the block's end stays in bounds */
 	/* the block: here, not in struct py_walk, so that the verifier does not follow
 	 * these values through the walk's steps (each value a state of its own) */
-	__u64 blk_base;	 /* blk holds the target's blk_len bytes from here */
-	__u64 first_end; /* where the walk's first block ends */
-	__u64 lowest;	 /* the lowest frame taken from the first block */
-	__u32 blk_len;	 /* 0: no block */
-	__u32 blocks;	 /* blocks read in this walk */
+	__u64 blk_base;	  /* blk holds the target's blk_len bytes from here */
+	__u64 first_end;  /* where the walk's first block ends */
+	__u64 lowest;	  /* the lowest frame taken from the first block */
+	__u64 lowest_any; /* the lowest frame taken from any block */
+	__u64 floor;	  /* no block starts below this page (the thread's py_floor) */
+	__u32 blk_len;	  /* 0: no block */
+	__u32 blocks;	  /* blocks read in this walk */
 	struct py_walk_vars v;
 };
 
@@ -220,7 +222,16 @@ static __always_inline bool read_block(struct gl_py_scratch *s, __u64 frame, __u
 		return false;
 	s->blocks++;
 	base = end - n;
+	/* nothing of the thread's frames lies below the page of its outermost: the page
+	 * under it may not be mapped, and a read that faults costs more than a walk */
+	if (frame >= s->floor && base < s->floor) {
+		base = s->floor;
+		n = end - base;
+		if (n == 0 || n > GL_PY_BLOCK)
+			return false;
+	}
 	if (bpf_probe_read_user(s->blk, n, (void *)base)) {
+		stat_inc(GL_STAT_PY_REREAD);
 		base = frame & ~(__u64)(GL_PAGE_SIZE - 1);
 		if (end - n > base)
 			base = end - n;
@@ -244,6 +255,8 @@ static __always_inline bool window_in_block(struct py_walk *w, __u64 frame)
 	w->win = s->blk + (off & (GL_PY_BLOCK - 1));
 	if (s->blocks == 1)
 		s->lowest = frame;
+	if (!s->lowest_any || frame < s->lowest_any)
+		s->lowest_any = frame;
 	return true;
 }
 
@@ -401,6 +414,8 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 		w.blocks = true;
 		s->blocks = 0;
 		s->lowest = 0;
+		s->lowest_any = 0;
+		s->floor = inf->py_floor;
 		s->first_end = w.v->frame + cfg->win_fr;
 		read_block(s, w.v->frame, cfg->win_fr, len);
 	}
@@ -412,6 +427,9 @@ static __always_inline __u16 py_walk(struct task_struct *task, struct gl_infligh
 		inf->py_block = s->lowest && s->first_end > s->lowest && used < GL_PY_BLOCK ?
 					(used | (GL_PY_WINDOW - 1)) + 1 + GL_PY_WINDOW :
 					GL_PY_BLOCK;
+		/* a walk to the outermost frame: its page is the floor of the next walks */
+		if (!w.v->status && !w.v->frame && s->lowest_any)
+			inf->py_floor = s->lowest_any & ~(__u64)(GL_PAGE_SIZE - 1);
 	}
 	if (!w.v->status && w.v->frame)
 		w.v->status = GL_PY_LOOP;

@@ -392,6 +392,7 @@ enum gl_stat {
 	GL_STAT_PROC_TABLE_FULL,  /* BPF process table full */
 	GL_STAT_SCACHE_HIT,	  /* a native stack sent as a cache id, no copy */
 	GL_STAT_SCACHE_MISS,	  /* a cache entry had the key, a checked word differed: copied */
+	GL_STAT_PY_REREAD,	  /* a block of Python frames read again from its frame's page */
 	GL_NR_STATS,
 };
 

@@ -485,6 +485,7 @@ static void write_stats(struct jsonw *w, const struct snapshot *s)
 		[GL_STAT_PROC_TABLE_FULL] = "proc_table_full",
 		[GL_STAT_SCACHE_HIT] = "stack_cache_hits",
 		[GL_STAT_SCACHE_MISS] = "stack_cache_misses",
+		[GL_STAT_PY_REREAD] = "python_block_rereads",
 	};
 
 	jsonw__name(w, "stats");

@@ -167,6 +167,45 @@ def test_python_frames_deep_stack_keeps_innermost(tmp):
     check_eq(len(py_frames(deep[0])), MAX_PY_FRAMES, "Python frames kept")
 
 
+def test_python_walk_reads_a_threads_frames_in_one_read(tmp):
+    """A thread that calls from one line, again and again: after its first walk, each walk
+    copies its frames in one read that stays on the data stack's pages. A read that
+    reaches below them faults, and was paid at every call (1.3 us of a tensor block's
+    4.6 us of BPF work, bench/RESULTS.md)."""
+    bench = os.path.join(ROOT, "tests", "workloads", "py_bench.py")
+    wl = subprocess.Popen([PYTHON, bench, "--lib", FAKECUDA, "--calls", "500", "--depth", "12"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        check_eq(_readline(wl.stdout, 20, "py_bench.py to say ready"), f"ready {wl.pid}",
+                 "py_bench.py's first line")
+        tr = Tracer(["attach", "-i", "0", str(wl.pid)], tmp)
+        tr.wait_attached()
+        wl.stdin.write("go\n")
+        wl.stdin.flush()
+        _readline(wl.stdout, 60, "py_bench.py's result")
+        tr.stop()
+        check_eq(tr.returncode, 0, f"gpuleak's exit status: {tr.stderr()}")
+        rep = tr.report()
+        wl.stdin.write("exit\n")
+        wl.stdin.flush()
+        check_eq(wl.wait(30), 0, "py_bench.py's exit status")
+    finally:
+        if wl.poll() is None:
+            wl.kill()
+            wl.wait()
+    st = rep["stats"]
+    check(st["stack_records"] >= 500, f"a stack a call: {st['stack_records']}")
+    check(st["python_block_rereads"] <= 2,
+          f"frames read again after a fault: {st['python_block_rereads']} of "
+          f"{st['stack_records']} walks")
+    p = process(rep, wl.pid)
+    top = max(p["stacks"], key=lambda s: s["allocs"])
+    names = [f[0] for f in py_frames(top)]
+    check(top["allocs"] >= 500 and names[:1] == ["workload.<locals>.loop"] and
+          names.count("nest") == 12,
+          f"every call's frames, whole: {top['allocs']} allocations, {names}")
+
+
 def test_python_frames_off_the_data_stack(tmp):
     """Frames in a generator (its own memory, not the thread's data stack), in a function it
     calls, and 2.4 KiB frames spread over several of the data stack's chunks: every frame
