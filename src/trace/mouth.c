@@ -18,6 +18,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -36,6 +38,8 @@
  * (and the thread between two of the reader's) under a stream that never pauses.
  */
 #define FILL_RECORDS 4096
+/* The thread's nice value where it may set it (root, CAP_SYS_NICE). */
+#define MOUTH_NICE (-10)
 
 struct chunk {
 	struct chunk *next; /* set once this chunk takes no more records */
@@ -66,6 +70,7 @@ struct mouth {
 	int epoll_fd;
 	pthread_t thread;
 	bool started;
+	bool niced;    /* the thread runs at MOUTH_NICE */
 	bool stopping; /* the thread ends at its next look: atomically */
 };
 
@@ -175,6 +180,11 @@ static void *mouth_main(void *arg)
 	uint64_t one = 1;
 	bool cut = false;
 
+	/* first when it wakes: its work is short (a copy of what the programs wrote), and a
+	 * turn missed on a busy machine loses records once the ring is full. It takes
+	 * what the jobs' records cost and no more; without CAP_SYS_NICE it stays as it is. */
+	m->niced = setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), MOUTH_NICE) == 0;
+	prctl(PR_SET_NAME, "gpuleak-ring"); /* as ps -L and top show it */
 	drop_all_capabilities();
 	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
 		struct epoll_event ev[2];
