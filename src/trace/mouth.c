@@ -70,7 +70,6 @@ struct mouth {
 	int epoll_fd;
 	pthread_t thread;
 	bool started;
-	bool niced;    /* the thread runs at MOUTH_NICE */
 	bool stopping; /* the thread ends at its next look: atomically */
 };
 
@@ -183,7 +182,7 @@ static void *mouth_main(void *arg)
 	/* first when it wakes: its work is short (a copy of what the programs wrote), and a
 	 * turn missed on a busy machine loses records once the ring is full. It takes
 	 * what the jobs' records cost and no more; without CAP_SYS_NICE it stays as it is. */
-	m->niced = setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), MOUTH_NICE) == 0;
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), MOUTH_NICE);
 	prctl(PR_SET_NAME, "gpuleak-ring"); /* as ps -L and top show it */
 	drop_all_capabilities();
 	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
