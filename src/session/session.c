@@ -660,7 +660,7 @@ static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
 static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
 				    bool drain, int only_pid, int judge_pid, uint64_t judge_ns)
 {
-	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {}, so_ring_bytes = 0;
+	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
 	struct snap_limits limits = {
 		.max_libs = GL_MAX_LIBS,
 		.max_py_procs = tracer__max_py_procs(s->tracer),
@@ -678,7 +678,6 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 		.python = symbols ? s->python : NULL,
 		.stack_mode = stack_mode__name(s->o->stack_mode),
 		.nr_probes = tracer__nr_probes(s->tracer),
-		.ring_stack_records = tracer__ring_stacks(s->tracer, &so_ring_bytes),
 		/* explain answers for its targets even when they made no CUDA call */
 		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
 		.cap_allocs = s->o->max_allocs,
@@ -700,19 +699,7 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 	struct rusage ru;
 
 	targets__limits(s->targets, &limits.libs_refused, &limits.holds_expired);
-	so.nprogs = (uint32_t)tracer__prog_times(s->tracer, times, SNAP_MAX_PROGS);
-	for (uint32_t i = 0; i < so.nprogs; i++) {
-		memcpy(progs[i].name, times[i].name, sizeof(progs[i].name));
-		progs[i].runs = times[i].runs;
-		progs[i].run_ns = times[i].run_ns;
-	}
 	so.progs = progs;
-	if (!getrusage(RUSAGE_SELF, &ru))
-		so.self_cpu_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
-				 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
-	so.ring_stack_bytes = so_ring_bytes;
-	tracer__ring(s->tracer, &so.ring.bytes, &so.ring.backlog_peak, &so.ring.backlog_limit,
-		     &so.ring.backlog_full);
 	/* a call between its kernel-side update and its record can make the two
 	 * books differ for an instant: drain and look again before saying so */
 	so.histories = !drain || (s->o->needs & GL_NEED_HISTORIES); /* what --html draws */
@@ -723,9 +710,22 @@ static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool
 			tracer__drain(s->tracer);
 			reconcile_exits(s);
 		}
+		/* the tracer's own figures after the drain, with the books they describe */
 		so.unread_bytes = tracer__unread(s->tracer);
 		tracer__stats(s->tracer, stats);
 		tracer__api_calls(s->tracer, calls);
+		so.ring_stack_records = tracer__ring_stacks(s->tracer, &so.ring_stack_bytes);
+		tracer__ring(s->tracer, &so.ring.bytes, &so.ring.backlog_peak,
+			     &so.ring.backlog_limit, &so.ring.backlog_full);
+		so.nprogs = (uint32_t)tracer__prog_times(s->tracer, times, SNAP_MAX_PROGS);
+		for (uint32_t i = 0; i < so.nprogs; i++) {
+			memcpy(progs[i].name, times[i].name, sizeof(progs[i].name));
+			progs[i].runs = times[i].runs;
+			progs[i].run_ns = times[i].run_ns;
+		}
+		if (!getrusage(RUSAGE_SELF, &ru))
+			so.self_cpu_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
+					 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
 		so.now_ns = now_ns();
 		so.tensors = s->tiers ? tiers__view(s->tiers, so.now_ns) : NULL;
 		so.proc_tensors = s->tiers ? proc_tensors : NULL;

@@ -194,7 +194,8 @@ def test_python_walk_reads_a_threads_frames_in_one_read(tmp):
             wl.kill()
             wl.wait()
     st = rep["stats"]
-    check(st["stack_records"] >= 500, f"a stack a call: {st['stack_records']}")
+    # the report's own figures are those after its last read of the ring
+    check(st["stack_records"] >= 500, f"a stack a call, every one read: {st}")
     check(st["python_block_rereads"] <= 2,
           f"frames read again after a fault: {st['python_block_rereads']} of "
           f"{st['stack_records']} walks")
