@@ -225,9 +225,13 @@ static long scache_way_step(__u32 i, void *data)
 			return 0;
 		p->have = span;
 	}
-	/* a copy cut short at a page it could not read: this one must be cut there too (or
-	 * sooner, past span: the unwinding read nothing between span and len) */
-	if (v->len < p->want && !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + v->len)))
+	/* a copy cut short at a page it could not read, whose unwinding tried to read past
+	 * the cut: this one must be cut there too (or sooner, past span: the unwinding read
+	 * nothing between span and len). One whose unwinding read nothing past the cut
+	 * unwinds the same whatever lies there: no probe of the page, which faults each
+	 * time it is not there. */
+	if (v->need_cut && v->len < p->want &&
+	    !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + v->len)))
 		return 0;
 	if (!scache_words_equal(v, (const struct gl_stack_words *)p->buf))
 		return 0;

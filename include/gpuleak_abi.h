@@ -292,8 +292,8 @@ struct gl_scache_val {
 	__u32 len;  /* bytes the copy had; less than asked for: the page at sp + len
 			   * could not be read */
 	__u16 nr_checks;
-	__u8 need_bp; /* the result depends on bp */
-	__u8 pad;
+	__u8 need_bp;  /* the result depends on bp */
+	__u8 need_cut; /* the unwinding tried to read past len: a longer copy may go further */
 	struct gl_scache_check checks[GL_SC_CHECKS];
 };
 

@@ -334,6 +334,45 @@ static void test_refused_entry_still_unwinds(void **state)
 	unwinder__free(u);
 }
 
+/*
+ * A copy cut inside the frames the unwinding walks is published as cut there
+ * (BPF must then see the same cut before it sends the id); one the unwinding
+ * never read past is not, whatever lies beyond it, so BPF need not probe the
+ * page after it.
+ */
+static void test_published_entry_says_whether_its_cut_matters(void **state)
+{
+	uint32_t len = fx->cap.rec.stack_bytes, ret_off = 0;
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { 0 };
+	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	uint64_t ips[UNWIND_MAX_FRAMES], w;
+	int n;
+
+	unwinder__set_publisher(u, &sp);
+	assert_int_equal(unwind(u, ips), fx->nr_full);
+	assert_int_equal(pub.puts, 1);
+	/* the unwinding ended at the outermost frame, inside the copy */
+	assert_true(pub.v.span < len);
+	assert_int_equal(pub.v.need_cut, 0);
+
+	/* cut just past the third frame's return address: the fourth is out of reach */
+	for (uint32_t off = 8; off + 8 <= len && !ret_off; off += 8) {
+		memcpy(&w, fx->cap.stack + off, sizeof(w));
+		if (w == fx->full[3])
+			ret_off = off;
+	}
+	assert_true(ret_off > 0);
+	fx->cap.rec.stack_bytes = ret_off;
+	n = unwind(u, ips);
+	fx->cap.rec.stack_bytes = len;
+	assert_true(n >= 1 && n < fx->nr_full);
+	assert_int_equal(pub.puts, 2);
+	assert_int_equal(pub.v.len, ret_off);
+	assert_int_equal(pub.v.need_cut, 1);
+	unwinder__free(u);
+}
+
 /* The words at which the copy holds v, from byte offset from on. */
 static int find_words(uint64_t v, size_t from, size_t *at, int max)
 {
@@ -509,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_saved_registers_do_not_count),
 		cmocka_unit_test(test_changed_return_address_misses),
 		cmocka_unit_test(test_cut_copy_gives_prefix),
+		cmocka_unit_test(test_published_entry_says_whether_its_cut_matters),
 		cmocka_unit_test(test_frame_pointer_fallback),
 		cmocka_unit_test(test_without_address_map),
 		cmocka_unit_test(test_fp_records_pass_through),

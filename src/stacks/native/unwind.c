@@ -380,8 +380,9 @@ static uint32_t kid_new(struct unwinder *u, const struct uproc *up, const uint64
 /*
  * The kernel's entry for e, found under k with a copy of len bytes: the words
  * read in the copy, to be compared (a read that was not in the copy is not in
- * any copy of that length at that sp, which the key fixes: no check). False
- * when e cannot be checked by BPF.
+ * any copy of that length at that sp, which BPF checks once the entry says a
+ * read went past the copy's end: need_cut). False when e cannot be checked by
+ * BPF.
  */
 static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint32_t len,
 			 uint64_t start_time, struct gl_scache_key *kk, struct gl_scache_val *kv)
@@ -396,8 +397,12 @@ static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint
 		const struct dwarf_check *c = &e->checks[i];
 		uint64_t off = c->addr - k->sp;
 
-		if (!c->ok)
-			continue; /* not in a copy of len bytes at sp: the key says so */
+		if (!c->ok) {
+			/* not in a copy of len bytes at sp (the key says so); past its end, it
+			 * may be in a longer one */
+			kv->need_cut |= c->addr >= k->sp;
+			continue;
+		}
 		if (c->addr < k->sp || off > len - 8 || nr >= GL_SC_CHECKS)
 			return false;
 		kv->checks[nr].off = off;
