@@ -41,6 +41,27 @@ static __always_inline bool is_target(__u32 tgid)
 	return targ_all || bpf_map_lookup_elem(&targets, &tgid);
 }
 
+/*
+ * The current thread's calls in flight, created at its first call if it is a
+ * target's. A thread that has them is a target's: they are created for no
+ * other, and a process leaves targets only when it exits (proc_exit), with
+ * its threads and their entries, so the targets lookup (a hash lookup at
+ * every entry) is paid once a thread.
+ */
+static __always_inline struct gl_inflight *target_inflight(struct task_struct *task, __u32 tgid)
+{
+	struct gl_inflight *inf = bpf_task_storage_get(&inflight, task, NULL, 0);
+
+	if (inf)
+		return inf;
+	if (!is_target(tgid))
+		return NULL;
+	inf = bpf_task_storage_get(&inflight, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!inf)
+		stat_inc(GL_STAT_INFLIGHT_FULL);
+	return inf;
+}
+
 static __always_inline __u64 arg_of(struct pt_regs *ctx, int i)
 {
 	switch (i) {
@@ -87,18 +108,16 @@ int call_enter(struct pt_regs *ctx)
 
 	api &= 0xffffffff;
 	barrier_var(api); /* one value, the one checked below */
-	if (api >= GL_NR_APIS || tracing_stopped || !is_target(pid_tgid >> 32))
+	if (api >= GL_NR_APIS || tracing_stopped)
 		return 0;
 	armed = bpf_map_lookup_elem(&lib_armed, &lib);
 	if (!armed || !*armed)
 		return 0; /* its library is being attached: a call from before the attach */
-	count_call(api);
 	task = bpf_get_current_task_btf();
-	inf = bpf_task_storage_get(&inflight, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!inf) {
-		stat_inc(GL_STAT_INFLIGHT_FULL);
+	inf = target_inflight(task, pid_tgid >> 32);
+	if (!inf)
 		return 0;
-	}
+	count_call(api);
 	depth = drop_stale(inf, PT_REGS_SP(ctx));
 	if (depth >= GL_MAX_NEST) {
 		stat_inc(GL_STAT_NESTED_OVERFLOW);
@@ -203,15 +222,13 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 	struct gl_inflight *inf;
 
 	c->pid_tgid = bpf_get_current_pid_tgid();
-	if (tracing_stopped || !is_target(c->pid_tgid >> 32))
+	if (tracing_stopped)
+		return NULL;
+	c->task = bpf_get_current_task_btf();
+	inf = target_inflight(c->task, c->pid_tgid >> 32);
+	if (!inf)
 		return NULL;
 	count_call(api);
-	c->task = bpf_get_current_task_btf();
-	inf = bpf_task_storage_get(&inflight, c->task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!inf) {
-		stat_inc(GL_STAT_INFLIGHT_FULL);
-		return NULL;
-	}
 	slot->seq = ++inf->seq;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;

@@ -65,9 +65,8 @@ typedef int (*tracer_record_fn)(void *ctx, const struct event *ev);
 struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, void *ctx);
 void tracer__free(struct tracer *t);
 
-/* Starts (or stops) tracing pid. Returns 0 or -errno. */
+/* Starts tracing pid, until it exits (BPF drops it then). Returns 0 or -errno. */
 int tracer__add_target(struct tracer *t, int pid);
-int tracer__remove_target(struct tracer *t, int pid);
 
 /* Whether a library with this identity is attached already. */
 bool tracer__has_lib(const struct tracer *t, dev_t dev, ino_t ino);

@@ -30,15 +30,6 @@ int tracer__add_target(struct tracer *t, int pid)
 	return 0;
 }
 
-int tracer__remove_target(struct tracer *t, int pid)
-{
-	__u32 key = pid;
-
-	if (bpf_map__delete_elem(t->skel->maps.targets, &key, sizeof(key), 0) && errno != ENOENT)
-		return -errno;
-	return 0;
-}
-
 __u64 tracer__kernel_dev(dev_t dev)
 {
 	return ((__u64)major(dev) << 20) | minor(dev);

@@ -125,6 +125,30 @@ def test_eight_threads_exact(tmp):
              "ring-buffer records lost")
 
 
+def test_a_process_not_attached_is_not_counted(tmp):
+    """Another process calls the same libcuda through the same probes while the target
+    runs: none of its calls is counted or booked, though its threads enter the probes
+    over and over (a thread is known to be a target's from its first call on)."""
+    other = Workload("wl_threads", "--threads", "2", "--iters", "3000", tmp=tmp, hold=True)
+    other.wait_ready()
+    wl, tr = attach_workload(tmp, "wl_threads", "--threads", "2", "--iters", "3000")
+    other.go()
+    other_truth = other.truth()
+    truth, rep = finish_attached(wl, tr)
+    other.release()
+    other.wait()
+    check(other_truth["alloc_calls"] >= 2 * 3000,
+          f"the other process made {other_truth['alloc_calls']} calls beside the target")
+    check_eq([q["pid"] for q in rep["processes"]], [wl.pid], "the processes in the report")
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    calls = rep["stats"]["calls"]
+    allocs = calls.get("cuMemAlloc_v2", 0) + calls.get("cuMemAllocAsync_ptsz", 0)
+    frees = calls.get("cuMemFree_v2", 0) + calls.get("cuMemFreeAsync_ptsz", 0)
+    check_eq(allocs, truth["alloc_calls"], "allocating calls counted (the target's alone)")
+    check_eq(frees, truth["free_calls"], "freeing calls counted (the target's alone)")
+
+
 def test_failures_and_bad_frees(tmp):
     """OOM and invalid-value failures are failures, not allocations; double frees and
     frees of unknown pointers (rejected by the driver) change nothing."""
