@@ -8,7 +8,8 @@
 #   make demo       install what is missing, build, run gpuleak on a leaking program
 #   make test       install what is missing, build, run every test
 #   make image      the agent's OCI image from the static binary (.output/image/)
-#   make bench      run the CPU benchmarks
+#   make bench      run the CPU benchmarks; OLD=GPULEAK: another build's BPF programs
+#                   beside this one's, interleaved, per program and their ratio
 #   make install    install gpuleak, its man page and bash/zsh completions under
 #                   $(DESTDIR)$(PREFIX) (PREFIX=/usr/local)
 #   make format     format the sources (.clang-format); make check-format says what it would change
@@ -232,7 +233,7 @@ demo: deps
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
-	$(Q)bench/run
+	$(Q)bench/run $(if $(OLD),--old $(OLD))
 
 FORMAT_FILES = $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
 

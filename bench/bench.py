@@ -7,7 +7,8 @@ Usage: bench.py [--smoke] [--only SUITE[,SUITE]] [--reps N] [--old GPULEAK] [--j
 Suites: overhead (C load), python (Python load), throughput, books, memory, attach,
 tensors (bench/tensor_bench.py: PyTorch's allocator probes, per mode), programs (each
 driver-level BPF program's ns per run and per alloc+free pair, from the kernel's run-time
-statistics; with --old, another build's beside this one's, interleaved, and their ratio).
+statistics; with --old, another build's beside this one's, interleaved, and their ratio;
+the tensors suite then runs --old's full mode beside this build's too).
 --smoke runs a few seconds' worth of the harness (every figure from tiny runs: they
 prove the harness works, not how fast gpuleak is). Progress goes to stderr, the table
 to stdout, the full results as JSON to --json (default $OUTPUT/bench/results.json).
@@ -27,6 +28,7 @@ import capacity  # noqa: E402
 import driver_cost  # noqa: E402
 import hooks  # noqa: E402
 import overhead  # noqa: E402
+import tensor_bench  # noqa: E402
 from benchlib import BENCH_OUT, GPULEAK, BenchError, Stats, machine  # noqa: E402
 
 SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors", "hooks",
@@ -95,7 +97,15 @@ def run_suites(names, cfg, reps, log, wall, old=None):
         elif name == "attach":
             res[name] = capacity.attach(c["procs"], r, log)
         elif name == "tensors":
-            res[name] = tensors(r, c["args"], log)
+            args = c["args"]
+            if old:
+                # --old's full mode beside this build's, as the programs suite does
+                modes = next((args[i + 1] for i, x in enumerate(args) if x == "--modes"),
+                             ",".join(tensor_bench.default_modes()))
+                args = [x for i, x in enumerate(args)
+                        if x != "--modes" and (i == 0 or args[i - 1] != "--modes")]
+                args += ["--old", old, "--modes", modes + ",full@old"]
+            res[name] = tensors(r, args, log)
         elif name == "hooks":
             res[name] = hooks.hooks(c["ops"], r, log)
         elif name == "programs":

@@ -182,8 +182,9 @@ def one_run(mode, a, lib, torch):
     # the kernel's run time of the tensor probes' programs (BPF_ENABLE_STATS, held by
     # measure()): gpuleak's own work on the calling thread, the traps apart
     progs = st.get("programs", {})
-    if a.what == "pair" and all(p in progs for p in TORCH_PROGS):
-        res["bpf_pair_ns"] = sum(progs[p]["run_ns"] / progs[p]["runs"] for p in TORCH_PROGS)
+    if a.what == "pair" and all(progs.get(p, {}).get("runs") for p in TORCH_PROGS):
+        res["bpf_prog_ns"] = {p: progs[p]["run_ns"] / progs[p]["runs"] for p in TORCH_PROGS}
+        res["bpf_pair_ns"] = sum(res["bpf_prog_ns"].values())
     if st.get("stack_records"):
         res["ring_bytes_per_stack"] = st["stack_record_ring_bytes"] / st["stack_records"]
         res["stack_cache_hits"] = st.get("stack_cache_hits", 0)
@@ -192,6 +193,10 @@ def one_run(mode, a, lib, torch):
 
 
 TORCH_PROGS = ("torch_malloc", "torch_free")
+
+
+def default_modes():
+    return [m for m in MODES if m != "full-nocache"]
 
 
 def stat(xs):
@@ -216,10 +221,21 @@ def measure(a, what, modes, log):
                 f"{m} {runs[m][-1][key] / (1 if what == 'pair' else 1e6):.1f}" for m in modes))
     os.close(stats_fd)
     res = {"abs": {}, "ratio": {}, "semaphore": {}, "ring_bytes_per_stack": {},
-           "stack_cache_hit_share": {}, "bpf_pair_ns": {}, "own": {}}
+           "stack_cache_hit_share": {}, "bpf_pair_ns": {}, "bpf_prog_ns": {},
+           "bpf_over_old": {}, "own": {}}
     for m in modes:
         if all("bpf_pair_ns" in r for r in runs[m]):
             res["bpf_pair_ns"][m] = stat([r["bpf_pair_ns"] for r in runs[m]])
+            res["bpf_prog_ns"][m] = {p: stat([r["bpf_prog_ns"][p] for r in runs[m]])
+                                     for p in TORCH_PROGS}
+        # this build against another's in the same mode, rep by rep
+        old = runs.get(m + "@old")
+        if old and all("bpf_pair_ns" in r for r in runs[m] + old):
+            res["bpf_over_old"][m] = {
+                p: stat([r["bpf_prog_ns"][p] / o["bpf_prog_ns"][p] for r, o in zip(runs[m], old)])
+                for p in TORCH_PROGS}
+            res["bpf_over_old"][m]["pair"] = stat([r["bpf_pair_ns"] / o["bpf_pair_ns"]
+                                                   for r, o in zip(runs[m], old)])
         # gpuleak's own work on the calling thread: the mode against the empty programs
         # on the same probes, run by run
         if what == "pair" and "floor" in runs and m not in ("untraced", "floor"):
@@ -257,7 +273,7 @@ def main():
     ap.add_argument("--work", type=int, default=1500000)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--only", default="pair,step")
-    ap.add_argument("--modes", default=",".join(m for m in MODES if m != "full-nocache"))
+    ap.add_argument("--modes", default=",".join(default_modes()))
     ap.add_argument("--old", help="another gpuleak binary, for the modes named MODE@old")
     ap.add_argument("--json", default=os.path.join(OUT, "bench", "tensor.json"))
     ap.add_argument("--smoke", action="store_true")
@@ -303,6 +319,21 @@ def main():
                        if own else " " * 38) +
                       (f"   BPF {bpf['median']:6.0f} [{bpf['q1']:.0f}-{bpf['q3']:.0f}]"
                        if bpf else ""))
+        progs = res["pair"]["bpf_prog_ns"]
+        if any(m != "floor" for m in progs):
+            print("BPF ns per program run, median [IQR]" +
+                  (", and this build over --old's, per rep" if res["pair"]["bpf_over_old"]
+                   else "") + ":")
+        for m, per in progs.items():
+            if m == "floor":
+                continue
+            print(f"  {m:<16}" + "".join(
+                f"   {p} {per[p]['median']:6.0f} [{per[p]['q1']:.0f}-{per[p]['q3']:.0f}]"
+                for p in TORCH_PROGS))
+        for m, r in res["pair"]["bpf_over_old"].items():
+            print(f"  {m + ' / ' + m + '@old':<16}" + "".join(
+                f"   {p} {r[p]['median']:.3f} [{r[p]['q1']:.3f}-{r[p]['q3']:.3f}]"
+                for p in TORCH_PROGS + ("pair",)))
     if "step" in res:
         print(f"step of 800 pairs + fixed work, {a.steps} steps x {a.reps} interleaved runs: "
               f"overhead % per run against the same rep's untraced, median [IQR]")

@@ -41,6 +41,33 @@ def test_bench_smoke(tmp):
     check("the mmap-lock hook" in p.stdout, f"the table has the hook's section:\n{p.stdout}")
 
 
+def test_bench_before_and_after_smoke(tmp):
+    """make bench OLD=...: bench.py --old runs the other build beside this one in the
+    programs suite (driver level) and in the tensors suite (PyTorch's probes, full
+    mode), and prints per program its ns per run for both builds and their ratio per
+    rep (here the same build twice; nothing asserts a speed)."""
+    results = os.path.join(tmp, "results.json")
+    env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
+    p = subprocess.run([sys.executable, BENCH, "--smoke", "-q", "--only", "programs,tensors",
+                        "--old", GPULEAK, "--json", results],
+                       capture_output=True, text=True, timeout=120, env=env)
+    check_eq(p.returncode, 0, f"bench.py --old exit status (stderr: {p.stderr[-1500:]})")
+    for line in ("gpuleak / old per run: call_enter", "BPF ns per program run",
+                 "full / full@old"):
+        check(line in p.stdout, f"the table has no '{line}' line:\n{p.stdout}")
+    with open(results) as f:
+        res = json.load(f)["results"]
+    check_eq(sorted(res["programs"]["ns"]), ["gpuleak", "old"], "builds in the programs suite")
+    pair = res["tensors"]["pair"]
+    for mode in ("full", "full@old"):
+        per = pair["bpf_prog_ns"][mode]
+        check(all(per[p]["median"] > 0 for p in ("torch_malloc", "torch_free")),
+              f"{mode}: each tensor program timed: {per}")
+    ratio = pair["bpf_over_old"]["full"]
+    check(all(ratio[k]["median"] > 0 for k in ("torch_malloc", "torch_free", "pair")),
+          f"this build over the old one, per program: {ratio}")
+
+
 def check_side_by_side(script, args, figures, first, timeout):
     """Runs bench/SCRIPT on two binaries (the same one twice, a and b) and checks its table:
     a row per binary of FIGURES "median [q1-q3]" figures, each positive, and the per-rep
