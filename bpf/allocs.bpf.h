@@ -12,6 +12,7 @@
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
 #include "call.bpf.h"
+#include "alloctab.bpf.h"
 
 /*
  * A successful allocation: key gains size bytes of class cls. When its context
@@ -35,7 +36,6 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				  .dev = dev,
 				  .id = next_alloc_id(),
 				  .ns = c->slot->ts };
-	struct gl_alloc_val *old;
 	__u16 flags = 0;
 	long err;
 
@@ -44,21 +44,16 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 	if (c->st)
 		__sync_fetch_and_add(&c->st->alloc_calls, 1);
 	/* the common case in one walk of the table: the key is not there */
-	err = bpf_map_update_elem(&allocs, &k, &v, BPF_NOEXIST);
-	if (err == -17 /* EEXIST */) {
-		/* the driver reused a key whose release we never saw; whoever deletes the
-		 * old entry (this call, or a free's entry that took it first) counts it */
-		old = bpf_map_lookup_elem(&allocs, &k);
-		if (old) {
-			__u64 old_size = old->size;
-			__u8 old_cls = old->cls;
-
-			if (bpf_map_delete_elem(&allocs, &k) == 0) {
-				count(c->st, old_cls, -(__s64)old_size, -1);
-				flags |= GL_CALL_REPLACED;
-			}
+	err = allocs_insert(&k, &v);
+	if (err == -EEXIST) {
+		/* the driver reused a key whose release we never saw; whoever takes the old
+		 * entry out (this call, or a free's entry that took it first) counts it (into
+		 * the slot's aux, which an allocation's return does not use) */
+		if (allocs_take(&k, &c->slot->aux) == GL_CLAIM_TAKEN) {
+			count(c->st, c->slot->aux.cls, -(__s64)c->slot->aux.size, -1);
+			flags |= GL_CALL_REPLACED;
 		}
-		err = bpf_map_update_elem(&allocs, &k, &v, BPF_ANY);
+		err = allocs_insert(&k, &v);
 	}
 	if (err) {
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
@@ -72,7 +67,7 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 		if (!count_fenced(c->st, cls, size, 1))
 			full_barrier();
 		if (kind_in_ctx(kind) && ctx_gone(c, c->ctx) &&
-		    bpf_map_delete_elem(&allocs, &k) == 0) {
+		    allocs_take(&k, &c->slot->aux) == GL_CLAIM_TAKEN) {
 			count(c->st, cls, -(__s64)size, -1);
 			if (c->st && cls_is_memory(cls))
 				__sync_fetch_and_add(&c->st->dropped_bytes, size);
@@ -95,13 +90,15 @@ static __always_inline __u32 take_key(struct gl_alloc_key *k, struct gl_alloc_va
 	k->tgid = tgid;
 	k->kind = kind;
 	k->key = key;
+	if (!last_only)
+		return allocs_take(k, v); /* two threads freeing one key at once: one takes it */
+	/* a handle (only in allocs) */
 	cur = bpf_map_lookup_elem(&allocs, k);
 	if (!cur)
 		return GL_CLAIM_ABSENT;
-	if (last_only && cur->refs > 1)
+	if (cur->refs > 1)
 		return GL_CLAIM_NONE; /* the return takes one reference */
 	*v = *cur;
-	/* two threads freeing one key at once: one of them takes it */
 	return bpf_map_delete_elem(&allocs, k) ? GL_CLAIM_RACED : GL_CLAIM_TAKEN;
 }
 
@@ -142,11 +139,9 @@ static __always_inline void claim_key(struct gl_slot *slot, __u32 tgid, const st
 /* Claimed keys go back into the books: their call failed or never returned. */
 static __noinline void unclaim(struct gl_slot *slot)
 {
-	if (slot->claim == GL_CLAIM_TAKEN &&
-	    bpf_map_update_elem(&allocs, &slot->claimed_key, &slot->claimed, BPF_NOEXIST))
+	if (slot->claim == GL_CLAIM_TAKEN && allocs_insert(&slot->claimed_key, &slot->claimed))
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
-	if (slot->claim_aux == GL_CLAIM_TAKEN &&
-	    bpf_map_update_elem(&allocs, &slot->aux_key, &slot->aux, BPF_NOEXIST))
+	if (slot->claim_aux == GL_CLAIM_TAKEN && allocs_insert(&slot->aux_key, &slot->aux))
 		stat_inc(GL_STAT_ALLOC_TABLE_FULL);
 	slot->claim = GL_CLAIM_NONE;
 	slot->claim_aux = GL_CLAIM_NONE;
@@ -156,7 +151,7 @@ static __noinline void unclaim(struct gl_slot *slot)
 static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 key)
 {
 	struct gl_alloc_key k = { .tgid = tgid_of(c), .kind = kind, .key = key };
-	struct gl_alloc_val *v = NULL, val;
+	struct gl_alloc_val val;
 	__u32 claim = c->slot->claim;
 
 	c->st = proc_stats(c->task, tgid_of(c));
@@ -166,14 +161,8 @@ static __always_inline void book_free(struct gl_call_ctx *c, __u32 kind, __u64 k
 	if (claim == GL_CLAIM_TAKEN) {
 		val = c->slot->claimed;
 	} else {
-		if (claim == GL_CLAIM_NONE)
-			v = bpf_map_lookup_elem(&allocs, &k);
-		if (v) {
-			val = *v;
-			if (bpf_map_delete_elem(&allocs, &k))
-				v = NULL; /* another free took it */
-		}
-		if (!v) {
+		/* nothing taken at entry: taken here (another free may take it first) */
+		if (claim != GL_CLAIM_NONE || allocs_take(&k, &val) != GL_CLAIM_TAKEN) {
 			if (c->st)
 				__sync_fetch_and_add(&c->st->unmatched_frees, 1);
 			emit_call(c, GL_OP_UNMATCHED_FREE, kind, key, 0, c->desc.cls, 0, -1);
@@ -208,7 +197,9 @@ static __always_inline __u16 book_failed_free(struct gl_call_ctx *c)
 	} else {
 		unclaim(c->slot);
 		full_barrier();
-		if (!went_with_ctx(c, v) || bpf_map_delete_elem(&allocs, &c->slot->claimed_key))
+		/* (taken into aux, which a free of these kinds does not use) */
+		if (!went_with_ctx(c, v) ||
+		    allocs_take(&c->slot->claimed_key, &c->slot->aux) != GL_CLAIM_TAKEN)
 			return 0;
 	}
 	c->st = proc_stats(c->task, tgid_of(c));

@@ -13,6 +13,7 @@
 #include "gpuleak_abi.h"
 #include "maps.bpf.h"
 #include "call.bpf.h"
+#include "alloctab.bpf.h"
 
 struct drop_walk {
 	__u32 tgid;
@@ -21,7 +22,7 @@ struct drop_walk {
 	__s32 dev;	 /* primary reset: drop this device's primary context's (-1: none) */
 	__u32 n;
 	__u64 bytes[GL_CLASS_SLOTS];
-	__u64 allocs[GL_CLASS_SLOTS];
+	__u32 allocs[GL_CLASS_SLOTS]; /* (a walk meets at most the tables' entries) */
 };
 
 static __always_inline bool ctx_is_primary_of(__u32 tgid, __u64 ctx, __s32 dev)
@@ -32,31 +33,62 @@ static __always_inline bool ctx_is_primary_of(__u32 tgid, __u64 ctx, __s32 dev)
 	return d && (*d & 0xffff) == dev && (*d & 0x10000);
 }
 
+/* Whether the walk w drops the allocation k, v. */
+static __always_inline bool drop_wanted(const struct gl_alloc_key *k, const struct gl_alloc_val *v,
+					const struct drop_walk *w)
+{
+	if (k->tgid != w->tgid)
+		return false;
+	if (w->all_kinds)
+		return true;
+	if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING || k->kind == GL_KIND_VA)
+		return false;
+	if (v->ctx && w->dev < 0 && v->ctx != w->ctx)
+		return false;
+	if (v->ctx && w->dev >= 0 && !ctx_is_primary_of(w->tgid, v->ctx, w->dev))
+		return false;
+	return true;
+}
+
+/* An allocation the walk took out of the books, into its totals. */
+static __always_inline void drop_count(__u32 kind, __u64 size, __u8 cls, struct drop_walk *w)
+{
+	if (cls < GL_NR_CLASSES && kind != GL_KIND_MAPPING) {
+		w->bytes[class_slot(cls)] += size;
+		w->allocs[class_slot(cls)] += 1;
+	}
+	w->n++;
+}
+
 static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
 		     struct drop_walk *w)
 {
 	__u64 size = v->size;
 	__u8 cls = v->cls;
+	__u32 kind = k->kind;
 
-	if (k->tgid != w->tgid)
+	if (!drop_wanted(k, v, w))
 		return 0;
-	if (!w->all_kinds) {
-		if (k->kind == GL_KIND_HANDLE || k->kind == GL_KIND_MAPPING ||
-		    k->kind == GL_KIND_VA)
-			return 0;
-		if (v->ctx && w->dev < 0 && v->ctx != w->ctx)
-			return 0;
-		if (v->ctx && w->dev >= 0 && !ctx_is_primary_of(w->tgid, v->ctx, w->dev))
-			return 0;
-	}
 	/* a free's entry (claim_key()) or return (book_failed_free()) took it first */
 	if (bpf_map_delete_elem(map, k))
 		return 0;
-	if (cls < GL_NR_CLASSES && k->kind != GL_KIND_MAPPING) {
-		w->bytes[class_slot(cls)] += size;
-		w->allocs[class_slot(cls)] += 1;
-	}
-	w->n++;
+	if (alloc_fast_kind(kind))
+		__sync_fetch_and_add(&allocs_spilled, -1);
+	drop_count(kind, size, cls, w);
+	return 0;
+}
+
+/* drop_one() for a slot of allocs_fast: claimed as a free's entry claims it. */
+static long drop_fast_one(struct bpf_map *map, __u32 *idx, struct gl_fast_slot *s,
+			  struct drop_walk *w)
+{
+	__u64 word = *(volatile __u64 *)&s->state;
+
+	if ((word & 3) != GL_SLOT_FULL || !drop_wanted(&s->k, &s->v, w) || !slot_claim(s, word))
+		return 0;
+	/* unchanged since its state was read: what drop_wanted() read is what was claimed */
+	drop_count(s->k.kind, s->v.size, s->v.cls, w);
+	slot_release(s, word);
 	return 0;
 }
 
@@ -66,12 +98,13 @@ static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_wal
 	/* counted first: a reader of procs sees a teardown in flight as a change to come */
 	if (st)
 		__sync_fetch_and_add(&st->ctx_drops, 1);
+	bpf_for_each_map_elem(&allocs_fast, drop_fast_one, w, 0);
 	bpf_for_each_map_elem(&allocs, drop_one, w, 0);
 	if (!st)
 		return;
 	for (int i = 0; i < GL_NR_CLASSES; i++) {
 		__sync_fetch_and_add(&st->bytes[i], -w->bytes[i]);
-		__sync_fetch_and_add(&st->allocs[i], -w->allocs[i]);
+		__sync_fetch_and_add(&st->allocs[i], -(__s64)w->allocs[i]);
 		if (i != GL_CLASS_ADDRESS && i != GL_CLASS_IMPORTED)
 			__sync_fetch_and_add(&st->dropped_bytes, w->bytes[i]);
 	}

@@ -180,6 +180,43 @@ struct {
 	__type(value, struct gl_alloc_val);
 } allocs SEC(".maps");
 
+/*
+ * The allocation table's front (alloctab.bpf.h): a small array of slots, each claimed
+ * with a compare-and-swap of its state word, in front of allocs, for the allocations of
+ * the kinds it takes (alloc_fast_kind()). It stays in the CPU's caches where a random
+ * bucket of allocs, sized for a million entries, is a cache and TLB miss at every
+ * insert; what does not fit goes to allocs (allocs_spilled counts those entries).
+ */
+#define GL_FAST_BITS 12
+#define GL_FAST_SLOTS (1u << GL_FAST_BITS)
+#define GL_FAST_PROBE 8 /* slots tried from a key's home slot */
+
+/* A slot's state word: the state in the low 2 bits, above them a count of the slot's
+ * uses, so that a compare-and-swap on a state read earlier fails once the slot was
+ * emptied and filled again in between (the key and value change only while BUSY). */
+enum gl_slot_state {
+	GL_SLOT_FREE = 0,
+	GL_SLOT_BUSY = 1, /* being filled or emptied by the one that claimed it */
+	GL_SLOT_FULL = 2,
+};
+
+struct gl_fast_slot {
+	__u64 state;
+	struct gl_alloc_key k;
+	struct gl_alloc_val v;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, GL_FAST_SLOTS);
+	__type(key, __u32);
+	__type(value, struct gl_fast_slot);
+} allocs_fast SEC(".maps");
+
+/* Entries in allocs of the kinds allocs_fast takes: 0, and such a key not in allocs_fast
+ * is in neither. Raised before such an entry goes in, lowered after it went out. */
+__u64 allocs_spilled = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);

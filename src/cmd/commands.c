@@ -63,7 +63,8 @@ const struct cli_option cli_options[] = {
 	  "64M" },
 	{ "max-allocs", OPT_MAX_ALLOCS, "N",
 	  "allocations the kernel side can track\n"
-	  "(1048576)",
+	  "(1048576, and up to 4096 more in the\n"
+	  "table's front)",
 	  "4194304" },
 	{ "libcuda", OPT_LIBCUDA, "PATH",
 	  "with -a: the CUDA driver library new processes\n"

@@ -16,23 +16,37 @@ SIZE = 64 * 1024
 
 
 def _alloc_entries_of(tracer_pid, pid):
-    """Entries of the tracer's kernel allocation table that belong to pid."""
+    """Entries of the tracer's kernel allocation table that belong to pid: the full slots
+    of its front (allocs_fast, an array) and the entries of allocs (a hash map)."""
     def name(map_id):
         out = subprocess.run(["bpftool", "-j", "map", "show", "id", str(map_id)],
                              capture_output=True, timeout=20, check=True)
         return json.loads(out.stdout).get("name")
 
-    allocs = [m for m in bpf_objects(tracer_pid)["maps"]
-              if m["type"] == 1 and m["key_size"] == 16 and name(m["id"]) == "allocs"]
-    check_eq(len(allocs), 1, "the tracer holds one allocation table")
-    out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(allocs[0]["id"])],
-                         capture_output=True, timeout=20, check=True)
+    def dump(m):
+        out = subprocess.run(["bpftool", "-j", "map", "dump", "id", str(m["id"])],
+                             capture_output=True, timeout=20, check=True)
+        return json.loads(out.stdout or b"[]")
+
+    def u32(raw, at):
+        return int.from_bytes(bytes(int(b, 16) for b in raw[at:at + 4]), "little")
+
+    maps = bpf_objects(tracer_pid)["maps"]
+    allocs = [m for m in maps if m["type"] == 1 and m["key_size"] == 16 and
+              name(m["id"]) == "allocs"]
+    fast = [m for m in maps if m["type"] == 2 and m["key_size"] == 4 and
+            name(m["id"]) == "allocs_fast"]
+    check_eq((len(allocs), len(fast)), (1, 1), "the tracer holds one allocation table")
     total = 0
-    for e in json.loads(out.stdout or b"[]"):
+    for e in dump(allocs[0]):
         key = e.get("key")
-        tgid = key["tgid"] if isinstance(key, dict) else int.from_bytes(
-            bytes(int(b, 16) for b in key[:4]), "little")
-        total += tgid == pid
+        total += (key["tgid"] if isinstance(key, dict) else u32(key, 0)) == pid
+    for e in dump(fast[0]):
+        v = e.get("value")
+        if isinstance(v, dict):  # {"state", "k": {"tgid", ...}, "v"}
+            total += v["state"] & 3 == 2 and v["k"]["tgid"] == pid
+        else:  # bytes: the state word, then the key's tgid
+            total += u32(v, 0) & 3 == 2 and u32(v, 8) == pid
     return total
 
 

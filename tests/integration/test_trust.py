@@ -195,22 +195,28 @@ def test_attach_to_a_busy_process_books_whole_calls(tmp):
 
 
 def test_max_allocs_cap_is_named_with_its_cost(tmp):
-    n, cap = 20000, 1000
+    """--max-allocs sizes the kernel's hash table; the table's front (4,096 slots of
+    its own) holds up to that many more. What fits in neither is in no figure, counted
+    exactly and named."""
+    n, cap, front = 20000, 1000, 4096
     truth, rep, p, tr = _run(tmp, "wl_many", ["--iters", str(n), "--same", "1"],
                              tracer_args=["--max-allocs", str(cap)])
     caps = rep["caps"]["max_allocs"]
+    untracked = caps["untracked_allocs"]
     check_eq(caps["limit"], cap, "the cap in force")
     check(caps["reached"], "the cap is reported reached")
-    check_eq(caps["untracked_allocs"], n - cap, "allocations the table could not hold")
+    check(n - cap - front <= untracked < n - cap,
+          f"{untracked} allocations the table could not hold, of {n} ({cap} + a front of "
+          f"{front} slots held the rest)")
     check_eq(p["device_bytes"] + caps["untracked_bytes"], truth["device_bytes"],
              "figures plus what the cap cost are the truth")
-    check_eq(p["bpf"]["untracked_allocs"], n - cap, "the process's own count")
+    check_eq(p["bpf"]["untracked_allocs"], untracked, "the process's own count")
     check_eq(rep["complete"], False, "the report is not complete")
     check(f"--max-allocs {cap}" in rep["incomplete_why"], rep["incomplete_why"])
     check(f"--max-allocs {cap}" in tr.stderr() and "disagree" not in tr.stderr(),
           f"stderr names the cap, not a disagreement:\n{tr.stderr()}")
-    check(re.search(rf"{n - cap} allocations \([0-9.]+ MiB\) not in these figures", tr.stdout()),
-          "the text names what is missing")
+    check(re.search(rf"{untracked} allocations \([0-9.]+ MiB\) not in these figures",
+                    tr.stdout()), "the text names what is missing")
 
 
 def test_stack_cap_bounds_memory_and_says_so(tmp):
