@@ -53,6 +53,20 @@ static __always_inline bool slot_holds(const struct gl_fast_slot *s, const struc
 	return s->k.key == k->key && s->k.tgid == k->tgid && s->k.kind == k->kind;
 }
 
+/*
+ * A slot's state word, read before its key and value: the compiler keeps the
+ * loads after it in order, and x86-64 (the one architecture gpuleak is built
+ * for, docs/fleet.md) does not reorder loads with older loads; a claim then
+ * checks that the word, and so the key read with it, is still the slot's.
+ */
+static __always_inline __u64 slot_word(const struct gl_fast_slot *s)
+{
+	__u64 word = *(volatile const __u64 *)&s->state;
+
+	asm volatile("" : : : "memory");
+	return word;
+}
+
 /* A state word with state st and the same use count. */
 static __always_inline __u64 slot_as(__u64 word, __u64 st)
 {
@@ -88,7 +102,7 @@ static __always_inline long fast_insert(const struct gl_alloc_key *k, const stru
 		s = fast_slot(home, i);
 		if (!s)
 			continue;
-		word = *(volatile __u64 *)&s->state;
+		word = slot_word(s);
 		if ((word & 3) == GL_SLOT_FULL && slot_holds(s, k))
 			return -EEXIST;
 		if ((word & 3) == GL_SLOT_FREE && free_i == GL_FAST_PROBE) {
@@ -125,7 +139,7 @@ static __always_inline __u32 fast_take(const struct gl_alloc_key *k, struct gl_a
 
 		if (!s)
 			continue;
-		word = *(volatile __u64 *)&s->state;
+		word = slot_word(s);
 		if ((word & 3) != GL_SLOT_FULL || !slot_holds(s, k))
 			continue;
 		/* another free of the key (or a teardown's walk) took it first */

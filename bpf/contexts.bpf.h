@@ -82,7 +82,7 @@ static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_allo
 static long drop_fast_one(struct bpf_map *map, __u32 *idx, struct gl_fast_slot *s,
 			  struct drop_walk *w)
 {
-	__u64 word = *(volatile __u64 *)&s->state;
+	__u64 word = slot_word(s);
 
 	if ((word & 3) != GL_SLOT_FULL || !drop_wanted(&s->k, &s->v, w) || !slot_claim(s, word))
 		return 0;
