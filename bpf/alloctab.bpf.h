@@ -24,9 +24,6 @@
 #include "maps.bpf.h"
 #include "call.bpf.h" /* kind_in_ctx */
 
-#define EEXIST 17
-#define EINVAL 22
-
 /* The kinds in allocs_fast: those with no references and no walk of their own. */
 static __always_inline bool alloc_fast_kind(__u32 kind)
 {
