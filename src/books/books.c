@@ -651,7 +651,10 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	if (!proc)
 		return;
 	switch (r->event) {
-	case GL_PROC_FORK: return;
+	case GL_PROC_FORK:
+		/* the parent at the fork, which /proc no longer tells once the child is reaped */
+		proc->t.ppid = (int)r->ppid;
+		return;
 	case GL_PROC_EXEC:
 		proc->t.final = r->stats;
 		proc->t.has_final = true;

@@ -562,6 +562,11 @@ struct snapshot *replay__snapshot(struct replay *rp, uint32_t max_stacks)
 	else
 		snapshot__hide_idle_children(snap);
 	snapshot__proc_imbalances(snap, so.imbalance_ratio);
+	if (snapshot__group_jobs(snap, so.imbalance_ratio)) {
+		snapshot__free(snap);
+		errno = ENOMEM;
+		return NULL;
+	}
 	for (uint32_t i = 0; i < snap->nprocs; i++) {
 		struct snap_proc *p = &snap->procs[i];
 

@@ -147,6 +147,32 @@ def test_ranks_by_parent_without_environment(tmp):
           "named by PID in the text report")
 
 
+def test_a_recorded_job_keeps_its_parent(tmp):
+    """A recording is read with no /proc of its processes: the ranks' parent comes from
+    the fork records, so the report of the recording groups them as the live one does.
+    The same holds live for ranks already reaped when their first records are read."""
+    rec = os.path.join(tmp, "ranks.rec")
+    rc = subprocess.run([GPULEAK, "record", "-q", "-o", rec, "--",
+                         os.path.join(WORKLOADS, "wl_ranks"), "--no-wait",
+                         "--truth", os.path.join(tmp, "ranks.json")],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+    check_eq(rc.returncode, 0, f"record's exit status: {rc.stderr.decode(errors='replace')}")
+    out = os.path.join(tmp, "report.json")
+    rc = subprocess.run([GPULEAK, "report", rec, "--json", out], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE, timeout=60)
+    check_eq(rc.returncode, 0, f"report's exit status: {rc.stderr.decode(errors='replace')}")
+    with open(out) as f:
+        rep = json.load(f)
+    launcher = json.load(open(os.path.join(tmp, "ranks.json")))["pid"]
+    ranks = sorted(json.load(open(os.path.join(tmp, f"ranks.json.rank{r}")))["pid"]
+                   for r in range(2))
+    for pid in ranks:
+        check_eq(process(rep, pid)["ppid"], launcher, f"PID {pid}'s parent")
+    jobs = [j for j in rep["jobs"] if j["job"] == launcher]
+    check_eq(len(jobs), 1, f"one job of the launcher: {rep['jobs']}")
+    check_eq(jobs[0]["grouped_by"], "parent", "grouped by parent")
+
+
 def metric_lines(text, name, pid):
     return [ln for ln in text.splitlines()
             if ln.startswith(name + "{") and f'pid="{pid}"' in ln]
