@@ -93,9 +93,9 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(((const struct line *)a)->text, ((const struct line *)b)->text);
 }
 
-static bool shown(const struct snap_stack *st, bool leak_only)
+static bool shown(enum report_draw rule, const struct snap_stack *st, bool leak_only)
 {
-	return report__is_memory_class(st->cls) && st->outstanding_bytes &&
+	return report__drawn(rule, st) && st->outstanding_bytes &&
 	       (!leak_only || !strcmp(st->verdict, "leak"));
 }
 
@@ -107,9 +107,10 @@ int report__folded(FILE *f, const struct snapshot *s, const struct folded_opts *
 
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
+		enum report_draw rule = report__draw_rule(p);
 
 		for (uint32_t j = 0; j < p->nstacks; j++) {
-			if (!shown(&p->stacks[j], o->leak_only))
+			if (!shown(rule, &p->stacks[j], o->leak_only))
 				continue;
 			if (n == cap) {
 				size_t ncap = cap ? cap * 2 : 64;

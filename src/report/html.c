@@ -156,6 +156,12 @@ static void put_census(struct jsonw *w, const struct snapshot *s, int pid)
 	jsonw__end_array(w);
 }
 
+static const char *const draw_names[] = {
+	[REPORT_DRAW_ALL] = "all",
+	[REPORT_DRAW_BLOCKS] = "blocks",
+	[REPORT_DRAW_SEGMENTS] = "segments",
+};
+
 static void put_proc(struct jsonw *w, const struct snapshot *s, const struct snap_proc *p)
 {
 	uint32_t n = 0;
@@ -170,6 +176,8 @@ static void put_proc(struct jsonw *w, const struct snapshot *s, const struct sna
 	jsonw__field_bool(w, "blocks_complete",
 			  p->tensors_known && p->tensors.coverage &&
 				  !strcmp(p->tensors.coverage, "complete"));
+	/* which of PyTorch's segments and blocks draw its memory (report__draw_rule()) */
+	jsonw__field_string(w, "draw", draw_names[report__draw_rule(p)]);
 	jsonw__name(w, "stacks");
 	jsonw__start_array(w);
 	for (uint32_t i = 0; i < p->nstacks && n < HTML_STACKS; i++) {

@@ -487,11 +487,12 @@ static void encode(struct pprof *pp, const struct snapshot *s, const struct ppro
 	main_mapping(pp, s);
 	for (uint32_t i = 0; i < s->nprocs; i++) {
 		const struct snap_proc *p = &s->procs[i];
+		enum report_draw rule = report__draw_rule(p);
 
 		for (uint32_t j = 0; j < p->nstacks; j++) {
 			const struct snap_stack *st = &p->stacks[j];
 
-			if (!report__is_memory_class(st->cls) ||
+			if (!report__drawn(rule, st) ||
 			    (o->leak_only && strcmp(st->verdict, "leak")))
 				continue;
 			add_sample(pp, p, st);

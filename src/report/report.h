@@ -85,6 +85,22 @@ char *report__job_line(const struct snapshot *s, const struct snap_job *j, char 
 char *report__incomplete_why(const struct snapshot *s, char *buf, size_t len);
 /* Whether a class appears in reports' stack lists (memory, not address space). */
 bool report__is_memory_class(uint8_t cls);
+/*
+ * Whether stack st of process p is drawn where its bytes add up (flame graphs,
+ * folded stacks, pprof): memory, and of PyTorch's
+ * segments and the tensor blocks inside them only one, or their bytes would
+ * count twice. The blocks where every one since tracing began was seen, else
+ * the segments (exact at the driver level; blocks seen in tensor windows stop
+ * between them). The HTML report draws by the same rule. The rule is the
+ * process's (report__draw_rule()), the answer the stack's.
+ */
+enum report_draw {
+	REPORT_DRAW_ALL,      /* no tensor block seen: every memory stack */
+	REPORT_DRAW_BLOCKS,   /* the blocks, not PyTorch's segments */
+	REPORT_DRAW_SEGMENTS, /* the segments, not the blocks */
+};
+enum report_draw report__draw_rule(const struct snap_proc *p);
+bool report__drawn(enum report_draw rule, const struct snap_stack *st);
 /* How fast a process's device memory grows: its device stacks' growth added up, bytes/s. */
 double report__proc_growth(const struct snap_proc *p);
 

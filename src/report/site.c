@@ -14,6 +14,30 @@ bool report__is_memory_class(uint8_t cls)
 	       cls == GL_CLASS_TORCH_BLOCK;
 }
 
+enum report_draw report__draw_rule(const struct snap_proc *p)
+{
+	bool blocks = false;
+
+	for (uint32_t i = 0; i < p->nstacks && !blocks; i++)
+		blocks = p->stacks[i].cls == GL_CLASS_TORCH_BLOCK;
+	if (!blocks)
+		return REPORT_DRAW_ALL;
+	return p->tensors_known && p->tensors.coverage && !strcmp(p->tensors.coverage, "complete") ?
+		       REPORT_DRAW_BLOCKS :
+		       REPORT_DRAW_SEGMENTS;
+}
+
+bool report__drawn(enum report_draw rule, const struct snap_stack *st)
+{
+	if (!report__is_memory_class(st->cls))
+		return false;
+	switch (rule) {
+	case REPORT_DRAW_BLOCKS: return !st->torch_segment;
+	case REPORT_DRAW_SEGMENTS: return st->cls != GL_CLASS_TORCH_BLOCK;
+	default: return true;
+	}
+}
+
 static const char *basename_of(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;

@@ -457,6 +457,20 @@ static void put_legend(FILE *f)
 		x, x + 16);
 }
 
+/* Which of PyTorch's segments and tensor blocks draw its memory (report__draw_rule()). */
+static void put_drawn_note(FILE *f, const struct snapshot *s)
+{
+	bool rule[REPORT_DRAW_SEGMENTS + 1] = { false };
+
+	for (uint32_t i = 0; i < s->nprocs; i++)
+		rule[report__draw_rule(&s->procs[i])] = true;
+	if (rule[REPORT_DRAW_BLOCKS])
+		fprintf(f, "; PyTorch's tensor blocks drawn%s, not its segments",
+			rule[REPORT_DRAW_SEGMENTS] ? " where every one was seen" : "");
+	else if (rule[REPORT_DRAW_SEGMENTS])
+		fprintf(f, "; PyTorch's segments drawn, not the tensor blocks seen in windows");
+}
+
 static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts *o,
 		       const struct tree *t, uint32_t width, uint32_t height, uint32_t nstacks,
 		       uint32_t left_out)
@@ -487,6 +501,7 @@ static void put_header(FILE *f, const struct snapshot *s, const struct svg_opts 
 		nstacks, nstacks == 1 ? "" : "s", nprocs, nprocs == 1 ? "" : "es", s->duration_s);
 	if (left_out)
 		fprintf(f, "; %u narrow frames left out", left_out);
+	put_drawn_note(f, s);
 	fprintf(f, "%s</text>\n", s->complete ? "" : " - INCOMPLETE: events were lost");
 	put_button(f, "gl-reset", PAD, 8, 84, "Reset zoom", false);
 	fprintf(f,
@@ -580,13 +595,15 @@ static uint32_t top_leaks(const struct snapshot *s, const struct snap_proc **pro
 {
 	uint32_t n = 0;
 
-	for (uint32_t i = 0; i < s->nprocs; i++)
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		enum report_draw rule = report__draw_rule(&s->procs[i]);
+
 		for (uint32_t j = 0; j < s->procs[i].nstacks; j++) {
 			const struct snap_stack *st = &s->procs[i].stacks[j];
 			uint32_t at = n;
 
 			if (!st->outstanding_bytes || !st->verdict || strcmp(st->verdict, "leak") ||
-			    !report__is_memory_class(st->cls))
+			    !report__drawn(rule, st))
 				continue;
 			while (at > 0 &&
 			       stacks[at - 1]->growth_bytes_per_s < st->growth_bytes_per_s)
@@ -600,6 +617,7 @@ static uint32_t top_leaks(const struct snapshot *s, const struct snap_proc **pro
 			stacks[at] = st;
 			procs[at] = &s->procs[i];
 		}
+	}
 	return n;
 }
 
@@ -662,9 +680,9 @@ static uint32_t put_leaks(FILE *f, const struct snapshot *s, uint32_t y, uint32_
 	return y + ROW;
 }
 
-static bool shown(const struct snap_stack *st, bool leak_only)
+static bool shown(enum report_draw rule, const struct snap_stack *st, bool leak_only)
 {
-	return report__is_memory_class(st->cls) && st->outstanding_bytes &&
+	return report__drawn(rule, st) && st->outstanding_bytes &&
 	       (!leak_only || !strcmp(st->verdict, "leak"));
 }
 
@@ -681,8 +699,10 @@ int report__svg(FILE *f, const struct snapshot *s, const struct svg_opts *o)
 	if (!t.ix || new_node(&t, 0, "all", "", N_ROOT) < 0)
 		goto cleanup;
 	for (uint32_t i = 0; i < s->nprocs; i++) {
+		enum report_draw rule = report__draw_rule(&s->procs[i]);
+
 		for (uint32_t j = 0; j < s->procs[i].nstacks; j++) {
-			if (!shown(&s->procs[i].stacks[j], o->leak_only))
+			if (!shown(rule, &s->procs[i].stacks[j], o->leak_only))
 				continue;
 			err = add_stack(&t, &s->procs[i], &s->procs[i].stacks[j]);
 			if (err)

@@ -364,20 +364,39 @@ def test_memory_viz_from_a_recording_has_the_history(tmp):
           got["gpuleak"]["device_traces"])
 
 
-def test_html_report_does_not_count_pytorch_memory_twice(tmp):
+def test_pytorch_memory_is_not_counted_twice(tmp):
     """A PyTorch process (the stand-ins, --tensors full): its tensor blocks lie inside the
-    segments its caching allocator took from the driver. The page draws the blocks and
-    leaves the segments out, and says so: the whole run's flame graph holds the blocks'
-    bytes and the memory outside PyTorch, not the segments on top of them."""
+    segments its caching allocator took from the driver. The page, the flame graph, the
+    folded stacks and the pprof profile draw the blocks and leave the segments out (the
+    page says so): they hold the blocks' bytes and the memory outside PyTorch, not the
+    segments on top of them; and the page's answer names a leaking line once."""
+    from test_outputs import pprof_top, read_folded, svg_frames
     page = os.path.join(tmp, "torch.html")
-    wl, tr = attach_workload(tmp, "wl_torch", tracer_args=("--tensors", "full", "--html",
-                                                           page), go=False)
+    out = {k: os.path.join(tmp, "torch." + k) for k in ("svg", "folded", "pprof")}
+    wl, tr = attach_workload(tmp, "wl_torch", "--iters", "24", "--interval-ms", "40",
+                             "--size", str(4 << 20),
+                             tracer_args=(
+        "--tensors", "full", "--resolution", "50ms", "--html", page, "--svg", out["svg"], "--folded", out["folded"],
+        "--pprof", out["pprof"]), go=False)
     wl.go()
     truth, rep = finish_attached(wl, tr)
     p = process(rep, wl.pid)
     outside = sum(st["outstanding_bytes"] for st in p["stacks"]
                   if st["memory"] == "device" and not any(
                       f.get("function") == "torch_site_segment" for f in st["frames"]))
+    segments = [st for st in p["stacks"] if st["memory"] == "device" and any(
+        f.get("function") == "torch_site_segment" for f in st["frames"])]
+    check(segments and all(st["verdict"] == "leak" for st in segments),
+          f"the segments grow with the leak: {segments}")
+    drawn = truth["torch_block_bytes"] + outside
+    check_eq(int(svg_frames(out["svg"])[0].get("data-v")), drawn,
+             "the flame graph's whole: the blocks and what lies outside PyTorch")
+    with open(out["svg"], encoding="utf-8") as f:
+        svg = f.read()
+    check("PyTorch's tensor blocks drawn, not its segments" in svg,
+          "the flame graph says what it draws of PyTorch's memory")
+    check_eq(sum(read_folded(out["folded"]).values()), drawn, "the folded stacks' sum")
+    check_eq(pprof_top(out["pprof"], "inuse_space")[0], drawn, "pprof's inuse_space total")
     with Browser(width=1400, height=1000) as b:
         b.open(page)
         check_eq(b.errors(), [], "no error in the console")
@@ -386,3 +405,7 @@ def test_html_report_does_not_count_pytorch_memory_twice(tmp):
                  "the blocks and what lies outside PyTorch, the segments not again")
         note = b.eval("document.getElementById('flame-note').textContent")
         check("PyTorch's segments (" in note and "are not drawn" in note, note)
+        heads = b.eval("Array.prototype.map.call(document.querySelectorAll('#answer .head'),"
+                       " function (e) { return e.textContent; })")
+        check(len(heads) == 1 and "torch_site_leak" in heads[0],
+              f"the answer names the leaking blocks' line, not the segments they fill: {heads}")
