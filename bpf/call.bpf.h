@@ -167,13 +167,18 @@ static __always_inline bool cls_is_memory(__u8 cls)
 	return cls != GL_CLASS_ADDRESS && cls != GL_CLASS_IMPORTED && cls < GL_NR_CLASSES;
 }
 
-/* Whether context ctx was torn down after this call entered. */
+/*
+ * Whether context ctx was torn down after this call entered. Read after the
+ * call's allocation is in the books and a full barrier: a teardown that this
+ * read of ctx_teardowns does not see walks the books after it counted itself,
+ * and meets the allocation there.
+ */
 static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
 {
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 	__u64 *dead;
 
-	if (!ctx)
+	if (!ctx || *(volatile __u32 *)&ctx_teardowns == c->slot->teardowns)
 		return false;
 	dead = bpf_map_lookup_elem(&ctx_dead, &k);
 	return dead && *dead > c->slot->ts;

@@ -136,6 +136,8 @@ static __noinline __u64 mark_ctx_dead(struct gl_call_ctx *c, __u64 ctx, __s32 de
 	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 
+	/* after the time, before ctx_dead: see ctx_teardowns */
+	__sync_fetch_and_add(&ctx_teardowns, 1);
 	if (dev >= 0)
 		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
 	else
@@ -191,6 +193,7 @@ static __always_inline void ctx_remember(struct gl_call_ctx *c, __u64 ctx, __s32
 	__s32 v = (dev & 0xffff) | (primary ? 0x10000 : 0);
 
 	bpf_map_update_elem(&ctx_dev, &k, &v, BPF_ANY);
+	__sync_fetch_and_add(&ctx_dev_changes, 1);
 	emit_call(c, GL_OP_CTX_NEW, 0, ctx, 0, 0, primary, dev);
 }
 
@@ -231,21 +234,32 @@ static __noinline void apply_ctx_call(struct gl_call_ctx *c)
 			inf->ctx_depth = d - 1;
 		ctx_teardown(c, a[0], -1);
 		bpf_map_delete_elem(&ctx_dev, &k);
+		__sync_fetch_and_add(&ctx_dev_changes, 1);
 		break;
 	}
 	case GL_ROLE_PRIMARY_RESET: ctx_teardown(c, 0, (__s32)a[0]); break;
 	}
 }
 
+/* The device of the thread's context: ctx_dev's, kept by the thread until ctx_dev changes. */
 static __always_inline __s16 ctx_device(struct gl_call_ctx *c)
 {
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = c->ctx };
+	struct gl_inflight *inf = c->inf;
+	__u32 changes;
 	__s32 *d;
 
 	if (!c->ctx)
 		return -1;
+	changes = *(volatile __u32 *)&ctx_dev_changes;
+	if (inf->dev_ctx == c->ctx && inf->dev_changes == changes)
+		return (__s16)inf->dev;
+	barrier(); /* the count before the lookup: a change after it is seen next time */
 	d = bpf_map_lookup_elem(&ctx_dev, &k);
-	return d ? (__s16)(*d & 0xffff) : -1;
+	inf->dev = d ? (__s16)(*d & 0xffff) : -1;
+	inf->dev_ctx = c->ctx;
+	inf->dev_changes = changes;
+	return (__s16)inf->dev;
 }
 
 #endif /* GPULEAK_CONTEXTS_BPF_H */

@@ -128,6 +128,7 @@ int call_enter(struct pt_regs *ctx)
 		slot->args[i] = arg_of(ctx, i);
 	slot->sp = PT_REGS_SP(ctx);
 	slot->seq = ++inf->seq;
+	slot->teardowns = *(volatile __u32 *)&ctx_teardowns;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
 	claim_key(slot, pid_tgid >> 32, &apis[api]);
@@ -230,6 +231,7 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 		return NULL;
 	count_call(api);
 	slot->seq = ++inf->seq;
+	slot->teardowns = *(volatile __u32 *)&ctx_teardowns;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
 	c->slot = slot;

@@ -142,7 +142,7 @@ struct gl_slot {
 	struct gl_alloc_val claimed;
 	/* cuMemUnmap: the handle of the mapping claimed, when this unmap frees it */
 	__u32 claim_aux; /* enum gl_claim */
-	__u32 pad;
+	__u32 teardowns; /* ctx_teardowns at entry, before ts */
 	struct gl_alloc_key aux_key;
 	struct gl_alloc_val aux;
 };
@@ -160,6 +160,9 @@ struct gl_inflight {
 	__u64 py_floor;	       /* the page its outermost Python frame lies on; 0: not known */
 	__u64 ctx[GL_MAX_CTX]; /* the thread's context stack, top at ctx_depth-1 */
 	__u32 ctx_depth;
+	__s32 dev;	   /* the device of context dev_ctx (-1: none known) ... */
+	__u64 dev_ctx;	   /* ... 0: no copy */
+	__u32 dev_changes; /* ... while ctx_dev_changes is this */
 	__u32 pad2;
 	struct gl_slot slot[GL_MAX_NEST];
 };
@@ -247,6 +250,15 @@ struct {
 	__type(value, __u64);
 } ctx_dead SEC(".maps");
 
+/*
+ * Teardowns begun, counted after their time is taken and before ctx_dead is
+ * written (mark_ctx_dead()). A call notes the count at its entry, before its
+ * time (gl_slot.teardowns): if it is the same at its return, no teardown began
+ * in between, and one that began before has a time no later than the call's,
+ * so ctx_dead has nothing to say of it (ctx_gone()).
+ */
+__u32 ctx_teardowns = 0;
+
 /* Allocations booked on each CPU: with the CPU, a number no other allocation has. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -280,6 +292,13 @@ struct {
 	__type(key, struct gl_ctx_key);
 	__type(value, __s32);
 } ctx_dev SEC(".maps");
+
+/*
+ * Changes to ctx_dev, counted after each one: a thread's copy of a context's
+ * device (gl_inflight.dev_*) holds while the count is the one read before
+ * its lookup (ctx_device()).
+ */
+__u32 ctx_dev_changes = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
