@@ -17,6 +17,7 @@
 #include "books.h"
 #include "explain.h"
 #include "failures.h"
+#include "prefetch.h"
 #include "proc_int.h"
 #include "stacks/native/unwind.h"
 #include "stacks/python/python.h"
@@ -35,20 +36,12 @@ struct books {
 	struct books_hooks hooks;
 	struct books_counters counters;
 	uint64_t now;
-	struct htab *prefetched; /* pid -> struct prefetch */
-	uint32_t replay_stack;	 /* books__replay_call: the stack the call's entry parked */
-	uint32_t taken;		 /* the parked stack the record being applied took */
-	bool torch_map_partial;	 /* PyTorch's blocks stopped being traced once (tensor windows) */
+	struct prefetches *prefetched; /* maps read while processes lived */
+	uint32_t replay_stack;	       /* books__replay_call: the stack the call's entry parked */
+	uint32_t taken;		       /* the parked stack the record being applied took */
+	bool torch_map_partial; /* PyTorch's blocks stopped being traced once (tensor windows) */
 	struct books_observer observers[BOOKS_MAX_OBSERVERS];
 };
-
-/* A process's address map read while it was alive, for records that arrive after it died. */
-struct prefetch {
-	uint64_t ticks; /* start time in clock ticks: the process it belongs to */
-	struct addr_map *am;
-};
-
-#define PREFETCH_MAX 1024
 
 struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u, struct python *py,
 			 const struct books_opts *o)
@@ -63,73 +56,27 @@ struct books *books__new(struct modules *m, struct stacks *s, struct unwinder *u
 	b->python = py;
 	b->opts = *o;
 	b->procs = procs__new();
-	b->prefetched = htab__new(sizeof(int), sizeof(struct prefetch));
+	b->prefetched = prefetches__new();
 	if (!b->procs || !b->prefetched) {
 		procs__free(b->procs);
-		htab__free(b->prefetched);
+		prefetches__free(b->prefetched);
 		free(b);
 		return NULL;
 	}
 	return b;
 }
 
-static void drop_prefetched(struct books *b)
-{
-	struct prefetch *pf;
-	size_t it = 0;
-
-	while ((pf = htab__next(b->prefetched, &it, NULL)))
-		addr_map__free(pf->am);
-	htab__clear(b->prefetched);
-}
-
 void books__prefetch_maps(struct books *b, int pid)
 {
-	struct prefetch *pf;
-	struct addr_map *am;
-	uint64_t ticks;
-
-	if (b->opts.no_proc_files || procfs__start_ticks(pid, &ticks))
-		return;
-	am = addr_map__new(b->mods, pid);
-	if (!am)
-		return;
-	if (htab__count(b->prefetched) >= PREFETCH_MAX)
-		drop_prefetched(b);
-	pf = htab__upsert(b->prefetched, &pid, NULL);
-	if (!pf) {
-		addr_map__free(am);
-		return;
-	}
-	addr_map__free(pf->am);
-	*pf = (struct prefetch){ ticks, am };
-}
-
-/* The map prefetched for the process (pid, start boot-time ns), handed over; or NULL. */
-static struct addr_map *take_prefetched(struct books *b, int pid, uint64_t start_ns)
-{
-	struct prefetch *pf = htab__lookup(b->prefetched, &pid);
-	long hz = sysconf(_SC_CLK_TCK);
-	struct addr_map *am = NULL;
-
-	if (!pf)
-		return NULL;
-	if (hz <= 0)
-		hz = 100;
-	if (pf->ticks == start_ns / (1000000000ULL / (uint64_t)hz))
-		am = pf->am;
-	else
-		addr_map__free(pf->am);
-	htab__delete(b->prefetched, &pid);
-	return am;
+	if (!b->opts.no_proc_files)
+		prefetches__add(b->prefetched, b->mods, pid);
 }
 
 void books__free(struct books *b)
 {
 	if (!b)
 		return;
-	drop_prefetched(b);
-	htab__free(b->prefetched);
+	prefetches__free(b->prefetched);
 	procs__free(b->procs);
 	free(b);
 }
@@ -228,7 +175,7 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		proc->t.ns_pid = 0;
 		proc->t.ppid = 0;
 	} else {
-		struct addr_map *early = take_prefetched(b, h->pid, h->start_time);
+		struct addr_map *early = prefetches__take(b->prefetched, h->pid, h->start_time);
 
 		/* the process's maps now; if it is already gone, as they were while it ran */
 		proc->am = addr_map__new(b->mods, h->pid);

@@ -4,7 +4,8 @@
  *
  * It owns the tracer (BPF side), the books and the tables behind them, the
  * list of targets and their state (waiting for libcuda, attached, exited),
- * one step of the main loop, and the snapshot every command reports from.
+ * and one step of the main loop; snapshots.c makes the snapshot every command
+ * reports from.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,13 +49,11 @@
 #include "util/log.h"
 #include "util/procfs.h"
 
-#define SNAPSHOT_ATTEMPTS 3
 #define CUDA_OOM 2 /* CUDA_ERROR_OUT_OF_MEMORY */
 /* --perfetto: changes closer than this keep the last; past this many points in all, the
  * resolution doubles (model/timeline.h) */
 #define TIMELINE_RES_NS 1000000ULL
 #define TIMELINE_MAX_POINTS (1U << 20)
-#define SNAPSHOT_RETRY_US 20000
 #define GPU_SAMPLE_AGE_SERVE_NS 10000000000ULL
 
 static volatile sig_atomic_t stop_signal;
@@ -96,15 +95,13 @@ void session__set_incident_hook(struct session *s, session_incident_fn fn, void 
 
 /* The books as they are now (drained first where drain), only_pid's alone where > 0;
  * judge_pid's verdicts as of judge_ns where that is not 0. Below. */
-static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
-				    bool drain, int only_pid, int judge_pid, uint64_t judge_ns);
 
 /* The flight recorder is told, with the books as they are now; pid's verdicts as of
  * judge_ns where it is not 0 (its failure: a census's pause is no part of its history). */
 static void tell_incident(struct session *s, enum incident_cause cause, int pid, const char *what,
 			  uint64_t judge_ns, struct incident_census *ic)
 {
-	struct snapshot *snap = snapshot_of(s, 0, true, false, 0, pid, judge_ns);
+	struct snapshot *snap = session__snapshot_of(s, 0, true, false, 0, pid, judge_ns);
 
 	if (!snap) {
 		log_warn("PID %d: %s: no incident written: out of memory", pid, what);
@@ -335,7 +332,7 @@ static void on_failure(void *ctx, struct proc *proc, const struct failure *f)
 }
 
 /* NVML's view of the devices; NULL when there is none, or nothing is traced yet. */
-static const struct nvml_sample *sample_nvml(struct session *s)
+const struct nvml_sample *session__sample_nvml(struct session *s)
 {
 	/* a machine with nothing traced needs no child process for NVML */
 	if (!procs__count(books__procs(s->books)))
@@ -348,7 +345,7 @@ static const struct nvml_sample *sample_nvml(struct session *s)
  * final books marked exited; take them now. Only those that exited before the
  * reader's position: BPF books an exit before its calls' records are read.
  */
-static void reconcile_exits(struct session *s)
+void session__reconcile_exits(struct session *s)
 {
 	struct procs *procs = books__procs(s->books);
 	uint64_t read_ns = tracer__read_ns(s->tracer);
@@ -402,7 +399,7 @@ int session__step(struct session *s, int timeout_ms, bool *done)
 		return EXIT_RUNTIME;
 	}
 	if (now >= s->next_reconcile_ns) {
-		reconcile_exits(s);
+		session__reconcile_exits(s);
 		s->next_reconcile_ns = now + 1000000000ULL;
 	}
 	modstore__sync(s->keep, s->stacks, s->mods);
@@ -638,137 +635,6 @@ int session__start(struct session *s)
 		status = EXIT_RUNTIME;
 	}
 	return status;
-}
-
-static void proc_tensors(void *ctx, int pid, uint64_t now, struct snap_tensors *out)
-{
-	tiers__proc_view(ctx, pid, now, out);
-}
-
-static void proc_timeline(void *ctx, int pid, uint64_t start_time, struct snap_timeline *out)
-{
-	timeline__proc(ctx, pid, start_time, out);
-}
-
-static int bpf_stats_cb(void *ctx, int pid, struct gl_proc_stats *out)
-{
-	return tracer__proc_stats(ctx, pid, out);
-}
-
-/* The snapshot; drain: the ring read to its end first, and a retry while the two books
- * differ (not from inside a hook of the books, which the drain would enter again). */
-static struct snapshot *snapshot_of(struct session *s, uint32_t max_stacks, bool symbols,
-				    bool drain, int only_pid, int judge_pid, uint64_t judge_ns)
-{
-	uint64_t stats[GL_NR_STATS] = {}, calls[GL_NR_APIS] = {};
-	struct snap_limits limits = {
-		.max_libs = GL_MAX_LIBS,
-		.max_py_procs = tracer__max_py_procs(s->tracer),
-		.py_refused = tracer__py_refused(s->tracer),
-		.hold_timeout_ns = s->o->hold_timeout_ms ? s->o->hold_timeout_ms * 1000000ULL :
-							   GL_HOLD_TIMEOUT_NS,
-	};
-	struct snapshot_opts so = {
-		.start_ns = s->start_ns,
-		.max_stacks = max_stacks,
-		.stats = stats,
-		.api_calls = calls,
-		.bpf_stats = bpf_stats_cb,
-		.bpf_ctx = s->tracer,
-		.python = symbols ? s->python : NULL,
-		.stack_mode = stack_mode__name(s->o->stack_mode),
-		.nr_probes = tracer__nr_probes(s->tracer),
-		/* explain answers for its targets even when they made no CUDA call */
-		.nvml = s->o->cmd == CMD_EXPLAIN ? gpu_sampler__get(s->gpus) : sample_nvml(s),
-		.cap_allocs = s->o->max_allocs,
-		.cap_stacks = s->o->max_stacks,
-		.imbalance_ratio = s->o->imbalance_pct / 100.0,
-		.cap_procs = s->o->max_procs,
-		.limits = &limits,
-		.memory_map = s->o->needs & GL_NEED_MEMORY_EVENTS,
-		.mvtrace = s->mvtrace,
-		.proc_timeline = s->timeline ? proc_timeline : NULL,
-		.timeline_ctx = s->timeline,
-		.only_pid = only_pid,
-		.judge_pid = judge_pid,
-		.judge_ns = judge_ns,
-	};
-	struct snapshot *snap = NULL;
-	struct tracer_prog_time times[SNAP_MAX_PROGS];
-	struct snap_prog progs[SNAP_MAX_PROGS];
-	struct rusage ru;
-
-	targets__limits(s->targets, &limits.libs_refused, &limits.holds_expired);
-	so.progs = progs;
-	/* a call between its kernel-side update and its record can make the two
-	 * books differ for an instant: drain and look again before saying so */
-	so.histories = !drain || (s->o->needs & GL_NEED_HISTORIES); /* what --html draws */
-	for (int attempt = 0; attempt < (drain ? SNAPSHOT_ATTEMPTS : 1); attempt++) {
-		if (attempt)
-			usleep(SNAPSHOT_RETRY_US);
-		if (drain) {
-			tracer__drain(s->tracer);
-			reconcile_exits(s);
-		}
-		/* the tracer's own figures after the drain, with the books they describe */
-		so.unread_bytes = tracer__unread(s->tracer);
-		tracer__stats(s->tracer, stats);
-		tracer__api_calls(s->tracer, calls);
-		so.ring_stack_records = tracer__ring_stacks(s->tracer, &so.ring_stack_bytes);
-		tracer__ring(s->tracer, &so.ring.bytes, &so.ring.backlog_peak,
-			     &so.ring.backlog_limit, &so.ring.backlog_full);
-		so.nprogs = (uint32_t)tracer__prog_times(s->tracer, times, SNAP_MAX_PROGS);
-		for (uint32_t i = 0; i < so.nprogs; i++) {
-			memcpy(progs[i].name, times[i].name, sizeof(progs[i].name));
-			progs[i].runs = times[i].runs;
-			progs[i].run_ns = times[i].run_ns;
-		}
-		if (!getrusage(RUSAGE_SELF, &ru))
-			so.self_cpu_ns = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ULL +
-					 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ULL;
-		so.now_ns = now_ns();
-		so.tensors = s->tiers ? tiers__view(s->tiers, so.now_ns) : NULL;
-		so.proc_tensors = s->tiers ? proc_tensors : NULL;
-		so.tensors_ctx = s->tiers;
-		snapshot__free(snap);
-		snap = snapshot__build(s->books, symbols ? s->sym : NULL, &so);
-		if (!snap || snap->complete || snap->lost_events || snap->unread_bytes)
-			break;
-	}
-	/* run: the launchers and shells in front of the job are no part of its report */
-	if (snap && s->o->cmd == CMD_RUN)
-		snapshot__hide_idle(snap);
-	else if (snap && s->o->cmd != CMD_EXPLAIN)
-		snapshot__hide_idle_children(snap);
-	if (snap && s->o->cmd == CMD_EXPLAIN &&
-	    snapshot__add_targets(snap, s->o->pids, s->o->nr_pids, so.nvml)) {
-		snapshot__free(snap);
-		errno = ENOMEM;
-		snap = NULL;
-	}
-	if (snap)
-		snapshot__proc_imbalances(snap, so.imbalance_ratio);
-	if (snap && snapshot__group_jobs(snap, so.imbalance_ratio)) {
-		snapshot__free(snap);
-		snap = NULL;
-		errno = ENOMEM;
-	}
-	return snap;
-}
-
-struct snapshot *session__snapshot(struct session *s, uint32_t max_stacks, bool symbols)
-{
-	return snapshot_of(s, max_stacks, symbols, true, 0, 0, 0);
-}
-
-struct snapshot *session__snapshot_now(struct session *s)
-{
-	return snapshot_of(s, 0, true, false, 0, 0, 0);
-}
-
-struct snapshot *session__snapshot_pid(struct session *s, int pid)
-{
-	return snapshot_of(s, 0, true, false, pid, 0, 0);
 }
 
 struct gpu_sampler *session__gpus(struct session *s)

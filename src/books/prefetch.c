@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * prefetch.c - processes' address maps read while they were alive (prefetch.h).
+ */
+#include <stdlib.h>
+#include <unistd.h>
+#include "prefetch.h"
+#include "stacks/modules.h"
+#include "util/htab.h"
+#include "util/procfs.h"
+
+#define PREFETCH_MAX 1024
+
+struct prefetches {
+	struct htab *by_pid; /* pid -> struct prefetch */
+};
+
+struct prefetch {
+	uint64_t ticks; /* start time in clock ticks: the process it belongs to */
+	struct addr_map *am;
+};
+
+struct prefetches *prefetches__new(void)
+{
+	struct prefetches *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->by_pid = htab__new(sizeof(int), sizeof(struct prefetch));
+	if (!p->by_pid) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void drop_all(struct prefetches *p)
+{
+	struct prefetch *pf;
+	size_t it = 0;
+
+	while ((pf = htab__next(p->by_pid, &it, NULL)))
+		addr_map__free(pf->am);
+	htab__clear(p->by_pid);
+}
+
+void prefetches__free(struct prefetches *p)
+{
+	if (!p)
+		return;
+	drop_all(p);
+	htab__free(p->by_pid);
+	free(p);
+}
+
+void prefetches__add(struct prefetches *p, struct modules *m, int pid)
+{
+	struct prefetch *pf;
+	struct addr_map *am;
+	uint64_t ticks;
+
+	if (procfs__start_ticks(pid, &ticks))
+		return;
+	am = addr_map__new(m, pid);
+	if (!am)
+		return;
+	if (htab__count(p->by_pid) >= PREFETCH_MAX)
+		drop_all(p);
+	pf = htab__upsert(p->by_pid, &pid, NULL);
+	if (!pf) {
+		addr_map__free(am);
+		return;
+	}
+	addr_map__free(pf->am);
+	*pf = (struct prefetch){ ticks, am };
+}
+
+struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns)
+{
+	struct prefetch *pf = htab__lookup(p->by_pid, &pid);
+	long hz = sysconf(_SC_CLK_TCK);
+	struct addr_map *am = NULL;
+
+	if (!pf)
+		return NULL;
+	if (hz <= 0)
+		hz = 100;
+	if (pf->ticks == start_ns / (1000000000ULL / (uint64_t)hz))
+		am = pf->am;
+	else
+		addr_map__free(pf->am);
+	htab__delete(p->by_pid, &pid);
+	return am;
+}
