@@ -241,7 +241,9 @@ static __always_inline void close_books(struct task_struct *task, __u32 tgid, __
 		return;
 	if (st && event == GL_PROC_EXIT)
 		st->exit_time = bpf_ktime_get_ns();
-	emit_proc(task, tgid, event, event == GL_PROC_EXIT ? BPF_CORE_READ(task, exit_code) : 0,
+	emit_proc(task, tgid, event,
+		  event == GL_PROC_EXIT ? BPF_CORE_READ(task, exit_code) :
+					  BPF_CORE_READ(task, group_leader, real_parent, tgid),
 		  st);
 	if (!st)
 		return;

@@ -463,6 +463,7 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	__builtin_memset(r, 0, sizeof(*r));
 	fill_hdr(&r->hdr, GL_REC_PROC, sizeof(*r), task, pid_tgid);
 	r->event = GL_PROC_LIBLOAD;
+	r->ppid = BPF_CORE_READ(task, group_leader, real_parent, tgid);
 	BPF_CORE_READ_STR_INTO(&r->comm, task, group_leader, comm);
 	r->lib.dev = key.dev;
 	r->lib.ino = key.ino;

@@ -366,7 +366,8 @@ struct gl_proc {
 	struct gl_hdr hdr;
 	__u32 event; /* enum gl_proc_event */
 	union {
-		__u32 ppid;	 /* FORK: the parent */
+		__u32 ppid;	 /* FORK, EXEC, LIBLOAD: the parent (0 in EXEC records of
+				  * recordings from before it) */
 		__u32 exit_code; /* EXIT: the wait status (a signal in its low 7 bits, else the
 				  * exit status above them); 0 in recordings from before it */
 	};

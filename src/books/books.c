@@ -177,6 +177,8 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 	} else {
 		struct addr_map *early = prefetches__take(b->prefetched, h->pid, h->start_time);
 
+		prefetches__parent_of(b->prefetched, proc);
+
 		/* the process's maps now; if it is already gone, as they were while it ran */
 		proc->am = addr_map__new(b->mods, h->pid);
 		if (!proc->am)
@@ -590,6 +592,7 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	struct proc *proc;
 
 	if (r->event == GL_PROC_LIBLOAD) {
+		prefetches__parent_seen(b->prefetched, b->procs, &r->hdr, r->ppid);
 		if (b->hooks.libs_changed)
 			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
 		return;
@@ -603,6 +606,8 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 		proc->t.ppid = (int)r->ppid;
 		return;
 	case GL_PROC_EXEC:
+		if (!proc->t.ppid)
+			proc->t.ppid = (int)r->ppid; /* 0 in recordings from before it */
 		proc->t.final = r->stats;
 		proc->t.has_final = true;
 		if (b->hooks.proc_end)

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * prefetch.c - processes' address maps read while they were alive (prefetch.h).
+ * prefetch.c - what is known of a process before its books exist (prefetch.h).
  */
 #include <stdlib.h>
 #include <unistd.h>
 #include "prefetch.h"
+#include "proc_int.h"
+#include "procs.h"
 #include "stacks/modules.h"
 #include "util/htab.h"
 #include "util/procfs.h"
@@ -12,7 +14,13 @@
 #define PREFETCH_MAX 1024
 
 struct prefetches {
-	struct htab *by_pid; /* pid -> struct prefetch */
+	struct htab *by_pid;  /* pid -> struct prefetch */
+	struct htab *parents; /* pid -> struct parent */
+};
+
+struct parent {
+	uint64_t start_ns;
+	int ppid;
 };
 
 struct prefetch {
@@ -27,7 +35,10 @@ struct prefetches *prefetches__new(void)
 	if (!p)
 		return NULL;
 	p->by_pid = htab__new(sizeof(int), sizeof(struct prefetch));
-	if (!p->by_pid) {
+	p->parents = htab__new(sizeof(int), sizeof(struct parent));
+	if (!p->by_pid || !p->parents) {
+		htab__free(p->by_pid);
+		htab__free(p->parents);
 		free(p);
 		return NULL;
 	}
@@ -50,6 +61,7 @@ void prefetches__free(struct prefetches *p)
 		return;
 	drop_all(p);
 	htab__free(p->by_pid);
+	htab__free(p->parents);
 	free(p);
 }
 
@@ -91,4 +103,34 @@ struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_
 		addr_map__free(pf->am);
 	htab__delete(p->by_pid, &pid);
 	return am;
+}
+
+void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
+			     int ppid)
+{
+	struct proc *proc = procs__find_pid(procs, (int)h->pid);
+	struct parent *pa;
+	int pid = (int)h->pid;
+
+	if (proc && proc->t.start_time == h->start_time) {
+		if (!proc->t.ppid)
+			proc->t.ppid = ppid;
+		return;
+	}
+	if (htab__count(p->parents) >= PREFETCH_MAX)
+		htab__clear(p->parents);
+	pa = htab__upsert(p->parents, &pid, NULL);
+	if (pa)
+		*pa = (struct parent){ h->start_time, ppid };
+}
+
+void prefetches__parent_of(struct prefetches *p, struct proc *proc)
+{
+	struct parent *pa = htab__lookup(p->parents, &proc->t.pid);
+
+	if (!pa)
+		return;
+	if (!proc->t.ppid && pa->start_ns == proc->t.start_time)
+		proc->t.ppid = pa->ppid;
+	htab__delete(p->parents, &proc->t.pid);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * prefetch.h - processes' address maps read while they were alive, for the
- * records that arrive after they died: by PID, checked against the process's
- * start time when taken. At most PREFETCH_MAX are kept (all dropped past it).
+ * prefetch.h - what is known of a process before its books exist, for the
+ * records that arrive after it died: its address map read while it was alive,
+ * and its parent as BPF saw it at the mapping of a library. By PID, checked
+ * against the process's start time when taken. At most PREFETCH_MAX of each
+ * are kept (all dropped past it).
  */
 #ifndef GL_BOOKS_PREFETCH_H
 #define GL_BOOKS_PREFETCH_H
@@ -11,6 +13,9 @@
 struct modules;
 struct addr_map;
 struct prefetches;
+struct procs;
+struct proc;
+struct gl_hdr;
 
 struct prefetches *prefetches__new(void);
 void prefetches__free(struct prefetches *p);
@@ -18,5 +23,11 @@ void prefetches__free(struct prefetches *p);
 void prefetches__add(struct prefetches *p, struct modules *m, int pid);
 /* The map read for the process (pid, start boot-time ns), handed over; or NULL. */
 struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns);
+/* A library's mapping named the parent of the process of record h (BPF's): into its
+ * books, or kept until they exist (parent_of()). */
+void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
+			     int ppid);
+/* A new process with no parent known (gone already): the one kept for it, if any. */
+void prefetches__parent_of(struct prefetches *p, struct proc *proc);
 
 #endif /* GL_BOOKS_PREFETCH_H */

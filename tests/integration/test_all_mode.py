@@ -26,6 +26,33 @@ def test_all_traces_processes_started_later(tmp):
     check_books(rep, p, truth)
 
 
+def test_all_keeps_the_parent_of_ranks_gone_before_it_reads_them(tmp):
+    """-a follows no fork: a process's parent is read from /proc at its first record. A
+    gpuleak stopped while a launcher's two ranks run and are reaped reads their records
+    after: the parent each mapping of libcuda named (BPF's) groups them all the same."""
+    import signal
+    tr = Tracer(["attach", "-a", "-i", "0", "--libcuda", FAKECUDA], tmp)
+    tr.wait_attached()
+    truth_path = os.path.join(tmp, "ranks.json")
+    os.kill(tr.proc.pid, signal.SIGSTOP)
+    try:
+        subprocess.run([os.path.join(WORKLOADS, "wl_ranks"), "--no-wait", "--truth", truth_path],
+                       check=True, timeout=60, stdout=subprocess.DEVNULL)
+    finally:
+        os.kill(tr.proc.pid, signal.SIGCONT)
+    launcher = json.load(open(truth_path))["pid"]
+    ranks = [json.load(open(f"{truth_path}.rank{r}"))["pid"] for r in range(2)]
+    for pid in ranks:
+        check(not os.path.exists(f"/proc/{pid}"), f"rank {pid} was reaped before the read")
+    tr.stop()
+    check_eq(tr.returncode, 0, "gpuleak exit status")
+    rep = tr.report()
+    for pid in ranks:
+        check_eq(process(rep, pid)["ppid"], launcher, f"PID {pid}'s parent")
+    jobs = [j for j in rep["jobs"] if j["job"] == launcher]
+    check_eq(len(jobs), 1, f"one job of the launcher: {rep['jobs']}")
+
+
 def test_all_finds_a_library_mapped_later(tmp):
     """No library attached at start: BPF sees the process map libcuda and gpuleak attaches
     before the workload allocates."""
