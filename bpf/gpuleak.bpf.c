@@ -231,7 +231,6 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 		return NULL;
 	count_call(api);
 	slot->seq = ++inf->seq;
-	slot->teardowns = *(volatile __u32 *)&ctx_teardowns;
 	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
 	c->slot = slot;
