@@ -21,9 +21,10 @@
  * teardown writes ctx_dead before it walks allocs (a full barrier on each
  * side: here the fetching atomic that counts the allocation, see
  * count_fenced()), so either the walk takes it or this call sees the teardown
- * and takes it out itself. Its time (gl_alloc_val.ns) is when its call
- * entered, the time ctx_gone() judges the call by: an allocation whose call
- * entered before a teardown of its context went with it.
+ * and takes it out itself. It keeps the teardowns counted when its call
+ * entered (gl_alloc_val.teardowns), the count ctx_gone() judges the call by:
+ * an allocation whose call entered before a teardown of its context went with
+ * it.
  */
 static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 key, __u64 size,
 				       __u8 cls, __s16 dev)
@@ -35,7 +36,7 @@ static __always_inline void book_alloc(struct gl_call_ctx *c, __u32 kind, __u64 
 				  .cls = cls,
 				  .dev = dev,
 				  .id = next_alloc_id(),
-				  .ns = c->slot->ts };
+				  .teardowns = c->slot->teardowns };
 	__u16 flags = 0;
 	long err;
 

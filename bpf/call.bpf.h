@@ -93,7 +93,7 @@ static __always_inline void emit_call(struct gl_call_ctx *c, __u8 op, __u8 kind,
 	r->key = key;
 	r->bytes = bytes;
 	r->ctx = c->ctx;
-	r->dur_ns = r->hdr.ts - c->slot->ts;
+	r->teardowns = c->slot->teardowns;
 	r->rc = c->rc;
 	r->api = c->api;
 	r->op = op;
@@ -178,15 +178,15 @@ static __always_inline bool ctx_gone(struct gl_call_ctx *c, __u64 ctx)
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 	__u64 *dead;
 
-	if (!ctx || *(volatile __u32 *)&ctx_teardowns == c->slot->teardowns)
+	if (!ctx || *(volatile __u64 *)&ctx_teardowns == c->slot->teardowns)
 		return false;
 	dead = bpf_map_lookup_elem(&ctx_dead, &k);
-	return dead && *dead > c->slot->ts;
+	return dead && *dead > c->slot->teardowns;
 }
 
 /*
  * Whether allocation v went with a teardown of its context: its call entered
- * before the teardown's time, which a later allocation in a new context at the
+ * before the teardown began, which a later allocation in a new context at the
  * same address did not.
  */
 static __always_inline bool went_with_ctx(struct gl_call_ctx *c, const struct gl_alloc_val *v)
@@ -197,7 +197,7 @@ static __always_inline bool went_with_ctx(struct gl_call_ctx *c, const struct gl
 	if (!v->ctx)
 		return false;
 	dead = bpf_map_lookup_elem(&ctx_dead, &k);
-	return dead && *dead > v->ns;
+	return dead && *dead > v->teardowns;
 }
 
 /*

@@ -2,7 +2,7 @@
 /*
  * contexts.bpf.h - CUDA contexts in the in-kernel books: the context stack of
  * each thread, each context's device (ctx_dev), and a teardown (a destroyed
- * context, a reset device's primary context, a process's end): its time into
+ * context, a reset device's primary context, a process's end): its number into
  * ctx_dead, then the allocations the driver dropped with it out of allocs.
  */
 #ifndef GPULEAK_CONTEXTS_BPF_H
@@ -20,7 +20,7 @@ struct drop_walk {
 	__u32 all_kinds; /* exit/exec: everything; context teardown: non-VMM only */
 	__u64 ctx;	 /* drop this context's allocations (and unknown-context ones) */
 	__s32 dev;	 /* primary reset: drop this device's primary context's (-1: none) */
-	__u32 n;
+	__u32 pad;
 	__u64 bytes[GL_CLASS_SLOTS];
 	__u32 allocs[GL_CLASS_SLOTS]; /* (a walk meets at most the tables' entries) */
 };
@@ -57,7 +57,6 @@ static __always_inline void drop_count(__u32 kind, __u64 size, __u8 cls, struct 
 		w->bytes[class_slot(cls)] += size;
 		w->allocs[class_slot(cls)] += 1;
 	}
-	w->n++;
 }
 
 static long drop_one(struct bpf_map *map, struct gl_alloc_key *k, struct gl_alloc_val *v,
@@ -113,40 +112,41 @@ static __always_inline void drop_books(struct gl_proc_stats *st, struct drop_wal
 struct dead_walk {
 	__u32 tgid;
 	__s32 dev;
-	__u64 now;
+	__u64 nr;
 };
 
-/* A primary context of the device being reset: torn down at w->now. */
+/* A primary context of the device being reset: torn down by teardown w->nr. */
 static long mark_primary_dead(struct bpf_map *map, struct gl_ctx_key *k, __s32 *v,
 			      struct dead_walk *w)
 {
 	if (k->tgid == w->tgid && (*v & 0xffff) == w->dev && (*v & 0x10000))
-		bpf_map_update_elem(&ctx_dead, k, &w->now, BPF_ANY);
+		bpf_map_update_elem(&ctx_dead, k, &w->nr, BPF_ANY);
 	return 0;
 }
 
 /*
  * Context ctx (or, for dev >= 0, device dev's primary context) is torn down:
- * its time goes into ctx_dead (returned), before book_ctx_drop() walks the
- * books, so that calls in flight in it see the teardown (book_alloc()). Called
- * beside book_ctx_drop(), not from it: the two frames' stacks do not add up.
+ * the teardown is counted, and its number goes into ctx_dead (returned),
+ * before book_ctx_drop() walks the books, so that calls in flight in it see
+ * the teardown (book_alloc()). Called beside book_ctx_drop(), not from it:
+ * the two frames' stacks do not add up.
  */
 static __noinline __u64 mark_ctx_dead(struct gl_call_ctx *c, __u64 ctx, __s32 dev)
 {
-	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev, .now = bpf_ktime_get_ns() };
+	struct dead_walk dw = { .tgid = tgid_of(c), .dev = dev };
 	struct gl_ctx_key k = { .tgid = tgid_of(c), .ctx = ctx };
 
-	/* after the time, before ctx_dead: see ctx_teardowns */
-	__sync_fetch_and_add(&ctx_teardowns, 1);
+	/* before ctx_dead: see ctx_teardowns */
+	dw.nr = __sync_fetch_and_add(&ctx_teardowns, 1) + 1;
 	if (dev >= 0)
 		bpf_for_each_map_elem(&ctx_dev, mark_primary_dead, &dw, 0);
 	else
-		bpf_map_update_elem(&ctx_dead, &k, &dw.now, BPF_ANY);
-	return dw.now;
+		bpf_map_update_elem(&ctx_dead, &k, &dw.nr, BPF_ANY);
+	return dw.nr;
 }
 
-/* The allocations that went with the teardown (mark_ctx_dead(): at now) leave the books. */
-static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev, __u64 now)
+/* The allocations that went with teardown nr (mark_ctx_dead()) leave the books. */
+static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev, __u64 nr)
 {
 	struct drop_walk w = { .tgid = tgid_of(c), .ctx = ctx, .dev = dev };
 	struct gl_call *r;
@@ -159,13 +159,10 @@ static __noinline void book_ctx_drop(struct gl_call_ctx *c, __u64 ctx, __s32 dev
 		return;
 	r->key = ctx;
 	r->ctx = ctx;
-	r->bytes = now;
+	r->teardowns = nr;
 	r->api = c->api;
 	r->op = GL_OP_CTX_DROP;
 	r->dev = dev;
-	r->dropped_allocs = w.n;
-	for (int i = 0; i < GL_NR_CLASSES; i++)
-		r->dropped[i] = w.bytes[i];
 	bpf_ringbuf_submit(r, rb_flags(r->hdr.ts));
 }
 

@@ -123,13 +123,14 @@ int call_enter(struct pt_regs *ctx)
 		stat_inc(GL_STAT_NESTED_OVERFLOW);
 		return 0;
 	}
+	/* depth is below GL_MAX_NEST: masked where the compiler keeps it, for the verifier */
+	asm volatile("%0 &= %1" : "+r"(depth) : "i"(GL_MAX_NEST - 1));
 	slot = &inf->slot[depth];
 	for (int i = 0; i < 5; i++)
 		slot->args[i] = arg_of(ctx, i);
 	slot->sp = PT_REGS_SP(ctx);
 	slot->seq = ++inf->seq;
-	slot->teardowns = *(volatile __u32 *)&ctx_teardowns;
-	slot->ts = bpf_ktime_get_ns();
+	slot->teardowns = *(volatile __u64 *)&ctx_teardowns;
 	slot->api = api;
 	claim_key(slot, pid_tgid >> 32, &apis[api]);
 	inf->depth = depth + 1;
@@ -231,7 +232,6 @@ static __always_inline struct gl_inflight *torch_begin(struct gl_call_ctx *c, st
 		return NULL;
 	count_call(api);
 	slot->seq = ++inf->seq;
-	slot->ts = bpf_ktime_get_ns();
 	slot->api = api;
 	c->slot = slot;
 	c->inf = inf;

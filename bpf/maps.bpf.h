@@ -118,8 +118,8 @@ struct gl_alloc_val {
 	__u8 cls;
 	__u8 pad;
 	__s16 dev;
-	__u64 id; /* the allocation's number (gl_call.id) */
-	__u64 ns; /* when its call entered (gl_slot.ts, bpf_ktime_get_ns) */
+	__u64 id;	 /* the allocation's number (gl_call.id) */
+	__u64 teardowns; /* when its call entered: gl_slot.teardowns */
 };
 
 /* What a free's entry took out of the books (gl_slot.claim). */
@@ -135,14 +135,14 @@ struct gl_slot {
 	__u64 args[5];
 	__u64 sp; /* at entry: points at the return address */
 	__u64 seq;
-	__u64 ts;
+	__u64 teardowns; /* ctx_teardowns at entry */
 	__u32 api;
 	__u32 claim; /* enum gl_claim */
 	struct gl_alloc_key claimed_key;
 	struct gl_alloc_val claimed;
 	/* cuMemUnmap: the handle of the mapping claimed, when this unmap frees it */
 	__u32 claim_aux; /* enum gl_claim */
-	__u32 teardowns; /* ctx_teardowns at entry, before ts */
+	__u32 pad;
 	struct gl_alloc_key aux_key;
 	struct gl_alloc_val aux;
 };
@@ -234,14 +234,15 @@ struct gl_ctx_key {
 };
 
 /*
- * Contexts torn down: (tgid, ctx) -> when (bpf_ktime_get_ns, taken before the
- * teardown's books were dropped). A call that entered before that time and
- * returns after it acted on a context the driver has since destroyed; so an
- * allocation whose call entered before that time in that context went with
- * it, whether the teardown's walk of allocs met it or a free in flight had
- * taken it out; one whose call entered after it belongs to a new context at
- * the same address. Least
- * recently used entries go first: only calls in flight at the teardown need one.
+ * Contexts torn down: (tgid, ctx) -> the teardown's number (ctx_teardowns,
+ * counted before the teardown's books were dropped). A call that entered
+ * before that teardown began (the count it noted at its entry is below the
+ * number) and returns after it acted on a context the driver has since
+ * destroyed; so an allocation whose call entered before it in that context
+ * went with it, whether the teardown's walk of allocs met it or a free in
+ * flight had taken it out; one whose call entered after it belongs to a new
+ * context at the same address. Least recently used entries go first: only
+ * calls in flight at the teardown need one.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -251,13 +252,14 @@ struct {
 } ctx_dead SEC(".maps");
 
 /*
- * Teardowns begun, counted after their time is taken and before ctx_dead is
- * written (mark_ctx_dead()). A call notes the count at its entry, before its
- * time (gl_slot.teardowns): if it is the same at its return, no teardown began
- * in between, and one that began before has a time no later than the call's,
- * so ctx_dead has nothing to say of it (ctx_gone()).
+ * Teardowns begun, counted before ctx_dead is written (mark_ctx_dead()): a
+ * teardown's number is the count with it. A call notes the count at its entry
+ * (gl_slot.teardowns), in place of a clock (a read of kvm-clock costs ~50 ns
+ * in a guest): if it is the same at its return, no teardown began in between,
+ * and one that began before has a number no greater than the call's count, so
+ * ctx_dead has nothing to say of it (ctx_gone()).
  */
-__u32 ctx_teardowns = 0;
+__u64 ctx_teardowns = 0;
 
 /* Allocations booked on each CPU: with the CPU, a number no other allocation has. */
 struct {

@@ -11,7 +11,7 @@
 #ifndef GPULEAK_ABI_H
 #define GPULEAK_ABI_H
 
-#define GL_ABI_VERSION 2
+#define GL_ABI_VERSION 3
 
 /* Memory classes. Counters are indexed by class. */
 enum gl_class {
@@ -202,9 +202,11 @@ struct gl_call {
 	__u64 key;   /* address, handle or context */
 	__u64 bytes; /* size added or removed (for FAIL: the size asked for) */
 	__u64 ctx;   /* context current on the calling thread, 0 if unknown */
-	__u64 dur_ns;
-	__u64 dropped[GL_CLASS_SLOTS]; /* CTX_DROP: bytes dropped per class */
-	__u32 dropped_allocs;
+	/* Contexts' teardowns begun (a count of the host's, ctx_teardowns) when the call
+	 * entered; CTX_DROP: the teardown's own number. A teardown whose number is above
+	 * a call's count began after the call entered: the order of the two, where no
+	 * clock is read at the call's entry. */
+	__u64 teardowns;
 	__s32 rc;
 	__u16 api;
 	__u8 op;
@@ -212,7 +214,7 @@ struct gl_call {
 	__s16 dev; /* device ordinal, -1 if unknown */
 	__u16 flags;
 	__u8 kind; /* enum gl_kind of key */
-	__u8 pad[7];
+	__u8 pad[3];
 	__u64 id; /* ALLOC: the allocation's number (unique while gpuleak runs); FREE: the
 		   * number of the allocation freed. A driver hands an address freed on one
 		   * thread to another before the free's record is written: the number

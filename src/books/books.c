@@ -337,22 +337,17 @@ static void remove_alloc(struct books *b, struct proc *proc, const struct alloc_
 }
 
 /*
- * Whether context ctx was torn down after call_ns (a call's entry): the call
- * acted on memory the driver dropped with that context. A call that entered
- * after the teardown acts on a new context at the same address.
+ * Whether context ctx was torn down after the call of record c entered (the
+ * teardown's number is above the count the call noted, gl_call.teardowns):
+ * the call acted on memory the driver dropped with that context. A call that
+ * entered after the teardown acts on a new context at the same address.
  */
-static bool ctx_gone(const struct proc *proc, uint64_t ctx, uint64_t call_ns)
+static bool ctx_gone(const struct proc *proc, uint64_t ctx, const struct gl_call *c)
 {
 	for (uint16_t i = 0; ctx && i < proc->nr_ctxs; i++)
-		if (proc->ctxs[i].dead_ctx == ctx && proc->ctxs[i].dead_ns > call_ns)
+		if (proc->ctxs[i].dead_ctx == ctx && proc->ctxs[i].dead_nr > c->teardowns)
 			return true;
 	return false;
-}
-
-/* When the call of record c entered the driver. */
-static uint64_t entry_ns(const struct gl_call *c)
-{
-	return c->hdr.ts > c->dur_ns ? c->hdr.ts - c->dur_ns : 0;
 }
 
 /*
@@ -430,7 +425,7 @@ static void apply_alloc(struct books *b, struct proc *proc, const struct gl_call
 		failures__retry_note(&src, proc, stack, c->cls, c->bytes, true);
 	}
 	if (c->kind != GL_KIND_HANDLE && c->kind != GL_KIND_MAPPING && c->kind != GL_KIND_VA &&
-	    ctx_gone(proc, c->ctx, entry_ns(c))) {
+	    ctx_gone(proc, c->ctx, c)) {
 		/* made in flight while its context was torn down: dropped with it */
 		copy = *v;
 		if (copy.cls != GL_CLASS_ADDRESS && copy.cls != GL_CLASS_IMPORTED)
@@ -463,7 +458,7 @@ static void apply_free(struct books *b, struct proc *proc, const struct gl_call 
 	}
 	if (!v) {
 		if (c->cls != GL_CLASS_ADDRESS && c->cls != GL_CLASS_IMPORTED &&
-		    ctx_gone(proc, c->ctx, entry_ns(c)) && proc->t.dropped_bytes >= c->bytes) {
+		    ctx_gone(proc, c->ctx, c) && proc->t.dropped_bytes >= c->bytes) {
 			/* freed in flight while its context was torn down: the teardown's
 			 * record came first and dropped what this call had freed */
 			proc->t.dropped_bytes -= c->bytes;
@@ -538,7 +533,7 @@ static void apply_ctx_drop(struct books *b, struct proc *proc, const struct gl_c
 		if (c->dev < 0 ? i + 1 != idx : !(pc->primary && pc->dev == c->dev))
 			continue;
 		pc->dead_ctx = pc->ctx;
-		pc->dead_ns = c->bytes ? c->bytes : c->hdr.ts;
+		pc->dead_nr = c->teardowns;
 	}
 	if (c->dev < 0 && idx)
 		proc->ctxs[idx - 1].ctx = 0; /* destroyed: a new context may reuse the value */

@@ -30,7 +30,7 @@ struct pending {
 struct proc_ctx {
 	uint64_t ctx;
 	uint64_t dead_ctx; /* torn down: the value it had (a destroyed one's ctx is then 0) */
-	uint64_t dead_ns;  /* and when (gl_call.bytes of the teardown's record) */
+	uint64_t dead_nr;  /* and by which teardown (gl_call.teardowns of its record) */
 	int16_t dev;	   /* -1: not known (created before attach, and nothing told it since) */
 	bool primary;
 };

@@ -9,8 +9,9 @@
  *   header (32 bytes): "GPULEAKR", u16 version (1), u16 header size (32),
  *     u32 flags (1: little-endian), u32 GL_ABI_VERSION, u32 largest chunk
  *     written, u32 0, u32 crc32 of the 28 bytes before it. Call and process
- *     records hold struct gl_call and gl_proc of that ABI, which a reader of
- *     another ABI refuses (a change to those structs bumps GL_ABI_VERSION).
+ *     records hold struct gl_call and gl_proc of that ABI (a change to those
+ *     structs bumps GL_ABI_VERSION). A reader takes its own ABI and the ABIs
+ *     whose records it converts (recread.c: ABI 2's calls), and refuses others.
  *   chunks, each: u32 "GLCK", u16 flags (1: deflated with zlib), u16 0,
  *     u32 raw length (at most 1 MiB), u32 stored length, u32 crc32 of the
  *     stored bytes, u32 crc32 of the 20 header bytes before it; then the

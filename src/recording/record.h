@@ -15,6 +15,7 @@
 
 #define GLR_MAGIC "GPULEAKR"
 #define GLR_VERSION 1
+#define GLR_ABI_CALLS_V2 2 /* recordings of GL_ABI_VERSION 2: their calls are converted */
 #define GLR_HDR_SIZE 32
 #define GLR_F_LITTLE_ENDIAN 0x1
 

@@ -33,6 +33,7 @@ struct rec_reader {
 	struct rr_item item;
 	struct rr_counts counts;
 	uint32_t version;
+	uint32_t abi; /* GL_ABI_VERSION of the recording's call and process records */
 	int io_err;
 };
 
@@ -86,6 +87,7 @@ static int check_header(struct rec_reader *r, char *why, size_t len)
 		return -EBADMSG;
 	}
 	r->version = GLR_VERSION;
+	r->abi = GL_ABI_VERSION;
 	r->start = GLR_HDR_SIZE;
 	if (glr_get(h + 28, 4) != crc32(0, h, 28)) {
 		r->counts.header_damaged = true;
@@ -101,7 +103,8 @@ static int check_header(struct rec_reader *r, char *why, size_t len)
 			 r->version, GLR_VERSION);
 		return -EPROTONOSUPPORT;
 	}
-	if (glr_get(h + 16, 4) != GL_ABI_VERSION) {
+	r->abi = glr_get(h + 16, 4);
+	if (r->abi != GL_ABI_VERSION && r->abi != GLR_ABI_CALLS_V2) {
 		snprintf(why, len, "recorded by a gpuleak of BPF ABI %u; this one has ABI %u",
 			 (unsigned int)glr_get(h + 16, 4), GL_ABI_VERSION);
 		return -EPROTONOSUPPORT;
@@ -224,6 +227,15 @@ static void dec_bytes(struct dec *d, void *out, size_t n)
 	d->pos += n;
 }
 
+static void dec_skip(struct dec *d, size_t n)
+{
+	if (d->len - d->pos < n) {
+		d->bad = true;
+		n = d->len - d->pos;
+	}
+	d->pos += n;
+}
+
 /* A string into buf (GLR_STR_MAX + 1 bytes): no NUL inside; control characters become '?'. */
 static const char *dec_str(struct dec *d, char *buf)
 {
@@ -279,6 +291,49 @@ static bool dec_stack(struct rec_reader *r, struct dec *d, struct rr_item *it)
 	return true;
 }
 
+/*
+ * A call record of ABI 2 (168 bytes) as this ABI's struct gl_call. ABI 2 sent
+ * the call's duration where this one sends the contexts' teardowns counted at
+ * its entry, and a teardown's time in bytes where this one sends its number:
+ * the entry's time (its return's less its duration) and the teardown's time
+ * order the two as the counts do (ctx_gone() in books.c only compares them).
+ * The per-class figures of a teardown it sent after them were never read.
+ */
+static void dec_call_v2(struct dec *d, struct gl_call *c)
+{
+	uint64_t dur;
+
+	memset(c, 0, sizeof(*c));
+	c->hdr.type = dec_u(d, 4);
+	dec_u(d, 4);
+	c->hdr.size = sizeof(*c);
+	c->hdr.pid = dec_u(d, 4);
+	c->hdr.tid = dec_u(d, 4);
+	c->hdr.start_time = dec_u(d, 8);
+	c->hdr.ts = dec_u(d, 8);
+	c->seq = dec_u(d, 8);
+	c->key = dec_u(d, 8);
+	c->bytes = dec_u(d, 8);
+	c->ctx = dec_u(d, 8);
+	dur = dec_u(d, 8);
+	dec_skip(d, GL_CLASS_SLOTS * 8 + 4); /* a teardown's bytes per class, and allocations */
+	c->rc = (int32_t)dec_u(d, 4);
+	c->api = dec_u(d, 2);
+	c->op = dec_u(d, 1);
+	c->cls = dec_u(d, 1);
+	c->dev = (int16_t)dec_u(d, 2);
+	c->flags = dec_u(d, 2);
+	c->kind = dec_u(d, 1);
+	dec_skip(d, 7);
+	c->id = dec_u(d, 8);
+	if (c->op == GL_OP_CTX_DROP) {
+		c->teardowns = c->bytes ? c->bytes : c->hdr.ts;
+		c->bytes = 0;
+	} else {
+		c->teardowns = c->hdr.ts > dur ? c->hdr.ts - dur : 0;
+	}
+}
+
 /* Decodes one record: 1 done, 0 unknown type, -1 malformed. Fields may be appended later. */
 static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t len,
 		  struct rr_item *it)
@@ -323,7 +378,10 @@ static int decode(struct rec_reader *r, uint16_t type, const uint8_t *p, size_t 
 	case GLR_CALL:
 		it->u.call.stack = dec_u(&d, 4);
 		dec_u(&d, 4);
-		dec_bytes(&d, &it->u.call.call, sizeof(it->u.call.call));
+		if (r->abi == GLR_ABI_CALLS_V2)
+			dec_call_v2(&d, &it->u.call.call);
+		else
+			dec_bytes(&d, &it->u.call.call, sizeof(it->u.call.call));
 		ok = d.pos == len;
 		break;
 	case GLR_PROC:

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import time
+import zlib
 
 from harness import (OUTPUT, WORKLOADS, Tracer, Workload, check, check_books, check_eq,
                      check_sites, process, run_gpuleak, site_bytes, wait_until)
@@ -445,3 +446,43 @@ def test_report_of_a_command_hides_its_launchers_as_run_does(tmp):
     line = r"\d+ other processes traced made no CUDA call: not shown"
     check(re.search(line, live_text), f"run's text says so: {live_text[-300:]!r}")
     check(re.search(line, text), f"the recording's text says so as run's: {text[-300:]!r}")
+
+
+# tests/integration/recordings/abi2-wl_ctx.glr: `gpuleak record -- ./workloads/wl_ctx
+# --no-wait` by the last gpuleak of BPF ABI 2 (its calls carried their duration, 168
+# bytes each); what that gpuleak's own report said of it:
+ABI2_FIGURES = {"device_bytes": 3670016, "outstanding_allocs": 4, "alloc_calls": 12,
+                "free_calls": 1, "failures": 1, "context_dropped_bytes": 6819840,
+                "peak_device_bytes": 8392704, "consistent": True}
+ABI2_STACK_BYTES = [2097152, 1048576, 262144, 262144]
+
+
+def test_a_recording_of_the_last_abi_reads_as_it_did(tmp):
+    rec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings",
+                       "abi2-wl_ctx.glr")
+    rc, rep, text, err = report(tmp, rec)
+    check_eq(rc, 0, f"report's exit status ({err})")
+    check(rep["complete"] and rep["recording"]["complete"] and
+          rep["recording"]["bad_records"] == 0, f"read whole: {rep['recording']}")
+    check_eq(len(rep["processes"]), 1, "one process")
+    p = rep["processes"][0]
+    for key, want in ABI2_FIGURES.items():
+        check_eq(p[key], want, f"{key} as ABI 2's gpuleak reported it")
+    check_eq(sorted((d["device"], d["device_bytes"]) for d in p["devices"]),
+             [(0, 1310720), (1, 2359296)], "bytes per device")
+    # the allocation made on the reset primary context after its teardown is kept: the
+    # teardown's time and the calls' entries are ordered as the counts are now
+    check_eq(sorted((s["outstanding_bytes"] for s in p["stacks"]), reverse=True),
+             ABI2_STACK_BYTES, "what each stack holds")
+    check("6.50 MiB freed by context teardown" in text, f"the text: {text[:600]!r}")
+    # an ABI this gpuleak neither writes nor converts: one line, exit 3
+    data = bytearray(open(rec, "rb").read())
+    data[16:20] = (1).to_bytes(4, "little")
+    data[28:32] = zlib.crc32(bytes(data[:28])).to_bytes(4, "little")
+    old = os.path.join(tmp, "abi1.glr")
+    with open(old, "wb") as f:
+        f.write(data)
+    rc, rep, text, err = report(tmp, old)
+    check_eq(rc, NOT_A_RECORDING, f"exit status of an ABI 1 recording ({err})")
+    check("recorded by a gpuleak of BPF ABI 1" in err and err.count("\n") == 1,
+          f"said: {err!r}")

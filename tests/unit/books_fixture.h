@@ -25,6 +25,7 @@ struct fx {
 	struct books *b;
 	char root[64];
 	uint64_t clock_ns;
+	uint64_t teardowns; /* ctx_teardowns: contexts' teardowns begun */
 	uint64_t seq;
 	/* what the hooks saw */
 	int proc_new, proc_end, failures;
@@ -78,6 +79,7 @@ static UNIT_UNUSED struct fx *fx_new(bool no_proc_files)
 	h.ctx = f;
 	books__set_hooks(f->b, &h);
 	f->clock_ns = 1000000000ULL;
+	f->teardowns = 100;
 	return f;
 }
 
@@ -107,9 +109,12 @@ static void fx_hdr(struct fx *f, struct gl_hdr *h, uint32_t type, uint32_t size)
 		h->ts = f->clock_ns += 1000000;
 }
 
+/* A call record; with no teardowns, the count now (a teardown's: the next number). */
 static UNIT_UNUSED int fx_call(struct fx *f, struct gl_call c)
 {
 	fx_hdr(f, &c.hdr, GL_REC_CALL, sizeof(c));
+	if (!c.teardowns)
+		c.teardowns = c.op == GL_OP_CTX_DROP ? ++f->teardowns : f->teardowns;
 	return books__apply_bytes(f->b, &c, sizeof(c));
 }
 

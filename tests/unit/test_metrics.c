@@ -182,7 +182,7 @@ static void test_process_samples(void **state)
 	assert_line(t, "gpuleak_process_torch_fragmentation_ratio{" LBL "} 0.75");
 	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"fragmentation\"} 2");
 	assert_line(t, "gpuleak_process_oom_explained{" LBL ",cause=\"leak\"} 0");
-	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"2\",stack_mode=\"fp\"} 1");
+	assert_line(t, "gpuleak_build_info{version=\"1.2.3\",abi=\"3\",stack_mode=\"fp\"} 1");
 	assert_line(t, "gpuleak_events_lost_total{record=\"call\"} 5");
 	assert_line(t, "gpuleak_ring_unread_bytes 4096");
 	assert_line(t, "gpuleak_cap_hits_total{cap=\"procs\"} 4");
