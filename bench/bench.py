@@ -58,16 +58,20 @@ SMOKE = {
 
 
 def programs(pairs, reps, old, log):
-    """driver_cost's figures per program: this build's, and --old's beside it."""
+    """driver_cost's figures per program: this build's, --old's beside it, and the
+    do-nothing programs' (the floor, driver_cost.FLOOR) with each build's work above it."""
     binaries = [("gpuleak", GPULEAK)] + ([("old", old)] if old else [])
     try:
-        samples = driver_cost.measure(binaries, pairs, reps, "none", log)
+        samples = driver_cost.measure(binaries, pairs, reps, "none", log, floor=True)
     except RuntimeError as e:
         raise BenchError(f"programs: {e}")
     fields = ("call_enter_per_run", "call_exit_per_run", "call_enter", "call_exit", "bpf")
+    floor = samples[driver_cost.FLOOR]
     res = {"pairs": pairs, "reps": reps,
            "ns": {n: {f: Stats([s[f] for s in samples[n]]).as_dict() for f in fields}
-                  for n, _ in binaries}}
+                  for n in samples},
+           "above_floor": {n: Stats([s["bpf"] - f["bpf"] for s, f in zip(samples[n], floor)])
+                           .as_dict() for n, _ in binaries}}
     if old:
         res["gpuleak_over_old"] = {
             f: Stats([a[f] / b[f] for a, b in zip(samples["gpuleak"], samples["old"])]).as_dict()
@@ -182,6 +186,9 @@ def table(res, info):
             out.append(f"  {n:10} " + " ".join(
                 f"{fmt_stat(f[k]):>20}" for k in ("call_enter_per_run", "call_exit_per_run",
                                                   "call_enter", "call_exit", "bpf")))
+        if "above_floor" in p:
+            out.append("  BPF/pair above the floor (the do-nothing programs' runs), per run: " +
+                       ", ".join(f"{n} {fmt_stat(v)}" for n, v in p["above_floor"].items()))
         if "gpuleak_over_old" in p:
             r = p["gpuleak_over_old"]
             out.append("  gpuleak / old per run: " + ", ".join(

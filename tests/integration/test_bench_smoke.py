@@ -53,11 +53,17 @@ def test_bench_before_and_after_smoke(tmp):
                        capture_output=True, text=True, timeout=120, env=env)
     check_eq(p.returncode, 0, f"bench.py --old exit status (stderr: {p.stderr[-1500:]})")
     for line in ("gpuleak / old per run: call_enter", "BPF ns per program run",
-                 "full / full@old"):
+                 "full / full@old", "BPF/pair above the floor"):
         check(line in p.stdout, f"the table has no '{line}' line:\n{p.stdout}")
     with open(results) as f:
         res = json.load(f)["results"]
-    check_eq(sorted(res["programs"]["ns"]), ["gpuleak", "old"], "builds in the programs suite")
+    check_eq(sorted(res["programs"]["ns"]), ["floor", "gpuleak", "old"],
+             "builds in the programs suite, and the do-nothing programs")
+    ns = res["programs"]["ns"]
+    check(0 < ns["floor"]["bpf"]["median"] < ns["gpuleak"]["bpf"]["median"],
+          f"the do-nothing programs cost less than gpuleak's: {ns}")
+    check(all(v["median"] > 0 for v in res["programs"]["above_floor"].values()),
+          f"each build's work above the floor: {res['programs']['above_floor']}")
     pair = res["tensors"]["pair"]
     for mode in ("full", "full@old"):
         per = pair["bpf_prog_ns"][mode]
