@@ -741,9 +741,12 @@ static void census_held(struct session *s, int pid, struct incident_census *ic)
 	held = !tracer__held_since(s->tracer, pid, &since);
 	if (!held)
 		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
-	/* half the deadline for the read: stopping the threads and writing take the rest */
+	/* half the deadline for the read of a held process: stopping the threads and writing
+	 * take the rest; one the deadline let go already is read as it runs, and that read
+	 * pauses it for nothing: the whole deadline (a slow read of a busy heap, a gpuleak
+	 * behind on its CPU, which is why it was let go) */
 	if (s->census_fn)
-		status = census_into(s, pid, timeout / 2, ic);
+		status = census_into(s, pid, held ? timeout / 2 : timeout, ic);
 	if (held && !tracer__release(s->tracer, pid))
 		ic->past_deadline = tracer__hold_expired(s->tracer, pid, &ns, &by_kernel);
 	ic->held = held || ic->past_deadline;
