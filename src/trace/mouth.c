@@ -3,12 +3,8 @@
  * mouth.c - the ring buffer's mouth (mouth.h).
  *
  * The backlog is a list of chunks mapped for it, records laid end to end. One
- * writer appends: the thread, once it runs (before, a reader that fills in its
- * own thread; ring_lock keeps the two apart); one reader takes from the front.
- * Once the thread runs, a reader's fill asks it for one (kick_fd) rather than
- * read the ring itself: a reader preempted while it read (a main thread
- * starved on a busy CPU) would hold the thread, and the ring's draining, up
- * for as long as it waits for a CPU, and the ring would fill. A record is
+ * writer at a time appends (the thread, or a reader that fills in its own
+ * thread: both under ring_lock); one reader takes from the front. A record is
  * published by the release store of its chunk's tail, a chunk closed by the
  * release store of its next: the reader sees a record whole, and a chunk as
  * finished only once every record in it was published.
@@ -34,9 +30,6 @@
 /* the thread's wait when the programs raised no wakeup (their last records wait below
  * the wakeup threshold: the reader takes them at its own timeouts too) */
 #define IDLE_WAIT_MS 100
-/* and while records flow: it looks at the ring this often itself, and the programs raise
- * no wakeup but the fill's (an interrupt the traced thread would pay; mouth_polls) */
-#define POLL_MS 8
 /* and while the backlog is at its limit */
 #define FULL_WAIT_US 1000
 /*
@@ -45,7 +38,6 @@
  * (and the thread between two of the reader's) under a stream that never pauses.
  */
 #define FILL_RECORDS 4096
-
 /* The thread's nice value where it may set it (root, CAP_SYS_NICE). */
 #define MOUTH_NICE (-10)
 
@@ -60,7 +52,6 @@ struct mouth {
 	struct ring_buffer *rb;
 	const unsigned long *cons; /* the ring's consumer position */
 	uint32_t (*trim)(const void *data, uint32_t size);
-	uint32_t *polls; /* the programs' mouth_polls, or NULL */
 	size_t limit;
 	pthread_mutex_t ring_lock; /* one writer: the ring's reads and the appends */
 	/* the writer's */
@@ -76,7 +67,6 @@ struct mouth {
 	size_t bytes;		/* in the backlog: both, atomically */
 	int event_fd;		/* written after the thread copied records */
 	int stop_fd;		/* written to end the thread */
-	int kick_fd;		/* written by a reader that wants a fill */
 	int epoll_fd;
 	pthread_t thread;
 	bool started;
@@ -149,41 +139,29 @@ static int on_ring_record(void *ctx, void *data, size_t ring_size)
 	return --m->fill_left ? 0 : -EAGAIN;
 }
 
-/* Copies what the ring holds, max records at most; *cut: it held more. */
-static int fill(struct mouth *m, unsigned int max, bool *cut)
+/* Copies what the ring holds, FILL_RECORDS at most; *cut: it held more. */
+static int fill(struct mouth *m, bool *cut)
 {
 	int n;
 
 	*cut = false;
-	if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit)
+	pthread_mutex_lock(&m->ring_lock);
+	if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
+		pthread_mutex_unlock(&m->ring_lock);
 		return 0;
-	m->fill_left = max;
+	}
+	m->fill_left = FILL_RECORDS;
 	n = ring_buffer__consume(m->rb);
 	*cut = !m->fill_left;
-	return n == -EAGAIN ? 1 : n;
-}
-
-static int fill_locked(struct mouth *m, bool *cut)
-{
-	int n;
-
-	pthread_mutex_lock(&m->ring_lock);
-	n = fill(m, FILL_RECORDS, cut);
 	pthread_mutex_unlock(&m->ring_lock);
-	return n;
+	return n == -EAGAIN ? 1 : n;
 }
 
 int mouth__fill(struct mouth *m)
 {
-	uint64_t one = 1;
 	bool cut;
 
-	if (!m->started)
-		return fill_locked(m, &cut);
-	if (write(m->kick_fd, &one, sizeof(one)) < 0) {
-		/* the counter is full: the thread has a kick waiting already */
-	}
-	return 0;
+	return fill(m, &cut);
 }
 
 /* The thread needs no privilege to read a ring already mapped: it keeps none. */
@@ -199,7 +177,7 @@ static void *mouth_main(void *arg)
 {
 	struct mouth *m = arg;
 	uint64_t one = 1;
-	bool cut = false, polling = false;
+	bool cut = false;
 
 	/* first when it wakes: its work is short (a copy of what the programs wrote), and a
 	 * turn missed on a busy machine loses records once the ring is full. It takes
@@ -208,46 +186,28 @@ static void *mouth_main(void *arg)
 	prctl(PR_SET_NAME, "gpuleak-ring"); /* as ps -L and top show it */
 	drop_all_capabilities();
 	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
-		struct epoll_event ev[3];
-		int n, got;
+		struct epoll_event ev[2];
+		int n;
 
 		if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
 			usleep(FULL_WAIT_US);
 			n = 0;
 		} else {
 			/* no wait while the last fill left records in the ring */
-			n = epoll_wait(m->epoll_fd, ev, 3,
-				       cut     ? 0 :
-				       polling ? POLL_MS :
-						 IDLE_WAIT_MS);
+			n = epoll_wait(m->epoll_fd, ev, 2, cut ? 0 : IDLE_WAIT_MS);
 		}
-		for (int i = 0; i < n; i++) {
-			uint64_t kicks;
-
+		for (int i = 0; i < n; i++)
 			if (ev[i].data.fd == m->stop_fd)
 				return NULL;
-			if (ev[i].data.fd == m->kick_fd &&
-			    read(m->kick_fd, &kicks, sizeof(kicks)) < 0) {
-				/* taken by an earlier read: the fill below is for them all */
-			}
-		}
-		got = fill_locked(m, &cut);
-		if (got > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
+		if (fill(m, &cut) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
 			/* the counter is full: the reader has a wakeup waiting already */
-		}
-		/* records came since the last look: poll until a look finds none (a record
-		 * submitted as the flag falls waits for the next look, IDLE_WAIT_MS at most,
-		 * as one below the wakeup threshold always has) */
-		if (m->polls && (got > 0) != polling) {
-			polling = got > 0;
-			__atomic_store_n(m->polls, polling, __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
 }
 
 struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
-			 uint32_t (*trim)(const void *data, uint32_t size), uint32_t *polls)
+			 uint32_t (*trim)(const void *data, uint32_t size))
 {
 	struct mouth *m = calloc(1, sizeof(*m));
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -255,10 +215,9 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 
 	if (!m)
 		return NULL;
-	m->event_fd = m->stop_fd = m->kick_fd = m->epoll_fd = -1;
+	m->event_fd = m->stop_fd = m->epoll_fd = -1;
 	m->cons = cons;
 	m->trim = trim;
-	m->polls = polls;
 	m->limit = limit;
 	pthread_mutex_init(&m->ring_lock, NULL);
 	m->head = m->tail = chunk_new(0);
@@ -269,17 +228,13 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 		goto fail;
 	m->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (m->event_fd < 0 || m->stop_fd < 0 || m->kick_fd < 0 || m->epoll_fd < 0)
+	if (m->event_fd < 0 || m->stop_fd < 0 || m->epoll_fd < 0)
 		goto fail;
 	ev.data.fd = ring_buffer__epoll_fd(m->rb);
 	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		goto fail;
 	ev.data.fd = m->stop_fd;
-	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
-		goto fail;
-	ev.data.fd = m->kick_fd;
 	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		goto fail;
 	return m;
