@@ -587,7 +587,17 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	struct proc *proc;
 
 	if (r->event == GL_PROC_LIBLOAD) {
-		prefetches__parent_seen(b->prefetched, b->procs, &r->hdr, r->ppid);
+		int v[3];
+		bool ranks;
+
+		/* its ranks at the mapping, after its exec: a rank killed soon after may be
+		 * gone by the time its first call is read */
+		proc = procs__find_pid(b->procs, r->hdr.pid);
+		ranks = b->opts.rank_env && !b->opts.no_proc_files &&
+			!(proc && proc->t.start_time == r->hdr.start_time && proc->ranks_read) &&
+			!proc__env_ranks(r->hdr.pid, r->hdr.start_time, v);
+		prefetches__parent_seen(b->prefetched, b->procs, &r->hdr, r->ppid,
+					ranks ? v : NULL);
 		if (b->hooks.libs_changed)
 			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
 		return;

@@ -3,6 +3,7 @@
  * prefetch.c - what is known of a process before its books exist (prefetch.h).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "prefetch.h"
 #include "proc_int.h"
@@ -21,6 +22,8 @@ struct prefetches {
 struct parent {
 	uint64_t start_ns;
 	int ppid;
+	bool has_ranks;
+	int ranks[3]; /* as proc__env_ranks() read them at the mapping */
 };
 
 struct prefetch {
@@ -106,7 +109,7 @@ struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_
 }
 
 void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
-			     int ppid)
+			     int ppid, const int *ranks)
 {
 	struct proc *proc = procs__find_pid(procs, (int)h->pid);
 	struct parent *pa;
@@ -115,13 +118,18 @@ void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const st
 	if (proc && proc->t.start_time == h->start_time) {
 		if (!proc->t.ppid)
 			proc->t.ppid = ppid;
+		if (ranks && !proc->ranks_read)
+			proc__set_ranks(proc, ranks);
 		return;
 	}
 	if (htab__count(p->parents) >= PREFETCH_MAX)
 		htab__clear(p->parents);
 	pa = htab__upsert(p->parents, &pid, NULL);
-	if (pa)
-		*pa = (struct parent){ h->start_time, ppid };
+	if (!pa)
+		return;
+	*pa = (struct parent){ .start_ns = h->start_time, .ppid = ppid, .has_ranks = ranks };
+	if (ranks)
+		memcpy(pa->ranks, ranks, sizeof(pa->ranks));
 }
 
 void prefetches__parent_of(struct prefetches *p, struct proc *proc)
@@ -130,7 +138,11 @@ void prefetches__parent_of(struct prefetches *p, struct proc *proc)
 
 	if (!pa)
 		return;
-	if (!proc->t.ppid && pa->start_ns == proc->t.start_time)
-		proc->t.ppid = pa->ppid;
+	if (pa->start_ns == proc->t.start_time) {
+		if (!proc->t.ppid)
+			proc->t.ppid = pa->ppid;
+		if (pa->has_ranks && !proc->ranks_read)
+			proc__set_ranks(proc, pa->ranks);
+	}
 	htab__delete(p->parents, &proc->t.pid);
 }

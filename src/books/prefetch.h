@@ -23,11 +23,14 @@ void prefetches__free(struct prefetches *p);
 void prefetches__add(struct prefetches *p, struct modules *m, int pid);
 /* The map read for the process (pid, start boot-time ns), handed over; or NULL. */
 struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns);
-/* A library's mapping named the parent of the process of record h (BPF's): into its
- * books, or kept until they exist (parent_of()). */
+/*
+ * A library's mapping named the parent of the process of record h (BPF's), and
+ * ranks (NULL: not read) its ranks as proc__env_ranks() read them: into its
+ * books, or kept until they exist (parent_of()).
+ */
 void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
-			     int ppid);
-/* A new process with no parent known (gone already): the one kept for it, if any. */
+			     int ppid, const int *ranks);
+/* A new process: the parent and ranks kept for it, where it has none. */
 void prefetches__parent_of(struct prefetches *p, struct proc *proc);
 
 #endif /* GL_BOOKS_PREFETCH_H */

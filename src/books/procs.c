@@ -428,18 +428,22 @@ const struct series *proc__device_series(const struct proc *proc)
 	return proc->device_series;
 }
 
-/* The job's ranks from the launcher's variables (torchrun, mp.spawn by hand, Slurm wrappers). */
-static void read_ranks(struct proc *proc)
+int proc__env_ranks(int pid, uint64_t start_ns, int v[3])
 {
 	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE" };
-	int v[3];
-	int err = procfs__environ_ints(proc->t.pid, names, v, 3);
+	int err;
 
-	if (err) {
-		log_debug("PID %d: cannot read its environment for RANK: %s", proc->t.pid,
-			  strerror(-err));
-		return;
-	}
+	if (!procfs__same_process(pid, start_ns))
+		return -ESRCH;
+	err = procfs__environ_ints(pid, names, v, 3);
+	if (err)
+		log_debug("PID %d: cannot read its environment for RANK: %s", pid, strerror(-err));
+	return err;
+}
+
+void proc__set_ranks(struct proc *proc, const int v[3])
+{
+	proc->ranks_read = true;
 	proc->t.rank = v[0];
 	proc->t.local_rank = v[1];
 	proc->t.world_size = v[2];
@@ -447,11 +451,13 @@ static void read_ranks(struct proc *proc)
 
 void proc__read_ranks(struct proc *proc)
 {
+	int v[3];
+
 	if (proc->ranks_read)
 		return;
 	/* at its first call, after any exec: a launcher's child before its exec
 	 * still has the launcher's environment */
 	proc->ranks_read = true;
-	if (procfs__same_process(proc->t.pid, proc->t.start_time))
-		read_ranks(proc);
+	if (!proc__env_ranks(proc->t.pid, proc->t.start_time, v))
+		proc__set_ranks(proc, v);
 }

@@ -105,9 +105,18 @@ void proc__learn_device(struct proc *proc, uint64_t block, int dev);
 /*
  * The job's ranks (rank, local rank, world size of proc__totals()) from the
  * launcher's variables in the process's environment, read once: at its first
- * call, after any exec. An environment that cannot be read is logged at debug
- * level and leaves them as they were.
+ * mapping of a library gpuleak attaches to (proc__set_ranks()), else at its
+ * first call; after any exec either way. An environment that cannot be read
+ * leaves them as they were.
  */
 void proc__read_ranks(struct proc *proc);
+/* The ranks as read (v: RANK, LOCAL_RANK, WORLD_SIZE, -1 where absent): not read again. */
+void proc__set_ranks(struct proc *proc, const int v[3]);
+/*
+ * RANK, LOCAL_RANK and WORLD_SIZE of process pid started at start_ns (boot
+ * time) into v while it lives: 0, -ESRCH when it is gone, or -errno (logged at
+ * debug level).
+ */
+int proc__env_ranks(int pid, uint64_t start_ns, int v[3]);
 
 #endif /* GL_PROCS_H */

@@ -56,15 +56,17 @@ static void fx_on_failure(void *ctx, struct proc *proc, const struct failure *fl
 	f->last_failure = *fl;
 }
 
-static UNIT_UNUSED struct fx *fx_new(bool no_proc_files)
+/* Books with options o (a series width of a second where o leaves it 0). */
+static UNIT_UNUSED struct fx *fx_new_opts(struct books_opts o)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct books_opts o = { .series_width_ns = 1000000000ULL, .no_proc_files = no_proc_files };
 	struct books_hooks h = {
 		.proc_new = fx_on_new, .proc_end = fx_on_end, .failure = fx_on_failure,
 	};
 
 	assert_non_null(f);
+	if (!o.series_width_ns)
+		o.series_width_ns = 1000000000ULL;
 	snprintf(f->root, sizeof(f->root), "/tmp/glbooksXXXXXX");
 	assert_non_null(mkdtemp(f->root));
 	procfs_root = f->root;
@@ -81,6 +83,11 @@ static UNIT_UNUSED struct fx *fx_new(bool no_proc_files)
 	f->clock_ns = 1000000000ULL;
 	f->teardowns = 100;
 	return f;
+}
+
+static UNIT_UNUSED struct fx *fx_new(bool no_proc_files)
+{
+	return fx_new_opts((struct books_opts){ .no_proc_files = no_proc_files });
 }
 
 static UNIT_UNUSED void fx_free(struct fx *f)

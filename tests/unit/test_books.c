@@ -649,6 +649,78 @@ static void test_no_proc_files(void **state)
 	fx_free(f);
 }
 
+/* A process under fx's procfs root, alive with the fixture's start time and environment env
+ * (entries separated by '\0', envlen bytes). */
+static void fake_live_proc(struct fx *f, int pid, const char *env, size_t envlen)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	char path[128], stat[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%d", f->root, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (rank) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid,
+		 (unsigned long long)(START / (1000000000ULL / (uint64_t)(hz > 0 ? hz : 100))));
+	snprintf(path, sizeof(path), "%s/%d/stat", f->root, pid);
+	unit_write_file(path, stat);
+	snprintf(path, sizeof(path), "%s/%d/environ", f->root, pid);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(env, 1, envlen, fp), envlen);
+	fclose(fp);
+}
+
+/*
+ * --ranks-from-env: the ranks are read when the process maps a traced library,
+ * so a rank killed before its first call is read keeps them; one seen only by
+ * its calls is read at the first, while it lives, and one already gone has none.
+ */
+static void test_ranks_read_at_the_mapping_outlive_the_process(void **state)
+{
+	static const char env[] = "PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0";
+	struct gl_proc r = { .hdr = { .pid = PID, .start_time = START }, .event = GL_PROC_LIBLOAD,
+			     .ppid = 4000 };
+	struct fx *f = fx_new_opts((struct books_opts){ .rank_env = true });
+	char path[128];
+	const struct proc_totals *t;
+
+	fake_live_proc(f, PID, env, sizeof(env) - 1);
+	fx_hdr(f, &r.hdr, GL_REC_PROC, sizeof(r));
+	r.lib.kind = GL_LIB_CUDA;
+	assert_int_equal(books__apply_bytes(f->b, &r, sizeof(r)), 0);
+	/* killed: gone from /proc before the books reach its first call */
+	snprintf(path, sizeof(path), "%s/%d", f->root, PID);
+	unit_rm_tree(path);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	t = proc__totals(fx_proc(f));
+	assert_int_equal(t->rank, 3);
+	assert_int_equal(t->local_rank, 1);
+	assert_int_equal(t->world_size, 8);
+	assert_int_equal(t->ppid, 4000);
+	fx_free(f);
+
+	/* no mapping seen: read at the first call, while it lives */
+	f = fx_new_opts((struct books_opts){ .rank_env = true });
+	fake_live_proc(f, PID, env, sizeof(env) - 1);
+	fake_live_proc(f, PID + 1, env, sizeof(env) - 1);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_int_equal(proc__totals(fx_proc(f))->rank, 3);
+	/* and one gone by then has none */
+	snprintf(path, sizeof(path), "%s/%d", f->root, PID + 1);
+	unit_rm_tree(path);
+	assert_int_equal(fx_call(f, (struct gl_call){ .hdr = { .pid = PID + 1 },
+						       .api = GL_API_cuMemAlloc_v2,
+						       .op = GL_OP_ALLOC, .kind = GL_KIND_DPTR,
+						       .cls = GL_CLASS_DEVICE, .key = 0x2000,
+						       .bytes = 1, .dev = -1, .seq = ++f->seq }),
+			 0);
+	t = proc__totals(procs__find_pid(books__procs(f->b), PID + 1));
+	assert_int_equal(t->rank, -1);
+	assert_int_equal(t->world_size, -1);
+	fx_free(f);
+}
+
 /* Context indexes: stable per value, 0 for none, and many of them. */
 static void test_ctx_index(void **state)
 {
@@ -1006,6 +1078,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_counted),
 		cmocka_unit_test(test_counters_and_clock),
 		cmocka_unit_test(test_no_proc_files),
+		cmocka_unit_test(test_ranks_read_at_the_mapping_outlive_the_process),
 		cmocka_unit_test(test_ctx_index),
 		cmocka_unit_test(test_block_device_learned),
 		cmocka_unit_test(test_live_books_agree_within_calls_in_flight),
