@@ -3,8 +3,12 @@
  * mouth.c - the ring buffer's mouth (mouth.h).
  *
  * The backlog is a list of chunks mapped for it, records laid end to end. One
- * writer at a time appends (the thread, or a reader that fills in its own
- * thread: both under ring_lock); one reader takes from the front. A record is
+ * writer appends: the thread, once it runs (before, a reader that fills in its
+ * own thread; ring_lock keeps the two apart); one reader takes from the front.
+ * Once the thread runs, a reader's fill asks it for one (kick_fd) rather than
+ * read the ring itself: a reader preempted while it read (a main thread
+ * starved on a busy CPU) would hold the thread, and the ring's draining, up
+ * for as long as it waits for a CPU, and the ring would fill. A record is
  * published by the release store of its chunk's tail, a chunk closed by the
  * release store of its next: the reader sees a record whole, and a chunk as
  * finished only once every record in it was published.
@@ -34,8 +38,8 @@
 #define FULL_WAIT_US 1000
 /*
  * Records one fill copies at most: libbpf reads for as long as records keep coming, and
- * the reader, which fills too, must get the ring's lock between two fills of the thread
- * (and the thread between two of the reader's) under a stream that never pauses.
+ * under a stream that never pauses the reader must hear of copies (event_fd) as they
+ * are made, and a kick or a stop be seen between two fills.
  */
 #define FILL_RECORDS 4096
 /* The thread's nice value where it may set it (root, CAP_SYS_NICE). */
@@ -63,10 +67,12 @@ struct mouth {
 	/* the reader's */
 	struct chunk *head;
 	size_t head_off;
+	struct chunk *spare;	/* the reader's last finished chunk, for the writer: atomically */
 	unsigned long last_end; /* the end of the last record taken */
 	size_t bytes;		/* in the backlog: both, atomically */
 	int event_fd;		/* written after the thread copied records */
 	int stop_fd;		/* written to end the thread */
+	int kick_fd;		/* written by a reader that wants a fill */
 	int epoll_fd;
 	pthread_t thread;
 	bool started;
@@ -78,11 +84,17 @@ static size_t rec_bytes(uint32_t size)
 	return (sizeof(struct mouth_rec) + size + 7) & ~(size_t)7;
 }
 
+/*
+ * Mapped with its pages at once: the thread's copies must outrun the programs' writes
+ * (a burst of DWARF stacks: 17 KB records at ~250 MB/s), and a fault per page taken
+ * in the copy cost a fill up to 90 ms on the CPU machine's guest, while a 16 MiB ring
+ * filled behind it.
+ */
 static struct chunk *chunk_new(size_t need)
 {
 	size_t bytes = sizeof(struct chunk) + (need > CHUNK_BYTES ? need : CHUNK_BYTES);
-	struct chunk *c =
-		mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct chunk *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	if (c == MAP_FAILED)
 		return NULL;
@@ -92,7 +104,28 @@ static struct chunk *chunk_new(size_t need)
 
 static void chunk_free(struct chunk *c)
 {
-	munmap(c, sizeof(*c) + c->cap);
+	if (c)
+		munmap(c, sizeof(*c) + c->cap);
+}
+
+/* A chunk for the writer: the one the reader finished last if it fits, else a new one. */
+static struct chunk *chunk_get(struct mouth *m, size_t need)
+{
+	struct chunk *c = __atomic_exchange_n(&m->spare, NULL, __ATOMIC_ACQ_REL);
+
+	if (c && c->cap >= need) {
+		c->next = NULL;
+		c->tail = 0;
+		return c;
+	}
+	chunk_free(c);
+	return chunk_new(need);
+}
+
+/* A chunk the reader finished: kept for the writer (one at most), its pages mapped. */
+static void chunk_put(struct mouth *m, struct chunk *c)
+{
+	chunk_free(__atomic_exchange_n(&m->spare, c, __ATOMIC_ACQ_REL));
 }
 
 /* libbpf's callback: the record is consumed once this returns, whatever it returns */
@@ -105,7 +138,7 @@ static int on_ring_record(void *ctx, void *data, size_t ring_size)
 	struct chunk *c = m->tail;
 
 	if (c->tail + need > c->cap) {
-		struct chunk *n = chunk_new(need);
+		struct chunk *n = chunk_get(m, need);
 
 		if (!n) {
 			const struct gl_hdr *h = data;
@@ -159,9 +192,15 @@ static int fill(struct mouth *m, bool *cut)
 
 int mouth__fill(struct mouth *m)
 {
+	uint64_t one = 1;
 	bool cut;
 
-	return fill(m, &cut);
+	if (!m->started) /* set by the reader's thread */
+		return fill(m, &cut);
+	if (write(m->kick_fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: the thread has a kick waiting already */
+	}
+	return 0;
 }
 
 /* The thread needs no privilege to read a ring already mapped: it keeps none. */
@@ -186,7 +225,7 @@ static void *mouth_main(void *arg)
 	prctl(PR_SET_NAME, "gpuleak-ring"); /* as ps -L and top show it */
 	drop_all_capabilities();
 	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
-		struct epoll_event ev[2];
+		struct epoll_event ev[3];
 		int n;
 
 		if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
@@ -194,11 +233,18 @@ static void *mouth_main(void *arg)
 			n = 0;
 		} else {
 			/* no wait while the last fill left records in the ring */
-			n = epoll_wait(m->epoll_fd, ev, 2, cut ? 0 : IDLE_WAIT_MS);
+			n = epoll_wait(m->epoll_fd, ev, 3, cut ? 0 : IDLE_WAIT_MS);
 		}
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
+			uint64_t kicks;
+
 			if (ev[i].data.fd == m->stop_fd)
 				return NULL;
+			if (ev[i].data.fd == m->kick_fd &&
+			    read(m->kick_fd, &kicks, sizeof(kicks)) < 0) {
+				/* taken by an earlier read: the fill below is for them all */
+			}
+		}
 		if (fill(m, &cut) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
 			/* the counter is full: the reader has a wakeup waiting already */
 		}
@@ -215,7 +261,7 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 
 	if (!m)
 		return NULL;
-	m->event_fd = m->stop_fd = m->epoll_fd = -1;
+	m->event_fd = m->stop_fd = m->kick_fd = m->epoll_fd = -1;
 	m->cons = cons;
 	m->trim = trim;
 	m->limit = limit;
@@ -228,13 +274,17 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 		goto fail;
 	m->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	m->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	m->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (m->event_fd < 0 || m->stop_fd < 0 || m->epoll_fd < 0)
+	if (m->event_fd < 0 || m->stop_fd < 0 || m->kick_fd < 0 || m->epoll_fd < 0)
 		goto fail;
 	ev.data.fd = ring_buffer__epoll_fd(m->rb);
 	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		goto fail;
 	ev.data.fd = m->stop_fd;
+	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
+		goto fail;
+	ev.data.fd = m->kick_fd;
 	if (epoll_ctl(m->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev))
 		goto fail;
 	return m;
@@ -279,6 +329,7 @@ void mouth__free(struct mouth *m)
 		next = c->next;
 		chunk_free(c);
 	}
+	chunk_free(m->spare);
 	for (int *fd = &m->event_fd; fd <= &m->epoll_fd; fd++)
 		if (*fd >= 0)
 			close(*fd);
@@ -301,7 +352,7 @@ const struct mouth_rec *mouth__peek(struct mouth *m)
 			continue;
 		m->head = next;
 		m->head_off = 0;
-		chunk_free(c);
+		chunk_put(m, c);
 	}
 }
 

@@ -48,7 +48,11 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 int mouth__start(struct mouth *m);
 void mouth__free(struct mouth *m);
 
-/* Copies what the ring holds now, in the caller's thread; records copied or -errno. */
+/*
+ * Copies what the ring holds now: in the caller's thread before the thread runs
+ * (records copied, or -errno); once it runs, asks it to (0: its copies come to
+ * the backlog as they are made, and mouth__event_fd() says so).
+ */
 int mouth__fill(struct mouth *m);
 /* The oldest record not yet taken, or NULL; valid until mouth__pop(). */
 const struct mouth_rec *mouth__peek(struct mouth *m);
