@@ -370,6 +370,9 @@ static __always_inline void stat_inc(__u32 which)
 
 /* The last time a per-call record woke the consumer (any CPU; races are harmless). */
 __u64 last_wakeup_ns = 0;
+/* 1 while the thread at the ring's mouth polls the ring itself, records flowing (written
+ * by user space, mouth.c): no wakeup is due then but the fill's (rb_flags()). */
+__u32 mouth_polls = 0;
 
 #define GL_WAKEUP_NS 8000000ULL
 
@@ -378,23 +381,24 @@ __u64 last_wakeup_ns = 0;
  * traced thread an inter-processor interrupt (a VM exit in a guest), so in a
  * stream of records it is woken at most once every GL_WAKEUP_NS, or sooner once
  * targ_wakeup_bytes are waiting; the first record after a quiet spell wakes it at
- * once, so that a new process is seen while it lives. The thread at the ring's
- * mouth copies what it finds at each wakeup and at its own timeouts, and the
- * reader takes what is left at each of its polls, so 8 ms costs no record: an
- * 16 MiB ring holds far more than 8 ms of the fastest stream (about 120 KB).
- * Process records and failures always wake it (libraries loaded late must be
- * attached at once; a failure may hold its process).
+ * once, so that a new process is seen while it lives. While the thread at the
+ * ring's mouth polls the ring itself (mouth_polls: records are flowing, and it
+ * looks every 8 ms) only the fill wakes it. It copies what it finds at each
+ * wakeup and at its own timeouts, and the reader takes what is left at each of
+ * its polls, so 8 ms costs no record: an 8 MiB ring holds far more than 8 ms of
+ * the fastest stream (about 120 KB). Process records and failures always wake
+ * it (libraries loaded late must be attached at once; a failure may hold its
+ * process).
  */
 static __always_inline __u64 rb_flags(__u64 ts)
 {
 	if (!targ_wakeup_bytes)
 		return 0;
-	if (ts - last_wakeup_ns >= GL_WAKEUP_NS ||
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes) {
-		last_wakeup_ns = ts;
-		return BPF_RB_FORCE_WAKEUP;
-	}
-	return BPF_RB_NO_WAKEUP;
+	if ((*(volatile __u32 *)&mouth_polls || ts - last_wakeup_ns < GL_WAKEUP_NS) &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < targ_wakeup_bytes)
+		return BPF_RB_NO_WAKEUP;
+	last_wakeup_ns = ts;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 #endif /* GPULEAK_MAPS_BPF_H */

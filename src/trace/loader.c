@@ -499,7 +499,7 @@ struct tracer *tracer__new(const struct tracer_opts *opts, tracer_record_fn fn, 
 			      opts->ringbuf_bytes * BACKLOG_RINGS > BACKLOG_BYTES ?
 				      opts->ringbuf_bytes * BACKLOG_RINGS :
 				      BACKLOG_BYTES,
-			      record_bytes);
+			      record_bytes, &t->skel->bss->mouth_polls);
 	if (!t->mouth) {
 		err = -errno;
 		log_error("failed to open the ring buffer: %s (lower --ringbuf-size)",

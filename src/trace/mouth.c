@@ -2,16 +2,29 @@
 /*
  * mouth.c - the ring buffer's mouth (mouth.h).
  *
- * The backlog is a list of chunks mapped for it, records laid end to end. One
- * writer appends: the thread, once it runs (before, a reader that fills in its
- * own thread; ring_lock keeps the two apart); one reader takes from the front.
- * Once the thread runs, a reader's fill asks it for one (kick_fd) rather than
- * read the ring itself: a reader preempted while it read (a main thread
- * starved on a busy CPU) would hold the thread, and the ring's draining, up
- * for as long as it waits for a CPU, and the ring would fill. A record is
- * published by the release store of its chunk's tail, a chunk closed by the
- * release store of its next: the reader sees a record whole, and a chunk as
- * finished only once every record in it was published.
+ * The backlog is a list of chunks, records laid end to end: slots of one region
+ * reserved at the start, taken in turn and given back in the same order (a
+ * record larger than a slot, or a backlog of large records' wasted tails, gets
+ * a mapping of its own). The thread makes no mapping while records flow: a
+ * mapping, or a populate, waits for the address space's lock, which another
+ * thread of gpuleak's may hold (to map an ELF file it unwinds with, a large
+ * allocation) and, starved of CPU, keep; on the CPU machine that held a
+ * burst's copying up long enough to fill a 16 MiB ring in about one run in ten
+ * of test_load's burst. A fault takes none (the kernel locks the one mapping
+ * it faults in, from Linux 6.4). The region asks for huge pages, so that a
+ * slot is faulted in at once, not a page at a time (a fault a page cost a
+ * fill up to 90 ms on that guest); the reader drops a slot's pages as it
+ * gives it back.
+ *
+ * One writer appends: the thread, once it runs (before, a reader that fills in
+ * its own thread; ring_lock keeps the two apart); one reader takes from the
+ * front. Once the thread runs, a reader's fill asks it for one (kick_fd)
+ * rather than read the ring itself: a reader preempted while it read (a main
+ * thread starved on a busy CPU) would hold the thread, and the ring's
+ * draining, up for as long as it waits for a CPU, and the ring would fill. A
+ * record is published by the release store of its chunk's tail, a chunk
+ * closed by the release store of its next: the reader sees a record whole, and
+ * a chunk as finished only once every record in it was published.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -30,10 +43,14 @@
 #include "gpuleak_abi.h"
 #include "mouth.h"
 
-#define CHUNK_BYTES (1 << 20)
+/* a slot: a huge page on x86-64 */
+#define CHUNK_BYTES (2 << 20)
 /* the thread's wait when the programs raised no wakeup (their last records wait below
  * the wakeup threshold: the reader takes them at its own timeouts too) */
 #define IDLE_WAIT_MS 100
+/* and while records flow: it looks at the ring this often itself, and the programs raise
+ * no wakeup but the fill's (an interrupt the traced thread would pay; mouth_polls) */
+#define POLL_MS 8
 /* and while the backlog is at its limit */
 #define FULL_WAIT_US 1000
 /*
@@ -49,16 +66,21 @@ struct chunk {
 	struct chunk *next; /* set once this chunk takes no more records */
 	size_t cap;	    /* bytes of data */
 	size_t tail;	    /* bytes published */
-	unsigned char data[];
+	bool slot;	    /* one of the region's, else mapped for itself */
+	unsigned char data[] __attribute__((aligned(8))); /* records are 8-byte aligned */
 };
 
 struct mouth {
 	struct ring_buffer *rb;
 	const unsigned long *cons; /* the ring's consumer position */
 	uint32_t (*trim)(const void *data, uint32_t size);
+	uint32_t *polls; /* the programs' mouth_polls, or NULL */
 	size_t limit;
 	pthread_mutex_t ring_lock; /* one writer: the ring's reads and the appends */
+	unsigned char *region;	   /* nr_slots slots of CHUNK_BYTES */
+	size_t nr_slots;
 	/* the writer's */
+	uint64_t slots_taken;
 	struct chunk *tail;
 	uint64_t peak, full;
 	uint64_t lost[4]; /* by record type: read atomically */
@@ -67,7 +89,7 @@ struct mouth {
 	/* the reader's */
 	struct chunk *head;
 	size_t head_off;
-	struct chunk *spare;	/* the reader's last finished chunk, for the writer: atomically */
+	uint64_t slots_freed;	/* slots the reader gave back: atomically */
 	unsigned long last_end; /* the end of the last record taken */
 	size_t bytes;		/* in the backlog: both, atomically */
 	int event_fd;		/* written after the thread copied records */
@@ -84,13 +106,8 @@ static size_t rec_bytes(uint32_t size)
 	return (sizeof(struct mouth_rec) + size + 7) & ~(size_t)7;
 }
 
-/*
- * Mapped with its pages at once: the thread's copies must outrun the programs' writes
- * (a burst of DWARF stacks: 17 KB records at ~250 MB/s), and a fault per page taken
- * in the copy cost a fill up to 90 ms on the CPU machine's guest, while a 16 MiB ring
- * filled behind it.
- */
-static struct chunk *chunk_new(size_t need)
+/* A chunk mapped for itself, for a record larger than a slot or past the slots. */
+static struct chunk *chunk_map(size_t need)
 {
 	size_t bytes = sizeof(struct chunk) + (need > CHUNK_BYTES ? need : CHUNK_BYTES);
 	struct chunk *c = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
@@ -102,30 +119,53 @@ static struct chunk *chunk_new(size_t need)
 	return c;
 }
 
-static void chunk_free(struct chunk *c)
+/*
+ * The region: nr_slots slots, aligned to a slot so that each can be a huge page,
+ * reserved (no memory until written). NULL on failure.
+ */
+static unsigned char *map_region(size_t nr_slots)
 {
-	if (c)
-		munmap(c, sizeof(*c) + c->cap);
+	size_t bytes = nr_slots * CHUNK_BYTES;
+	unsigned char *p = mmap(NULL, bytes + CHUNK_BYTES, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	unsigned char *at;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	at = (unsigned char *)(((uintptr_t)p + CHUNK_BYTES - 1) & ~(uintptr_t)(CHUNK_BYTES - 1));
+	if (at > p)
+		munmap(p, (size_t)(at - p));
+	munmap(at + bytes, (size_t)(p + CHUNK_BYTES - at));
+	/* where transparent huge pages are off, a slot's pages fault in one at a time */
+	(void)madvise(at, bytes, MADV_HUGEPAGE);
+	return at;
 }
 
-/* A chunk for the writer: the one the reader finished last if it fits, else a new one. */
+/* The writer's next chunk: the region's next slot where it is free and need fits. */
 static struct chunk *chunk_get(struct mouth *m, size_t need)
 {
-	struct chunk *c = __atomic_exchange_n(&m->spare, NULL, __ATOMIC_ACQ_REL);
+	struct chunk *c;
 
-	if (c && c->cap >= need) {
-		c->next = NULL;
-		c->tail = 0;
-		return c;
-	}
-	chunk_free(c);
-	return chunk_new(need);
+	if (sizeof(*c) + need > CHUNK_BYTES ||
+	    m->slots_taken - __atomic_load_n(&m->slots_freed, __ATOMIC_ACQUIRE) >= m->nr_slots)
+		return chunk_map(need);
+	c = (struct chunk *)(m->region + (m->slots_taken++ % m->nr_slots) * CHUNK_BYTES);
+	c->next = NULL;
+	c->cap = CHUNK_BYTES - sizeof(*c);
+	c->tail = 0;
+	c->slot = true;
+	return c;
 }
 
-/* A chunk the reader finished: kept for the writer (one at most), its pages mapped. */
+/* The reader is done with chunk c: its slot's pages dropped and the slot given back. */
 static void chunk_put(struct mouth *m, struct chunk *c)
 {
-	chunk_free(__atomic_exchange_n(&m->spare, c, __ATOMIC_ACQ_REL));
+	if (!c->slot) {
+		munmap(c, sizeof(*c) + c->cap);
+		return;
+	}
+	(void)madvise(c, CHUNK_BYTES, MADV_DONTNEED);
+	__atomic_add_fetch(&m->slots_freed, 1, __ATOMIC_RELEASE);
 }
 
 /* libbpf's callback: the record is consumed once this returns, whatever it returns */
@@ -216,7 +256,7 @@ static void *mouth_main(void *arg)
 {
 	struct mouth *m = arg;
 	uint64_t one = 1;
-	bool cut = false;
+	bool cut = false, polling = false;
 
 	/* first when it wakes: its work is short (a copy of what the programs wrote), and a
 	 * turn missed on a busy machine loses records once the ring is full. It takes
@@ -226,14 +266,19 @@ static void *mouth_main(void *arg)
 	drop_all_capabilities();
 	while (!__atomic_load_n(&m->stopping, __ATOMIC_ACQUIRE)) {
 		struct epoll_event ev[3];
-		int n;
+		bool timed_out = false;
+		int n, got;
 
 		if (__atomic_load_n(&m->bytes, __ATOMIC_RELAXED) >= m->limit) {
 			usleep(FULL_WAIT_US);
 			n = 0;
 		} else {
 			/* no wait while the last fill left records in the ring */
-			n = epoll_wait(m->epoll_fd, ev, 3, cut ? 0 : IDLE_WAIT_MS);
+			n = epoll_wait(m->epoll_fd, ev, 3,
+				       cut     ? 0 :
+				       polling ? POLL_MS :
+						 IDLE_WAIT_MS);
+			timed_out = !n && !cut;
 		}
 		for (int i = 0; i < n; i++) {
 			uint64_t kicks;
@@ -245,15 +290,24 @@ static void *mouth_main(void *arg)
 				/* taken by an earlier read: the fill below is for them all */
 			}
 		}
-		if (fill(m, &cut) > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
+		got = fill(m, &cut);
+		if (got > 0 && write(m->event_fd, &one, sizeof(one)) < 0) {
 			/* the counter is full: the reader has a wakeup waiting already */
+		}
+		/* records came since the last look: poll until a look a whole POLL_MS after
+		 * the last finds none (a look at a kick or a wakeup may come just after a
+		 * fill). A record submitted as the flag falls waits for the reader's next
+		 * kick, as one below the wakeup threshold always has. */
+		if (m->polls && (got > 0 || (polling && timed_out)) && (got > 0) != polling) {
+			polling = got > 0;
+			__atomic_store_n(m->polls, polling, __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
 }
 
 struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
-			 uint32_t (*trim)(const void *data, uint32_t size))
+			 uint32_t (*trim)(const void *data, uint32_t size), uint32_t *polls)
 {
 	struct mouth *m = calloc(1, sizeof(*m));
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -264,9 +318,15 @@ struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
 	m->event_fd = m->stop_fd = m->kick_fd = m->epoll_fd = -1;
 	m->cons = cons;
 	m->trim = trim;
+	m->polls = polls;
 	m->limit = limit;
 	pthread_mutex_init(&m->ring_lock, NULL);
-	m->head = m->tail = chunk_new(0);
+	/* the limit, and a slot's tail each record may leave unused, and one being read */
+	m->nr_slots = (limit + CHUNK_BYTES - 1) / CHUNK_BYTES + 2;
+	m->region = map_region(m->nr_slots);
+	if (!m->region)
+		goto fail;
+	m->head = m->tail = chunk_get(m, 0);
 	if (!m->head)
 		goto fail;
 	m->rb = ring_buffer__new(ring_fd, on_ring_record, m, NULL);
@@ -327,9 +387,11 @@ void mouth__free(struct mouth *m)
 	ring_buffer__free(m->rb);
 	for (c = m->head; c; c = next) {
 		next = c->next;
-		chunk_free(c);
+		if (!c->slot)
+			munmap(c, sizeof(*c) + c->cap);
 	}
-	chunk_free(m->spare);
+	if (m->region)
+		munmap(m->region, m->nr_slots * CHUNK_BYTES);
 	for (int *fd = &m->event_fd; fd <= &m->epoll_fd; fd++)
 		if (*fd >= 0)
 			close(*fd);

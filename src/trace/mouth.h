@@ -40,10 +40,12 @@ struct mouth_stats {
 /*
  * A mouth on the ring buffer map ring_fd, whose consumer position is mapped at
  * cons; the backlog holds at most limit bytes. trim(size, data) gives the bytes
- * of a record worth copying. NULL and errno on failure.
+ * of a record worth copying. polls (may be NULL): the programs' flag, set while
+ * the thread polls the ring itself (records are flowing), when they wake it for
+ * the ring's fill alone. NULL and errno on failure.
  */
 struct mouth *mouth__new(int ring_fd, const unsigned long *cons, size_t limit,
-			 uint32_t (*trim)(const void *data, uint32_t size));
+			 uint32_t (*trim)(const void *data, uint32_t size), uint32_t *polls);
 /* Starts the thread (it keeps no capability and takes no signal); 0 or -errno. */
 int mouth__start(struct mouth *m);
 void mouth__free(struct mouth *m);
