@@ -46,7 +46,7 @@
 /* a slot: a huge page on x86-64 */
 #define CHUNK_BYTES (2 << 20)
 /* the thread's wait when the programs raised no wakeup (their last records wait below
- * the wakeup threshold: the reader takes them at its own timeouts too) */
+ * the wakeup threshold: the reader's kick at each of its timeouts fills too) */
 #define IDLE_WAIT_MS 100
 /* and while records flow: it looks at the ring this often itself, and the programs raise
  * no wakeup but the fill's (an interrupt the traced thread would pay; mouth_polls) */
@@ -298,8 +298,8 @@ static void *mouth_main(void *arg)
 		 * the last finds none (a look at a kick or a wakeup may come just after a
 		 * fill). A record submitted as the flag falls waits for the reader's next
 		 * kick, as one below the wakeup threshold always has. */
-		if (m->polls && (got > 0 || (polling && timed_out)) && (got > 0) != polling) {
-			polling = got > 0;
+		if (m->polls && (got > 0 || (polling && !timed_out)) != polling) {
+			polling = !polling;
 			__atomic_store_n(m->polls, polling, __ATOMIC_RELAXED);
 		}
 	}
