@@ -616,9 +616,14 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 
 		poll(&pfd, 1, timeout_ms);
 	}
-	mouth__clear_event(t->mouth);
-	/* records below the wakeup threshold raise no event: take them at each poll */
-	n = mouth__fill(t->mouth);
+	/*
+	 * Records below the wakeup threshold raise no event: where the thread copied
+	 * nothing since the last poll, it is asked to look. Where it did, it is looking
+	 * already (its wakeups, or its polls while records flow); asking it then, at each
+	 * event, would set the two threads reading the ring in turn without a pause, the
+	 * ring's positions and records moving between their CPUs and the traced threads'.
+	 */
+	n = mouth__clear_event(t->mouth) ? 0 : mouth__fill(t->mouth);
 	if (n >= 0)
 		n = read_backlog(t, 0);
 	t->budget_ns = 0;

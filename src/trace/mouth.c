@@ -447,13 +447,12 @@ int mouth__event_fd(const struct mouth *m)
 	return m->event_fd;
 }
 
-void mouth__clear_event(struct mouth *m)
+bool mouth__clear_event(struct mouth *m)
 {
 	uint64_t v;
 
-	if (read(m->event_fd, &v, sizeof(v)) < 0) {
-		/* nothing was written: nothing to clear */
-	}
+	/* fails (EAGAIN) where nothing was written */
+	return read(m->event_fd, &v, sizeof(v)) == sizeof(v);
 }
 
 void mouth__stats(struct mouth *m, struct mouth_stats *out)

@@ -63,7 +63,8 @@ void mouth__pop(struct mouth *m);
 unsigned long mouth__taken(struct mouth *m);
 /* Readable once records were copied since it was last cleared (mouth__clear_event). */
 int mouth__event_fd(const struct mouth *m);
-void mouth__clear_event(struct mouth *m);
+/* Clears it; true where records were copied since the last clear. */
+bool mouth__clear_event(struct mouth *m);
 void mouth__stats(struct mouth *m, struct mouth_stats *out);
 
 #endif /* GL_MOUTH_H */

@@ -63,6 +63,41 @@ def test_undersized_ring_buffer_is_flagged(tmp):
           "text and stderr both warn")
 
 
+def _wakeups(pid):
+    """{thread name: voluntary context switches} of every thread of pid."""
+    res = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            st = dict(line.split(":", 1) for line in f if ":" in line)
+        res[st["Name"].strip()] = int(st["voluntary_ctxt_switches"])
+    return res
+
+
+def test_a_steady_stream_wakes_gpuleak_at_its_polls(tmp):
+    """One thread allocating and freeing without a pause: the thread at the ring's mouth
+    copies what came every 8 ms and tells the reader, which reads it. Neither wakes the
+    other between its polls: a reader that asked the thread to look at each of its
+    wakeups set the two reading the ring in turn without a pause (about 1,000 wakeups a
+    second each on 2 CPUs, more where each has a CPU of its own), every look moving the
+    ring's positions and records between their CPUs and the traced thread's."""
+    seconds = 3
+    tr = Tracer(["run", "-i", "0", "--", os.path.join(WORKLOADS, "wl_load"), "--no-wait",
+                 "--threads", "1", "--iters", str(seconds + 3), "--truth",
+                 os.path.join(tmp, "load.json")], tmp)
+    tr.wait_attached()
+    time.sleep(1.5)  # the stream under way
+    before, t0 = _wakeups(tr.proc.pid), time.monotonic()
+    time.sleep(seconds)
+    after, t1 = _wakeups(tr.proc.pid), time.monotonic()
+    check_eq(tr.wait(timeout=60), 0, "gpuleak exit status")
+    check(tr.report()["processes"][0]["alloc_calls"] > 10000, "a stream of calls")
+    # the mouth's polls (125 a second) and the reader's one wakeup after each, its own
+    # timeouts (10 a second) and the ring's fill on top: 250 a second leaves twice that
+    for name in ("gpuleak-ring", "gpuleak"):
+        rate = (after[name] - before[name]) / (t1 - t0)
+        check(rate < 250, f"{name} woke {rate:.0f} times a second")
+
+
 def _peak_kib(pid):
     """The process's peak resident size (VmHWM), or None once it is gone."""
     try:
