@@ -658,9 +658,15 @@ int cli__parse(int argc, char **argv, struct gl_opts *o)
 		o->tensor_sample_bytes = DEFAULT_TENSOR_SAMPLE;
 	if (!o->tensor_window_ms)
 		o->tensor_window_ms = 16 * o->resolution_ms;
-	/* a DWARF stack record carries the stack (16 KiB): bursts need more room */
+	/*
+	 * A DWARF stack record carries the stack (16 KiB): bursts need room. Without them a
+	 * record is about a hundred bytes, and the smaller the ring, the likelier its lines
+	 * are still in the CPU's caches when a record is written into them again (a driver
+	 * pair's BPF work ~10 % less than at 8 MiB, bench/RESULTS.md). 2 MiB holds 20,000
+	 * such records, and the programs wake gpuleak-ring once an eighth of it waits.
+	 */
 	if (!o->ringbuf_bytes)
-		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 16 << 20 : 8 << 20;
+		o->ringbuf_bytes = o->stack_mode == GL_STACK_DWARF ? 16 << 20 : 2 << 20;
 	err = check_outputs(o);
 	if (err)
 		return err;

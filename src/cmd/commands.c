@@ -56,7 +56,7 @@ const struct cli_option cli_options[] = {
 	  "16k" },
 	{ "ringbuf-size", OPT_RINGBUF, "SIZE",
 	  "the kernel's ring buffer, a power of two from\n"
-	  "4k to 2G (16M with dwarf stacks, else 8M); a\n"
+	  "4k to 2G (16M with dwarf stacks, else 2M); a\n"
 	  "thread copies records out of it at once, and up\n"
 	  "to 64M (or 4 times its size) waits in gpuleak's\n"
 	  "memory",

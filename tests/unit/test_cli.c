@@ -147,7 +147,7 @@ static void test_defaults(void **state)
 #if defined(__x86_64__)
 	assert_int_equal(opts.ringbuf_bytes, 16 << 20); /* DWARF records carry the stack */
 #else
-	assert_int_equal(opts.ringbuf_bytes, 8 << 20);
+	assert_int_equal(opts.ringbuf_bytes, 2 << 20);
 #endif
 	assert_int_equal(opts.max_allocs, 1 << 20);
 	assert_true(opts.follow_forks);
@@ -356,7 +356,9 @@ static void test_counts(void **state)
 static void test_ringbuf(void **state)
 {
 	ok("attach", "--stacks", "fp", "1");
-	assert_int_equal(opts.ringbuf_bytes, 8 << 20);
+	assert_int_equal(opts.ringbuf_bytes, 2 << 20);
+	ok("attach", "--stacks", "none", "1");
+	assert_int_equal(opts.ringbuf_bytes, 2 << 20);
 	ok("attach", "--stacks", "dwarf", "1");
 	assert_int_equal(opts.ringbuf_bytes, 16 << 20);
 	ok("attach", "--stacks", "dwarf", "--ringbuf-size", "64M", "1");
