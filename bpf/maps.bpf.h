@@ -384,9 +384,10 @@ __u32 mouth_polls = 0;
  * once, so that a new process is seen while it lives. While the thread at the
  * ring's mouth polls the ring itself (mouth_polls: records are flowing, and it
  * looks every 8 ms) only the fill wakes it. It copies what it finds at each
- * wakeup, at its own timeouts and at each of the reader's polls (a kick), so
- * 8 ms costs no record: an 8 MiB ring holds far more than 8 ms of
- * the fastest stream (about 120 KB). Process records and failures always wake
+ * wakeup, at its own timeouts and when the reader asks (a kick: a poll of the
+ * reader's that found no copy announced), so 8 ms costs no record: the smallest
+ * default ring (2 MiB) holds far more than 8 ms of the fastest stream (about
+ * 120 KB). Process records and failures always wake
  * it (libraries loaded late must be attached at once; a failure may hold its
  * process).
  */
