@@ -135,14 +135,14 @@ static uint64_t user_changes(const struct snap_proc *sp)
 }
 
 /*
- * Whether the two books agree. BPF's counters of a process that is still
- * running are read while it calls: the changes the kernel counted whose
- * records user space has not applied yet (in the programs, in the ring
- * buffer, or made while the snapshot was built) are exactly the difference
- * of the two change counts, each change moving one allocation. For such a
- * live reading, the books agree within that many changes, and with none in
- * flight they must be equal to the byte. A process's final books (taken at
- * its exit) must agree exactly.
+ * Whether the two books agree. BPF's counters of a process whose exit
+ * record is not read yet are read while it calls (or since it exited): the
+ * changes the kernel counted whose records user space has not applied yet
+ * (in the programs, in the ring buffer, or made while the snapshot was
+ * built) are exactly the difference of the two change counts, each change
+ * moving one allocation. For such a live reading, the books agree within
+ * that many changes, and with none in flight they must be equal to the byte.
+ * A process's final books (taken at its exit record) must agree exactly.
  */
 static bool books_agree(const struct snap_proc *sp, bool live)
 {
@@ -295,9 +295,13 @@ static int fill_proc(struct books *b, struct symbolizer *sym, struct proc *proc,
 	} else if (o->bpf_stats && o->bpf_stats(o->bpf_ctx, t->pid, &sp->bpf) == 0 &&
 		   sp->bpf.start_time == t->start_time) {
 		sp->bpf_valid = true;
-		/* lost call records make a real difference, which no slack may hide */
-		live = !sp->bpf.exit_time &&
-		       !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
+		/*
+		 * Read while it calls, or after its exit with its last records
+		 * (the exit's among them) still unread, as when a bundle is
+		 * written at a failure. Lost call records make a real
+		 * difference, which no slack may hide.
+		 */
+		live = !(o->stats && (o->stats[GL_STAT_LOST_CALL] || o->stats[GL_STAT_LOST_PROC]));
 	} else if (t->alloc_calls == 0 && t->free_calls == 0 && t->failures == 0) {
 		sp->bpf_valid = true; /* BPF holds nothing for a process that made no call */
 		memset(&sp->bpf, 0, sizeof(sp->bpf));

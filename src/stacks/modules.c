@@ -262,6 +262,13 @@ int addr_map__refresh(struct addr_map *am)
 	struct refresh_ctx rc = { .am = am };
 	int err = procfs__for_each_map(am->pid, add_mapping, &rc);
 
+	/*
+	 * A process that has exited but is not yet reaped reads as no mapping at
+	 * all: it is gone, and the maps kept (of its life) still say where its
+	 * frames were.
+	 */
+	if (!err && !rc.nr)
+		err = -ESRCH;
 	if (err) {
 		free(rc.maps);
 		return err == -ENOENT ? -ESRCH : err;

@@ -37,10 +37,16 @@ void modules__file_build_id(int fd, char *out, size_t len);
 /* Gives module id the open file fd to read it from (owned from now on). Returns 0 or -ENOENT. */
 int modules__set_fd(struct modules *m, uint32_t id, int fd);
 
-/* Reads /proc/PID/maps. NULL with errno (ESRCH: the process is gone). */
+/*
+ * Reads /proc/PID/maps. NULL with errno (ESRCH: the process is gone, or
+ * exited and not yet reaped: no file is mapped executable).
+ */
 struct addr_map *addr_map__new(struct modules *m, int pid);
 void addr_map__free(struct addr_map *am);
-/* Re-reads the maps (libraries loaded or unloaded). Returns 0 or -errno. */
+/*
+ * Re-reads the maps (libraries loaded or unloaded). Returns 0 or -errno;
+ * on -ESRCH (gone, or exited) the maps read before stay.
+ */
 int addr_map__refresh(struct addr_map *am);
 /*
  * Resolves addr: returns the module id and stores the file offset, or 0 if no

@@ -40,6 +40,7 @@ def _check_bundle(d, name, cause, pid):
     with open(os.path.join(path, "incident.json")) as f:
         inc = json.load(f)
     check_eq((inc["cause"], inc["process"]["pid"]), (cause, pid), f"the incident: {inc}")
+    check(inc["complete"], f"{name}: complete (its books agree with the kernel's counters)")
     with open(os.path.join(path, "report.json")) as f:
         rep = json.load(f)
     check_eq([p["pid"] for p in rep["processes"]], [pid], "the report is the process's")
@@ -194,7 +195,8 @@ def test_serve_keeps_incidents_in_its_state_dir(tmp):
         link = next(f for i in listed["incidents"] if i["name"] == name
                     for f in i["files"] if f.endswith("report.txt"))
         with urllib.request.urlopen(f"{base}{link}", timeout=10) as r:
-            check("oom_site_too_big" in r.read().decode(), "its text report is served")
+            text = r.read().decode()
+        check("oom_site_too_big" in text, f"its text report is served:\n{text}")
         for bad in ("/incidents/../state", f"/incidents/{name}/../../x", "/incidents/x/y"):
             try:
                 urllib.request.urlopen(f"{base}{bad}", timeout=10)

@@ -2,9 +2,11 @@
 /*
  * test_procfs.c - util/procfs.c: /proc/PID/maps lines (normal, deleted,
  * spaces, anonymous, malformed), and the stat, comm, status and directory
- * readers against a fake /proc tree made in a temporary directory.
+ * readers against a fake /proc tree made in a temporary directory; a
+ * process's address map (stacks/modules.c) as it lives and once it exited.
  */
 #include "unit.h"
+#include "stacks/modules.h"
 #include "util/procfs.h"
 
 static char root[64];
@@ -407,6 +409,40 @@ static void test_environ_ints(void **state)
 	assert_int_equal(v[0], -1);
 }
 
+/*
+ * A process that exited and is not reaped yet reads as no mapping at all: it is gone, and the
+ * maps read while it lived still place its frames (records are read after the exit).
+ */
+static void test_address_map_outlives_the_process(void **state)
+{
+	struct modules *m = modules__new();
+	struct addr_map *am;
+	uint64_t off = 0;
+	uint32_t mod;
+
+	put_file(90, "maps",
+		 "1000-2000 r-xp 00001000 08:02 42 /lib/a.so\n"
+		 "3000-4000 rw-p 00000000 00:00 0 \n");
+	assert_non_null(m);
+	am = addr_map__new(m, 90);
+	assert_non_null(am);
+	mod = addr_map__resolve(am, 0x1800, &off);
+	assert_int_not_equal(mod, 0);
+	assert_int_equal(off, 0x1800);
+	put_file(90, "maps", ""); /* a zombie's */
+	assert_int_equal(addr_map__refresh(am), -ESRCH);
+	assert_false(addr_map__refresh_after_miss(am, 1));
+	off = 0;
+	assert_int_equal(addr_map__resolve(am, 0x1800, &off), mod);
+	assert_int_equal(off, 0x1800);
+	/* first read after the exit: none */
+	errno = 0;
+	assert_null(addr_map__new(m, 90));
+	assert_int_equal(errno, ESRCH);
+	addr_map__free(am);
+	modules__free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_for_each_pid),
 		cmocka_unit_test(test_read_small_file),
 		cmocka_unit_test(test_environ_ints),
+		cmocka_unit_test(test_address_map_outlives_the_process),
 	};
 
 	return cmocka_run_group_tests_name("procfs", tests, setup, teardown);
