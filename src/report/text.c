@@ -113,7 +113,8 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 		print_frame(f, i, &st->frames[i]);
 	}
 	if (n < st->nframes)
-		fprintf(f, "      ... %u more frames\n", st->nframes - n);
+		fprintf(f, "      ... %u more frame%s\n", st->nframes - n,
+			st->nframes - n == 1 ? "" : "s");
 }
 
 static void print_proc_line(FILE *f, const struct snap_proc *p)

@@ -188,6 +188,10 @@ static void test_text_limits(void **state)
 	out = text_of(&snap, &o);
 	unit_check_expected("report_limits.txt", out);
 	free(out);
+	o.max_frames = 6; /* the first stack has 7 */
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "      ... 1 more frame\n"));
+	free(out);
 }
 
 /* Records left unread make the books lag the kernel's: each process's warning names it. */
