@@ -97,8 +97,14 @@ static void print_stack(FILE *f, uint32_t rank, const struct snap_stack *st,
 		report__site(st, site, sizeof(site));
 		fprintf(f, "      at %s\n", site);
 	}
-	if (o->max_frames && n > o->max_frames)
-		n = o->max_frames;
+	if (o->max_frames && n > o->max_frames) {
+		uint32_t past = o->max_frames;
+
+		/* plumbing past the limit folds into one line, no longer than a "more" line */
+		while (!o->full_stacks && past < n && site__is_plumbing(&st->frames[past]))
+			past++;
+		n = past < n ? o->max_frames : n;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t end = i;
 

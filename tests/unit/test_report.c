@@ -253,8 +253,8 @@ static void test_text_more_stacks_count(void **state)
 }
 
 /* A ctypes call from a three-line Python loop: the interpreter's, libffi's and start-up
- * frames fold into one line each run, the allocating call and the program's lines stay;
- * --full-stacks shows them all. */
+ * frames fold into one line each run, the allocating call and the program's lines stay,
+ * also where a frame limit falls in the last run; --full-stacks shows them all. */
 static void test_text_folds_plumbing(void **state)
 {
 #define NATIVE(fn, mod) { .kind = "native", .function = fn, .module = mod }
@@ -293,6 +293,21 @@ static void test_text_folds_plumbing(void **state)
 				    "      #6-#10 5 frames in python3.11, libc.so.6 "
 				    "(--full-stacks shows them)\n"));
 	free(out);
+	/* a limit inside the trailing plumbing: it folds whole, no "more" line after it */
+	o.max_frames = 8;
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "      #6-#10 5 frames in python3.11, libc.so.6 "
+				    "(--full-stacks shows them)\n"));
+	assert_null(strstr(out, "more frame"));
+	free(out);
+	/* a limit before the program's last line: cut there, the rest counted */
+	o.max_frames = 5;
+	out = text_of(&snap, &o);
+	assert_non_null(strstr(out, "      #1-#4 4 frames in"));
+	assert_null(strstr(out, "step (/home/u/loop.py:3)"));
+	assert_non_null(strstr(out, "      ... 6 more frames\n"));
+	free(out);
+	o.max_frames = 0;
 	o.full_stacks = true;
 	out = text_of(&snap, &o);
 	assert_null(strstr(out, "frames in"));
