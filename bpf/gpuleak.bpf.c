@@ -28,6 +28,7 @@
 #include "allocs.bpf.h"
 #include "books.bpf.h"
 #include "tiers.bpf.h"
+#include "environ.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -468,6 +469,7 @@ int BPF_PROG(lib_mmap, struct mm_struct *mm, bool write, bool success)
 	r->lib.ino = key.ino;
 	r->lib.kind = kind;
 	__builtin_memcpy(r->lib.name, name, sizeof(name));
+	read_env_ranks(task, &r->lib);
 	now = bpf_ktime_get_ns();
 	/* key 0 in held: the tracer is going away, hold nothing more */
 	if (targ_hold && !known && kind != GL_LIB_PYTHON && !bpf_map_lookup_elem(&held, &zero)) {

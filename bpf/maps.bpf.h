@@ -25,6 +25,8 @@ const volatile __u32 targ_self = 0;   /* the tracer's own tgid: never held */
 const volatile __u64 targ_self_ticks = 0;     /* the tracer's start (gl_hold_val.agent_ticks) */
 const volatile bool targ_stop_on_oom = false; /* hold a process at an out-of-memory failure */
 const volatile bool targ_stack_cache = false; /* DWARF mode: look stacks up in stack_cache */
+/* read RANK, LOCAL_RANK and WORLD_SIZE at a library's mapping (environ.bpf.h) */
+const volatile bool targ_rank_env = false;
 
 /*
  * Libraries whose probes are all in: slot (the cookie's high half) -> 1, written by

@@ -321,6 +321,11 @@ struct gl_libmap {
 	__u32 held;    /* 1: BPF stopped the process (SIGSTOP) until user space releases it;
 		     * 2: a file not handled yet, but the process could not be stopped */
 	char name[48]; /* the file's base name */
+	/* With --ranks-from-env: RANK, LOCAL_RANK and WORLD_SIZE as the environment said at
+	 * the mapping (-1: absent, or not a number), where env_read is 1: the whole
+	 * environment was read (a rank killed soon after leaves none in /proc to read) */
+	__s32 env[3];
+	__u32 env_read;
 };
 
 /*

@@ -177,8 +177,6 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 	} else {
 		struct addr_map *early = prefetches__take(b->prefetched, h->pid, h->start_time);
 
-		prefetches__parent_of(b->prefetched, proc);
-
 		/* the process's maps now; if it is already gone, as they were while it ran */
 		proc->am = addr_map__new(b->mods, h->pid);
 		if (!proc->am)
@@ -186,6 +184,8 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 		else
 			addr_map__free(early);
 	}
+	/* its parent and ranks as its mapping's record said (records, not /proc) */
+	prefetches__parent_of(b->prefetched, proc);
 	if (b->hooks.proc_new)
 		b->hooks.proc_new(b->hooks.ctx, proc);
 	if (b->opts.attach_python && b->python)
@@ -590,12 +590,16 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 		int v[3];
 		bool ranks;
 
-		/* its ranks at the mapping, after its exec: a rank killed soon after may be
-		 * gone by the time its first call is read */
+		/* its ranks at the mapping, after its exec: as BPF read them there, else from
+		 * /proc now (a rank killed soon after may be gone by its first call's record) */
 		proc = procs__find_pid(b->procs, r->hdr.pid);
-		ranks = b->opts.rank_env && !b->opts.no_proc_files &&
-			!(proc && proc->t.start_time == r->hdr.start_time && proc->ranks_read) &&
-			!proc__env_ranks(r->hdr.pid, r->hdr.start_time, v);
+		ranks = b->opts.rank_env &&
+			!(proc && proc->t.start_time == r->hdr.start_time && proc->ranks_read);
+		if (ranks && r->lib.env_read)
+			memcpy(v, r->lib.env, sizeof(v));
+		else
+			ranks = ranks && !b->opts.no_proc_files &&
+				!proc__env_ranks(r->hdr.pid, r->hdr.start_time, v);
 		prefetches__parent_seen(b->prefetched, b->procs, &r->hdr, r->ppid,
 					ranks ? v : NULL);
 		if (b->hooks.libs_changed)

@@ -505,6 +505,7 @@ static int setup(struct session *s)
 		.torch_per_pid = !o->no_torch && !o->tensors_full && !o->tensors_sampled,
 		.bench_floor = o->bench_floor,
 		.stop_on_oom = o->census_on_oom,
+		.rank_env = o->ranks_env,
 		.stack_cache = o->stack_mode == GL_STACK_DWARF && !o->no_stack_cache,
 		.sample_bytes = o->tensor_sample_bytes,
 	};

@@ -226,6 +226,7 @@ static int configure(struct tracer *t, const struct tracer_opts *o)
 	procfs__start_ticks(getpid(), (uint64_t *)&s->rodata->targ_self_ticks);
 	s->rodata->targ_stack_cache = o->stack_cache;
 	s->rodata->targ_stop_on_oom = o->stop_on_oom;
+	s->rodata->targ_rank_env = o->rank_env;
 	s->rodata->targ_sample_bytes = o->sample_bytes;
 	for (int i = 0; o->sample_bytes && i < GL_SAMPLE_EXP_N; i++)
 		s->rodata->targ_sample_exp[i] =

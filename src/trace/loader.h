@@ -40,6 +40,7 @@ struct tracer_opts {
 				 * distance this (tiers.bpf.h); 0: a stack for every block */
 	bool torch_per_pid;	  /* PyTorch's probes attached per process (tensor windows) */
 	bool stop_on_oom;	  /* hold a process at an out-of-memory failure (GL_CALL_HELD) */
+	bool rank_env;		  /* read RANK etc. at a library's mapping (gl_libmap.env) */
 };
 
 /*

@@ -11,7 +11,7 @@ import stat
 import subprocess
 import urllib.request
 
-from test_node_safety import _guard_of
+from test_node_safety import _guard_of, _proc_state
 from harness import (FAKECUDA, GPULEAK, OUTPUT, ROOT, Agent, Tracer, Workload,
                      build_fake_nvml, check, check_eq, free_port, process, wait_until,
                      _readline)
@@ -395,10 +395,21 @@ def test_a_frozen_agent_holds_a_failing_job_only_until_the_deadline(tmp):
     check("deadline" in c["note"] and "may be torn" in c["note"], c["note"])
 
 
+def _environ(pid):
+    """/proc/PID/environ, b"" where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def test_every_rank_of_a_killed_job_leaves_a_bundle_grouped_by_job(tmp):
     """A launcher and two ranks under serve --ranks-from-env, both ranks killed (as a
-    scheduler kills a job): a bundle per rank, each named and marked with its job (the
-    launcher's PID) and rank; /incidents groups them by job."""
+    scheduler kills a job) while the agent is stopped, so that it reads their records only
+    once they are dead (unreaped: no environment left in /proc): a bundle per rank, each
+    named and marked with its job (the launcher's PID) and its rank, as the environment
+    said when the rank mapped libcuda; /incidents groups them by job."""
     state = os.path.join(tmp, "state")
     os.makedirs(state, mode=0o700)
     port = free_port()
@@ -407,11 +418,23 @@ def test_every_rank_of_a_killed_job_leaves_a_bundle_grouped_by_job(tmp):
     ranks = None
     try:
         agent.wait_serving()
-        ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True)
-        ranks.truth()
-        pids = [json.load(open(f"{ranks.truth_path}.rank{r}"))["pid"] for r in range(2)]
-        for pid in pids:
-            os.kill(pid, signal.SIGKILL)
+        thaw = _frozen([agent.proc.pid, _guard_of(agent.proc.pid)])
+        try:
+            # names that start like the three, a value that is no int, and a variable
+            # that puts the three past the first chunks of the environment BPF reads
+            env = dict(os.environ, RANK="x7", RANKX="9", LOCAL_RANKS="5", WORLD="3", R="",
+                       PAD="a" * 3000)
+            ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True, env=env)
+            ranks.truth()
+            pids = [json.load(open(f"{ranks.truth_path}.rank{r}"))["pid"] for r in range(2)]
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+            wait_until(lambda: all(_proc_state(pid) in ("Z", None) for pid in pids), 10,
+                       "the ranks dead")
+            for pid in pids:
+                check_eq(_environ(pid), b"", "a dead rank's environment is gone from /proc")
+        finally:
+            thaw()
         d = os.path.join(state, "incidents")
         wait_until(lambda: os.path.isdir(d) and
                    len([n for n in _bundles(d) if n.endswith("-killed")]) == 2, 10,
@@ -423,9 +446,10 @@ def test_every_rank_of_a_killed_job_leaves_a_bundle_grouped_by_job(tmp):
                   f"rank {r}'s bundle names its job and rank: {names}")
             with open(os.path.join(d, name, "incident.json")) as f:
                 inc = json.load(f)
-            check_eq((inc["process"]["rank"], inc["job"]["launcher_pid"],
+            check_eq((inc["process"]["rank"], inc["process"]["local_rank"],
+                      inc["process"]["world_size"], inc["job"]["launcher_pid"],
                       inc["job"]["basis"], sorted(inc["job"]["member_pids"])),
-                     (r, ranks.pid, "environment", sorted(pids)), f"rank {r}'s job")
+                     (r, r, 2, ranks.pid, "environment", sorted(pids)), f"rank {r}'s job")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/incidents", timeout=10) as r:
             listed = json.loads(r.read())
         jobs = [j for j in listed["jobs"] if j["job"] == ranks.pid]

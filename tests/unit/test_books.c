@@ -674,7 +674,8 @@ static void fake_live_proc(struct fx *f, int pid, const char *env, size_t envlen
 /*
  * --ranks-from-env: the ranks are read when the process maps a traced library,
  * so a rank killed before its first call is read keeps them; one seen only by
- * its calls is read at the first, while it lives, and one already gone has none.
+ * its calls is read at the first, while it lives, and one already gone has none;
+ * the figures BPF read at the mapping stand without /proc.
  */
 static void test_ranks_read_at_the_mapping_outlive_the_process(void **state)
 {
@@ -718,6 +719,29 @@ static void test_ranks_read_at_the_mapping_outlive_the_process(void **state)
 	t = proc__totals(procs__find_pid(books__procs(f->b), PID + 1));
 	assert_int_equal(t->rank, -1);
 	assert_int_equal(t->world_size, -1);
+	fx_free(f);
+
+	/* read by BPF at the mapping (env_read): the record's figures, with no /proc at all
+	 * (dead by the time its record is read, or a recording replayed) */
+	f = fx_new_opts((struct books_opts){ .rank_env = true, .no_proc_files = true });
+	fx_hdr(f, &r.hdr, GL_REC_PROC, sizeof(r));
+	r.lib.env[0] = 5;
+	r.lib.env[1] = -1;
+	r.lib.env[2] = 6;
+	r.lib.env_read = 1;
+	assert_int_equal(books__apply_bytes(f->b, &r, sizeof(r)), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	t = proc__totals(fx_proc(f));
+	assert_int_equal(t->rank, 5);
+	assert_int_equal(t->local_rank, -1);
+	assert_int_equal(t->world_size, 6);
+	fx_free(f);
+	/* and without --ranks-from-env, none */
+	f = fx_new_opts((struct books_opts){ .no_proc_files = true });
+	fx_hdr(f, &r.hdr, GL_REC_PROC, sizeof(r));
+	assert_int_equal(books__apply_bytes(f->b, &r, sizeof(r)), 0);
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_int_equal(proc__totals(fx_proc(f))->rank, -1);
 	fx_free(f);
 }
 
