@@ -587,21 +587,8 @@ static void apply_proc(struct books *b, const struct gl_proc *r)
 	struct proc *proc;
 
 	if (r->event == GL_PROC_LIBLOAD) {
-		int v[3];
-		bool ranks;
-
-		/* its ranks at the mapping, after its exec: as BPF read them there, else from
-		 * /proc now (a rank killed soon after may be gone by its first call's record) */
-		proc = procs__find_pid(b->procs, r->hdr.pid);
-		ranks = b->opts.rank_env &&
-			!(proc && proc->t.start_time == r->hdr.start_time && proc->ranks_read);
-		if (ranks && r->lib.env_read)
-			memcpy(v, r->lib.env, sizeof(v));
-		else
-			ranks = ranks && !b->opts.no_proc_files &&
-				!proc__env_ranks(r->hdr.pid, r->hdr.start_time, v);
-		prefetches__parent_seen(b->prefetched, b->procs, &r->hdr, r->ppid,
-					ranks ? v : NULL);
+		prefetches__mapping_seen(b->prefetched, b->procs, r, b->opts.rank_env,
+					 !b->opts.no_proc_files);
 		if (b->hooks.libs_changed)
 			b->hooks.libs_changed(b->hooks.ctx, r->hdr.pid);
 		return;

@@ -23,7 +23,7 @@ struct parent {
 	uint64_t start_ns;
 	int ppid;
 	bool has_ranks;
-	int ranks[3]; /* as proc__env_ranks() read them at the mapping */
+	int ranks[3]; /* as read at the mapping (prefetches__mapping_seen()) */
 };
 
 struct prefetch {
@@ -108,18 +108,26 @@ struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_
 	return am;
 }
 
-void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
-			     int ppid, const int *ranks)
+void prefetches__mapping_seen(struct prefetches *p, struct procs *procs, const struct gl_proc *r,
+			      bool rank_env, bool proc_files)
 {
-	struct proc *proc = procs__find_pid(procs, (int)h->pid);
+	int pid = (int)r->hdr.pid, v[3];
+	struct proc *proc = procs__find_pid(procs, pid);
+	bool mine = proc && proc->t.start_time == r->hdr.start_time;
+	bool ranks = rank_env && !(mine && proc->ranks_read);
 	struct parent *pa;
-	int pid = (int)h->pid;
 
-	if (proc && proc->t.start_time == h->start_time) {
+	/* its ranks at the mapping, after its exec: as BPF read them there, else from /proc
+	 * now (a rank killed soon after may be gone by its first call's record) */
+	if (ranks && r->lib.env_read)
+		memcpy(v, r->lib.env, sizeof(v));
+	else
+		ranks = ranks && proc_files && !proc__env_ranks(pid, r->hdr.start_time, v);
+	if (mine) {
 		if (!proc->t.ppid)
-			proc->t.ppid = ppid;
-		if (ranks && !proc->ranks_read)
-			proc__set_ranks(proc, ranks);
+			proc->t.ppid = (int)r->ppid;
+		if (ranks)
+			proc__set_ranks(proc, v);
 		return;
 	}
 	if (htab__count(p->parents) >= PREFETCH_MAX)
@@ -127,9 +135,11 @@ void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const st
 	pa = htab__upsert(p->parents, &pid, NULL);
 	if (!pa)
 		return;
-	*pa = (struct parent){ .start_ns = h->start_time, .ppid = ppid, .has_ranks = ranks };
+	*pa = (struct parent){ .start_ns = r->hdr.start_time,
+			       .ppid = (int)r->ppid,
+			       .has_ranks = ranks };
 	if (ranks)
-		memcpy(pa->ranks, ranks, sizeof(pa->ranks));
+		memcpy(pa->ranks, v, sizeof(pa->ranks));
 }
 
 void prefetches__parent_of(struct prefetches *p, struct proc *proc)

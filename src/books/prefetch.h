@@ -2,12 +2,13 @@
 /*
  * prefetch.h - what is known of a process before its books exist, for the
  * records that arrive after it died: its address map read while it was alive,
- * and its parent as BPF saw it at the mapping of a library. By PID, checked
+ * and its parent and ranks as seen at the mapping of a library. By PID, checked
  * against the process's start time when taken. At most PREFETCH_MAX of each
  * are kept (all dropped past it).
  */
 #ifndef GL_BOOKS_PREFETCH_H
 #define GL_BOOKS_PREFETCH_H
+#include <stdbool.h>
 #include <stdint.h>
 
 struct modules;
@@ -15,7 +16,7 @@ struct addr_map;
 struct prefetches;
 struct procs;
 struct proc;
-struct gl_hdr;
+struct gl_proc;
 
 struct prefetches *prefetches__new(void);
 void prefetches__free(struct prefetches *p);
@@ -24,12 +25,13 @@ void prefetches__add(struct prefetches *p, struct modules *m, int pid);
 /* The map read for the process (pid, start boot-time ns), handed over; or NULL. */
 struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns);
 /*
- * A library's mapping named the parent of the process of record h (BPF's), and
- * ranks (NULL: not read) its ranks as proc__env_ranks() read them: into its
- * books, or kept until they exist (parent_of()).
+ * A library's mapping (GL_PROC_LIBLOAD record r) names its process's parent
+ * and, with rank_env, its ranks: as BPF read them at the mapping, else from
+ * /proc now (where proc_files). Into its books, or kept until they exist
+ * (parent_of()).
  */
-void prefetches__parent_seen(struct prefetches *p, struct procs *procs, const struct gl_hdr *h,
-			     int ppid, const int *ranks);
+void prefetches__mapping_seen(struct prefetches *p, struct procs *procs, const struct gl_proc *r,
+			      bool rank_env, bool proc_files);
 /* A new process: the parent and ranks kept for it, where it has none. */
 void prefetches__parent_of(struct prefetches *p, struct proc *proc);
 
