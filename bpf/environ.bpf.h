@@ -7,8 +7,9 @@
  *
  * The environment's strings are scanned a byte at a time (one bpf_loop
  * callback, verified once), a chunk read into per-CPU scratch as the scan
- * reaches it; the values are read as user space reads them (the digits of an
- * int, the last valid one of a name). An environment longer than
+ * reaches it; the values are read as user space reads them and as the process
+ * itself does (getenv(), Python's os.environ): the first string of a name
+ * decides, an int of digits or nothing. An environment longer than
  * GL_ENV_SCAN_MAX, or one that cannot be read, is left to user space.
  */
 #ifndef GPULEAK_ENVIRON_BPF_H
@@ -32,6 +33,7 @@ struct env_scan {
 	__u32 name;   /* which of the three this string names so far (GL_ENV_NONE: none) */
 	__u32 pos;    /* the characters of this string seen (at most 64 counted) */
 	__u32 failed; /* a chunk could not be read */
+	__u32 seen;   /* a bit per name: its first string is read */
 };
 
 struct {
@@ -78,9 +80,12 @@ static long env_step(__u64 i, void *data)
 			if (c != env_names[name][s->pos & 15])
 				s->name = GL_ENV_NONE;
 		} else if (c == '\0') {
-			/* the digits of an int, at least one (parse_u32's rule) */
-			if (s->pos > len && s->num >= 0)
-				s->val[name] = (__s32)s->num;
+			/* the first string of the name: the digits of an int, at least one
+			 * (parse_u32's rule), or no value */
+			if (!(s->seen & (1u << name))) {
+				s->seen |= 1u << name;
+				s->val[name] = s->pos > len && s->num >= 0 ? (__s32)s->num : -1;
+			}
 		} else if (c >= '0' && c <= '9' && s->num >= 0) {
 			s->num = s->num * 10 + (c - '0');
 			if (s->num > 0x7fffffff)
@@ -121,6 +126,7 @@ static __always_inline void read_env_ranks(struct task_struct *task, struct gl_l
 	w.s->pos = 0;
 	w.s->num = 0;
 	w.s->failed = 0;
+	w.s->seen = 0;
 	w.s->val[0] = w.s->val[1] = w.s->val[2] = -1;
 	bpf_loop(end - start, env_step, &w, 0);
 	if (w.s->failed)

@@ -274,9 +274,12 @@ static const char *env_value(const char *entry, size_t len, const char *name)
 int procfs__environ_ints(int pid, const char *const *names, int *vals, int n)
 {
 	char path[64], *buf = NULL;
+	uint64_t seen = 0; /* a bit per name: its first entry is read */
 	size_t len = 0;
 	int fd = -1, err = 0;
 
+	if (n < 0 || n > 64)
+		return -EINVAL;
 	for (int i = 0; i < n; i++)
 		vals[i] = -1;
 	if (snprintf(path, sizeof(path), "%s/%d/environ", procfs_root, pid) >= (int)sizeof(path))
@@ -310,7 +313,11 @@ int procfs__environ_ints(int pid, const char *const *names, int *vals, int n)
 			const char *v = env_value(buf + off, elen, names[i]);
 			uint32_t x;
 
-			if (v && !parse_u32(v, 0, INT32_MAX, &x))
+			/* the first entry of a name is the one getenv() returns */
+			if (!v || (seen & (1ULL << i)))
+				continue;
+			seen |= 1ULL << i;
+			if (!parse_u32(v, 0, INT32_MAX, &x))
 				vals[i] = (int)x;
 		}
 		off += elen + 1;

@@ -40,8 +40,10 @@ int procfs__stat(int pid, int *ppid, char *state);
 /*
  * The values of the variables names[0..n) in pid's initial environment
  * (/proc/PID/environ) as non-negative integers: vals[i] = -1 where a variable is
- * absent or not a number below 2^31. No other variable is kept or copied.
- * Returns 0 or -errno (-EACCES: another user's process without CAP_SYS_PTRACE).
+ * absent or not a number below 2^31. A name given twice has the value of its
+ * first entry, as getenv() and Python's os.environ read it. No other variable is
+ * kept or copied. n is at most 64. Returns 0 or -errno (-EACCES: another user's
+ * process without CAP_SYS_PTRACE).
  */
 int procfs__environ_ints(int pid, const char *const *names, int *vals, int n);
 /* Whether pid is the process that started at start_ns (boot-time nanoseconds). */

@@ -420,10 +420,12 @@ def test_every_rank_of_a_killed_job_leaves_a_bundle_grouped_by_job(tmp):
         agent.wait_serving()
         thaw = _frozen([agent.proc.pid, _guard_of(agent.proc.pid)])
         try:
-            # names that start like the three, a value that is no int, and a variable
-            # that puts the three past the first chunks of the environment BPF reads
-            env = dict(os.environ, RANK="x7", RANKX="9", LOCAL_RANKS="5", WORLD="3", R="",
-                       PAD="a" * 3000)
+            # names that start like the three; the three again after the ranks' own
+            # (wl_ranks puts the launcher's after: the first of a name is getenv()'s),
+            # an int, a value that is no int and an empty one; and a variable that
+            # puts the ranks' own past the first chunks of the environment BPF reads
+            env = dict(os.environ, RANK="7", LOCAL_RANK="x1", WORLD_SIZE="", RANKX="9",
+                       LOCAL_RANKS="5", WORLD="3", R="", PAD="a" * 3000)
             ranks = Workload("wl_ranks", tmp=tmp, wait=False, hold=True, env=env)
             ranks.truth()
             pids = [json.load(open(f"{ranks.truth_path}.rank{r}"))["pid"] for r in range(2)]

@@ -383,11 +383,15 @@ static void test_read_small_file(void **state)
 	assert_int_equal(read_small_file(root, buf, sizeof(buf)), -EISDIR);
 }
 
-/* RANK, LOCAL_RANK and WORLD_SIZE out of a NUL-separated environment; nothing else. */
+/*
+ * RANK, LOCAL_RANK and WORLD_SIZE out of a NUL-separated environment; nothing else.
+ * A name's first entry decides, valid or not, as getenv() reads it.
+ */
 static void test_environ_ints(void **state)
 {
 	static const char env[] = "PATH=/bin\0RANKX=9\0RANK=1\0LOCAL_RANK=x1\0"
-				  "MY_RANK=7\0WORLD_SIZE=4\0WORLD_SIZE";
+				  "MY_RANK=7\0WORLD_SIZE=4\0WORLD_SIZE\0RANK=2\0"
+				  "LOCAL_RANK=3\0WORLD_SIZE=5";
 	static const char *const names[] = { "RANK", "LOCAL_RANK", "WORLD_SIZE", "HOME" };
 	char path[128];
 	int v[4];
@@ -401,10 +405,11 @@ static void test_environ_ints(void **state)
 	assert_int_equal(fwrite(env, 1, sizeof(env) - 1, f), sizeof(env) - 1);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(procfs__environ_ints(77, names, v, 4), 0);
-	assert_int_equal(v[0], 1);  /* RANK, not RANKX nor MY_RANK */
-	assert_int_equal(v[1], -1); /* not a number */
-	assert_int_equal(v[2], 4);  /* the last entry has no '=': ignored */
+	assert_int_equal(v[0], 1);  /* RANK, not RANKX nor MY_RANK, nor the second RANK */
+	assert_int_equal(v[1], -1); /* not a number, and a later LOCAL_RANK does not count */
+	assert_int_equal(v[2], 4);  /* an entry without '=' is not one of the name */
 	assert_int_equal(v[3], -1); /* absent */
+	assert_int_equal(procfs__environ_ints(77, names, v, 65), -EINVAL);
 	assert_int_equal(procfs__environ_ints(78, names, v, 4), -ENOENT);
 	assert_int_equal(v[0], -1);
 }

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -138,12 +139,28 @@ static char *env_entry(const char *name, int v)
 	return s;
 }
 
-/* fork + exec of rank r with the launcher's environment plus RANK, LOCAL_RANK, WORLD_SIZE. */
+/* Whether environment entry e sets one of the three names a rank is given. */
+static bool rank_entry(const char *e)
+{
+	static const char *const names[] = { "RANK=", "LOCAL_RANK=", "WORLD_SIZE=" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(e, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
+/*
+ * fork + exec of rank r with the launcher's environment, RANK, LOCAL_RANK and
+ * WORLD_SIZE after the rest of it, then the launcher's own entries of those
+ * three names, if any: a name given twice, whose first entry (ours) is the one
+ * the rank's getenv() returns.
+ */
 static pid_t start_rank(const struct wl_opts *o, int r, int nranks)
 {
 	char rank[16], size[32], iters[32], n[16], *args[16], **envp, self[4096];
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	size_t ne = 0;
+	size_t ne = 0, own;
 	int k = 0, fd;
 	pid_t pid;
 
@@ -156,10 +173,17 @@ static pid_t start_rank(const struct wl_opts *o, int r, int nranks)
 	envp = calloc(ne + 4, sizeof(*envp));
 	if (!envp)
 		wl_die("out of memory");
-	memcpy(envp, environ, ne * sizeof(*envp));
+	ne = 0;
+	for (char **e = environ; *e; e++)
+		if (!rank_entry(*e))
+			envp[ne++] = *e;
+	own = ne;
 	envp[ne++] = env_entry("RANK", r);
 	envp[ne++] = env_entry("LOCAL_RANK", r);
 	envp[ne++] = env_entry("WORLD_SIZE", nranks);
+	for (char **e = environ; *e; e++)
+		if (rank_entry(*e))
+			envp[ne++] = *e;
 	snprintf(rank, sizeof(rank), "%d", r);
 	snprintf(n, sizeof(n), "%d", nranks);
 	snprintf(size, sizeof(size), "%llu", o->size);
@@ -190,7 +214,7 @@ static pid_t start_rank(const struct wl_opts *o, int r, int nranks)
 		execve(self, args, envp);
 		wl_die("execve %s: %s", self, strerror(errno));
 	}
-	for (size_t i = ne - 3; i < ne; i++)
+	for (size_t i = own; i < own + 3; i++)
 		free(envp[i]);
 	free(envp);
 	return pid;
