@@ -382,12 +382,13 @@ def test_a_frozen_agent_holds_a_failing_job_only_until_the_deadline(tmp):
     """--census-on-oom, and the agent and its guard frozen at the failure: the kernel's
     timer lets the job go at --hold-timeout (a hold made in a uprobe, which may not start
     a timer, has its deadline started as the SIGSTOP is taken). Thawed, gpuleak writes the
-    bundle; its census says the deadline ended the hold, and was read as the job ran on."""
-    d, name, _, failed, tr = _python_oom(tmp, ["--census-on-oom", "--hold-timeout", "1s"],
+    bundle; its census says the deadline ended the hold, and was read as the job ran on
+    (within the deadline's time again: 2 s, which a busy machine under ASan needs)."""
+    d, name, _, failed, tr = _python_oom(tmp, ["--census-on-oom", "--hold-timeout", "2s"],
                                          steps=4, freeze=True)
     check_eq(failed[:2], ["failed", "2"], "the program saw the failure")
-    check(900 <= float(failed[2]) < 3000,
-          f"the job was held about 1 s, then ran: {failed[2]} ms")
+    check(1900 <= float(failed[2]) < 4000,
+          f"the job was held about 2 s, then ran: {failed[2]} ms")
     with open(os.path.join(d, name, "incident.json")) as f:
         c = json.load(f)["census"]
     check(c["held"] and c["past_deadline"] and c["held_ms"] is None,
