@@ -365,14 +365,14 @@ def tmpdir():
 
 
 def enable_bpf_stats():
-    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    attr = (ctypes.c_uint8 * 128)()  # union bpf_attr: enable_stats.type = BPF_STATS_RUN_TIME
-    fd = libc.syscall(321, 32, attr, len(attr))  # __NR_bpf (x86-64), BPF_ENABLE_STATS
-    if fd < 0:
-        raise OSError(ctypes.get_errno(), "BPF_ENABLE_STATS")
-    return fd
+    """BPF_ENABLE_STATS: the kernel times every BPF program while the returned fd is open
+    (the benchmarks' helper)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "benchlib", os.path.join(ROOT, "bench", "benchlib.py"))
+    benchlib = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchlib)
+    return benchlib.enable_bpf_stats()
 
 
 def bpf_objects(pid):
