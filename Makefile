@@ -15,6 +15,7 @@
 #   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
 #   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
+#   JOBS=N          make test's builds run N jobs at once (default: one per CPU)
 
 VERSION := 0.1.0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -205,16 +206,20 @@ integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 		$(if $(TEST_COUNTS),--counts $(TEST_COUNTS) integration_san)
 
 # Ends with one line that sums up every suite it ran (scripts/test-summary).
+# Each step builds what it needs JOBS at a time; the tests themselves run one at a time
+# (a test's recipe starts once its prerequisites are built).
 TEST_COUNTS_FILE := $(abspath $(OUTPUT))/test-counts
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+TEST_MAKE = $(MAKE) --no-print-directory -j$(JOBS)
 test: deps
 	$(Q)rm -f $(TEST_COUNTS_FILE)
-	$(Q)$(MAKE) --no-print-directory gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
-	$(Q)$(MAKE) --no-print-directory fakecuda-selftest && echo "selftest 1 0" >> $(TEST_COUNTS_FILE)
-	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) unit
-	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) integration
+	$(Q)$(TEST_MAKE) gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
+	$(Q)$(TEST_MAKE) fakecuda-selftest && echo "selftest 1 0" >> $(TEST_COUNTS_FILE)
+	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration
 ifneq ($(SAN),1)
-	$(Q)$(MAKE) --no-print-directory SAN=1 TEST_COUNTS=$(TEST_COUNTS_FILE) unit
-	$(Q)$(MAKE) --no-print-directory TEST_COUNTS=$(TEST_COUNTS_FILE) integration-san
+	$(Q)$(TEST_MAKE) SAN=1 TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration-san
 endif
 	$(Q)scripts/test-summary $(TEST_COUNTS_FILE)
 
