@@ -15,7 +15,7 @@
 #   make format     format the sources (.clang-format); make check-format says what it would change
 #   V=1             show full commands
 #   WERROR=0        do not fail on warnings in src/ (on by default, as in CI)
-#   JOBS=N          make test's builds run N jobs at once (default: one per CPU)
+#   JOBS=N          make test, demo and bench build N jobs at once (default: one per CPU)
 
 VERSION := 0.1.0
 ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
@@ -210,16 +210,16 @@ integration-san: deps gpuleak docs fakecuda $(PARTIAL_LIB) image
 # (a test's recipe starts once its prerequisites are built).
 TEST_COUNTS_FILE := $(abspath $(OUTPUT))/test-counts
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
-TEST_MAKE = $(MAKE) --no-print-directory -j$(JOBS)
+JOBS_MAKE = $(MAKE) --no-print-directory -j$(JOBS)
 test: deps
 	$(Q)rm -f $(TEST_COUNTS_FILE)
-	$(Q)$(TEST_MAKE) gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
-	$(Q)$(TEST_MAKE) fakecuda-selftest && echo "selftest 1 0" >> $(TEST_COUNTS_FILE)
-	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) unit
-	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration
+	$(Q)$(JOBS_MAKE) gpuleak docs fakecuda $(PARTIAL_LIB) $(UNIT_BINS)
+	$(Q)$(JOBS_MAKE) fakecuda-selftest && echo "selftest 1 0" >> $(TEST_COUNTS_FILE)
+	$(Q)$(JOBS_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(JOBS_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration
 ifneq ($(SAN),1)
-	$(Q)$(TEST_MAKE) SAN=1 TEST_COUNTS=$(TEST_COUNTS_FILE) unit
-	$(Q)$(TEST_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration-san
+	$(Q)$(JOBS_MAKE) SAN=1 TEST_COUNTS=$(TEST_COUNTS_FILE) unit
+	$(Q)$(JOBS_MAKE) TEST_COUNTS=$(TEST_COUNTS_FILE) integration-san
 endif
 	$(Q)scripts/test-summary $(TEST_COUNTS_FILE)
 
@@ -233,11 +233,11 @@ check-static: gpuleak
 	$(Q)scripts/check-static gpuleak
 
 demo: deps
-	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
+	$(Q)$(JOBS_MAKE) gpuleak fakecuda
 	$(Q)scripts/demo
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory gpuleak fakecuda
+	$(Q)$(JOBS_MAKE) gpuleak fakecuda
 	$(Q)bench/run $(if $(OLD),--old $(OLD))
 
 FORMAT_FILES = $(SRCS) $(wildcard src/*/*.h src/*/*/*.h) bpf/*.c bpf/*.h include/*.h
