@@ -254,9 +254,15 @@ zpty -d z
 
 def test_make_install(tmp):
     dest = os.path.join(tmp, "root")
+    # as a user runs it: not as a job of the make that runs these tests (its jobserver
+    # is not open to this process)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     p = subprocess.run(["make", "-s", "install", f"DESTDIR={dest}", "PREFIX=/usr",
-                        f"OUTPUT={OUTPUT}"], cwd=ROOT, capture_output=True, timeout=300)
+                        f"OUTPUT={OUTPUT}"], cwd=ROOT, env=env, capture_output=True,
+                       timeout=300)
     check_eq(p.returncode, 0, f"make install: {p.stderr.decode()[-500:]!r}")
+    check_eq(p.stderr.decode(), "", "make -s install says nothing on stderr")
     for path, mode in (("usr/bin/gpuleak", 0o755), ("usr/share/man/man1/gpuleak.1", 0o644),
                        ("usr/share/bash-completion/completions/gpuleak", 0o644),
                        ("usr/share/zsh/site-functions/_gpuleak", 0o644)):
