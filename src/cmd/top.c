@@ -427,6 +427,7 @@ static bool draw_frames(const struct view *v)
 static void draw(struct view *v, const struct snapshot *s, const struct nvml_sample *nv)
 {
 	int y = 0, avail, proc_rows, stack_rows;
+	char note[160];
 
 	erase();
 	if (v->help) {
@@ -446,6 +447,8 @@ static void draw(struct view *v, const struct snapshot *s, const struct nvml_sam
 	     v->only_pid ? "  (one process)" : "");
 	/* every line but the status line: GPUs take at most a quarter */
 	y += draw_gpus(y, LINES / 4 > 0 ? LINES / 4 : 1, s, nv);
+	if (report__top_unseen(s, note, sizeof(note)))
+		line(y++, A_DIM, "%s", note);
 	y += draw_jobs(y, LINES / 8, s);
 	avail = LINES - y - 1 - 2; /* the status line, two list headers */
 	proc_rows = (int)v->nprocs < avail / 3 ? (int)v->nprocs : avail / 3;

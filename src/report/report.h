@@ -75,6 +75,12 @@ void report__jobs_text(FILE *f, const struct snapshot *s);
 void report__jobs_json(struct jsonw *w, const struct snapshot *s);
 /* "  cuda0=GPU1 80.00 MiB cuda1 16.00 MiB" for a process on two GPUs or more, else "". */
 char *report__gpus_short(const struct snap_proc *p, char *buf, size_t len);
+/*
+ * What top's DEVICE column leaves out, as one line into buf, or NULL: processes
+ * running with no NVML figure (DEVICE is only what gpuleak saw since it attached),
+ * else what NVML counts beyond it (memory from before the attach, contexts).
+ */
+const char *report__top_unseen(const struct snapshot *s, char *buf, size_t len);
 /* One line for job j (top): its members, memory and imbalance, into buf. Returns buf. */
 char *report__job_line(const struct snapshot *s, const struct snap_job *j, char *buf, size_t len);
 /*

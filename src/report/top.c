@@ -71,9 +71,41 @@ static int by_proc(const void *a, const void *b)
 	return c ?: x->pid - y->pid;
 }
 
+const char *report__top_unseen(const struct snapshot *s, char *buf, size_t len)
+{
+	uint64_t unseen = 0;
+	uint32_t nunseen = 0, blind = 0;
+	char b[32];
+
+	for (uint32_t i = 0; i < s->nprocs; i++) {
+		const struct snap_proc *p = &s->procs[i];
+
+		if (p->exited)
+			continue;
+		if (!p->pre_attach_valid)
+			blind++;
+		else if (p->pre_attach_bytes) {
+			unseen += p->pre_attach_bytes;
+			nunseen++;
+		}
+	}
+	if (blind)
+		snprintf(buf, len,
+			 "no NVML figure: DEVICE is what gpuleak saw since attach, not memory "
+			 "from before");
+	else if (nunseen)
+		snprintf(buf, len,
+			 "NVML counts %s more in %u process%s: from before attach, CUDA contexts",
+			 fmt_bytes(unseen, b, sizeof(b)), nunseen, nunseen == 1 ? "" : "es");
+	else
+		return NULL;
+	return buf;
+}
+
 static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts *o)
 {
 	const struct snap_proc **order = calloc(s->nprocs ? s->nprocs : 1, sizeof(*order));
+	char note[160];
 
 	if (!order)
 		return -ENOMEM;
@@ -98,6 +130,8 @@ static int print_procs(FILE *f, const struct snapshot *s, const struct top_opts 
 			report__gpus_short(p, gs, sizeof(gs)));
 	}
 	free(order);
+	if (report__top_unseen(s, note, sizeof(note)))
+		fprintf(f, "%s\n", note);
 	return 0;
 }
 

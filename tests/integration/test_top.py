@@ -3,6 +3,7 @@
 (capture-pane), types keys (send-keys) and resizes the window to 60x15 and back."""
 import os
 import re
+import signal
 import subprocess
 
 from harness import GPULEAK, Workload, build_fake_nvml, check, check_eq, wait_until
@@ -105,6 +106,8 @@ def test_top_in_a_terminal(tmp):
         t.wait_screen(lambda s: not any(l.startswith("GPU?") for l in s) and
                       any(l.startswith("GPU0 ") and "traced 0 B" not in l for l in s),
                       "the traced memory on GPU0, not GPU?")
+        check("no NVML figure: DEVICE is what gpuleak saw since attach, not memory from before"
+              in lines, f"NVML lists the process nowhere: the note under the GPUs: {lines}")
         check(any(re.match(r"\s+PID COMM +DEVICE +TORCH +GROWTH", l) for l in lines),
               f"the process list's columns at 80: {lines}")
         # sort keys
@@ -221,3 +224,56 @@ def test_top_on_a_terminal_it_cannot_drive(tmp):
     finally:
         wl.kill()
         wl.wait()
+
+
+
+def plain_top_until(tmp, name, env, wl, pattern):
+    """`top PID` on wl with stdout a file (plain blocks) under env; once it has attached, wl
+    goes; stopped by SIGINT once a block matches pattern, which it returns."""
+    out, err = os.path.join(tmp, f"{name}.out"), os.path.join(tmp, f"{name}.err")
+    with open(out, "wb") as f, open(err, "wb") as e:
+        top = subprocess.Popen([GPULEAK, "top", "-i", "300ms", str(wl.pid)], stdout=f,
+                               stderr=e, stdin=subprocess.DEVNULL, env={**os.environ, **env})
+        found = []
+        try:
+            wait_until(lambda: "attached to PID" in open(err).read() or top.poll() is not None,
+                       60, f"top ({name}) to attach")
+            wl.go()
+            wait_until(lambda: top.poll() is None and any(
+                re.search(pattern, b) and found.append(b) is None
+                for b in open(out).read().split("---\n")), 30, f"top ({name}): {pattern}")
+        finally:
+            top.send_signal(signal.SIGINT)
+            check_eq(top.wait(30), 0, f"top's exit status at SIGINT: {open(err).read()}")
+    return found[0]
+
+
+def test_top_says_what_device_leaves_out(tmp):
+    """DEVICE is what gpuleak saw since it attached. With no NVML figure for a process, top
+    says that memory from before the attach is not in it; where NVML counts more than
+    gpuleak saw, top says how much. wl_preattach holds 4 MiB from before the attach, and
+    1.5 MiB that gpuleak sees allocated."""
+    wls = [Workload("wl_preattach", tmp=tmp, hold=True) for _ in range(2)]
+    try:
+        for wl in wls:
+            wl.wait_ready()
+        row = rf"\n\s*{wls[0].pid} wl_preattach +1\.50 MiB .*\n"
+        block = plain_top_until(tmp, "none", {"GPULEAK_NVIDIA_SMI": os.path.join(tmp, "none")},
+                                wls[0], row)
+        check("no NVML figure: DEVICE is what gpuleak saw since attach, not memory from "
+              "before\n" in block, f"no NVML: the note under the processes:\n{block}")
+        nvml_file = os.path.join(tmp, "nvml.txt")
+        with open(nvml_file, "w") as f:
+            f.write(f"device {80 * GIB} {10 * GIB} GPU-fake-0\nproc 0 {wls[1].pid} {GIB // 2}\n")
+        block = plain_top_until(tmp, "nvml", {"LD_LIBRARY_PATH": build_fake_nvml(tmp),
+                                              "FAKE_NVML_FILE": nvml_file},
+                                wls[1], r"NVML counts 510\.50 MiB")
+        check("\nNVML counts 510.50 MiB more in 1 process: from before attach, CUDA "
+              "contexts\n" in block, f"NVML's figure beyond what gpuleak saw:\n{block}")
+        check("no NVML figure" not in block, f"no note of a missing figure:\n{block}")
+        for wl in wls:
+            check(wl.proc.poll() is None, "the target runs on")
+    finally:
+        for wl in wls:
+            wl.release()
+            wl.wait()
