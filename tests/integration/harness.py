@@ -28,6 +28,9 @@ SAN = os.environ.get("GPULEAK_SAN") == "1"
 SAN_RINGBUF = ("--ringbuf-size", "256M") if SAN else ()
 
 CLASSES = ("device", "managed", "host_pinned")
+# The tests this run takes, in order (module.function; run.py sets it): a test may start
+# the work of the next one early, to run beside its own.
+SELECTED = []
 
 
 class TestFailure(AssertionError):

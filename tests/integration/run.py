@@ -68,7 +68,9 @@ def main():
 
     passed = failed = 0
     t_all = time.monotonic()
-    for name, fn in load_tests(args.pattern, args.exclude):
+    tests = load_tests(args.pattern, args.exclude)
+    harness.SELECTED = [name for name, _ in tests]
+    for name, fn in tests:
         t0 = time.monotonic()
         tmp = harness.tmpdir()
         try:
