@@ -213,7 +213,11 @@ def test_gpu_sh_smoke(tmp):
     check_eq((res["model"], res["design"], res["reps"], res["steps_per_block"]),
              ("torch_train", "aba", 2, 3), "model, design, reps and block size")
     check_eq(sorted(res["step_ms"]), ["attach-idle", "untraced"], "the phases asked for")
-    check(all(s["complete"] for s in res["tracer_booked"]["attach-idle"]),
+    # a report per rep, each complete or naming what it lost: a burst of the stand-in's
+    # tensor probes can outrun the reader on two busy CPUs, and the JSON must say so
+    booked = res["tracer_booked"]["attach-idle"]
+    check(len(booked) == 2 and all(s["report"] and s["calls"]["pytorch_malloc"] > 0 and
+                                   (s["complete"] or s["lost_events"] > 0) for s in booked),
           f"attach's reports: {res['tracer_booked']}")
     p = subprocess.run(["sh", gpu_sh, "--no-such-option"], capture_output=True, text=True,
                        timeout=30, env=dict(os.environ, LIBCUDA="/nonexistent"))
