@@ -303,7 +303,9 @@ const struct cli_command cli_commands[] = {
 		.description =
 			"A full-screen view, redrawn every --interval: a header per GPU (used, "
 			"free, growth), the processes and the stacks that grow the most, in the "
-			"terminal's alternate screen, redrawn on a resize. Keys: up/down or j/k "
+			"terminal's alternate screen, redrawn on a resize. A process's DEVICE is "
+			"what gpuleak saw allocated since it attached: a line says so where NVML "
+			"has no figure for it, or how much more NVML counts. Keys: up/down or j/k "
 			"move, Tab switches between processes and stacks, s cycles the sort, g "
 			"(growth), b (bytes) and n (name) choose it, / filters by name, PID or "
 			"site, Enter on a process shows its stacks only, h or ? help, q quits. "
