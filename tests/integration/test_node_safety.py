@@ -594,10 +594,14 @@ def test_libcuda_files_no_process_maps_are_let_go(tmp):
                 tmp)
     tr.wait_attached()
     truths = []
+    let_go = lambda: sum(int(n) for n in re.findall(r"let go of (\d+) libcuda file",
+                                                   tr.stderr()))
     for batch in range(7):
         for i in range(10):
             truths.append(_run_dlopen(tmp, _copy(tmp, f"c{batch}-{i}"), timeout=30)[1])
-        time.sleep(2.5)  # two full rescans: the batch's files are let go
+        # a whole rescan after its processes are gone, the batch's files are let go
+        wait_until(lambda: let_go() >= 10 * (batch + 1), 30,
+                   f"batch {batch}'s libcuda files let go")
     tr.stop()
     check_eq(tr.returncode, 0, "gpuleak exit status")
     rep, err = tr.report(), tr.stderr()
