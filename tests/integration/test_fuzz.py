@@ -72,6 +72,7 @@ def fuzz(tmp, target):
           f"fuzz_{target}: no crash, leak or timeout (in {work})")
     shutil.rmtree(work, ignore_errors=True)  # kept where a check failed
 
+
 def test_fuzz_record(tmp):
     fuzz(tmp, "record")
 

@@ -226,7 +226,6 @@ def test_top_on_a_terminal_it_cannot_drive(tmp):
         wl.wait()
 
 
-
 def plain_top_until(tmp, name, env, wl, pattern):
     """`top PID` on wl with stdout a file (plain blocks) under env; once it has attached, wl
     goes; stopped by SIGINT once a block matches pattern, which it returns."""
@@ -234,18 +233,18 @@ def plain_top_until(tmp, name, env, wl, pattern):
     with open(out, "wb") as f, open(err, "wb") as e:
         top = subprocess.Popen([GPULEAK, "top", "-i", "300ms", str(wl.pid)], stdout=f,
                                stderr=e, stdin=subprocess.DEVNULL, env={**os.environ, **env})
-        found = []
+        def block():
+            return next((b for b in open(out).read().split("---\n") if re.search(pattern, b)),
+                        None)
         try:
             wait_until(lambda: "attached to PID" in open(err).read() or top.poll() is not None,
                        60, f"top ({name}) to attach")
             wl.go()
-            wait_until(lambda: top.poll() is None and any(
-                re.search(pattern, b) and found.append(b) is None
-                for b in open(out).read().split("---\n")), 30, f"top ({name}): {pattern}")
+            wait_until(lambda: top.poll() is None and block(), 30, f"top ({name}): {pattern}")
         finally:
             top.send_signal(signal.SIGINT)
             check_eq(top.wait(30), 0, f"top's exit status at SIGINT: {open(err).read()}")
-    return found[0]
+    return block()
 
 
 def test_top_says_what_device_leaves_out(tmp):
