@@ -265,9 +265,11 @@ int addr_map__refresh(struct addr_map *am)
 	/*
 	 * A process that has exited but is not yet reaped reads as no mapping at
 	 * all: it is gone, and the maps kept (of its life) still say where its
-	 * frames were.
+	 * frames were. One that exits during the read (the file is read a page at a
+	 * time) leaves it cut short, its libraries at the top missing: a read is
+	 * whole only if the process still has its memory after it.
 	 */
-	if (!err && !rc.nr)
+	if (!err && (!rc.nr || !procfs__has_memory(am->pid)))
 		err = -ESRCH;
 	if (err) {
 		free(rc.maps);

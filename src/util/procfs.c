@@ -218,6 +218,19 @@ bool procfs__same_process(int pid, uint64_t start_ns)
 	return ticks == start_ns / (1000000000ULL / (uint64_t)hz);
 }
 
+bool procfs__has_memory(int pid)
+{
+	char path[64], buf[128], *end;
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%d/statm", procfs_root, pid) >= (int)sizeof(path))
+		return false;
+	n = read_small_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return false;
+	return strtoull(buf, &end, 10) > 0 && end != buf;
+}
+
 int procfs__ns_pid(int pid)
 {
 	char path[64], buf[4096], *line, *save = NULL, *last;

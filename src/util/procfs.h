@@ -50,6 +50,12 @@ int procfs__environ_ints(int pid, const char *const *names, int *vals, int n);
 bool procfs__same_process(int pid, uint64_t start_ns);
 /* The PID of pid in its own (innermost) PID namespace, from NSpid; 0 if unknown. */
 int procfs__ns_pid(int pid);
+/*
+ * Whether pid still has its address space (/proc/PID/statm counts pages): false
+ * once it has exited, even before it is reaped, or if it cannot be read. A read of
+ * its maps that ended while it had one was not cut short by its exit.
+ */
+bool procfs__has_memory(int pid);
 
 /*
  * Calls cb for each numeric entry of /proc (every process).

@@ -2,7 +2,7 @@
 /*
  * fuzz_procfs.c - libFuzzer target: the /proc parsers on any input. The input
  * is parsed as one maps line, then written as every file of process 1 of a
- * fake /proc (maps, stat, comm, status, cgroup) and read through procfs.c,
+ * fake /proc (maps, stat, statm, comm, status, cgroup) and read through procfs.c,
  * the address map (modules.c) and the library finders (libcuda.c,
  * pyproc.c), as they read a real process.
  */
@@ -38,7 +38,8 @@ static int count_map(const struct map_entry *e, void *ctx)
 
 static void write_all(const uint8_t *data, size_t size)
 {
-	static const char *const files[] = { "maps", "stat", "comm", "status", "cgroup" };
+	static const char *const files[] = { "maps", "stat", "statm", "comm", "status",
+					     "cgroup" };
 	char path[128];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {

@@ -428,6 +428,7 @@ static void test_address_map_outlives_the_process(void **state)
 	put_file(90, "maps",
 		 "1000-2000 r-xp 00001000 08:02 42 /lib/a.so\n"
 		 "3000-4000 rw-p 00000000 00:00 0 \n");
+	put_file(90, "statm", "300 20 10 1 0 50 0\n");
 	assert_non_null(m);
 	am = addr_map__new(m, 90);
 	assert_non_null(am);
@@ -435,6 +436,7 @@ static void test_address_map_outlives_the_process(void **state)
 	assert_int_not_equal(mod, 0);
 	assert_int_equal(off, 0x1800);
 	put_file(90, "maps", ""); /* a zombie's */
+	put_file(90, "statm", "0 0 0 0 0 0 0\n");
 	assert_int_equal(addr_map__refresh(am), -ESRCH);
 	assert_false(addr_map__refresh_after_miss(am, 1));
 	off = 0;
@@ -444,6 +446,18 @@ static void test_address_map_outlives_the_process(void **state)
 	errno = 0;
 	assert_null(addr_map__new(m, 90));
 	assert_int_equal(errno, ESRCH);
+	/* a read the exit cut short (its first page, and no memory after it): not kept */
+	put_file(90, "maps", "1000-2000 r-xp 00001000 08:02 43 /lib/b.so\n");
+	assert_int_equal(addr_map__refresh(am), -ESRCH);
+	assert_int_equal(addr_map__resolve(am, 0x1800, &off), mod);
+	errno = 0;
+	assert_null(addr_map__new(m, 90));
+	assert_int_equal(errno, ESRCH);
+	/* nor one whose process cannot be told to be alive after it */
+	unit_rm_tree(root);
+	assert_int_equal(mkdir(root, 0700), 0);
+	put_file(90, "maps", "1000-2000 r-xp 00001000 08:02 42 /lib/a.so\n");
+	assert_null(addr_map__new(m, 90));
 	addr_map__free(am);
 	modules__free(m);
 }
