@@ -154,7 +154,7 @@ static void retire(struct books *b, struct proc *proc)
 static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 {
 	struct proc *proc, *old;
-	bool created;
+	bool created, live;
 
 	proc = procs__get(b->procs, h->pid, h->start_time, &created);
 	if (!proc || !created)
@@ -169,16 +169,18 @@ static struct proc *proc_of(struct books *b, const struct gl_hdr *h)
 	}
 	proc->t.first_ns = h->ts;
 	proc->device_series = series__new(b->opts.series_width_ns);
-	if (b->opts.no_proc_files) {
-		/* whatever has this PID now is not the process of these records */
+	live = !b->opts.no_proc_files && procfs__same_process(h->pid, h->start_time);
+	if (!live) {
+		/* whatever has this PID now, if anything, is not the process of these records */
 		snprintf(proc->t.comm, sizeof(proc->t.comm), "?");
 		proc->t.ns_pid = 0;
 		proc->t.ppid = 0;
-	} else {
-		struct addr_map *early = prefetches__take(b->prefetched, h->pid, h->start_time);
+	}
+	if (!b->opts.no_proc_files) {
+		struct addr_map *early = prefetches__take(b->prefetched, proc);
 
-		/* the process's maps now; if it is already gone, as they were while it ran */
-		proc->am = addr_map__new(b->mods, h->pid);
+		/* the process's maps now; if it is gone, as they were while it ran */
+		proc->am = live ? addr_map__new(b->mods, h->pid) : NULL;
 		if (!proc->am)
 			proc->am = early;
 		else

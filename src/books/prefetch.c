@@ -29,6 +29,8 @@ struct parent {
 struct prefetch {
 	uint64_t ticks; /* start time in clock ticks: the process it belongs to */
 	struct addr_map *am;
+	char comm[16];
+	int ns_pid, ppid;
 };
 
 struct prefetches *prefetches__new(void)
@@ -70,29 +72,33 @@ void prefetches__free(struct prefetches *p)
 
 void prefetches__add(struct prefetches *p, struct modules *m, int pid)
 {
-	struct prefetch *pf;
-	struct addr_map *am;
-	uint64_t ticks;
+	struct prefetch *pf, got = { 0 };
+	char state;
 
-	if (procfs__start_ticks(pid, &ticks))
+	if (procfs__start_ticks(pid, &got.ticks))
 		return;
-	am = addr_map__new(m, pid);
-	if (!am)
+	got.am = addr_map__new(m, pid);
+	if (!got.am)
 		return;
+	if (procfs__comm(pid, got.comm, sizeof(got.comm)))
+		got.comm[0] = '\0';
+	got.ns_pid = procfs__ns_pid(pid);
+	if (procfs__stat(pid, &got.ppid, &state))
+		got.ppid = 0;
 	if (htab__count(p->by_pid) >= PREFETCH_MAX)
 		drop_all(p);
 	pf = htab__upsert(p->by_pid, &pid, NULL);
 	if (!pf) {
-		addr_map__free(am);
+		addr_map__free(got.am);
 		return;
 	}
 	addr_map__free(pf->am);
-	*pf = (struct prefetch){ ticks, am };
+	*pf = got;
 }
 
-struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns)
+struct addr_map *prefetches__take(struct prefetches *p, struct proc *proc)
 {
-	struct prefetch *pf = htab__lookup(p->by_pid, &pid);
+	struct prefetch *pf = htab__lookup(p->by_pid, &proc->t.pid);
 	long hz = sysconf(_SC_CLK_TCK);
 	struct addr_map *am = NULL;
 
@@ -100,11 +106,20 @@ struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_
 		return NULL;
 	if (hz <= 0)
 		hz = 100;
-	if (pf->ticks == start_ns / (1000000000ULL / (uint64_t)hz))
-		am = pf->am;
-	else
+	if (pf->ticks != proc->t.start_time / (1000000000ULL / (uint64_t)hz)) {
 		addr_map__free(pf->am);
-	htab__delete(p->by_pid, &pid);
+		htab__delete(p->by_pid, &proc->t.pid);
+		return NULL;
+	}
+	am = pf->am;
+	/* what /proc said while it ran, where it cannot say now */
+	if (!strcmp(proc->t.comm, "?") && pf->comm[0])
+		memcpy(proc->t.comm, pf->comm, sizeof(proc->t.comm));
+	if (!proc->t.ns_pid)
+		proc->t.ns_pid = pf->ns_pid;
+	if (!proc->t.ppid)
+		proc->t.ppid = pf->ppid;
+	htab__delete(p->by_pid, &proc->t.pid);
 	return am;
 }
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * prefetch.h - what is known of a process before its books exist, for the
- * records that arrive after it died: its address map read while it was alive,
- * and its parent and ranks as seen at the mapping of a library. By PID, checked
- * against the process's start time when taken. At most PREFETCH_MAX of each
- * are kept (all dropped past it).
+ * records that arrive after it died: its address map, name, namespace PID and
+ * parent read while it was alive, and its parent and ranks as seen at the
+ * mapping of a library. By PID, checked against the process's start time when
+ * taken. At most PREFETCH_MAX of each are kept (all dropped past it).
  */
 #ifndef GL_BOOKS_PREFETCH_H
 #define GL_BOOKS_PREFETCH_H
@@ -20,10 +20,16 @@ struct gl_proc;
 
 struct prefetches *prefetches__new(void);
 void prefetches__free(struct prefetches *p);
-/* Reads process pid's address map now (nothing if it is gone), replacing any before. */
+/*
+ * Reads process pid's address map, name, namespace PID and parent now (nothing if
+ * it is gone), replacing any before.
+ */
 void prefetches__add(struct prefetches *p, struct modules *m, int pid);
-/* The map read for the process (pid, start boot-time ns), handed over; or NULL. */
-struct addr_map *prefetches__take(struct prefetches *p, int pid, uint64_t start_ns);
+/*
+ * The map read for proc (its pid and start time), handed over, or NULL; its name,
+ * namespace PID and parent as read then, where proc has none (it is gone).
+ */
+struct addr_map *prefetches__take(struct prefetches *p, struct proc *proc);
 /*
  * A library's mapping (GL_PROC_LIBLOAD record r) names its process's parent
  * and, with rank_env, its ranks: as BPF read them at the mapping, else from

@@ -200,6 +200,10 @@ int targets__try_attach(struct targets *s, struct target *t)
 	if (err == -ENOENT) {
 		err = 1;
 	} else if (err == 0) {
+		/* its maps now: a process killed before its first record is read still
+		 * has its frames named */
+		if (s->seen)
+			s->seen(s->seen_ctx, t->pid);
 		/* Python frames and PyTorch's probes first: what is allocated once
 		 * "attached to PID" is said must be seen with them */
 		if (!s->o.no_python)

@@ -98,6 +98,37 @@ def test_oom_then_sigkill_leaves_both_bundles(tmp):
     check(f"its incident is in {d}/{oom[0]}" in tr.stderr(), "the log names the bundle")
 
 
+def test_a_job_killed_before_its_records_are_read_keeps_its_sites(tmp):
+    """attach PID, then gpuleak stopped (as a busy or frozen agent) while the job runs out
+    of memory and is killed: its records are read once it is gone, and its bundles still
+    name the failing call's site and the process, from what gpuleak read of it at the
+    attach."""
+    d = os.path.join(tmp, "incidents")
+    wl = Workload("wl_oom", tmp=tmp, hold=True)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--incident-dir", d, str(wl.pid)], tmp)
+    tr.wait_attached()
+    thaw = _frozen([tr.proc.pid, _guard_of(tr.proc.pid)])
+    try:
+        wl.go()
+        truth = wl.truth()
+        wl.kill(signal.SIGKILL)
+        wl.wait()
+        check(not (os.path.isdir(d) and _bundles(d)), "no bundle while gpuleak is stopped")
+    finally:
+        thaw()
+    wait_until(lambda: os.path.isdir(d) and any(n.endswith("-killed") for n in _bundles(d)),
+               10, "the bundle of the killed process")
+    tr.stop()
+    oom = [n for n in _bundles(d) if n.endswith("-oom")]
+    check_eq(len(oom), truth["expect"]["oom_failures"], f"the out-of-memory bundles: {oom}")
+    for name in oom:
+        inc, p = _check_bundle(d, name, "oom", wl.pid)
+        check("at oom_site_too_big" in inc["what"], f"{name}: the site: {inc['what']}")
+        check_eq(inc["process"]["comm"], "wl_oom", f"{name}: the process's name")
+        check_eq(p["comm"], "wl_oom", f"{name}: the report's process")
+
+
 def test_a_normal_exit_after_the_oom_and_a_saved_retry(tmp):
     """A job that runs out of memory and exits normally leaves the out-of-memory bundle
     only; a PyTorch request that its own retry saves (a cached segment freed, the retry

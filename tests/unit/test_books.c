@@ -617,7 +617,35 @@ static void test_counters_and_clock(void **state)
 	fx_free(f);
 }
 
-/* Offline books do not take a name from whatever process now has that PID. */
+/* A process under fx's procfs root, alive since start (boot-time ns) with environment env
+ * (entries separated by '\0', envlen bytes). */
+static void fake_proc_since(struct fx *f, int pid, uint64_t start, const char *env, size_t envlen)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+	char path[128], stat[256];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%d", f->root, pid);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (rank) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid,
+		 (unsigned long long)(start / (1000000000ULL / (uint64_t)(hz > 0 ? hz : 100))));
+	snprintf(path, sizeof(path), "%s/%d/stat", f->root, pid);
+	unit_write_file(path, stat);
+	snprintf(path, sizeof(path), "%s/%d/environ", f->root, pid);
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(env, 1, envlen, fp), envlen);
+	fclose(fp);
+}
+
+/* The same, alive with the fixture's start time: the process of its records. */
+static void fake_live_proc(struct fx *f, int pid, const char *env, size_t envlen)
+{
+	fake_proc_since(f, pid, START, env, envlen);
+}
+
+/* Books take no name from whatever process now has the records' PID. */
 static void test_no_proc_files(void **state)
 {
 	struct fx *f = fx_new(true);
@@ -634,10 +662,9 @@ static void test_no_proc_files(void **state)
 	assert_int_equal(fx_proc(f)->t.ns_pid, 0);
 	fx_free(f);
 
-	/* live books do */
+	/* live books do, from the process of the records */
 	f = fx_new(false);
-	snprintf(path, sizeof(path), "%s/%d", f->root, PID);
-	assert_int_equal(mkdir(path, 0755), 0);
+	fake_live_proc(f, PID, "", 0);
 	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
 	unit_write_file(path, "train (rank 0)\n");
 	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
@@ -647,28 +674,19 @@ static void test_no_proc_files(void **state)
 	assert_int_equal(fx_proc(f)->t.ns_pid, 17);
 	expect_class(fx_proc(f), GL_CLASS_DEVICE, 1, 1);
 	fx_free(f);
-}
 
-/* A process under fx's procfs root, alive with the fixture's start time and environment env
- * (entries separated by '\0', envlen bytes). */
-static void fake_live_proc(struct fx *f, int pid, const char *env, size_t envlen)
-{
-	long hz = sysconf(_SC_CLK_TCK);
-	char path[128], stat[256];
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "%s/%d", f->root, pid);
-	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(stat, sizeof(stat),
-		 "%d (rank) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid,
-		 (unsigned long long)(START / (1000000000ULL / (uint64_t)(hz > 0 ? hz : 100))));
-	snprintf(path, sizeof(path), "%s/%d/stat", f->root, pid);
-	unit_write_file(path, stat);
-	snprintf(path, sizeof(path), "%s/%d/environ", f->root, pid);
-	fp = fopen(path, "w");
-	assert_non_null(fp);
-	assert_int_equal(fwrite(env, 1, envlen, fp), envlen);
-	fclose(fp);
+	/* but not from a process that started later with its PID (it was gone) */
+	f = fx_new(false);
+	fake_proc_since(f, PID, START + 5000000000ULL, "", 0);
+	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
+	unit_write_file(path, "someoneelse\n");
+	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
+	unit_write_file(path, "NSpid:\t4242\t17\n");
+	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
+	assert_string_equal(fx_proc(f)->t.comm, "?");
+	assert_int_equal(fx_proc(f)->t.ns_pid, 0);
+	expect_class(fx_proc(f), GL_CLASS_DEVICE, 1, 1);
+	fx_free(f);
 }
 
 /*
