@@ -323,6 +323,11 @@ int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint6
 	return c.n;
 }
 
+bool dwarf_proc__knows(const struct dwarf_proc *p, uint64_t pc)
+{
+	return dwfl_addrmodule(p->dwfl, pc) != NULL;
+}
+
 int dwarf__fp_walk(const struct dwarf_input *in, uint64_t *pcs, int max)
 {
 	uint64_t fp = in->bp, ret, next;
@@ -330,7 +335,7 @@ int dwarf__fp_walk(const struct dwarf_input *in, uint64_t *pcs, int max)
 
 	if (n < max && in->ip)
 		pcs[n++] = in->ip;
-	if (n < max && dwarf_input__read(in, in->sp, &ret) && ret)
+	if (in->at_entry && n < max && dwarf_input__read(in, in->sp, &ret) && ret)
 		pcs[n++] = ret;
 	while (n < max && dwarf_input__read(in, fp, &next) && dwarf_input__read(in, fp + 8, &ret) &&
 	       ret) {

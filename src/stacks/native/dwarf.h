@@ -24,6 +24,7 @@ struct dwarf_input {
 	uint64_t ip, sp, bp;
 	const uint8_t *stack; /* the bytes of [sp, sp + len) */
 	uint32_t len;
+	bool at_entry; /* ip is a function's first instruction: its return address is at sp */
 };
 
 /* The word at addr in the copy; false if its 8 bytes are not all in the copy. */
@@ -56,11 +57,13 @@ Dwfl *dwarf_proc__dwfl(const struct dwarf_proc *p);
  * chain, at a read outside the copy, at a pc of 0, or at max.
  */
 int dwarf_proc__unwind(struct dwarf_proc *p, const struct dwarf_input *in, uint64_t *pcs, int max);
+/* Whether pc lies in a module p reported (one whose CFI libdwfl can look up). */
+bool dwarf_proc__knows(const struct dwarf_proc *p, uint64_t pc);
 
 /*
  * Frame-pointer walk of the copy alone (no CFI): ip, the return address at
- * sp, then the rbp chain while it stays in the copy and goes up. Returns the
- * number of pcs stored.
+ * sp where in is at a function's entry, then the rbp chain while it stays in
+ * the copy and goes up. Returns the number of pcs stored.
  */
 int dwarf__fp_walk(const struct dwarf_input *in, uint64_t *pcs, int max);
 

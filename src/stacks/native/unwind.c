@@ -585,6 +585,16 @@ static int dwarf_miss(struct unwinder *u, struct uproc *up, const struct stack_o
 		}
 		n = dwarf_proc__unwind(up->dw, in, ips, max);
 	}
+	/*
+	 * A pc in no module libdwfl knows (a map without its library, a file that could
+	 * not be opened) has no CFI: libdwfl falls back to the rbp chain, which at a
+	 * function's entry skips the caller, and the frame above it would be taken for
+	 * the call's site. This walk keeps the caller (the word at sp); nothing is cached.
+	 */
+	if (!dwarf_proc__knows(up->dw, in->ip)) {
+		u->st.fp_walks++;
+		return dwarf__fp_walk(in, ips, max);
+	}
 	u->st.misses++;
 	if (dwarf_replay__deps(u->replay, dwarf_proc__dwfl(up->dw), in, ips, n, max, &deps) == 0) {
 		e = cache_add(u, up, k, &deps, in->bp, ips, n, max);
@@ -627,7 +637,8 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 				  .sp = r->sp,
 				  .bp = r->bp,
 				  .stack = v->stack,
-				  .len = r->stack_bytes };
+				  .len = r->stack_bytes,
+				  .at_entry = r->ret_addr != 0 };
 	struct cache_key k = { .ip = r->ip, .sp = r->sp, .word0 = ~0ULL };
 	struct centry *e;
 	struct uproc *up;
