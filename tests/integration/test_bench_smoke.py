@@ -152,19 +152,23 @@ def test_gpu_train_smoke(tmp):
     check(len(got) == 2 and all(abs(g - w) < 1e-9 for g, w in zip(got, want)),
           f"full / history-alloc per rep: {got}, from the overheads {want}")
     check("full_over_history" not in res, "no ratio to a recorder phase that did not run")
-    # the watched blocks were watched as named: each attach tracer's report is complete,
-    # lost nothing and has the phase's tensor mode; full mode booked every tensor block
-    # of its block's 7 steps (400 pairs a step) and the free of each block it booked
-    # (the free probe goes in first: frees of blocks from before it are extra; the
-    # stop may cut one pair)
+    # the watched blocks were watched as named: each attach tracer's report has the
+    # phase's tensor mode; full mode's are complete and lost nothing, and booked every
+    # tensor block of its block's 7 steps (400 pairs a step) and the free of each block
+    # it booked (the free probe goes in first: frees of blocks from before it are extra;
+    # the stop may cut one pair). A window's first burst may outrun the reader on two busy
+    # CPUs (test_gpu_sh_smoke): attach-idle's are complete or count what they lost.
     booked = res["tracer_booked"]
     check_eq(sorted(booked), ["attach-idle", "full"], "phases with a tracer's report")
     for ph, mode in (("attach-idle", "windowed"), ("full", "full")):
         seen = booked[ph]
         check_eq(len(seen), 2, f"{ph}: a report a block")
-        check(all(s["report"] and s["complete"] and s["lost_events"] == 0 for s in seen),
-              f"{ph}: complete reports that lost nothing: {seen}")
         check_eq([s["tensor_modes"] for s in seen], [[mode]] * 2, f"{ph}: tensor mode")
+    check(all(s["report"] and (s["complete"] or s["lost_events"] > 0)
+              for s in booked["attach-idle"]),
+          f"attach-idle: reports, complete or counting what they lost: {booked['attach-idle']}")
+    check(all(s["report"] and s["complete"] and s["lost_events"] == 0 for s in booked["full"]),
+          f"full: complete reports that lost nothing: {booked['full']}")
     pairs = [(s["calls"].get("pytorch_malloc", 0), s["calls"].get("pytorch_free", 0))
              for s in booked["full"]]
     check(all(m >= 400 * (5 + 2) and m - f <= 1 for m, f in pairs),
