@@ -85,7 +85,9 @@ void session__describe_site(struct session *s, uint32_t id, char *buf, size_t le
 
 	if (snap_stacks__frames(s->books, s->sym, s->python, id, &st) == 0)
 		f = site__pick(&st);
-	if (f && f->kind[0] == 'p')
+	if (f && f->kind[0] == 'p' && !f->function && !f->file)
+		snprintf(buf, len, "a Python frame whose code gpuleak could not read");
+	else if (f && f->kind[0] == 'p')
 		snprintf(buf, len, "%s (%s:%d)", f->function ? f->function : "?",
 			 f->file ? f->file : "?", f->line);
 	else if (f && f->function)

@@ -129,6 +129,45 @@ def test_a_job_killed_before_its_records_are_read_keeps_its_sites(tmp):
         check_eq(p["comm"], "wl_oom", f"{name}: the report's process")
 
 
+def test_a_python_job_killed_before_any_record_is_read(tmp):
+    """The same with a Python job (py_oom_census.py) and gpuleak stopped from before its
+    first step until it is killed: its code objects were never read while it lived, and
+    the bundle says that the Python frame of the failing call could not be read, with the
+    process's name, rather than print question marks for a file and a line."""
+    d = os.path.join(tmp, "incidents")
+    wl = subprocess.Popen([PYTHON, OOM_SCRIPT, "--lib", FAKECUDA, "--torch-lib", FAKETORCH,
+                           "--truth", os.path.join(tmp, "oom.json"), "--steps", "3"],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    try:
+        check_eq(_readline(wl.stdout, 60, "py_oom_census.py to say ready"),
+                 f"ready {wl.pid}", "py_oom_census.py's first line")
+        tr = Tracer(["attach", "-i", "0", "--incident-dir", d, str(wl.pid)], tmp)
+        tr.wait_attached()
+        thaw = _frozen([tr.proc.pid, _guard_of(tr.proc.pid)])
+        try:
+            wl.stdin.write(b"go\n")
+            wl.stdin.flush()
+            _readline(wl.stdout, 60, "py_oom_census.py to say failed")
+            wl.kill()
+            wl.wait()
+        finally:
+            thaw()
+        wait_until(lambda: os.path.isdir(d) and any(n.endswith("-killed") for n in _bundles(d)),
+                   10, "the bundle of the killed process")
+        tr.stop()
+    finally:
+        if wl.poll() is None:
+            wl.kill()
+            wl.wait()
+    oom = [n for n in _bundles(d) if n.endswith("-oom")]
+    check_eq(len(oom), 1, f"the out-of-memory bundle: {_bundles(d)}")
+    inc, _ = _check_bundle(d, oom[0], "oom", wl.pid)
+    check(inc["what"].endswith("at a Python frame whose code gpuleak could not read"),
+          f"the site: {inc['what']}")
+    check_eq(inc["process"]["comm"], "python3", "the process's name")
+
+
 def test_a_normal_exit_after_the_oom_and_a_saved_retry(tmp):
     """A job that runs out of memory and exits normally leaves the out-of-memory bundle
     only; a PyTorch request that its own retry saves (a cached segment freed, the retry
