@@ -645,6 +645,18 @@ static void fake_live_proc(struct fx *f, int pid, const char *env, size_t envlen
 	fake_proc_since(f, pid, START, env, envlen);
 }
 
+/* What /proc says of fx's process PID: its name, and 17 in its own PID namespace. */
+static void name_proc(struct fx *f, const char *comm)
+{
+	char path[128], line[64];
+
+	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
+	snprintf(line, sizeof(line), "%s\n", comm);
+	unit_write_file(path, line);
+	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
+	unit_write_file(path, "NSpid:\t4242\t17\n");
+}
+
 /* Books take no name from whatever process now has the records' PID. */
 static void test_no_proc_files(void **state)
 {
@@ -653,10 +665,7 @@ static void test_no_proc_files(void **state)
 
 	snprintf(path, sizeof(path), "%s/%d", f->root, PID);
 	assert_int_equal(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
-	unit_write_file(path, "someoneelse\n");
-	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
-	unit_write_file(path, "NSpid:\t4242\t17\n");
+	name_proc(f, "someoneelse");
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
 	assert_string_equal(fx_proc(f)->t.comm, "?");
 	assert_int_equal(fx_proc(f)->t.ns_pid, 0);
@@ -665,10 +674,7 @@ static void test_no_proc_files(void **state)
 	/* live books do, from the process of the records */
 	f = fx_new(false);
 	fake_live_proc(f, PID, "", 0);
-	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
-	unit_write_file(path, "train (rank 0)\n");
-	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
-	unit_write_file(path, "NSpid:\t4242\t17\n");
+	name_proc(f, "train (rank 0)");
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
 	assert_string_equal(fx_proc(f)->t.comm, "train (rank 0)");
 	assert_int_equal(fx_proc(f)->t.ns_pid, 17);
@@ -678,10 +684,7 @@ static void test_no_proc_files(void **state)
 	/* but not from a process that started later with its PID (it was gone) */
 	f = fx_new(false);
 	fake_proc_since(f, PID, START + 5000000000ULL, "", 0);
-	snprintf(path, sizeof(path), "%s/%d/comm", f->root, PID);
-	unit_write_file(path, "someoneelse\n");
-	snprintf(path, sizeof(path), "%s/%d/status", f->root, PID);
-	unit_write_file(path, "NSpid:\t4242\t17\n");
+	name_proc(f, "someoneelse");
 	fx_alloc(f, GL_API_cuMemAlloc_v2, 0x1000, 1, 0);
 	assert_string_equal(fx_proc(f)->t.comm, "?");
 	assert_int_equal(fx_proc(f)->t.ns_pid, 0);
