@@ -333,12 +333,24 @@ struct {
 	__type(value, struct gl_stack_buf);
 } scratch SEC(".maps");
 
-/* The native stack cache (gpuleak_abi.h): written by user space, read here. */
+/*
+ * The native stack cache (gpuleak_abi.h): written by user space, read here. Its
+ * entries are allocated as they are written: a process of ten call sites takes
+ * ten stacks' room, one of ten thousand 11 MB of kernel memory.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);
 	__type(key, struct gl_scache_key);
+	__type(value, struct gl_scache_shape);
+} stack_shapes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);
+	__type(key, struct gl_scache_vkey);
 	__type(value, struct gl_scache_val);
 } stack_cache SEC(".maps");
 

@@ -164,31 +164,58 @@ struct gl_stack_words {
 };
 
 /*
- * Whether the live words at sp (w, span bytes) hold every value v's unwinding
- * depended on: a bounded loop, not bpf_loop(), whose callback per word costs
- * more than the compare. A global function: the verifier checks it once, not
- * once for every state that reaches it (the loop's 128 steps, each state of
- * the walk before it: a third of a second of every start).
+ * The hash of the live words at sp (w, span bytes) at shape s's offsets, bp
+ * first if s needs it (gl_scache_hash in gpuleak_abi.h); 0 when s cannot be
+ * checked. A bounded loop, not bpf_loop(), whose callback per word costs more
+ * than the work. A global function: the verifier checks it once, not once for
+ * every state that reaches it (the loop's 128 steps, each state of the walk
+ * before it: a third of a second of every start).
  */
-__noinline int scache_words_equal(const struct gl_scache_val *v, const struct gl_stack_words *w)
+__noinline __u64 scache_hash(const struct gl_scache_shape *s, const struct gl_stack_words *w,
+			     __u64 bp)
 {
+	__u64 h = GL_SC_SEED;
 	__u32 nr, span;
 
-	if (!v || !w)
+	if (!s || !w)
 		return 0;
-	nr = v->nr_checks;
-	span = v->span;
+	nr = s->nr_checks;
+	span = s->span;
 	if (nr > GL_SC_CHECKS)
 		return 0;
+	if (s->need_bp)
+		h = gl_scache_mix(h, bp);
 	for (__u32 i = 0; i < GL_SC_CHECKS; i++) {
-		const struct gl_scache_check *k = &v->checks[i];
-		__u32 off = k->off;
+		__u32 off = s->off[i];
 
 		if (i >= nr)
 			break;
 		if (off > GL_MAX_STACK_COPY - 8 || off + 8 > span)
 			return 0;
-		if (*(const __u64 *)(w->b + off) != k->val)
+		h = gl_scache_mix(h, *(const __u64 *)(w->b + off));
+	}
+	return h;
+}
+
+/* Whether the live words at sp (w) are v's, at shape s's offsets (checked by scache_hash()). */
+__noinline int scache_words_equal(const struct gl_scache_shape *s, const struct gl_scache_val *v,
+				  const struct gl_stack_words *w)
+{
+	__u32 nr;
+
+	if (!s || !v || !w)
+		return 0;
+	nr = s->nr_checks;
+	if (nr > GL_SC_CHECKS)
+		return 0;
+	for (__u32 i = 0; i < GL_SC_CHECKS; i++) {
+		__u32 off = s->off[i];
+
+		if (i >= nr)
+			break;
+		if (off > GL_MAX_STACK_COPY - 8)
+			return 0;
+		if (*(const __u64 *)(w->b + off) != v->val[i])
 			return 0;
 	}
 	return 1;
@@ -200,25 +227,30 @@ struct scache_probe {
 	__u8 *buf;  /* GL_MAX_STACK_COPY bytes of scratch */
 	__u32 have; /* bytes of the stack at sp in buf */
 	__u32 id;   /* the entry that matched */
-	bool found; /* an entry under the key was looked at */
+	bool found; /* a shape under the key was looked at */
 };
 
-/* One way of the key: its entry, if any, checked against the live stack; 1 on a match. */
+/*
+ * One way of the key: its shape, if any, checked against the live stack, and
+ * the stack of that shape with the live words, if any; 1 on a match.
+ */
 static long scache_way_step(__u32 i, void *data)
 {
 	struct scache_probe *p = data;
+	const struct gl_scache_shape *s;
 	const struct gl_scache_val *v;
+	struct gl_scache_vkey vk;
 	__u32 span;
 	__u8 byte;
 
 	p->k.way = i;
-	v = bpf_map_lookup_elem(&stack_cache, &p->k);
-	if (!v)
+	s = bpf_map_lookup_elem(&stack_shapes, &p->k);
+	if (!s)
 		return 0;
 	p->found = true;
-	span = v->span;
-	if (v->start_time != p->start_time || (v->need_bp && v->bp != p->bp) || !v->id ||
-	    span < 8 || span > p->want || span > GL_MAX_STACK_COPY || v->len > p->want)
+	span = s->span;
+	if (s->start_time != p->start_time || !s->shape || span < 8 || span > p->want ||
+	    span > GL_MAX_STACK_COPY || s->len > p->want)
 		return 0;
 	if (span > p->have) {
 		if (bpf_probe_read_user(p->buf, span, (void *)p->k.sp))
@@ -230,10 +262,17 @@ static long scache_way_step(__u32 i, void *data)
 	 * nothing between span and len). One whose unwinding read nothing past the cut
 	 * unwinds the same whatever lies there: no probe of the page, which faults each
 	 * time it is not there. */
-	if (v->need_cut && v->len < p->want &&
-	    !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + v->len)))
+	if (s->need_cut && s->len < p->want &&
+	    !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + s->len)))
 		return 0;
-	if (!scache_words_equal(v, (const struct gl_stack_words *)p->buf))
+	vk.tgid = p->k.tgid;
+	vk.shape = s->shape;
+	vk.hash = scache_hash(s, (const struct gl_stack_words *)p->buf, p->bp);
+	if (!vk.hash)
+		return 0;
+	v = bpf_map_lookup_elem(&stack_cache, &vk);
+	if (!v || !v->id || (s->need_bp && v->bp != p->bp) ||
+	    !scache_words_equal(s, v, (const struct gl_stack_words *)p->buf))
 		return 0;
 	p->id = v->id;
 	return 1;

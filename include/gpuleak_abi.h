@@ -260,17 +260,24 @@ struct gl_stack {
 /*
  * The native stack cache (DWARF mode). User space unwinds a copy once and
  * learns which of its words the result depends on (return addresses, saved
- * rbp where it is used) and whether bp; it then writes an entry here. A later
- * stack of the same process with the same ip, sp and first word, whose words
- * at those offsets are all equal and whose copy would end where that one did
- * (len: where its mapping ends, or at a page it could not read), unwinds to
- * the same frames: BPF sends the entry's id and no copy. Anything else is a
- * miss: the full copy. Callers that reach one call at the same depth share ip,
- * sp and first word and differ deeper: each key holds up to GL_SC_WAYS entries
- * (way 0 up), which BPF tries in turn.
+ * rbp where it is used) and whether bp. A later stack of the same process
+ * whose words at those offsets are all equal, with the same ip, sp and first
+ * word, and whose copy would end where that one did (len: where its mapping
+ * ends, or at a page it could not read), unwinds to the same frames: BPF
+ * sends the stack's id and no copy. Anything else is a miss: the full copy.
+ *
+ * Two maps. stack_shapes holds, under (tgid, ip, sp, first word), the offsets
+ * an unwinding from there read: its shape. One call site reached at one depth
+ * by many paths (a function called from a thousand places, a recursion) has
+ * the same ip, sp and first word for all of them, and mostly one shape, as
+ * the frames differ in their return addresses and not in their layout; a key
+ * holds up to GL_SC_WAYS shapes (way 0 up), which BPF tries in turn.
+ * stack_cache holds the stacks of a shape by the hash of their words at its
+ * offsets (gl_scache_hash()), each with those words, which BPF compares: the
+ * hash finds the entry, the words make the answer exact.
  */
 #define GL_SC_CHECKS 128 /* words checked at most (a power of two) */
-#define GL_SC_WAYS 4	 /* entries under one (tgid, ip, sp, word0) */
+#define GL_SC_WAYS 4	 /* shapes under one (tgid, ip, sp, word0) */
 
 struct gl_scache_key {
 	__u32 tgid;
@@ -280,24 +287,44 @@ struct gl_scache_key {
 	__u64 word0; /* the word at sp */
 };
 
-struct gl_scache_check {
-	__u32 off; /* from sp */
-	__u32 pad;
-	__u64 val;
-};
-
-struct gl_scache_val {
+struct gl_scache_shape {
 	__u64 start_time; /* of the process (gl_hdr.start_time) */
-	__u64 bp;
-	__u32 id;   /* never 0 */
-	__u32 span; /* bytes at sp holding every check: max off + 8 */
-	__u32 len;  /* bytes the copy had; less than asked for: the page at sp + len
+	__u32 shape;	  /* never 0: its stacks' gl_scache_vkey.shape */
+	__u32 span;	  /* bytes at sp holding every word checked: max off + 8 */
+	__u32 len;	  /* bytes the copy had; less than asked for: the page at sp + len
 			   * could not be read */
 	__u16 nr_checks;
 	__u8 need_bp;  /* the result depends on bp */
 	__u8 need_cut; /* the unwinding tried to read past len: a longer copy may go further */
-	struct gl_scache_check checks[GL_SC_CHECKS];
+	__u16 off[GL_SC_CHECKS]; /* the words read, from sp (each < GL_MAX_STACK_COPY) */
 };
+
+struct gl_scache_vkey {
+	__u32 tgid;
+	__u32 shape;
+	__u64 hash; /* gl_scache_hash() of bp (if the shape needs it) and the words */
+};
+
+struct gl_scache_val {
+	__u32 id; /* never 0 */
+	__u32 pad;
+	__u64 bp;
+	__u64 val[GL_SC_CHECKS]; /* the words at the shape's offsets */
+};
+
+/*
+ * The hash of a stack's words, one word at a time from GL_SC_SEED: bp first
+ * when the shape needs it, then the words in the shape's order. Its only use
+ * is to find an entry; the words are compared whatever it says.
+ */
+#define GL_SC_SEED 0x9e3779b97f4a7c15ULL
+
+static inline __u64 gl_scache_mix(__u64 h, __u64 w)
+{
+	h ^= w;
+	h *= 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 33);
+}
 
 enum gl_proc_event {
 	GL_PROC_EXIT = 1,

@@ -139,6 +139,19 @@ FRAME static void chain_a(struct capture *c)
 	__asm__ volatile("" ::: "memory");
 }
 
+#define SITES 5
+
+/* The chain from five call sites: five stacks that differ in one return address. */
+FRAME static void five_sites(struct capture *c)
+{
+	chain_a(&c[0]);
+	chain_a(&c[1]);
+	chain_a(&c[2]);
+	chain_a(&c[3]);
+	chain_a(&c[4]);
+	__asm__ volatile("" ::: "memory");
+}
+
 static const char *function_at(uint64_t addr)
 {
 	struct sym_result r;
@@ -191,8 +204,8 @@ static int teardown(void **state)
 
 static void test_own_stack_by_name(void **state)
 {
-	static const char *const want[] = { "capture_entry", "chain_d", "chain_c", "chain_b",
-					     "chain_a", "setup" };
+	static const char *const want[] = { "capture_entry", "chain_d", "chain_c",
+					    "chain_b",	     "chain_a", "setup" };
 	struct unwinder *u = dwarf_unwinder();
 	int n = unwind(u, fx->full);
 
@@ -221,24 +234,71 @@ static void test_repeat_is_a_hit(void **state)
 	unwinder__free(u);
 }
 
-/* What the unwinder published to BPF's stack cache. */
+/*
+ * What the unwinder published to BPF's stack cache: the two maps, kept as BPF
+ * has them, and the last shape and stack written.
+ */
+#define MODEL_SHAPES 8
+#define MODEL_STACKS 16
+
 struct published {
-	int puts, drops;
-	int refuse; /* put fails with this (negative errno), as a full map does */
+	int puts, shape_puts, dels, drops;
+	int refuse; /* a stack's put fails with this (negative errno), as a full map does */
 	struct gl_scache_key k;
+	struct gl_scache_shape s;
+	struct gl_scache_vkey vk;
 	struct gl_scache_val v;
+	int nr_shapes, nr_stacks;
+	struct gl_scache_key keys[MODEL_SHAPES];
+	struct gl_scache_shape shapes[MODEL_SHAPES];
+	struct gl_scache_vkey vkeys[MODEL_STACKS];
+	struct gl_scache_val vals[MODEL_STACKS];
 };
 
-static int pub_put(void *ctx, const struct gl_scache_key *k, const struct gl_scache_val *v)
+static int pub_put_shape(void *ctx, const struct gl_scache_key *k, const struct gl_scache_shape *s)
 {
 	struct published *p = ctx;
+	int i;
+
+	p->shape_puts++;
+	for (i = 0; i < p->nr_shapes && memcmp(&p->keys[i], k, sizeof(*k)); i++)
+		;
+	assert_true(i < MODEL_SHAPES);
+	p->nr_shapes += i == p->nr_shapes;
+	p->keys[i] = p->k = *k;
+	p->shapes[i] = p->s = *s;
+	return 0;
+}
+
+static int pub_put_stack(void *ctx, const struct gl_scache_vkey *k, const struct gl_scache_val *v)
+{
+	struct published *p = ctx;
+	int i;
 
 	p->puts++;
 	if (p->refuse)
 		return p->refuse;
-	p->k = *k;
-	p->v = *v;
+	for (i = 0; i < p->nr_stacks && memcmp(&p->vkeys[i], k, sizeof(*k)); i++)
+		;
+	assert_true(i < MODEL_STACKS);
+	p->nr_stacks += i == p->nr_stacks;
+	p->vkeys[i] = p->vk = *k;
+	p->vals[i] = p->v = *v;
 	return 0;
+}
+
+static void pub_del_stack(void *ctx, const struct gl_scache_vkey *k)
+{
+	struct published *p = ctx;
+
+	p->dels++;
+	for (int i = 0; i < p->nr_stacks; i++) {
+		if (memcmp(&p->vkeys[i], k, sizeof(*k)))
+			continue;
+		p->vkeys[i] = p->vkeys[--p->nr_stacks];
+		p->vals[i] = p->vals[p->nr_stacks];
+		return;
+	}
 }
 
 static void pub_drop(void *ctx, int pid)
@@ -247,6 +307,53 @@ static void pub_drop(void *ctx, int pid)
 
 	assert_int_equal(pid, getpid());
 	p->drops++;
+}
+
+#define PUBLISHER(pub)                                                      \
+	{                                                                   \
+		.put_shape = pub_put_shape, .put_stack = pub_put_stack,     \
+		.del_stack = pub_del_stack, .drop = pub_drop, .ctx = &(pub) \
+	}
+
+/*
+ * What BPF's lookup (bpf/stack.bpf.h) answers for the copy c, from the maps as
+ * p has them: the shapes under c's key in turn, the words at a shape's offsets
+ * hashed as gpuleak_abi.h says, the stack under that hash, its words compared.
+ */
+static uint32_t model_lookup(const struct published *p, const struct capture *c)
+{
+	struct gl_scache_key k = { .tgid = (uint32_t)getpid(), .ip = c->rec.ip, .sp = c->rec.sp };
+
+	memcpy(&k.word0, c->stack, sizeof(k.word0));
+	for (k.way = 0; k.way < GL_SC_WAYS; k.way++) {
+		const struct gl_scache_shape *s = NULL;
+		struct gl_scache_vkey vk = { .tgid = k.tgid };
+		uint64_t w[GL_SC_CHECKS], h = GL_SC_SEED;
+
+		for (int i = 0; i < p->nr_shapes; i++)
+			if (!memcmp(&p->keys[i], &k, sizeof(k)))
+				s = &p->shapes[i];
+		if (!s || s->start_time != c->rec.hdr.start_time || s->span > c->rec.stack_bytes)
+			continue;
+		if (s->need_bp)
+			h = gl_scache_mix(h, c->rec.bp);
+		for (int i = 0; i < s->nr_checks; i++) {
+			memcpy(&w[i], c->stack + s->off[i], sizeof(w[i]));
+			h = gl_scache_mix(h, w[i]);
+		}
+		vk.shape = s->shape;
+		vk.hash = h;
+		for (int i = 0; i < p->nr_stacks; i++) {
+			const struct gl_scache_val *v = &p->vals[i];
+
+			if (memcmp(&p->vkeys[i], &vk, sizeof(vk)) ||
+			    (s->need_bp && v->bp != c->rec.bp) ||
+			    memcmp(v->val, w, s->nr_checks * sizeof(w[0])))
+				continue;
+			return v->id;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -258,7 +365,7 @@ static void test_published_entry_answers_its_id(void **state)
 {
 	struct unwinder *u = dwarf_unwinder();
 	struct published pub = { 0 };
-	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	struct scache_publisher sp = PUBLISHER(pub);
 	uint64_t ips[UNWIND_MAX_FRAMES], w;
 	struct gl_stack by_id = fx->cap.rec;
 	struct stack_view v = { .rec = &by_id };
@@ -272,23 +379,28 @@ static void test_published_entry_answers_its_id(void **state)
 	assert_int_equal(pub.k.sp, fx->cap.rec.sp);
 	memcpy(&w, fx->cap.stack, sizeof(w));
 	assert_int_equal(pub.k.word0, w);
+	assert_int_equal(pub.shape_puts, 1);
+	assert_int_not_equal(pub.s.shape, 0);
+	assert_int_equal(pub.vk.shape, pub.s.shape);
 	assert_int_not_equal(pub.v.id, 0);
-	assert_int_equal(pub.v.len, fx->cap.rec.stack_bytes);
-	assert_int_equal(pub.v.start_time, fx->cap.rec.hdr.start_time);
-	assert_true(pub.v.nr_checks > 0 && pub.v.nr_checks <= GL_SC_CHECKS);
-	for (uint32_t i = 0; i < pub.v.nr_checks; i++) {
-		assert_true(pub.v.checks[i].off + 8 <= pub.v.span);
-		memcpy(&w, fx->cap.stack + pub.v.checks[i].off, sizeof(w));
-		assert_int_equal(w, pub.v.checks[i].val);
+	assert_int_equal(pub.s.len, fx->cap.rec.stack_bytes);
+	assert_int_equal(pub.s.start_time, fx->cap.rec.hdr.start_time);
+	assert_true(pub.s.nr_checks > 0 && pub.s.nr_checks <= GL_SC_CHECKS);
+	for (uint32_t i = 0; i < pub.s.nr_checks; i++) {
+		assert_true(pub.s.off[i] + 8u <= pub.s.span);
+		memcpy(&w, fx->cap.stack + pub.s.off[i], sizeof(w));
+		assert_int_equal(w, pub.v.val[i]);
 	}
 	/* every return address the result holds is among the words checked */
 	for (int i = 1; i < fx->nr_full; i++) {
 		bool seen = false;
 
-		for (uint32_t j = 0; j < pub.v.nr_checks; j++)
-			seen |= pub.v.checks[j].val == fx->full[i];
+		for (uint32_t j = 0; j < pub.s.nr_checks; j++)
+			seen |= pub.v.val[j] == fx->full[i];
 		assert_true(seen);
 	}
+	/* BPF's lookup finds it by the hash of those words */
+	assert_int_equal(model_lookup(&pub, &fx->cap), pub.v.id);
 
 	by_id.cache_id = pub.v.id;
 	by_id.stack_bytes = 0;
@@ -307,6 +419,113 @@ static void test_published_entry_answers_its_id(void **state)
 	assert_int_equal(pub.drops, 0); /* at teardown the tracer goes first: nothing to drop */
 }
 
+/* Five stacks under one key of BPF's cache: one ip, sp and first word. */
+static struct capture *five_captures(void)
+{
+	struct capture *c = calloc(SITES, sizeof(*c));
+	uint64_t w0, w;
+
+	assert_non_null(c);
+	five_sites(c);
+	memcpy(&w0, c[0].stack, sizeof(w0));
+	for (int i = 1; i < SITES; i++) {
+		c[i].rec.hdr.start_time = c[0].rec.hdr.start_time;
+		assert_int_equal(c[i].rec.ip, c[0].rec.ip);
+		assert_int_equal(c[i].rec.sp, c[0].rec.sp);
+		memcpy(&w, c[i].stack, sizeof(w));
+		assert_int_equal(w, w0);
+	}
+	return c;
+}
+
+static int unwind_capture(struct unwinder *u, struct capture *c, uint64_t *ips)
+{
+	struct stack_view v = { .rec = &c->rec, .stack = c->stack };
+
+	return unwind__stack(u, &fx->proc, &v, ips, UNWIND_MAX_FRAMES);
+}
+
+/*
+ * Call sites that reach one call at one depth (a function called from many
+ * places) share BPF's key and the shape of their unwinding, and differ in
+ * their words: one shape is written, and each stack under it, which BPF's
+ * lookup finds by its own words and no other's.
+ */
+static void test_stacks_of_one_shape_share_it(void **state)
+{
+	struct capture *c = five_captures();
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { 0 };
+	struct scache_publisher sp = PUBLISHER(pub);
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	uint32_t ids[SITES];
+	struct unwind_stats st;
+
+	unwinder__set_publisher(u, &sp);
+	for (int i = 0; i < SITES; i++) {
+		assert_true(unwind_capture(u, &c[i], ips) > 4);
+		assert_string_equal(function_at(ips[4] - 1), "chain_a");
+		assert_string_equal(function_at(ips[5] - 1), "five_sites");
+	}
+	assert_int_equal(pub.shape_puts, 1);
+	assert_int_equal(pub.puts, SITES);
+	assert_int_equal(pub.nr_stacks, SITES);
+	for (int i = 0; i < SITES; i++) {
+		ids[i] = model_lookup(&pub, &c[i]);
+		assert_int_not_equal(ids[i], 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(ids[i], ids[j]);
+	}
+	unwinder__stats(u, &st);
+	assert_int_equal(st.misses, SITES);
+	assert_int_equal(st.published, SITES);
+	assert_int_equal(st.shapes_evicted, 0);
+	unwinder__free(u);
+	free(c);
+}
+
+/*
+ * A key holds GL_SC_WAYS shapes: a fifth (here, copies cut at another length)
+ * takes the way of the one used longest ago, whose stacks are withdrawn; that
+ * stack's next copy is published again.
+ */
+static void test_a_fifth_shape_replaces_the_oldest(void **state)
+{
+	struct capture *c = five_captures();
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { 0 };
+	struct scache_publisher sp = PUBLISHER(pub);
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+
+	_Static_assert(SITES == GL_SC_WAYS + 1, "one shape more than a key holds");
+	unwinder__set_publisher(u, &sp);
+	for (int i = 0; i < SITES; i++) {
+		c[i].rec.stack_bytes -= 8 * i;
+		assert_true(unwind_capture(u, &c[i], ips) > 4);
+		assert_true(pub.s.span < c[i].rec.stack_bytes);
+		assert_int_equal(pub.s.len, c[i].rec.stack_bytes);
+	}
+	assert_int_equal(pub.shape_puts, SITES);
+	assert_int_equal(pub.nr_shapes, GL_SC_WAYS);
+	assert_int_equal(pub.dels, 1);
+	assert_int_equal(model_lookup(&pub, &c[0]), 0);
+	for (int i = 1; i < SITES; i++)
+		assert_int_not_equal(model_lookup(&pub, &c[i]), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.shapes_evicted, 1);
+
+	/* the first site's copy again: user space's entry, written again, in c[1]'s way */
+	assert_true(unwind_capture(u, &c[0], ips) > 4);
+	assert_int_not_equal(model_lookup(&pub, &c[0]), 0);
+	assert_int_equal(model_lookup(&pub, &c[1]), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.shapes_evicted, 2);
+	unwinder__free(u);
+	free(c);
+}
+
 /*
  * A stack cache that takes no more entries (the map full): the stack is still
  * unwound whole from its copy, each later copy of it is tried again, and the
@@ -316,7 +535,7 @@ static void test_refused_entry_still_unwinds(void **state)
 {
 	struct unwinder *u = dwarf_unwinder();
 	struct published pub = { .refuse = -E2BIG };
-	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	struct scache_publisher sp = PUBLISHER(pub);
 	uint64_t ips[UNWIND_MAX_FRAMES];
 	struct unwind_stats st;
 
@@ -328,6 +547,7 @@ static void test_refused_entry_still_unwinds(void **state)
 	}
 	unwinder__stats(u, &st);
 	assert_int_equal(pub.puts, 2);
+	assert_int_equal(pub.shape_puts, 1); /* the second, under the shape written first */
 	assert_int_equal(st.publish_failed, 2);
 	assert_int_equal(st.published, 0);
 	assert_int_equal(st.hits, 1); /* the second copy, from user space's cache */
@@ -345,7 +565,7 @@ static void test_published_entry_says_whether_its_cut_matters(void **state)
 	uint32_t len = fx->cap.rec.stack_bytes, ret_off = 0;
 	struct unwinder *u = dwarf_unwinder();
 	struct published pub = { 0 };
-	struct scache_publisher sp = { .put = pub_put, .drop = pub_drop, .ctx = &pub };
+	struct scache_publisher sp = PUBLISHER(pub);
 	uint64_t ips[UNWIND_MAX_FRAMES], w;
 	int n;
 
@@ -353,8 +573,8 @@ static void test_published_entry_says_whether_its_cut_matters(void **state)
 	assert_int_equal(unwind(u, ips), fx->nr_full);
 	assert_int_equal(pub.puts, 1);
 	/* the unwinding ended at the outermost frame, inside the copy */
-	assert_true(pub.v.span < len);
-	assert_int_equal(pub.v.need_cut, 0);
+	assert_true(pub.s.span < len);
+	assert_int_equal(pub.s.need_cut, 0);
 
 	/* cut just past the third frame's return address: the fourth is out of reach */
 	for (uint32_t off = 8; off + 8 <= len && !ret_off; off += 8) {
@@ -368,8 +588,8 @@ static void test_published_entry_says_whether_its_cut_matters(void **state)
 	fx->cap.rec.stack_bytes = len;
 	assert_true(n >= 1 && n < fx->nr_full);
 	assert_int_equal(pub.puts, 2);
-	assert_int_equal(pub.v.len, ret_off);
-	assert_int_equal(pub.v.need_cut, 1);
+	assert_int_equal(pub.s.len, ret_off);
+	assert_int_equal(pub.s.need_cut, 1);
 	unwinder__free(u);
 }
 
@@ -551,6 +771,8 @@ int main(void)
 		cmocka_unit_test(test_repeat_is_a_hit),
 		cmocka_unit_test(test_published_entry_answers_its_id),
 		cmocka_unit_test(test_refused_entry_still_unwinds),
+		cmocka_unit_test(test_stacks_of_one_shape_share_it),
+		cmocka_unit_test(test_a_fifth_shape_replaces_the_oldest),
 		cmocka_unit_test(test_saved_registers_do_not_count),
 		cmocka_unit_test(test_changed_return_address_misses),
 		cmocka_unit_test(test_cut_copy_gives_prefix),

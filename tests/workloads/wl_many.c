@@ -4,10 +4,15 @@
  * --iters N (100000) device allocations of --size bytes (4096), never freed.
  * Allocation i is made through a chain of 17 calls of many_a/many_b that
  * spells i in binary, so up to 131072 allocations have distinct stacks; with
- * --same 1 they all come from one stack, with --stacks N from N stacks in turn.
+ * --same 1 they all come from one stack, with --stacks N from N stacks in turn;
+ * --pause MS sleeps MS milliseconds once the first N (one turn) are made.
+ * Every stack has the same ip, sp and word at sp at the driver call, and the
+ * same layout: they differ in the return addresses above it.
  *
- * Options: --iters N, --size N, --same 0|1, --stacks N.
+ * Options: --iters N, --size N, --same 0|1, --stacks N, --pause MS.
  */
+#include <unistd.h>
+
 #include "wl.h"
 
 #define LEVELS 17
@@ -51,6 +56,7 @@ int main(int argc, char **argv)
 {
 	unsigned long same = wl_take_num(&argc, argv, "--same", 1, 0);
 	unsigned long stacks = wl_take_num(&argc, argv, "--stacks", 1UL << LEVELS, 0);
+	unsigned long pause_ms = wl_take_num(&argc, argv, "--pause", 60000, 0);
 
 	wl_parse(&o, argc, argv, WL_OPT_ITERS | WL_OPT_SIZE);
 	if (!o.size)
@@ -58,8 +64,11 @@ int main(int argc, char **argv)
 	wl_cuda_start(0);
 	wl_ready(&o);
 	fakecuda_mark();
-	for (unsigned long i = 0; i < o.iters; i++)
+	for (unsigned long i = 0; i < o.iters; i++) {
+		if (pause_ms && stacks && i == stacks)
+			usleep(pause_ms * 1000); /* the tracer catches up */
 		many_a(LEVELS, same ? 0 : stacks ? i % stacks : i);
+	}
 	wl_finish(&o, fakecuda_truth_json, sites, WL_NSITES(sites), NULL);
 	return 0;
 }

@@ -19,8 +19,8 @@
  * agree on sp and on every word near it, and differ deeper down, in the return
  * address into nofp_alternate),
  * --spread N (then N more from six call sites of one function in turn, each
- * kept: six stacks that agree near sp and differ deeper, more than one key of
- * BPF's stack cache holds).
+ * kept: six stacks that agree near sp and differ deeper, more than a key of
+ * BPF's stack cache has ways for shapes, all of one shape).
  */
 #include <unistd.h>
 #include <stdlib.h>

@@ -24,12 +24,15 @@
  * process is dropped when its Dwfl is built again.
  *
  * The kernel's copy of the cache. An entry whose reads all lie in the copy
- * is also published to BPF (struct gl_scache_val) under an id: BPF checks the
- * same words on the live stack and, when all agree, sends the id instead of
- * the copy, which the unwinder answers with the entry's pcs. Ids and their
- * pcs stay for the unwinder's life (records naming one may still be in the
- * ring buffer when the entry goes); a process's kernel entries are withdrawn
- * with its cache.
+ * is also published to BPF under an id (gpuleak_abi.h): its shape (the
+ * offsets read) under its key, once for all the stacks of that shape, and its
+ * words under the shape and their hash. BPF checks the same words on the live
+ * stack and, when all agree, sends the id instead of the copy, which the
+ * unwinder answers with the entry's pcs. Ids and their pcs stay for the
+ * unwinder's life (records naming one may still be in the ring buffer when the
+ * entry goes). A kernel entry stays valid while the process's modules do: it
+ * outlives a user-space entry dropped for room, and a process's kernel
+ * entries are withdrawn when its Dwfl is built again, or it goes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,18 +73,33 @@ struct centry {
 	uint16_t nr_pcs;
 	uint16_t max; /* the unwinding stopped at max frames if nr_pcs == max */
 	uint32_t nr_checks;
-	uint32_t kid;	  /* the id published to BPF, 0 = none */
-	bool in_kernel;	  /* BPF holds it under its key now, in way */
-	uint8_t way;	  /* < GL_SC_WAYS */
-	uint64_t pub_seq; /* when it was published (unwinder.pub_clock) */
+	uint32_t kid;	/* the id published to BPF, 0 = none */
+	uint32_t shape; /* BPF holds it under this shape (struct kshape), 0 = not */
 	struct dwarf_check *checks;
 	uint64_t *pcs;
+};
+
+/* A shape BPF holds under a key (cache_key, a way of it), and the stacks under it. */
+struct kshape {
+	struct kshape *next; /* same key */
+	uint8_t way;
+	uint64_t used; /* when a stack was last published under it (unwinder.pub_clock) */
+	struct gl_scache_shape sh;
+	struct htab *stacks; /* gl_scache_vkey.hash -> struct kref: its stacks, as BPF has them */
+};
+
+/* A stack BPF holds under a shape: its id, and the words it is checked by. */
+struct kref {
+	uint32_t kid;
+	uint64_t bp;
+	uint64_t *val; /* [sh.nr_checks] */
 };
 
 /* What the unwinder keeps for one process. */
 struct uproc {
 	struct proc_key key;
 	bool published;		   /* entries of it were published to BPF */
+	struct htab *shapes;	   /* cache_key -> struct kshape * (chain): what BPF holds */
 	struct dwarf_proc *dw;	   /* NULL: walk frame pointers */
 	const struct addr_map *am; /* dw was built from am at generation gen */
 	uint64_t gen;
@@ -109,6 +127,7 @@ struct unwinder {
 	struct htab *procs; /* proc_key -> struct uproc * */
 	uint64_t clock;
 	uint64_t pub_clock; /* entries published */
+	uint32_t last_shape;
 	size_t cache_bytes;
 	struct unwind_stats st;
 };
@@ -145,6 +164,7 @@ static size_t entry_size(uint32_t nr_checks, int nr_pcs)
 	       nr_pcs * sizeof(uint64_t);
 }
 
+/* Drops up's user-space entries (for room: what BPF holds stays valid). */
 static void cache_clear(struct unwinder *u, struct uproc *up)
 {
 	struct centry **head, *e, *next;
@@ -160,6 +180,33 @@ static void cache_clear(struct unwinder *u, struct uproc *up)
 	if (up->cache)
 		htab__clear(up->cache);
 	up->nr_entries = 0;
+}
+
+static void kshape_free(struct kshape *ks)
+{
+	struct kref *ref;
+	size_t it = 0;
+
+	while (ks->stacks && (ref = htab__next(ks->stacks, &it, NULL)))
+		free(ref->val);
+	htab__free(ks->stacks);
+	free(ks);
+}
+
+/* Withdraws what BPF holds of up's process (its modules changed, or it went). */
+static void kernel_clear(struct unwinder *u, struct uproc *up)
+{
+	struct kshape **head, *ks, *next;
+	size_t it = 0;
+
+	while (up->shapes && (head = htab__next(up->shapes, &it, NULL))) {
+		for (ks = *head; ks; ks = next) {
+			next = ks->next;
+			kshape_free(ks);
+		}
+	}
+	if (up->shapes)
+		htab__clear(up->shapes);
 	if (up->published && u->pub.drop)
 		u->pub.drop(u->pub.ctx, (int)up->key.pid);
 	up->published = false;
@@ -170,7 +217,9 @@ static void uproc_free(struct unwinder *u, struct uproc *up)
 	if (!up)
 		return;
 	cache_clear(u, up);
+	kernel_clear(u, up);
 	htab__free(up->cache);
+	htab__free(up->shapes);
 	dwarf_proc__free(up->dw);
 	free(up);
 }
@@ -275,7 +324,8 @@ static struct uproc *uproc_get(struct unwinder *u, const struct stack_owner *pro
 	if (!up)
 		return NULL;
 	up->cache = htab__new(sizeof(struct cache_key), sizeof(struct centry *));
-	slot = up->cache ? htab__upsert(u->procs, &k, &created) : NULL;
+	up->shapes = htab__new(sizeof(struct cache_key), sizeof(struct kshape *));
+	slot = up->cache && up->shapes ? htab__upsert(u->procs, &k, &created) : NULL;
 	if (!slot) {
 		uproc_free(u, up);
 		return NULL;
@@ -295,6 +345,7 @@ static void uproc_sync(struct unwinder *u, struct uproc *up, const struct stack_
 	if (up->tried && up->am == am && (!am || up->gen == addr_map__generation(am)))
 		return;
 	cache_clear(u, up);
+	kernel_clear(u, up);
 	dwarf_proc__free(up->dw);
 	up->dw = NULL;
 	up->tried = true;
@@ -378,18 +429,18 @@ static uint32_t kid_new(struct unwinder *u, const struct uproc *up, const uint64
 }
 
 /*
- * The kernel's entry for e, found under k with a copy of len bytes: the words
- * read in the copy, to be compared (a read that was not in the copy is not in
- * any copy of that length at that sp, which BPF checks once the entry says a
- * read went past the copy's end: need_cut). False when e cannot be checked by
- * BPF.
+ * The kernel's shape and words for e, found under k with a copy of len bytes:
+ * the words read in the copy, to be compared (a read that was not in the copy
+ * is not in any copy of that length at that sp, which BPF checks once the
+ * shape says a read went past the copy's end: need_cut). False when e cannot
+ * be checked by BPF.
  */
 static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint32_t len,
-			 uint64_t start_time, struct gl_scache_key *kk, struct gl_scache_val *kv)
+			 uint64_t start_time, struct gl_scache_shape *sh, struct gl_scache_val *kv)
 {
 	uint32_t nr = 0, span = 8;
 
-	memset(kk, 0, sizeof(*kk));
+	memset(sh, 0, sizeof(*sh));
 	memset(kv, 0, sizeof(*kv));
 	if (len < 8 || len > GL_MAX_STACK_COPY)
 		return false;
@@ -400,52 +451,184 @@ static bool kernel_entry(const struct centry *e, const struct cache_key *k, uint
 		if (!c->ok) {
 			/* not in a copy of len bytes at sp (the key says so); past its end, it
 			 * may be in a longer one */
-			kv->need_cut |= c->addr >= k->sp;
+			sh->need_cut |= c->addr >= k->sp;
 			continue;
 		}
 		if (c->addr < k->sp || off > len - 8 || nr >= GL_SC_CHECKS)
 			return false;
-		kv->checks[nr].off = off;
-		kv->checks[nr].val = c->val;
+		sh->off[nr] = (uint16_t)off;
+		kv->val[nr] = c->val;
 		if (off + 8 > span)
 			span = off + 8;
 		nr++;
 	}
-	kk->ip = k->ip;
-	kk->sp = k->sp;
-	kk->word0 = k->word0;
-	kv->start_time = start_time;
+	sh->start_time = start_time;
+	sh->need_bp = e->need_bp;
+	sh->span = span;
+	sh->len = len;
+	sh->nr_checks = nr;
 	kv->bp = e->bp;
-	kv->need_bp = e->need_bp;
 	kv->id = e->kid;
-	kv->span = span;
-	kv->len = len;
-	kv->nr_checks = nr;
+	return true;
+}
+
+/* The hash BPF finds kv's entry under in shape sh (gl_scache_mix()). */
+static uint64_t scache_hash(const struct gl_scache_shape *sh, const struct gl_scache_val *kv)
+{
+	uint64_t h = GL_SC_SEED;
+
+	if (sh->need_bp)
+		h = gl_scache_mix(h, kv->bp);
+	for (uint32_t i = 0; i < sh->nr_checks; i++)
+		h = gl_scache_mix(h, kv->val[i]);
+	return h;
+}
+
+static bool same_shape(const struct gl_scache_shape *a, const struct gl_scache_shape *b)
+{
+	return a->start_time == b->start_time && a->span == b->span && a->len == b->len &&
+	       a->nr_checks == b->nr_checks && a->need_bp == b->need_bp &&
+	       a->need_cut == b->need_cut &&
+	       !memcmp(a->off, b->off, a->nr_checks * sizeof(a->off[0]));
+}
+
+/*
+ * BPF's shape sh under k: the one it holds, or a new one written in a way no
+ * shape of the key holds, else in that of the shape used longest ago, which
+ * goes with its stacks. NULL and *err on failure.
+ */
+static struct kshape *kshape_get(struct unwinder *u, struct uproc *up, const struct cache_key *k,
+				 struct gl_scache_shape *sh, int *err)
+{
+	struct kshape **head = htab__upsert(up->shapes, k, NULL), **pp, *ks, *old = NULL;
+	struct gl_scache_key kk = { .tgid = (uint32_t)up->key.pid,
+				    .ip = k->ip,
+				    .sp = k->sp,
+				    .word0 = k->word0 };
+	unsigned used = 0, n = 0;
+
+	*err = -ENOMEM;
+	if (!head)
+		return NULL;
+	for (ks = *head; ks; ks = ks->next) {
+		if (same_shape(&ks->sh, sh))
+			return ks;
+		used |= 1u << ks->way;
+		if (!old || ks->used < old->used)
+			old = ks;
+		n++;
+	}
+	ks = calloc(1, sizeof(*ks));
+	if (ks)
+		ks->stacks = htab__new(sizeof(uint64_t), sizeof(struct kref));
+	if (!ks || !ks->stacks) {
+		free(ks);
+		return NULL;
+	}
+	if (!++u->last_shape)
+		++u->last_shape; /* never 0 */
+	sh->shape = u->last_shape;
+	ks->sh = *sh;
+	for (ks->way = 0; ks->way < GL_SC_WAYS && (used & (1u << ks->way)); ks->way++)
+		;
+	if (n < GL_SC_WAYS)
+		old = NULL;
+	else
+		ks->way = old->way;
+	kk.way = ks->way;
+	*err = u->pub.put_shape(u->pub.ctx, &kk, &ks->sh);
+	if (*err) {
+		kshape_free(ks);
+		return NULL;
+	}
+	up->published = true;
+	if (old) {
+		/* its way now holds ks: its stacks are found no more; withdrawn for room */
+		struct centry **ch = htab__lookup(up->cache, k);
+		struct gl_scache_vkey vk = { .tgid = kk.tgid, .shape = old->sh.shape };
+		const uint64_t *hash;
+		size_t it = 0;
+
+		while (htab__next(old->stacks, &it, (const void **)&hash)) {
+			vk.hash = *hash;
+			u->pub.del_stack(u->pub.ctx, &vk);
+		}
+		for (struct centry *e = ch ? *ch : NULL; e; e = e->next)
+			if (e->shape == old->sh.shape)
+				e->shape = 0;
+		for (pp = head; *pp != old; pp = &(*pp)->next)
+			;
+		*pp = old->next;
+		kshape_free(old);
+		u->st.shapes_evicted++;
+	}
+	ks->next = *head;
+	*head = ks;
+	return ks;
+}
+
+/* Keeps what BPF now holds under ks and hash: kv; false if there is no room to. */
+static bool kshape_note(struct kshape *ks, uint64_t hash, const struct gl_scache_val *kv)
+{
+	size_t size = ks->sh.nr_checks * sizeof(kv->val[0]);
+	uint64_t *val = malloc(size ? size : 1);
+	struct kref *ref = val ? htab__upsert(ks->stacks, &hash, NULL) : NULL;
+
+	if (!ref) {
+		free(val);
+		return false;
+	}
+	free(ref->val); /* one BPF replaced: the same hash */
+	memcpy(val, kv->val, size);
+	*ref = (struct kref){ .kid = kv->id, .bp = kv->bp, .val = val };
 	return true;
 }
 
 /*
- * The way of its key that e takes in BPF: one no entry of the key holds, else
- * that of the entry published longest ago, which *evicted names (or NULL).
+ * What BPF's lookup answers for the copy in, from the shapes and stacks it
+ * holds under k (as they were written): the pcs of the stack published with
+ * the copy's words, or 0. It answers copies BPF sent before it had the stack
+ * (they were on their way), and those of stacks user space's own entries have
+ * let go of (a call site reached by more paths than a chain holds).
  */
-static uint8_t pick_way(struct centry *head, const struct centry *e, struct centry **evicted)
+static int kernel_find(struct unwinder *u, struct uproc *up, const struct cache_key *k,
+		       const struct dwarf_input *in, uint64_t start_time, uint64_t *ips, int max)
 {
-	struct centry *oldest = NULL;
-	unsigned used = 0;
+	struct kshape **head = htab__lookup(up->shapes, k), *ks;
+	uint64_t w[GL_SC_CHECKS];
 
-	*evicted = NULL;
-	for (struct centry *o = head; o; o = o->next) {
-		if (o == e || !o->in_kernel)
+	for (ks = head ? *head : NULL; ks; ks = ks->next) {
+		const struct gl_scache_shape *sh = &ks->sh;
+		const struct kstack *st;
+		const struct kref *ref;
+		uint64_t h = GL_SC_SEED;
+		bool ok = true;
+		int n;
+
+		/* BPF's conditions: the words within the copy, cut where that one was if
+		 * the unwinding read past the cut */
+		if (sh->start_time != start_time || sh->span > in->len ||
+		    (sh->need_cut && in->len != sh->len))
 			continue;
-		used |= 1u << o->way;
-		if (!oldest || o->pub_seq < oldest->pub_seq)
-			oldest = o;
+		if (sh->need_bp)
+			h = gl_scache_mix(h, in->bp);
+		for (uint32_t i = 0; i < sh->nr_checks && ok; i++) {
+			ok = dwarf_input__read(in, k->sp + sh->off[i], &w[i]);
+			h = gl_scache_mix(h, w[i]);
+		}
+		ref = ok ? htab__lookup(ks->stacks, &h) : NULL;
+		if (!ref || (sh->need_bp && ref->bp != in->bp) ||
+		    memcmp(ref->val, w, sh->nr_checks * sizeof(w[0])) || !ref->kid ||
+		    ref->kid > u->nr_kids)
+			continue;
+		st = &u->kids[ref->kid - 1];
+		n = st->nr_pcs < max ? st->nr_pcs : max;
+		memcpy(ips, st->pcs, n * sizeof(*ips));
+		u->st.hits++;
+		u->st.shape_hits++;
+		return n;
 	}
-	for (uint8_t w = 0; w < GL_SC_WAYS; w++)
-		if (!(used & (1u << w)))
-			return w;
-	*evicted = oldest;
-	return oldest->way;
+	return 0;
 }
 
 /*
@@ -456,47 +639,55 @@ static uint8_t pick_way(struct centry *head, const struct centry *e, struct cent
 static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 		    const struct cache_key *k, const struct gl_stack *r, uint32_t len)
 {
-	struct gl_scache_key kk;
-	struct gl_scache_val *kv;
-	struct centry **head, *evicted;
+	struct {
+		struct gl_scache_shape sh;
+		struct gl_scache_val kv;
+	} * b;
+	struct gl_scache_vkey vk = { .tgid = (uint32_t)up->key.pid };
+	struct kshape *ks = NULL;
 	int err;
 
 	/* records BPF sent before it had the entry: no need to write it again */
-	if (!u->pub.put || e->max != UNWIND_MAX_FRAMES || e->in_kernel)
+	if (!u->pub.put_shape || e->max != UNWIND_MAX_FRAMES || e->shape)
 		return;
-	kv = malloc(sizeof(*kv));
-	if (!kv)
+	b = malloc(sizeof(*b));
+	if (!b)
 		return;
-	if (kernel_entry(e, k, len, r->hdr.start_time, &kk, kv)) {
-		if (!e->kid)
-			e->kid = kv->id = kid_new(u, up, e->pcs, e->nr_pcs);
-		kk.tgid = (uint32_t)up->key.pid;
-		head = htab__lookup(up->cache, k);
-		kk.way = pick_way(head ? *head : NULL, e, &evicted);
-		err = e->kid ? u->pub.put(u->pub.ctx, &kk, kv) : -ENOSPC;
-		if (!err) {
-			up->published = true;
-			u->st.published++;
-			if (evicted)
-				evicted->in_kernel = false; /* its way now holds e */
-			e->in_kernel = true;
-			e->way = kk.way;
-			e->pub_seq = ++u->pub_clock;
-		} else if (!u->st.publish_failed++) {
-			log_warn(
-				"BPF's stack cache took no more stacks (%s): stacks of new call sites "
-				"are copied and unwound every time, which costs the traced threads more; "
-				"the figures are unchanged",
-				strerror(-err));
+	if (!kernel_entry(e, k, len, r->hdr.start_time, &b->sh, &b->kv))
+		goto out;
+	if (!e->kid)
+		e->kid = kid_new(u, up, e->pcs, e->nr_pcs);
+	b->kv.id = e->kid;
+	err = e->kid ? 0 : -ENOSPC;
+	if (!err)
+		ks = kshape_get(u, up, k, &b->sh, &err);
+	if (ks) {
+		vk.shape = ks->sh.shape;
+		vk.hash = scache_hash(&ks->sh, &b->kv);
+		err = u->pub.put_stack(u->pub.ctx, &vk, &b->kv);
+		if (!err && !kshape_note(ks, vk.hash, &b->kv)) {
+			u->pub.del_stack(u->pub.ctx, &vk);
+			err = -ENOMEM;
 		}
-		log_msg(LOG_TRACE,
-			"stack cache: PID %d ip %#llx sp %#llx len %u way %u: id %u, %u checks, "
-			"span %u: %s",
-			(int)up->key.pid, (unsigned long long)kk.ip, (unsigned long long)kk.sp,
-			kv->len, kk.way, e->kid, kv->nr_checks, kv->span,
-			err ? strerror(-err) : "published");
 	}
-	free(kv);
+	if (!err) {
+		u->st.published++;
+		e->shape = ks->sh.shape;
+		ks->used = ++u->pub_clock;
+	} else if (!u->st.publish_failed++) {
+		log_warn("BPF's stack cache took no more stacks (%s): stacks of new call sites "
+			 "are copied and unwound every time, which costs the traced threads more; "
+			 "the figures are unchanged",
+			 strerror(-err));
+	}
+	log_msg(LOG_TRACE,
+		"stack cache: PID %d ip %#llx sp %#llx len %u: id %u, shape %u way %d, %u checks, "
+		"span %u: %s",
+		(int)up->key.pid, (unsigned long long)k->ip, (unsigned long long)k->sp, b->sh.len,
+		e->kid, vk.shape, ks ? ks->way : -1, b->sh.nr_checks, b->sh.span,
+		err ? strerror(-err) : "published");
+out:
+	free(b);
 }
 
 /* Frees the entries of head's chain past MAX_CHAIN: the least recently found. */
@@ -548,7 +739,7 @@ static struct centry *cache_add(struct unwinder *u, struct uproc *up, const stru
 	e->bp = bp;
 	e->need_bp = d->bp;
 	e->kid = 0;
-	e->in_kernel = false;
+	e->shape = 0;
 	e->next = *head;
 	*head = e;
 	up->nr_entries++;
@@ -669,6 +860,11 @@ static int dwarf_stack(struct unwinder *u, const struct stack_owner *proc,
 		/* the kernel sent the copy: its entry for this key is another, or none */
 		if (max == UNWIND_MAX_FRAMES)
 			publish(u, up, e, &k, r, in.len);
+		u->st.hit_ns += now_ns() - t0;
+		return n;
+	}
+	n = max == UNWIND_MAX_FRAMES ? kernel_find(u, up, &k, &in, r->hdr.start_time, ips, max) : 0;
+	if (n) {
 		u->st.hit_ns += now_ns() - t0;
 		return n;
 	}

@@ -24,7 +24,7 @@ struct modules;
 /* What the unwinder did with DWARF records. */
 struct unwind_stats {
 	uint64_t stacks;    /* DWARF records unwound */
-	uint64_t hits;	    /* answered from the cache (kernel_hits included) */
+	uint64_t hits;	    /* answered from the cache (kernel_hits, shape_hits included) */
 	uint64_t misses;    /* unwound with libdwfl */
 	uint64_t uncached;  /* misses whose result could not be cached */
 	uint64_t fp_walks;  /* no CFI for the process (no address map, no module): rbp chain */
@@ -32,19 +32,25 @@ struct unwind_stats {
 	uint64_t published; /* cache entries written to BPF's stack cache */
 	uint64_t publish_failed; /* entries not written to BPF (map full, out of ids): copied */
 	uint64_t kernel_hits;	 /* records BPF answered with a cache id (no copy) */
+	uint64_t shape_hits;	 /* copies answered from what BPF holds, as BPF would have */
 	uint64_t kernel_bad;	 /* records naming an id unknown or of another process */
 	uint64_t chain_evicted;	 /* entries dropped from a full chain of one key */
+	uint64_t shapes_evicted; /* BPF shapes replaced in a key whose ways were all taken */
 	uint64_t hit_ns, miss_ns, build_ns; /* time spent in each */
 };
 
 /*
  * Where the unwinder publishes the entries of its cache that BPF can check
- * (gpuleak_abi.h, struct gl_scache_val), so that BPF sends an id in place of
- * the stack copy.
+ * (gpuleak_abi.h: a shape under its key, the stacks of a shape under their
+ * words' hash), so that BPF sends an id in place of the stack copy.
  */
 struct scache_publisher {
-	/* writes k -> v; returns 0 or -errno */
-	int (*put)(void *ctx, const struct gl_scache_key *k, const struct gl_scache_val *v);
+	/* writes shape s under k (replacing the one there); 0 or -errno */
+	int (*put_shape)(void *ctx, const struct gl_scache_key *k, const struct gl_scache_shape *s);
+	/* writes a stack of a shape; 0 or -errno */
+	int (*put_stack)(void *ctx, const struct gl_scache_vkey *k, const struct gl_scache_val *v);
+	/* withdraws a stack (its shape was replaced) */
+	void (*del_stack)(void *ctx, const struct gl_scache_vkey *k);
 	/* withdraws every entry of process pid */
 	void (*drop)(void *ctx, int pid);
 	void *ctx;
