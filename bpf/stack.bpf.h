@@ -46,18 +46,30 @@ struct vma_bounds {
 	__u64 start, end;
 };
 
+/*
+ * Above the main thread's first frame: argc, argv, the environment, the auxiliary
+ * vector and their strings, below them a random gap of up to 8 KiB; no frame's
+ * unwinding reads them. Those that are not, where a dynamic loader run as a
+ * program shifts its arguments (a word each), lie within this of the start.
+ */
+#define GL_STACK_TOP_SLACK 256
+
 static long vma_bounds_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
 {
 	struct vma_bounds *vb = data;
+	__u64 top = vma->vm_mm->start_stack; /* where the first frame's sp started */
 
 	vb->start = vma->vm_start;
 	vb->end = vma->vm_end;
+	if (top >= vb->start && top + GL_STACK_TOP_SLACK < vb->end)
+		vb->end = top + GL_STACK_TOP_SLACK;
 	return 0;
 }
 
 /*
  * The number of stack bytes to copy at sp: targ_stack_bytes, less where its
- * mapping ends sooner. The mapping is looked up (under the address space's
+ * mapping ends sooner, or, in the main thread's, where its frames end
+ * (vma_bounds_cb()). The mapping is looked up (under the address space's
  * lock) only when sp has left the one this thread's sp was in last time: a
  * thread's stack is not unmapped under it, and a main stack grows down, past
  * the start kept, so a stack's end does not move. Were it to (a mapping split or

@@ -113,9 +113,9 @@ def _peak_kib(pid):
 
 def test_a_burst_of_new_stacks_waits_in_gpuleaks_memory(tmp):
     """2,500 allocations as fast as the stand-in goes, each from a stack never seen before:
-    every record carries a copy of its stack for user space to unwind (3 to 18 KB each, as
-    deep as the process's stack is: 8 to 44 MB in all), less than the ring and the backlog
-    together (16 + 64 MiB). The reader, gpuleak's main thread, shares the workload's CPU at
+    every record carries a copy of its stack for user space to unwind (5 KB each in the
+    ring, the main thread's frames and room for Python's: 13 MB in all), less than the
+    ring and the backlog together (16 + 64 MiB). The reader, gpuleak's main thread, shares the workload's CPU at
     nice 19 (with the sanitizers, it is slow enough as it is), so that the burst outpaces
     it whatever this machine's speed: the thread at the
     ring's mouth copies the records out as they come and they wait in the backlog. None is

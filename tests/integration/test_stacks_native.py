@@ -246,6 +246,32 @@ def test_dwarf_stack_cache_holds_a_thousand_paths_to_one_call(tmp):
           f"({st['stack_cache_misses']} misses)")
 
 
+def test_dwarf_main_thread_copy_ends_at_its_first_frame(tmp):
+    """Above the main thread's first frame lie its arguments, its environment and a random
+    gap of up to 8 KiB: no unwinding reads them, and a copy of them costs the traced call
+    and the ring. With a 24 KiB environment each copy would be the whole 16 KiB asked for;
+    it ends at the first frame, a few hundred bytes past it (wl_many's 20 frames: a
+    record of 5 KB in the ring, room for Python's frames included), and the stack is
+    still whole, main and the C library's start included."""
+    n = 200
+    env = dict(os.environ, GPULEAK_TEST_PADDING="x" * (24 << 10))
+    wl = Workload("wl_many", "--iters", str(n), tmp=tmp, hold=True, env=env)
+    wl.wait_ready()
+    tr = Tracer(["attach", "-i", "0", "--top", "0", "--full-stacks", str(wl.pid)], tmp)
+    tr.wait_attached()
+    wl.go()
+    truth, rep = finish_attached(wl, tr)
+    p = process(rep, wl.pid)
+    check_books(rep, p, truth)
+    st = rep["stats"]
+    check_eq(st["stack_records"], n, "stack records")
+    per = st["stack_record_ring_bytes"] // st["stack_records"]
+    check(per < 8 << 10, f"{per} ring bytes a stack record: the frames, not the environment")
+    for s in p["stacks"]:
+        fr = names(s)
+        check("main" in fr and fr[-1] == "_start", f"the stack reaches _start: {fr}")
+
+
 def test_dwarf_stack_cache_holds_both_sites_of_one_key(tmp):
     """Two call sites of one function: at the driver call their stacks have the same sp
     and the same words near it, and differ deeper, in the return address into the
