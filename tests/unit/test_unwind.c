@@ -244,6 +244,7 @@ static void test_repeat_is_a_hit(void **state)
 struct published {
 	int puts, shape_puts, dels, drops;
 	int refuse; /* a stack's put fails with this (negative errno), as a full map does */
+	int room;   /* stacks the map takes (0: MODEL_STACKS); a new one past them: -E2BIG */
 	struct gl_scache_key k;
 	struct gl_scache_shape s;
 	struct gl_scache_vkey vk;
@@ -280,6 +281,8 @@ static int pub_put_stack(void *ctx, const struct gl_scache_vkey *k, const struct
 		return p->refuse;
 	for (i = 0; i < p->nr_stacks && memcmp(&p->vkeys[i], k, sizeof(*k)); i++)
 		;
+	if (p->room && i == p->nr_stacks && i >= p->room)
+		return -E2BIG;
 	assert_true(i < MODEL_STACKS);
 	p->nr_stacks += i == p->nr_stacks;
 	p->vkeys[i] = p->vk = *k;
@@ -307,6 +310,7 @@ static void pub_drop(void *ctx, int pid)
 
 	assert_int_equal(pid, getpid());
 	p->drops++;
+	p->nr_shapes = p->nr_stacks = 0; /* every entry is this process's */
 }
 
 #define PUBLISHER(pub)                                                      \
@@ -527,9 +531,42 @@ static void test_a_fifth_shape_replaces_the_oldest(void **state)
 }
 
 /*
- * A stack cache that takes no more entries (the map full): the stack is still
- * unwound whole from its copy, each later copy of it is tried again, and the
- * refusals are counted.
+ * BPF's map full of this process's stacks: they are withdrawn, and the new one
+ * written; one withdrawn is written again at its next copy.
+ */
+static void test_full_map_starts_over(void **state)
+{
+	struct capture *c = five_captures();
+	struct unwinder *u = dwarf_unwinder();
+	struct published pub = { .room = 2 };
+	struct scache_publisher sp = PUBLISHER(pub);
+	uint64_t ips[UNWIND_MAX_FRAMES];
+	struct unwind_stats st;
+
+	unwinder__set_publisher(u, &sp);
+	for (int i = 0; i < 3; i++)
+		assert_true(unwind_capture(u, &c[i], ips) > 4);
+	assert_int_equal(pub.drops, 1);
+	assert_int_equal(pub.nr_stacks, 1);
+	assert_int_equal(model_lookup(&pub, &c[0]), 0);
+	assert_int_not_equal(model_lookup(&pub, &c[2]), 0);
+	assert_true(unwind_capture(u, &c[0], ips) > 4); /* user space's hit, written again */
+	assert_int_not_equal(model_lookup(&pub, &c[0]), 0);
+	assert_int_not_equal(model_lookup(&pub, &c[2]), 0);
+	unwinder__stats(u, &st);
+	assert_int_equal(st.kernel_clears, 1);
+	assert_int_equal(st.publish_failed, 0);
+	assert_int_equal(st.published, 4);
+	assert_int_equal(st.hits, 1);
+	unwinder__free(u);
+	free(c);
+}
+
+/*
+ * A stack cache that takes no more entries (a map full of another tracer's, or
+ * one that fails): the stack is still unwound whole from its copy, each copy
+ * is tried twice (the second time once what BPF held of the process was
+ * withdrawn to make room), and the refusals are counted.
  */
 static void test_refused_entry_still_unwinds(void **state)
 {
@@ -546,8 +583,11 @@ static void test_refused_entry_still_unwinds(void **state)
 		assert_memory_equal(ips, fx->full, fx->nr_full * sizeof(ips[0]));
 	}
 	unwinder__stats(u, &st);
-	assert_int_equal(pub.puts, 2);
-	assert_int_equal(pub.shape_puts, 1); /* the second, under the shape written first */
+	assert_int_equal(pub.puts, 4);
+	assert_int_equal(pub.shape_puts,
+			 3); /* the second copy finds its shape, then writes it again */
+	assert_int_equal(pub.drops, 2);
+	assert_int_equal(st.kernel_clears, 2);
 	assert_int_equal(st.publish_failed, 2);
 	assert_int_equal(st.published, 0);
 	assert_int_equal(st.hits, 1); /* the second copy, from user space's cache */
@@ -773,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_refused_entry_still_unwinds),
 		cmocka_unit_test(test_stacks_of_one_shape_share_it),
 		cmocka_unit_test(test_a_fifth_shape_replaces_the_oldest),
+		cmocka_unit_test(test_full_map_starts_over),
 		cmocka_unit_test(test_saved_registers_do_not_count),
 		cmocka_unit_test(test_changed_return_address_misses),
 		cmocka_unit_test(test_cut_copy_gives_prefix),

@@ -100,6 +100,7 @@ struct uproc {
 	struct proc_key key;
 	bool published;		   /* entries of it were published to BPF */
 	struct htab *shapes;	   /* cache_key -> struct kshape * (chain): what BPF holds */
+	uint32_t nr_kernel;	   /* stacks BPF holds under them */
 	struct dwarf_proc *dw;	   /* NULL: walk frame pointers */
 	const struct addr_map *am; /* dw was built from am at generation gen */
 	uint64_t gen;
@@ -197,6 +198,7 @@ static void kshape_free(struct kshape *ks)
 static void kernel_clear(struct unwinder *u, struct uproc *up)
 {
 	struct kshape **head, *ks, *next;
+	struct centry **ch;
 	size_t it = 0;
 
 	while (up->shapes && (head = htab__next(up->shapes, &it, NULL))) {
@@ -207,6 +209,11 @@ static void kernel_clear(struct unwinder *u, struct uproc *up)
 	}
 	if (up->shapes)
 		htab__clear(up->shapes);
+	it = 0;
+	while (up->cache && (ch = htab__next(up->cache, &it, NULL)))
+		for (struct centry *e = *ch; e; e = e->next)
+			e->shape = 0; /* to be written again */
+	up->nr_kernel = 0;
 	if (up->published && u->pub.drop)
 		u->pub.drop(u->pub.ctx, (int)up->key.pid);
 	up->published = false;
@@ -556,6 +563,7 @@ static struct kshape *kshape_get(struct unwinder *u, struct uproc *up, const str
 		for (struct centry *e = ch ? *ch : NULL; e; e = e->next)
 			if (e->shape == old->sh.shape)
 				e->shape = 0;
+		up->nr_kernel -= htab__count(old->stacks);
 		for (pp = head; *pp != old; pp = &(*pp)->next)
 			;
 		*pp = old->next;
@@ -632,6 +640,63 @@ static int kernel_find(struct unwinder *u, struct uproc *up, const struct cache_
 }
 
 /*
+ * BPF's maps are full: room is made by withdrawing what BPF holds of up's
+ * process, which starts over as after its modules changed, or, if it holds
+ * nothing, of every process. False when nothing could be withdrawn.
+ */
+static bool kernel_room(struct unwinder *u, struct uproc *up)
+{
+	struct uproc **other;
+	bool freed = false;
+	size_t it = 0;
+
+	u->st.kernel_clears++;
+	if (up->nr_kernel) {
+		kernel_clear(u, up);
+		return true;
+	}
+	while ((other = htab__next(u->procs, &it, NULL))) {
+		if (!(*other)->published)
+			continue;
+		kernel_clear(u, *other);
+		freed = true;
+	}
+	return freed;
+}
+
+/* Writes the stack kv of shape sh under k (with room made once if BPF's maps are full). */
+static int kernel_put(struct unwinder *u, struct uproc *up, const struct cache_key *k,
+		      struct gl_scache_shape *sh, const struct gl_scache_val *kv,
+		      struct kshape **out)
+{
+	struct gl_scache_vkey vk = { .tgid = (uint32_t)up->key.pid };
+	struct kshape *ks;
+	size_t had;
+	int err;
+
+	for (int tries = 0;; tries++) {
+		ks = kshape_get(u, up, k, sh, &err);
+		if (ks) {
+			vk.shape = ks->sh.shape;
+			vk.hash = scache_hash(&ks->sh, kv);
+			err = u->pub.put_stack(u->pub.ctx, &vk, kv);
+		}
+		if (err != -E2BIG || tries || !kernel_room(u, up))
+			break;
+	}
+	if (err)
+		return err;
+	had = htab__count(ks->stacks);
+	if (!kshape_note(ks, vk.hash, kv)) {
+		u->pub.del_stack(u->pub.ctx, &vk);
+		return -ENOMEM;
+	}
+	up->nr_kernel += htab__count(ks->stacks) - had;
+	*out = ks;
+	return 0;
+}
+
+/*
  * Publishes e (found under k for record r, from a copy of len bytes) to BPF,
  * with an id if it has none. BPF checks the process by the start time its own
  * records carry (user space may know the process by a coarser one, from /proc).
@@ -643,7 +708,6 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 		struct gl_scache_shape sh;
 		struct gl_scache_val kv;
 	} * b;
-	struct gl_scache_vkey vk = { .tgid = (uint32_t)up->key.pid };
 	struct kshape *ks = NULL;
 	int err;
 
@@ -658,18 +722,7 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 	if (!e->kid)
 		e->kid = kid_new(u, up, e->pcs, e->nr_pcs);
 	b->kv.id = e->kid;
-	err = e->kid ? 0 : -ENOSPC;
-	if (!err)
-		ks = kshape_get(u, up, k, &b->sh, &err);
-	if (ks) {
-		vk.shape = ks->sh.shape;
-		vk.hash = scache_hash(&ks->sh, &b->kv);
-		err = u->pub.put_stack(u->pub.ctx, &vk, &b->kv);
-		if (!err && !kshape_note(ks, vk.hash, &b->kv)) {
-			u->pub.del_stack(u->pub.ctx, &vk);
-			err = -ENOMEM;
-		}
-	}
+	err = e->kid ? kernel_put(u, up, k, &b->sh, &b->kv, &ks) : -ENOSPC;
 	if (!err) {
 		u->st.published++;
 		e->shape = ks->sh.shape;
@@ -684,7 +737,7 @@ static void publish(struct unwinder *u, struct uproc *up, struct centry *e,
 		"stack cache: PID %d ip %#llx sp %#llx len %u: id %u, shape %u way %d, %u checks, "
 		"span %u: %s",
 		(int)up->key.pid, (unsigned long long)k->ip, (unsigned long long)k->sp, b->sh.len,
-		e->kid, vk.shape, ks ? ks->way : -1, b->sh.nr_checks, b->sh.span,
+		e->kid, ks ? ks->sh.shape : 0, ks ? ks->way : -1, b->sh.nr_checks, b->sh.span,
 		err ? strerror(-err) : "published");
 out:
 	free(b);

@@ -36,6 +36,7 @@ struct unwind_stats {
 	uint64_t kernel_bad;	 /* records naming an id unknown or of another process */
 	uint64_t chain_evicted;	 /* entries dropped from a full chain of one key */
 	uint64_t shapes_evicted; /* BPF shapes replaced in a key whose ways were all taken */
+	uint64_t kernel_clears;	 /* BPF's maps full: what BPF held was withdrawn to make room */
 	uint64_t hit_ns, miss_ns, build_ns; /* time spent in each */
 };
 
