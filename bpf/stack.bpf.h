@@ -244,7 +244,8 @@ struct scache_probe {
 
 /*
  * One way of the key: its shape, if any, checked against the live stack, and
- * the stack of that shape with the live words, if any; 1 on a match.
+ * the stack of that shape with the live words, if any (its first, else one
+ * found by their hash); 1 on a match.
  */
 static long scache_way_step(__u32 i, void *data)
 {
@@ -277,6 +278,13 @@ static long scache_way_step(__u32 i, void *data)
 	if (s->need_cut && s->len < p->want &&
 	    !bpf_probe_read_user(&byte, 1, (void *)(p->k.sp + s->len)))
 		return 0;
+	/* the shape's first stack, in place: a key of one stack costs one lookup */
+	v = &s->first;
+	if (v->id && (!s->need_bp || v->bp == p->bp) &&
+	    scache_words_equal(s, v, (const struct gl_stack_words *)p->buf)) {
+		p->id = v->id;
+		return 1;
+	}
 	vk.tgid = p->k.tgid;
 	vk.shape = s->shape;
 	vk.hash = scache_hash(s, (const struct gl_stack_words *)p->buf, p->bp);

@@ -273,7 +273,7 @@ struct gl_stack {
  * the frames differ in their return addresses and not in their layout; a key
  * holds up to GL_SC_WAYS shapes (way 0 up), which BPF tries in turn.
  * stack_cache holds the stacks of a shape by the hash of their words at its
- * offsets (gl_scache_hash()), each with those words, which BPF compares: the
+ * offsets (gl_scache_mix()), each with those words, which BPF compares: the
  * hash finds the entry, the words make the answer exact.
  */
 #define GL_SC_CHECKS 128 /* words checked at most (a power of two) */
@@ -287,6 +287,13 @@ struct gl_scache_key {
 	__u64 word0; /* the word at sp */
 };
 
+struct gl_scache_val {
+	__u32 id; /* never 0 */
+	__u32 pad;
+	__u64 bp;
+	__u64 val[GL_SC_CHECKS]; /* the words at the shape's offsets */
+};
+
 struct gl_scache_shape {
 	__u64 start_time; /* of the process (gl_hdr.start_time) */
 	__u32 shape;	  /* never 0: its stacks' gl_scache_vkey.shape */
@@ -297,19 +304,15 @@ struct gl_scache_shape {
 	__u8 need_bp;  /* the result depends on bp */
 	__u8 need_cut; /* the unwinding tried to read past len: a longer copy may go further */
 	__u16 off[GL_SC_CHECKS]; /* the words read, from sp (each < GL_MAX_STACK_COPY) */
+	/* the shape's first stack, also in stack_cache: checked before the hash, so that
+	 * a key of one stack, the common case, costs one lookup */
+	struct gl_scache_val first;
 };
 
 struct gl_scache_vkey {
 	__u32 tgid;
 	__u32 shape;
-	__u64 hash; /* gl_scache_hash() of bp (if the shape needs it) and the words */
-};
-
-struct gl_scache_val {
-	__u32 id; /* never 0 */
-	__u32 pad;
-	__u64 bp;
-	__u64 val[GL_SC_CHECKS]; /* the words at the shape's offsets */
+	__u64 hash; /* of bp (if the shape needs it) and the words (gl_scache_mix()) */
 };
 
 /*

@@ -321,8 +321,9 @@ static void pub_drop(void *ctx, int pid)
 
 /*
  * What BPF's lookup (bpf/stack.bpf.h) answers for the copy c, from the maps as
- * p has them: the shapes under c's key in turn, the words at a shape's offsets
- * hashed as gpuleak_abi.h says, the stack under that hash, its words compared.
+ * p has them: the shapes under c's key in turn, the shape's first stack, else
+ * the words at a shape's offsets hashed as gpuleak_abi.h says, the stack under
+ * that hash, its words compared.
  */
 static uint32_t model_lookup(const struct published *p, const struct capture *c)
 {
@@ -345,6 +346,9 @@ static uint32_t model_lookup(const struct published *p, const struct capture *c)
 			memcpy(&w[i], c->stack + s->off[i], sizeof(w[i]));
 			h = gl_scache_mix(h, w[i]);
 		}
+		if (s->first.id && (!s->need_bp || s->first.bp == c->rec.bp) &&
+		    !memcmp(s->first.val, w, s->nr_checks * sizeof(w[0])))
+			return s->first.id;
 		vk.shape = s->shape;
 		vk.hash = h;
 		for (int i = 0; i < p->nr_stacks; i++) {
@@ -403,7 +407,10 @@ static void test_published_entry_answers_its_id(void **state)
 			seen |= pub.v.val[j] == fx->full[i];
 		assert_true(seen);
 	}
-	/* BPF's lookup finds it by the hash of those words */
+	/* the shape's first stack, in place, and the same under the hash of its words */
+	assert_int_equal(pub.s.first.id, pub.v.id);
+	assert_int_equal(pub.s.first.bp, pub.v.bp);
+	assert_memory_equal(pub.s.first.val, pub.v.val, pub.s.nr_checks * sizeof(pub.v.val[0]));
 	assert_int_equal(model_lookup(&pub, &fx->cap), pub.v.id);
 
 	by_id.cache_id = pub.v.id;

@@ -500,12 +500,13 @@ static bool same_shape(const struct gl_scache_shape *a, const struct gl_scache_s
 }
 
 /*
- * BPF's shape sh under k: the one it holds, or a new one written in a way no
- * shape of the key holds, else in that of the shape used longest ago, which
- * goes with its stacks. NULL and *err on failure.
+ * BPF's shape sh under k: the one it holds, or a new one, with kv as its first
+ * stack, written in a way no shape of the key holds, else in that of the shape
+ * used longest ago, which goes with its stacks. NULL and *err on failure.
  */
 static struct kshape *kshape_get(struct unwinder *u, struct uproc *up, const struct cache_key *k,
-				 struct gl_scache_shape *sh, int *err)
+				 struct gl_scache_shape *sh, const struct gl_scache_val *kv,
+				 int *err)
 {
 	struct kshape **head = htab__upsert(up->shapes, k, NULL), **pp, *ks, *old = NULL;
 	struct gl_scache_key kk = { .tgid = (uint32_t)up->key.pid,
@@ -535,6 +536,7 @@ static struct kshape *kshape_get(struct unwinder *u, struct uproc *up, const str
 	if (!++u->last_shape)
 		++u->last_shape; /* never 0 */
 	sh->shape = u->last_shape;
+	sh->first = *kv;
 	ks->sh = *sh;
 	for (ks->way = 0; ks->way < GL_SC_WAYS && (used & (1u << ks->way)); ks->way++)
 		;
@@ -675,7 +677,7 @@ static int kernel_put(struct unwinder *u, struct uproc *up, const struct cache_k
 	int err;
 
 	for (int tries = 0;; tries++) {
-		ks = kshape_get(u, up, k, sh, &err);
+		ks = kshape_get(u, up, k, sh, kv, &err);
 		if (ks) {
 			vk.shape = ks->sh.shape;
 			vk.hash = scache_hash(&ks->sh, kv);
