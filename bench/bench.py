@@ -31,8 +31,8 @@ import overhead  # noqa: E402
 import tensor_bench  # noqa: E402
 from benchlib import BENCH_OUT, GPULEAK, BenchError, Stats, machine  # noqa: E402
 
-SUITES = ("overhead", "python", "throughput", "books", "memory", "attach", "tensors", "hooks",
-          "programs")
+SUITES = ("overhead", "python", "throughput", "books", "memory", "peak", "attach", "tensors",
+          "hooks", "programs")
 
 FULL = {
     "overhead": {"pairs": 20000, "reps": 9},
@@ -41,6 +41,8 @@ FULL = {
                    "seconds": 1.5, "ringbufs": [1 << 20, 32 << 20]},
     "books": {"pairs": 1000000, "reps": 5},
     "memory": {"keep": 1000000, "stacks_keep": 65536, "sites": 16384},
+    # issue "Lighter"'s loads: one process; 10,000 stacks; 100,000 allocations from 10,000
+    "peak": {"loads": [(1000, 1), (10000, 10000), (100000, 10000)], "reps": 5},
     "attach": {"procs": 50, "reps": 7},
     "tensors": {"reps": 9, "args": []},
     "hooks": {"ops": 50000, "reps": 11},
@@ -50,6 +52,7 @@ FULL = {
 SMOKE = {
     "overhead": {"pairs": 300, "reps": 1, "modes": ("untraced", "floor", "gpuleak fp")},
     "books": {"pairs": 5000, "reps": 1},
+    "peak": {"loads": [(2000, 100)], "reps": 1},
     "tensors": {"reps": 1, "args": ["--smoke", "--only", "pair",
                                     "--modes", "untraced,full,sampled"]},
     "hooks": {"ops": 2000, "reps": 1},
@@ -98,6 +101,8 @@ def run_suites(names, cfg, reps, log, wall, old=None):
             res[name] = capacity.books(c["pairs"], r, log)
         elif name == "memory":
             res[name] = capacity.memory(c["keep"], c["stacks_keep"], c["sites"], log)
+        elif name == "peak":
+            res[name] = capacity.peak(c["loads"], r, old, log)
         elif name == "attach":
             res[name] = capacity.attach(c["procs"], r, log)
         elif name == "tensors":
@@ -174,6 +179,17 @@ def table(res, info):
                    f"{m['rss_bytes_per_allocation']:.1f} B of tracer RSS and "
                    f"{m['bpf_allocs_map_bytes_per_allocation']:.1f} B of BPF map per "
                    f"allocation; {m['rss_bytes_per_stack']:.0f} B of RSS per distinct stack")
+    if "peak" in res:
+        out.append("\ngpuleak run's peak resident memory (VmHWM, MiB), DWARF stacks, a load "
+                   "keeping N allocations over K stacks as fast as it goes: median [IQR], "
+                   "records lost per run")
+        for load, by in res["peak"].items():
+            for b, f in by.items():
+                if b == "gpuleak_over_old":
+                    out.append(f"  {'':40} gpuleak / old per run {fmt_stat(f, 3)}")
+                    continue
+                out.append(f"  {load:<32} {b:<7} {fmt_stat(f['vm_hwm_mib'], 1):>22}   lost "
+                           + " ".join(str(n) for n in f["lost_events"]))
     if "tensors" in res:
         out.append("\n" + res["tensors"]["table"].rstrip())
     if "programs" in res:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Capacity: the record rate user space sustains without losing any, the pure
 decode+aggregate rate of one core, the tracer's memory per outstanding allocation and
-per distinct stack, and the time from start to attached for -a with many processes.
+per distinct stack, its peak resident memory under loads of many stacks, and the time
+from start to attached for -a with many processes.
 """
 import json
 import os
@@ -133,6 +134,77 @@ def memory(keep, stacks_keep, sites, log):
     log(f"memory: {per_alloc:.1f} B RSS per allocation, {kernel / (keep - 1000):.1f} B of "
         f"BPF map per allocation, {per_stack:.0f} B RSS per distinct stack")
     return result
+
+
+def _vm_hwm_kib(pid):
+    """The peak resident size (VmHWM, KiB) of pid, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_point(gpuleak, lib, tmp, keep, sites):
+    """gpuleak run (DWARF stacks, the default) of a load that keeps keep allocations over
+    sites distinct stacks, made as fast as it goes: gpuleak's peak resident size, read
+    until it exits, and what its report says of losses."""
+    json_path = os.path.join(tmp, f"gl.{time.monotonic_ns()}.json")
+    load = [ALLOC_LOOP, "--lib", lib, "--keep", str(keep), "--sites", str(sites),
+            "--size", "512"]
+    gl = Proc([gpuleak, "run", "-q", "-i", "0", "--libcuda", lib, "--json", json_path,
+               "--", *load], tmp, "gpuleak", stdin=True)
+    peak = 0
+    try:
+        deadline = time.monotonic() + 300
+        while "kept=" not in gl.stdout() and gl.p.poll() is None:
+            if time.monotonic() > deadline:
+                raise BenchError(f"the load kept nothing in 300 s:\n{gl.stderr()[-1500:]}")
+            peak = _vm_hwm_kib(gl.pid) or peak
+            time.sleep(0.02)
+        gl.send("exit")
+        while gl.p.poll() is None:
+            peak = _vm_hwm_kib(gl.pid) or peak
+            time.sleep(0.02)
+        if gl.stop(None, 120) != 0:
+            raise BenchError(f"gpuleak failed:\n{gl.stderr()[-1500:]}")
+    finally:
+        gl.kill()
+    with open(json_path) as f:
+        rep = json.load(f)
+    return {"vm_hwm_kib": peak, "lost_events": rep["lost_events"],
+            "complete": rep["complete"],
+            "stack_cache_hits": rep["stats"].get("stack_cache_hits")}
+
+
+def peak(loads, reps, old, log):
+    """gpuleak's peak resident memory (VmHWM) under each load: this build's and --old's
+    runs interleaved, in alternating order, rep after rep."""
+    lib = private_lib()
+    binaries = [("gpuleak", GPULEAK)] + ([("old", old)] if old else [])
+    res = {}
+    with tempfile.TemporaryDirectory(prefix="gpuleak-bench-") as tmp:
+        for keep, sites in loads:
+            name = f"{keep} outstanding, {sites} stacks"
+            got = {b: [] for b, _ in binaries}
+            for r in range(reps):
+                for b, path in (binaries if r % 2 == 0 else binaries[::-1]):
+                    got[b].append(peak_point(path, lib, tmp, keep, sites))
+                log(f"peak: {name}, rep {r + 1}/{reps}: " + ", ".join(
+                    f"{b} {got[b][-1]['vm_hwm_kib']} KiB, lost {got[b][-1]['lost_events']}"
+                    for b, _ in binaries))
+            res[name] = {b: {"vm_hwm_mib": Stats([p["vm_hwm_kib"] / 1024 for p in pts]).as_dict(),
+                             "lost_events": [p["lost_events"] for p in pts],
+                             "complete": [p["complete"] for p in pts]}
+                         for b, pts in got.items()}
+            if old:
+                res[name]["gpuleak_over_old"] = Stats(
+                    [a["vm_hwm_kib"] / o["vm_hwm_kib"]
+                     for a, o in zip(got["gpuleak"], got["old"])]).as_dict()
+    return res
 
 
 def attach(nprocs, reps, log):

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The benchmark harness stays runnable: bench/bench.py --smoke measures a few hundred
-pairs untraced, under the floor programs and under gpuleak, and runs books_bench, in a
-few seconds. Its figures prove the harness works, not how fast gpuleak is: nothing here
+pairs untraced, under the floor programs and under gpuleak, runs books_bench, and reads
+gpuleak's peak memory under a small load of many stacks, in a few seconds. Its figures prove the harness works, not how fast gpuleak is: nothing here
 asserts a speed."""
 import json
 import os
@@ -39,6 +39,14 @@ def test_bench_smoke(tmp):
     check(all(s["median"] > 0 for m in hooks["ns_per_pair"].values() for s in m.values()),
           f"every mmap load measured in every mode: {hooks['ns_per_pair']}")
     check("the mmap-lock hook" in p.stdout, f"the table has the hook's section:\n{p.stdout}")
+    # gpuleak's peak resident memory under a load of many stacks, read from the kernel
+    for load, by in res["peak"].items():
+        f = by["gpuleak"]
+        check(f["vm_hwm_mib"]["median"] > 1, f"{load}: a peak resident size measured: {f}")
+        check_eq((f["lost_events"], f["complete"]), ([0], [True]),
+                 f"{load}: the run lost nothing")
+    check("peak resident memory (VmHWM" in p.stdout, f"the table has the peak's section:\n"
+          f"{p.stdout}")
 
 
 def test_bench_before_and_after_smoke(tmp):
@@ -48,8 +56,8 @@ def test_bench_before_and_after_smoke(tmp):
     rep (here the same build twice; nothing asserts a speed)."""
     results = os.path.join(tmp, "results.json")
     env = dict(os.environ, GPULEAK=GPULEAK, OUTPUT=OUTPUT)
-    p = subprocess.run([sys.executable, BENCH, "--smoke", "-q", "--only", "programs,tensors",
-                        "--old", GPULEAK, "--json", results],
+    p = subprocess.run([sys.executable, BENCH, "--smoke", "-q", "--only",
+                        "programs,tensors,peak", "--old", GPULEAK, "--json", results],
                        capture_output=True, text=True, timeout=120, env=env)
     check_eq(p.returncode, 0, f"bench.py --old exit status (stderr: {p.stderr[-1500:]})")
     for line in ("gpuleak / old per run: call_enter", "BPF ns per program run",
@@ -72,6 +80,10 @@ def test_bench_before_and_after_smoke(tmp):
     ratio = pair["bpf_over_old"]["full"]
     check(all(ratio[k]["median"] > 0 for k in ("torch_malloc", "torch_free", "pair")),
           f"this build over the old one, per program: {ratio}")
+    for load, by in res["peak"].items():
+        check(sorted(by) == ["gpuleak", "gpuleak_over_old", "old"]
+              and by["gpuleak_over_old"]["median"] > 0,
+              f"{load}: both builds' peaks, and their ratio per rep: {by}")
 
 
 def check_side_by_side(script, args, figures, first, timeout):
