@@ -605,13 +605,13 @@ static int kernel_find(struct unwinder *u, struct uproc *up, const struct cache_
 		       const struct dwarf_input *in, uint64_t start_time, uint64_t *ips, int max)
 {
 	struct kshape **head = htab__lookup(up->shapes, k), *ks;
-	uint64_t w[GL_SC_CHECKS];
+	struct gl_scache_val cur = { .bp = in->bp }; /* the copy's words, as BPF reads them */
 
 	for (ks = head ? *head : NULL; ks; ks = ks->next) {
 		const struct gl_scache_shape *sh = &ks->sh;
 		const struct kstack *st;
 		const struct kref *ref;
-		uint64_t h = GL_SC_SEED;
+		uint64_t h;
 		bool ok = true;
 		int n;
 
@@ -620,15 +620,16 @@ static int kernel_find(struct unwinder *u, struct uproc *up, const struct cache_
 		if (sh->start_time != start_time || sh->span > in->len ||
 		    (sh->need_cut && in->len != sh->len))
 			continue;
-		if (sh->need_bp)
-			h = gl_scache_mix(h, in->bp);
 		for (uint32_t i = 0; i < sh->nr_checks && ok; i++) {
-			ok = dwarf_input__read(in, k->sp + sh->off[i], &w[i]);
-			h = gl_scache_mix(h, w[i]);
+			uint64_t w = 0;
+
+			ok = dwarf_input__read(in, k->sp + sh->off[i], &w);
+			cur.val[i] = w;
 		}
+		h = scache_hash(sh, &cur);
 		ref = ok ? htab__lookup(ks->stacks, &h) : NULL;
 		if (!ref || (sh->need_bp && ref->bp != in->bp) ||
-		    memcmp(ref->val, w, sh->nr_checks * sizeof(w[0])) || !ref->kid ||
+		    memcmp(ref->val, cur.val, sh->nr_checks * sizeof(cur.val[0])) || !ref->kid ||
 		    ref->kid > u->nr_kids)
 			continue;
 		st = &u->kids[ref->kid - 1];
